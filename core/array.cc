@@ -1,0 +1,179 @@
+// minijax Array handle.
+// Owns concrete access (with ConcretizationError for staged values) and numpy-style printing.
+#include "core/array.h"
+
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+#include <sstream>
+
+#include "core/trace.h"
+
+namespace minijax {
+
+ConcreteArray::ConcreteArray(ShapedArray aval, std::shared_ptr<Buffer> buffer)
+    : aval_(std::move(aval)), buffers_{std::move(buffer)} {}
+
+std::optional<Array> Tracer::concrete_value() const { return std::nullopt; }
+
+std::string Tracer::describe() const {
+  return "a traced value " + aval().str() + " of " + trace_->name() +
+         " (under jit/make_jaxpr or inside a scan/cond/while/checkpoint body, values are "
+         "abstract: use lax control flow (cond, where) instead of C++ branching, or mark the "
+         "argument static)";
+}
+
+Array Array::allocate(const ShapedArray& aval) {
+  auto buf = std::make_shared<Buffer>(size_t(aval.nbytes()), aval.memory_kind);
+  return Array(std::make_shared<ConcreteArray>(aval, std::move(buf)));
+}
+
+Array Array::from_buffer(const ShapedArray& aval, std::shared_ptr<Buffer> buffer) {
+  return Array(std::make_shared<ConcreteArray>(aval, std::move(buffer)));
+}
+
+const ShapedArray& Array::aval() const {
+  if (!impl_) throw ValueError("use of an empty (default-constructed) Array");
+  return impl_->aval();
+}
+
+int64_t Array::dim(int64_t i, std::source_location loc) const {
+  int64_t n = ndim();
+  if (i < -n || i >= n)
+    throw ShapeError("axis " + std::to_string(i) + " out of range for " + aval().str(), loc);
+  return shape()[size_t(i < 0 ? i + n : i)];
+}
+
+Array Array::concrete(std::source_location loc, const char* what) const {
+  if (!impl_) throw ValueError("use of an empty (default-constructed) Array", loc);
+  Array cur = *this;
+  while (auto* tr = cur.tracer()) {
+    auto c = tr->concrete_value();
+    if (!c)
+      throw ConcretizationError(std::string(what) + " was needed, but got " + tr->describe(), loc);
+    cur = *c;
+  }
+  return cur;
+}
+
+const ConcreteArray& Array::concrete_impl(std::source_location loc) const {
+  Array c = concrete(loc);
+  // The impl is kept alive by *this (directly or through the tracer's primal).
+  return *static_cast<const ConcreteArray*>(c.impl());
+}
+
+const void* Array::raw_data(std::source_location loc) const {
+  const ConcreteArray& c = concrete_impl(loc);
+  if (c.buffer()->donated())
+    throw ValueError("the buffer of this " + c.aval().str() + " array was donated", loc);
+  return c.buffer()->data();
+}
+
+const void* Array::raw_data(DType expect, std::source_location loc) const {
+  const ConcreteArray& c = concrete_impl(loc);
+  if (c.aval().dtype != expect)
+    throw TypeError(std::string("element access as ") + dtype_name(expect) + " of an array of dtype " +
+                        dtype_name(c.aval().dtype),
+                    loc);
+  return raw_data(loc);
+}
+
+double Array::item_f64(std::source_location loc) const {
+  const ConcreteArray& c = concrete_impl(loc);
+  if (c.aval().size() != 1)
+    throw ValueError("item() of an array of shape " + shape_str(c.aval().shape) +
+                         " (only size-1 arrays convert to a scalar)",
+                     loc);
+  const void* p = raw_data(loc);
+  return dispatch_dtype(c.aval().dtype, [&]<class T>() -> double {
+    if constexpr (std::is_same_v<T, bfloat16>)
+      return double(float(*static_cast<const T*>(p)));
+    else
+      return static_cast<double>(*static_cast<const T*>(p));
+  });
+}
+
+Array::operator bool() const {
+  return item_f64(std::source_location::current()) != 0.0;
+}
+
+namespace {
+template <class T>
+std::string format_elem(T v) {
+  char buf[64];
+  if constexpr (std::is_same_v<T, bool>) {
+    return v ? "True" : "False";
+  } else if constexpr (std::is_integral_v<T>) {
+    return std::to_string(v);
+  } else {
+    double d = double(v);
+    if (std::isnan(d)) return "nan";
+    if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+    if (d == std::floor(d) && std::fabs(d) < 1e16) {
+      std::snprintf(buf, sizeof buf, "%.0f.", d);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.8g", d);
+    }
+    return buf;
+  }
+}
+
+void format_rec(std::ostringstream& os, const std::vector<std::string>& elems, const Shape& s,
+                size_t dim, int64_t& idx, size_t width, int indent) {
+  if (dim == s.size()) {
+    std::string e = elems[size_t(idx++)];
+    os << std::string(width - e.size(), ' ') << e;
+    return;
+  }
+  os << "[";
+  for (int64_t i = 0; i < s[dim]; ++i) {
+    if (i) {
+      os << ",";
+      if (dim + 1 == s.size()) {
+        os << " ";
+      } else {
+        os << std::string(s.size() - dim - 1, '\n') << std::string(size_t(indent + 1), ' ');
+      }
+    }
+    format_rec(os, elems, s, dim + 1, idx, width, indent + 1);
+  }
+  os << "]";
+}
+}  // namespace
+
+std::string Array::str() const {
+  if (!impl_) return "Array(<empty>)";
+  if (impl_->is_tracer()) return "Traced<" + aval().str() + ">with<" + tracer()->trace()->name() + ">";
+  const ConcreteArray& c = *static_cast<const ConcreteArray*>(impl_.get());
+  const auto& av = c.aval();
+  static const char* np_names[] = {"bool", "int32", "uint32", "bfloat16", "float32", "float64",
+                                   "float0", "token"};
+  if (av.dtype == DType::token) return "Token()";
+  if (av.dtype == DType::float0) return "Array(float0" + shape_str(av.shape) + ")";
+  std::vector<std::string> elems;
+  elems.reserve(size_t(av.size()));
+  const void* p = c.buffer()->data();
+  dispatch_dtype(av.dtype, [&]<class T>() {
+    for (int64_t i = 0; i < av.size(); ++i) {
+      if constexpr (std::is_same_v<T, bfloat16>)
+        elems.push_back(format_elem(float(static_cast<const T*>(p)[i])));
+      else
+        elems.push_back(format_elem(static_cast<const T*>(p)[i]));
+    }
+  });
+  size_t width = 0;
+  for (auto& e : elems) width = std::max(width, e.size());
+  std::ostringstream os;
+  os << "Array(";
+  int64_t idx = 0;
+  format_rec(os, elems, av.shape, 0, idx, width, 6);
+  os << ", dtype=" << np_names[int(av.dtype)];
+  if (av.weak_type) os << ", weak_type=True";
+  if (av.memory_kind != MemoryKind::device) os << ", memory_kind=" << memory_kind_name(av.memory_kind);
+  os << ")";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Array& a) { return os << a.str(); }
+
+}  // namespace minijax

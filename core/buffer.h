@@ -1,0 +1,65 @@
+// minijax buffers: raw storage of one array on one device, tagged with its memory kind.
+// Owns Buffer (bytes, memory kind, ready event, donation flag) and ReadyEvent.
+#pragma once
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+
+#include "core/aval.h"
+
+namespace minijax {
+
+/// Signals that a buffer's contents are complete (set by whoever writes it: an eager kernel, a
+/// copy engine, an executor). Copies of a ReadyEvent share one state.
+class ReadyEvent {
+ public:
+  /// An event that is already set (what eager evaluation produces).
+  static ReadyEvent already_set();
+  /// A fresh, unset event.
+  ReadyEvent();
+  bool is_ready() const;
+  void set() const;
+  /// Blocks until set.
+  void wait() const;
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool ready = false;
+  };
+  std::shared_ptr<State> s_;
+};
+
+/// Storage of one array on one device: `nbytes` bytes aligned to 64, in `memory_kind`.
+/// Host memory kinds and the (virtual CPU) device memory are all host RAM here; the kind is what
+/// the scheduler and the allocator's statistics reason about.
+class Buffer {
+ public:
+  /// Allocates nbytes (zero-filled) of the given kind on device `device_id`.
+  Buffer(size_t nbytes, MemoryKind kind, int device_id = 0);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  MemoryKind memory_kind() const { return kind_; }
+  int device_id() const { return device_id_; }
+  const ReadyEvent& ready() const { return ready_; }
+  /// True once the buffer was donated to a computation; its contents may then be overwritten.
+  bool donated() const { return donated_; }
+  void mark_donated() { donated_ = true; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  MemoryKind kind_;
+  int device_id_;
+  ReadyEvent ready_ = ReadyEvent::already_set();
+  bool donated_ = false;
+};
+
+}  // namespace minijax

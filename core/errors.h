@@ -1,0 +1,44 @@
+// minijax error types: the exceptions every layer throws for bad input.
+// Owns ShapeError/TypeError/ValueError/ConcretizationError and call-site formatting.
+#pragma once
+#include <source_location>
+#include <stdexcept>
+#include <string>
+
+namespace minijax {
+
+/// Base class of every minijax exception. what() = "<message> [at file:line in function]".
+class Error : public std::runtime_error {
+ public:
+  Error(const std::string& msg, std::source_location loc = std::source_location::current());
+  /// The user's call site the error was raised for.
+  const std::source_location& where() const { return loc_; }
+  /// The message without the call site.
+  const std::string& message() const { return msg_; }
+
+ private:
+  std::string msg_;
+  std::source_location loc_;
+};
+
+/// Operand shapes that do not fit a primitive (wrong rank, mismatched dims, bad axes).
+class ShapeError : public Error { using Error::Error; };
+/// Operand dtypes or memory kinds that do not fit a primitive; wrong pytree structure.
+class TypeError : public Error { using Error::Error; };
+/// A value out of range (index, axis number, memory-kind name, file contents).
+class ValueError : public Error { using Error::Error; };
+/// An index out of range.
+class IndexError : public Error { using Error::Error; };
+/// A traced (abstract) value was used where a concrete value is needed (branching, item()).
+class ConcretizationError : public Error { using Error::Error; };
+/// A tracer escaped the transformation that created it.
+class UnexpectedTracerError : public Error { using Error::Error; };
+/// A transformation is asked of a primitive declared as lacking the rule (e.g. not differentiable).
+class NotDifferentiableError : public Error { using Error::Error; };
+/// An I/O failure (missing or corrupt data file).
+class IOError : public Error { using Error::Error; };
+
+/// "file:line (function)" of a call site.
+std::string format_location(const std::source_location& loc);
+
+}  // namespace minijax

@@ -1,0 +1,102 @@
+// minijax IR: Var, Literal, Eqn, Jaxpr and ClosedJaxpr, mirroring JAX's jaxpr.
+// Owns the IR data structures and the text printer in JAX's format.
+#pragma once
+#include <iosfwd>
+#include <memory>
+#include <set>
+#include <source_location>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/array.h"
+#include "core/params.h"
+
+namespace minijax {
+
+struct Primitive;
+
+/// A variable of the IR: identity (pointer) plus its aval. Names are given by the printer.
+class Var {
+ public:
+  Var() = default;
+  /// A fresh variable of the given aval.
+  explicit Var(ShapedArray aval);
+  /// A fresh variable whose value is never used (printed `_`).
+  static Var dropvar(ShapedArray aval);
+  const ShapedArray& aval() const { return n_->aval; }
+  bool is_dropvar() const { return n_ && n_->drop; }
+  bool defined() const { return n_ != nullptr; }
+  uint64_t id() const { return n_->id; }
+  bool operator==(const Var& o) const { return n_ == o.n_; }
+  bool operator<(const Var& o) const { return n_ < o.n_; }
+
+ private:
+  struct Node {
+    ShapedArray aval;
+    uint64_t id;
+    bool drop;
+  };
+  std::shared_ptr<Node> n_;
+};
+
+struct VarHash {
+  size_t operator()(const Var& v) const { return std::hash<uint64_t>()(v.id()); }
+};
+
+/// A constant inlined into an equation (a concrete scalar), printed `2.0:f32[]`.
+struct Literal {
+  Array value;  ///< concrete, size 1
+  const ShapedArray& aval() const { return value.aval(); }
+};
+
+/// An equation operand: a variable or a literal.
+using Atom = std::variant<Var, Literal>;
+const ShapedArray& atom_aval(const Atom& a);
+/// The variable of an atom, or an undefined Var for literals.
+Var atom_var(const Atom& a);
+
+/// Effects of an equation (e.g. "io", "copy", "collective"); ordered by tokens.
+using Effects = std::set<std::string>;
+
+/// One equation: outputs = primitive[params](inputs).
+struct Eqn {
+  const Primitive* primitive = nullptr;
+  std::vector<Atom> inputs;
+  std::vector<Var> outputs;
+  Params params;
+  Effects effects;
+};
+
+/// A jaxpr: `{ lambda constvars ; invars . let eqns in (outvars) }`.
+struct Jaxpr {
+  std::vector<Var> constvars;
+  std::vector<Var> invars;
+  std::vector<Eqn> eqns;
+  std::vector<Atom> outvars;
+  Effects effects;
+
+  std::vector<ShapedArray> in_avals() const;
+  std::vector<ShapedArray> out_avals() const;
+};
+using JaxprPtr = std::shared_ptr<const Jaxpr>;
+
+/// A jaxpr with values for its constvars (concrete arrays or tracers of an enclosing trace).
+struct ClosedJaxpr {
+  JaxprPtr jaxpr;
+  std::vector<Array> consts;
+
+  std::vector<ShapedArray> in_avals() const { return jaxpr->in_avals(); }
+  std::vector<ShapedArray> out_avals() const { return jaxpr->out_avals(); }
+};
+
+/// Prints in JAX's text format (`{ lambda a:f32[3]; b:f32[3]. let c:f32[3] = mul a b in (c,) }`),
+/// nested jaxpr params indented; variables named a, b, ..., z, ba, bb, ... in order of binding.
+std::string to_string(const Jaxpr& j);
+std::string to_string(const ClosedJaxpr& j);
+std::ostream& operator<<(std::ostream& os, const Jaxpr& j);
+std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& j);
+/// Printed form of one parameter value (used by the printer and by ParamObject users).
+std::string param_to_string(const Param& p);
+
+}  // namespace minijax

@@ -1,0 +1,148 @@
+// minijax lax: one C++ function per primitive, with JAX's names and lax-level semantics (no
+// implicit broadcasting or promotion: operands must already agree). Owns the binding API.
+#pragma once
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "core/array.h"
+
+namespace minijax::lax {
+
+using SL = std::source_location;
+
+// ---- elementwise unary (float unless noted; shape and dtype preserved) --------------------------
+Array neg(const Array& x, SL loc = SL::current());
+Array sin(const Array& x, SL loc = SL::current());
+Array cos(const Array& x, SL loc = SL::current());
+Array tan(const Array& x, SL loc = SL::current());
+Array exp(const Array& x, SL loc = SL::current());
+Array log(const Array& x, SL loc = SL::current());
+Array log1p(const Array& x, SL loc = SL::current());
+Array expm1(const Array& x, SL loc = SL::current());
+Array tanh(const Array& x, SL loc = SL::current());
+Array logistic(const Array& x, SL loc = SL::current());
+Array sqrt(const Array& x, SL loc = SL::current());
+Array rsqrt(const Array& x, SL loc = SL::current());
+Array erf(const Array& x, SL loc = SL::current());
+Array abs(const Array& x, SL loc = SL::current());    ///< any numeric dtype
+Array sign(const Array& x, SL loc = SL::current());   ///< any numeric dtype
+Array floor(const Array& x, SL loc = SL::current());
+Array ceil(const Array& x, SL loc = SL::current());
+/// Rounds half away from zero (rounding_method=0, JAX's default) or to even (1).
+Array round(const Array& x, int64_t rounding_method = 0, SL loc = SL::current());
+Array not_(const Array& x, SL loc = SL::current());   ///< bool: logical not; ints: bitwise not
+/// x**y for a static integer y (may be negative for floats).
+Array integer_pow(const Array& x, int64_t y, SL loc = SL::current());
+/// Identity whose tangent/cotangent is zero.
+Array stop_gradient(const Array& x, SL loc = SL::current());
+
+// ---- elementwise binary (equal shapes and dtypes) -----------------------------------------------
+Array add(const Array& x, const Array& y, SL loc = SL::current());
+/// Addition of tangents/cotangents (JAX's add_any / add_jaxvals); float0 operands allowed.
+Array add_any(const Array& x, const Array& y, SL loc = SL::current());
+Array sub(const Array& x, const Array& y, SL loc = SL::current());
+Array mul(const Array& x, const Array& y, SL loc = SL::current());
+Array div(const Array& x, const Array& y, SL loc = SL::current());  ///< ints: truncating
+Array rem(const Array& x, const Array& y, SL loc = SL::current());  ///< C fmod semantics
+Array pow(const Array& x, const Array& y, SL loc = SL::current());
+Array max(const Array& x, const Array& y, SL loc = SL::current());
+Array min(const Array& x, const Array& y, SL loc = SL::current());
+Array atan2(const Array& x, const Array& y, SL loc = SL::current());
+Array eq(const Array& x, const Array& y, SL loc = SL::current());   ///< -> bool
+Array ne(const Array& x, const Array& y, SL loc = SL::current());
+Array lt(const Array& x, const Array& y, SL loc = SL::current());
+Array le(const Array& x, const Array& y, SL loc = SL::current());
+Array gt(const Array& x, const Array& y, SL loc = SL::current());
+Array ge(const Array& x, const Array& y, SL loc = SL::current());
+Array and_(const Array& x, const Array& y, SL loc = SL::current());  ///< bool or ints (bitwise)
+Array or_(const Array& x, const Array& y, SL loc = SL::current());
+
+/// cases[which] elementwise: which is bool (2 cases) or i32 (any number of cases), all cases of
+/// one aval, which of the same shape (or rank 0).
+Array select_n(const Array& which, const std::vector<Array>& cases, SL loc = SL::current());
+/// min(max(x, lo), hi) elementwise; lo/hi are rank 0 or of x's shape.
+Array clamp(const Array& lo, const Array& x, const Array& hi, SL loc = SL::current());
+/// Converts dtype (float -> int truncates toward zero; -> bool is x != 0).
+Array convert_element_type(const Array& x, DType new_dtype, bool weak_type = false,
+                           SL loc = SL::current());
+
+// ---- shape ops ----------------------------------------------------------------------------------
+/// out[shape] with operand dim i mapped to out dim broadcast_dimensions[i] (strictly increasing;
+/// operand dim size 1 or equal to the out dim).
+Array broadcast_in_dim(const Array& x, const Shape& shape,
+                       const std::vector<int64_t>& broadcast_dimensions, SL loc = SL::current());
+/// Row-major reshape to new_sizes (same element count).
+Array reshape(const Array& x, const Shape& new_sizes, SL loc = SL::current());
+/// Removes the listed size-1 dims.
+Array squeeze(const Array& x, const std::vector<int64_t>& dimensions, SL loc = SL::current());
+/// Inserts size-1 dims at the listed positions of the output.
+Array expand_dims(const Array& x, const std::vector<int64_t>& dimensions, SL loc = SL::current());
+/// out dim i = operand dim permutation[i].
+Array transpose(const Array& x, const std::vector<int64_t>& permutation, SL loc = SL::current());
+/// Reverses the listed dims.
+Array rev(const Array& x, const std::vector<int64_t>& dimensions, SL loc = SL::current());
+
+// ---- reductions ---------------------------------------------------------------------------------
+/// Sums over `axes` (removed from the shape); pairwise/blockwise accumulation.
+Array reduce_sum(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
+Array reduce_max(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
+Array reduce_min(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
+Array reduce_prod(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
+/// Index of the max/min along `axis` (first occurrence; NaN counts as max), dtype index_dtype.
+Array argmax(const Array& x, int64_t axis, DType index_dtype = DType::i32, SL loc = SL::current());
+Array argmin(const Array& x, int64_t axis, DType index_dtype = DType::i32, SL loc = SL::current());
+/// Inclusive prefix sum along axis (from the end if reverse).
+Array cumsum(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::current());
+
+// ---- contraction --------------------------------------------------------------------------------
+/// ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)) as in lax.dot_general.
+struct DotDimensionNumbers {
+  std::vector<int64_t> lhs_contracting, rhs_contracting, lhs_batch, rhs_batch;
+};
+/// Output dims: batch..., lhs free..., rhs free... . f32 through the GEMM library.
+Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dims,
+                  SL loc = SL::current());
+
+// ---- slicing and indexing -----------------------------------------------------------------------
+/// Static slice [start, limit) with optional strides (empty = all 1).
+Array slice(const Array& x, const std::vector<int64_t>& start, const std::vector<int64_t>& limit,
+            const std::vector<int64_t>& strides = {}, SL loc = SL::current());
+/// Slice of static sizes at traced start indices (rank-0 integer arrays), clamped into range as
+/// in XLA.
+Array dynamic_slice(const Array& x, const std::vector<Array>& start_indices,
+                    const std::vector<int64_t>& slice_sizes, SL loc = SL::current());
+/// x with `update` written at the (clamped) start indices.
+Array dynamic_update_slice(const Array& x, const Array& update,
+                           const std::vector<Array>& start_indices, SL loc = SL::current());
+/// Concatenation along `dimension`.
+Array concatenate(const std::vector<Array>& xs, int64_t dimension, SL loc = SL::current());
+/// Per dim (low, high, interior) padding with a rank-0 padding value; negative low/high crop.
+struct PadConfig {
+  int64_t low, high, interior;
+};
+Array pad(const Array& x, const Array& padding_value, const std::vector<PadConfig>& config,
+          SL loc = SL::current());
+/// Rows of x (dim 0) picked by integer `indices` of any shape: out shape
+/// indices.shape + x.shape[1:] (embedding lookup). Eager: out-of-range index -> IndexError.
+Array gather(const Array& x, const Array& indices, SL loc = SL::current());
+/// Transpose of gather: zeros of `shape` with the rows of `updates` added at `indices`.
+Array scatter_add(const Array& operand, const Array& indices, const Array& updates,
+                  SL loc = SL::current());
+/// Integers 0..n-1 along `dimension` of `shape`.
+Array iota(DType dtype, const Shape& shape, int64_t dimension = 0, SL loc = SL::current());
+
+// ---- memory and scheduling ----------------------------------------------------------------------
+/// Copy to another memory kind (the aval's memory kind changes).
+Array device_put(const Array& x, MemoryKind memory_kind, SL loc = SL::current());
+/// Identity on a group of values that the compiler must not look through (prevent_cse).
+std::vector<Array> optimization_barrier(const std::vector<Array>& xs, SL loc = SL::current());
+
+/// A concrete rank-0 array of value v and dtype d (weak if `weak`).
+Array scalar(double v, DType d, bool weak = false);
+/// A concrete array of the given aval filled with v.
+Array full(const Shape& shape, double v, DType d, bool weak = false);
+/// zeros of aval a (symbolic-zero instantiation); float0 avals give a float0 array.
+Array zeros_like_aval(const ShapedArray& a);
+
+}  // namespace minijax::lax

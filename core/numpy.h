@@ -1,0 +1,160 @@
+// minijax numpy-style API: broadcasting and promoting operators and functions over lax.
+// Owns the user-level array vocabulary (jax.numpy / jax.nn names).
+#pragma once
+#include <initializer_list>
+#include <optional>
+#include <source_location>
+#include <vector>
+
+#include "core/array.h"
+#include "core/lax.h"
+
+namespace minijax {
+
+using SL = std::source_location;
+
+/// An operand of an arithmetic operator: an Array, or a C++ scalar that becomes a weakly typed
+/// rank-0 array (so `x * 2.0` keeps x's dtype). Captures the user's call site for errors.
+struct Operand {
+  Array value;
+  SL loc;
+  Operand(const Array& a, SL l = SL::current()) : value(a), loc(l) {}
+  Operand(double v, SL l = SL::current());
+  Operand(float v, SL l = SL::current());
+  Operand(int v, SL l = SL::current());
+  Operand(bool v, SL l = SL::current());
+};
+
+// Broadcasting binary operators (numpy broadcasting, JAX promotion). Throw ShapeError for
+// incompatible shapes, naming both shapes and the call site.
+Array operator+(const Operand& a, const Operand& b);
+Array operator-(const Operand& a, const Operand& b);
+Array operator*(const Operand& a, const Operand& b);
+Array operator/(const Operand& a, const Operand& b);
+Array operator%(const Operand& a, const Operand& b);
+Array operator-(const Array& a);
+// Elementwise comparisons -> bool arrays.
+Array operator<(const Operand& a, const Operand& b);
+Array operator<=(const Operand& a, const Operand& b);
+Array operator>(const Operand& a, const Operand& b);
+Array operator>=(const Operand& a, const Operand& b);
+Array operator==(const Operand& a, const Operand& b);
+Array operator!=(const Operand& a, const Operand& b);
+Array operator&(const Operand& a, const Operand& b);
+Array operator|(const Operand& a, const Operand& b);
+Array operator!(const Array& a);
+Array& operator+=(Array& a, const Operand& b);
+Array& operator-=(Array& a, const Operand& b);
+Array& operator*=(Array& a, const Operand& b);
+Array& operator/=(Array& a, const Operand& b);
+
+// ---- constructors -------------------------------------------------------------------------------
+/// 1-D f32 array of the values.
+Array array(std::initializer_list<float> values, SL loc = SL::current());
+/// 2-D f32 array from nested lists (rows must have equal lengths: ValueError otherwise).
+Array array(std::initializer_list<std::initializer_list<float>> rows, SL loc = SL::current());
+/// Array of `shape` from row-major values converted to dtype (ValueError if sizes differ).
+Array array(const std::vector<double>& values, const Shape& shape, DType dtype = f32,
+            SL loc = SL::current());
+/// Rank-0 array.
+Array scalar(double v, DType dtype = f32);
+Array zeros(const Shape& shape, DType dtype = f32);
+Array ones(const Shape& shape, DType dtype = f32);
+Array full(const Shape& shape, double value, DType dtype = f32);
+Array zeros_like(const Array& x);
+Array ones_like(const Array& x);
+Array full_like(const Array& x, double value);
+/// [0, 1, ..., n-1].
+Array arange(int64_t n, DType dtype = i32);
+/// [start, start+step, ...) below stop.
+Array arange(double start, double stop, double step = 1, DType dtype = f32);
+Array eye(int64_t n, DType dtype = f32);
+
+// ---- elementwise functions (broadcasting where binary) ------------------------------------------
+Array add(const Operand& a, const Operand& b);
+Array subtract(const Operand& a, const Operand& b);
+Array multiply(const Operand& a, const Operand& b);
+Array divide(const Operand& a, const Operand& b);   ///< true division: ints promote to f32
+Array power(const Operand& a, const Operand& b);
+Array maximum(const Operand& a, const Operand& b);
+Array minimum(const Operand& a, const Operand& b);
+Array arctan2(const Operand& a, const Operand& b);
+Array negative(const Array& x, SL loc = SL::current());
+Array exp(const Array& x, SL loc = SL::current());
+Array log(const Array& x, SL loc = SL::current());
+Array log1p(const Array& x, SL loc = SL::current());
+Array expm1(const Array& x, SL loc = SL::current());
+Array sin(const Array& x, SL loc = SL::current());
+Array cos(const Array& x, SL loc = SL::current());
+Array tan(const Array& x, SL loc = SL::current());
+Array tanh(const Array& x, SL loc = SL::current());
+Array sqrt(const Array& x, SL loc = SL::current());
+Array rsqrt(const Array& x, SL loc = SL::current());
+Array square(const Array& x, SL loc = SL::current());
+Array abs(const Array& x, SL loc = SL::current());
+Array sign(const Array& x, SL loc = SL::current());
+Array floor(const Array& x, SL loc = SL::current());
+Array ceil(const Array& x, SL loc = SL::current());
+Array round(const Array& x, SL loc = SL::current());
+Array erf(const Array& x, SL loc = SL::current());
+Array sigmoid(const Array& x, SL loc = SL::current());
+Array relu(const Array& x, SL loc = SL::current());
+/// GELU; tanh approximation when approximate (jax.nn.gelu's default), else the erf form.
+Array gelu(const Array& x, bool approximate = true, SL loc = SL::current());
+/// cond ? x : y with broadcasting and promotion of x, y.
+Array where(const Array& cond, const Operand& x, const Operand& y);
+Array clip(const Array& x, const Operand& lo, const Operand& hi);
+Array astype(const Array& x, DType dtype, SL loc = SL::current());
+Array stop_gradient(const Array& x, SL loc = SL::current());
+
+// ---- reductions (axis may be negative; nullopt = all axes) --------------------------------------
+using Axes = std::optional<std::vector<int64_t>>;
+Array sum(const Array& x, SL loc = SL::current());
+Array sum(const Array& x, int64_t axis, bool keepdims = false, SL loc = SL::current());
+Array sum(const Array& x, const std::vector<int64_t>& axes, bool keepdims = false, SL loc = SL::current());
+Array mean(const Array& x, SL loc = SL::current());
+Array mean(const Array& x, int64_t axis, bool keepdims = false, SL loc = SL::current());
+/// Population variance (ddof = 0).
+Array var(const Array& x, SL loc = SL::current());
+Array var(const Array& x, int64_t axis, bool keepdims = false, SL loc = SL::current());
+Array max(const Array& x, SL loc = SL::current());
+Array max(const Array& x, int64_t axis, bool keepdims = false, SL loc = SL::current());
+Array min(const Array& x, SL loc = SL::current());
+Array min(const Array& x, int64_t axis, bool keepdims = false, SL loc = SL::current());
+Array prod(const Array& x, SL loc = SL::current());
+Array prod(const Array& x, int64_t axis, bool keepdims = false, SL loc = SL::current());
+Array argmax(const Array& x, int64_t axis, SL loc = SL::current());
+Array argmin(const Array& x, int64_t axis, SL loc = SL::current());
+Array cumsum(const Array& x, int64_t axis, SL loc = SL::current());
+Array logsumexp(const Array& x, int64_t axis = -1, bool keepdims = false, SL loc = SL::current());
+Array softmax(const Array& x, int64_t axis = -1, SL loc = SL::current());
+Array log_softmax(const Array& x, int64_t axis = -1, SL loc = SL::current());
+/// labels (integer, any shape) -> labels.shape + [num_classes] of dtype (1 where equal).
+Array one_hot(const Array& labels, int64_t num_classes, DType dtype = f32, SL loc = SL::current());
+
+// ---- linear algebra -----------------------------------------------------------------------------
+/// numpy matmul: 1-D and 2-D operands and batched (leading dims broadcast) operands.
+Array matmul(const Array& a, const Array& b, SL loc = SL::current());
+Array dot(const Array& a, const Array& b, SL loc = SL::current());
+
+// ---- shape manipulation -------------------------------------------------------------------------
+/// Reshape; one dim may be -1 (inferred).
+Array reshape(const Array& x, const Shape& shape, SL loc = SL::current());
+/// Reverses dims when axes is empty.
+Array transpose(const Array& x, const std::vector<int64_t>& axes = {}, SL loc = SL::current());
+Array expand_dims(const Array& x, int64_t axis, SL loc = SL::current());
+Array squeeze(const Array& x, const std::vector<int64_t>& axes = {}, SL loc = SL::current());
+Array broadcast_to(const Array& x, const Shape& shape, SL loc = SL::current());
+Array concatenate(const std::vector<Array>& xs, int64_t axis = 0, SL loc = SL::current());
+Array stack(const std::vector<Array>& xs, int64_t axis = 0, SL loc = SL::current());
+Array flip(const Array& x, int64_t axis, SL loc = SL::current());
+/// Rows x[indices] along axis 0 (embedding lookup).
+Array take(const Array& x, const Array& indices, SL loc = SL::current());
+/// The broadcast shape of two shapes (numpy rules). Throws ShapeError.
+Shape broadcast_shapes(const Shape& a, const Shape& b, SL loc = SL::current());
+
+/// Copies x to another memory kind ("device", "pinned_host", "unpinned_host").
+Array device_put(const Array& x, MemoryKind kind, SL loc = SL::current());
+Array device_put(const Array& x, const std::string& kind, SL loc = SL::current());
+
+}  // namespace minijax

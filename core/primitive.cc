@@ -1,0 +1,80 @@
+// minijax primitive registry.
+// Owns registration, lookup and the error-wrapping abstract_eval.
+#include "core/primitive.h"
+
+#include <map>
+#include <mutex>
+
+namespace minijax {
+
+namespace {
+std::map<std::string, std::unique_ptr<Primitive>>& table() {
+  static std::map<std::string, std::unique_ptr<Primitive>> t;
+  return t;
+}
+std::mutex& table_mu() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace
+
+Primitive& get_or_create_primitive(const std::string& name) {
+  std::lock_guard<std::mutex> g(table_mu());
+  auto& p = table()[name];
+  if (!p) {
+    p = std::make_unique<Primitive>();
+    p->name = name;
+  }
+  return *p;
+}
+
+const Primitive& primitive(const std::string& name) {
+  std::lock_guard<std::mutex> g(table_mu());
+  auto it = table().find(name);
+  if (it == table().end()) throw ValueError("unknown primitive '" + name + "'");
+  return *it->second;
+}
+
+std::vector<std::string> primitive_names() {
+  std::lock_guard<std::mutex> g(table_mu());
+  std::vector<std::string> r;
+  for (auto& [k, v] : table()) r.push_back(k);
+  return r;
+}
+
+static std::string describe_call(const Primitive& p, const std::vector<ShapedArray>& in,
+                                 const Params& params) {
+  std::string s = p.name + "(";
+  for (size_t i = 0; i < in.size(); ++i) s += (i ? ", " : "") + in[i].str();
+  s += ")";
+  if (!params.empty()) {
+    s += " with ";
+    bool first = true;
+    for (auto& [k, v] : params.items()) {
+      if (std::holds_alternative<ClosedJaxprPtr>(v) ||
+          std::holds_alternative<std::vector<ClosedJaxprPtr>>(v))
+        continue;
+      s += (first ? "" : ", ") + k + "=" + param_to_string(v);
+      first = false;
+    }
+  }
+  return s;
+}
+
+std::vector<ShapedArray> abstract_eval(const Primitive& p, const std::vector<ShapedArray>& in,
+                                       const Params& params, std::source_location loc) {
+  if (!p.shape_rule) throw ValueError("primitive '" + p.name + "' has no shape rule", loc);
+  try {
+    return p.shape_rule(in, params);
+  } catch (const ShapeError& e) {
+    throw ShapeError(describe_call(p, in, params) + ": " + e.message(), loc);
+  } catch (const TypeError& e) {
+    throw TypeError(describe_call(p, in, params) + ": " + e.message(), loc);
+  } catch (const IndexError& e) {
+    throw IndexError(describe_call(p, in, params) + ": " + e.message(), loc);
+  } catch (const ValueError& e) {
+    throw ValueError(describe_call(p, in, params) + ": " + e.message(), loc);
+  }
+}
+
+}  // namespace minijax

@@ -1,0 +1,71 @@
+// minijax primitives: the registry of primitives and the rule tables each layer fills.
+// Owns Primitive, the rule signatures (shape, impl, jvp, transpose, batching) and lookup.
+#pragma once
+#include <functional>
+#include <source_location>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/array.h"
+#include "core/jaxpr.h"
+#include "core/params.h"
+
+namespace minijax {
+
+/// Output avals from input avals. Throws ShapeError/TypeError/ValueError with a plain message;
+/// abstract_eval() adds the primitive, the operand avals and the call site.
+using ShapeRule = std::function<std::vector<ShapedArray>(const std::vector<ShapedArray>&, const Params&)>;
+/// Eager implementation on concrete arrays; out_avals are the shape rule's result.
+using ImplRule = std::function<std::vector<Array>(const std::vector<Array>& args, const Params&,
+                                                  const std::vector<ShapedArray>& out_avals)>;
+/// JVP: (primals, tangents) -> (primal outs, tangent outs). An empty Array tangent is a symbolic
+/// zero (in and out). Called only when some input tangent is nonzero.
+using JvpRule = std::function<std::pair<std::vector<Array>, std::vector<Array>>(
+    const std::vector<Array>& primals, const std::vector<Array>& tangents, const Params&)>;
+/// Transpose of a linear primitive: cotangents of the outputs (empty = zero) and the inputs
+/// (empty Array = the linear, undefined input; its aval is in `avals`) -> cotangent per input
+/// (empty = zero, or not linear).
+using TransposeRule = std::function<std::vector<Array>(
+    const std::vector<Array>& cts_out, const std::vector<Array>& args,
+    const std::vector<ShapedArray>& avals, const Params&)>;
+/// Batching (vmap): values with their batch dimension (kNotMapped if unbatched) -> outputs and
+/// their batch dimensions.
+using BatchRule = std::function<std::pair<std::vector<Array>, std::vector<int64_t>>(
+    const std::vector<Array>& args, const std::vector<int64_t>& dims, const Params&)>;
+inline constexpr int64_t kNotMapped = -1;
+
+/// A primitive: JAX's name plus one rule per concern. Rules registered by other layers
+/// (lowering, sharding) live in their own tables keyed by name.
+struct Primitive {
+  std::string name;
+  bool multiple_results = false;
+  ShapeRule shape_rule;
+  ImplRule impl;
+  JvpRule jvp;
+  TransposeRule transpose;
+  BatchRule batch;
+  /// Declared absences: a non-empty reason means the rule is deliberately missing (e.g.
+  /// "integer output: tangents are float0" is not an absence; "not differentiable" is).
+  std::string no_jvp_reason, no_transpose_reason, no_batch_reason;
+  Effects effects;
+};
+
+/// The registry: the primitive of that name, created on first use (rules may register in any
+/// order across translation units).
+Primitive& get_or_create_primitive(const std::string& name);
+/// Lookup; throws ValueError for unknown names.
+const Primitive& primitive(const std::string& name);
+/// Names of all registered primitives, sorted.
+std::vector<std::string> primitive_names();
+
+/// Registers rules from a static initializer: `static Registrar r([]{ ... });`.
+struct Registrar {
+  explicit Registrar(const std::function<void()>& f) { f(); }
+};
+
+/// Runs the shape rule, wrapping its errors into "<prim>(operand avals): msg" at `loc`.
+std::vector<ShapedArray> abstract_eval(const Primitive& p, const std::vector<ShapedArray>& in,
+                                       const Params& params, std::source_location loc);
+
+}  // namespace minijax

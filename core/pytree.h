@@ -1,0 +1,280 @@
+// minijax pytrees: nested C++ containers of Arrays that transformations flatten and rebuild.
+// Owns the pytree traits for Array, std::vector, std::array, std::pair, std::tuple,
+// std::map<std::string, T>, and MJ_REGISTER_PYTREE for user structs.
+#pragma once
+#include <array>
+#include <map>
+#include <source_location>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/array.h"
+
+namespace minijax {
+
+/// Traits of a pytree type T (specialized below; user structs via MJ_REGISTER_PYTREE):
+///   static void flatten(const T&, std::vector<Array>& leaves);    // leaves in order
+///   static T unflatten(const T& like, const Array*& next);        // same structure, new leaves
+///   static std::string structure(const T&);                       // e.g. "[*, {a: *}]"
+///   static void check_same(const T& a, const T& b, loc)           // TypeError if structures differ
+template <class T, class = void>
+struct pytree;
+
+template <class T>
+concept PyTree = requires(const T& t, std::vector<Array>& v) { pytree<T>::flatten(t, v); };
+
+template <>
+struct pytree<Array> {
+  static void flatten(const Array& a, std::vector<Array>& out) { out.push_back(a); }
+  static Array unflatten(const Array&, const Array*& next) { return *next++; }
+  static std::string structure(const Array&) { return "*"; }
+  static void check_same(const Array&, const Array&, std::source_location) {}
+};
+
+template <class T>
+struct pytree<std::vector<T>> {
+  static void flatten(const std::vector<T>& v, std::vector<Array>& out) {
+    for (auto& x : v) pytree<T>::flatten(x, out);
+  }
+  static std::vector<T> unflatten(const std::vector<T>& like, const Array*& next) {
+    std::vector<T> r;
+    r.reserve(like.size());
+    for (auto& x : like) r.push_back(pytree<T>::unflatten(x, next));
+    return r;
+  }
+  static std::string structure(const std::vector<T>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + pytree<T>::structure(v[i]);
+    return s + "]";
+  }
+  static void check_same(const std::vector<T>& a, const std::vector<T>& b, std::source_location loc) {
+    if (a.size() != b.size())
+      throw TypeError("pytree structures differ: a list of " + std::to_string(a.size()) +
+                          " vs a list of " + std::to_string(b.size()) + " (" + structure(a) +
+                          " vs " + structure(b) + ")",
+                      loc);
+    for (size_t i = 0; i < a.size(); ++i) pytree<T>::check_same(a[i], b[i], loc);
+  }
+};
+
+template <class T, size_t N>
+struct pytree<std::array<T, N>> {
+  static void flatten(const std::array<T, N>& v, std::vector<Array>& out) {
+    for (auto& x : v) pytree<T>::flatten(x, out);
+  }
+  static std::array<T, N> unflatten(const std::array<T, N>& like, const Array*& next) {
+    std::array<T, N> r;
+    for (size_t i = 0; i < N; ++i) r[i] = pytree<T>::unflatten(like[i], next);
+    return r;
+  }
+  static std::string structure(const std::array<T, N>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < N; ++i) s += (i ? ", " : "") + pytree<T>::structure(v[i]);
+    return s + "]";
+  }
+  static void check_same(const std::array<T, N>& a, const std::array<T, N>& b, std::source_location loc) {
+    for (size_t i = 0; i < N; ++i) pytree<T>::check_same(a[i], b[i], loc);
+  }
+};
+
+template <class T>
+struct pytree<std::map<std::string, T>> {
+  using M = std::map<std::string, T>;
+  static void flatten(const M& m, std::vector<Array>& out) {
+    for (auto& [k, v] : m) pytree<T>::flatten(v, out);
+  }
+  static M unflatten(const M& like, const Array*& next) {
+    M r;
+    for (auto& [k, v] : like) r.emplace(k, pytree<T>::unflatten(v, next));
+    return r;
+  }
+  static std::string structure(const M& m) {
+    std::string s = "{";
+    bool first = true;
+    for (auto& [k, v] : m) {
+      s += (first ? "" : ", ") + k + ": " + pytree<T>::structure(v);
+      first = false;
+    }
+    return s + "}";
+  }
+  static void check_same(const M& a, const M& b, std::source_location loc) {
+    auto ia = a.begin();
+    auto ib = b.begin();
+    for (; ia != a.end() && ib != b.end(); ++ia, ++ib) {
+      if (ia->first != ib->first) break;
+      pytree<T>::check_same(ia->second, ib->second, loc);
+    }
+    if (ia != a.end() || ib != b.end())
+      throw TypeError("pytree structures differ: dicts with keys " + structure(a) + " vs " +
+                          structure(b),
+                      loc);
+  }
+};
+
+template <class... Ts>
+struct pytree<std::tuple<Ts...>> {
+  using T = std::tuple<Ts...>;
+  static void flatten(const T& t, std::vector<Array>& out) {
+    std::apply([&](const auto&... x) { (pytree<std::decay_t<decltype(x)>>::flatten(x, out), ...); }, t);
+  }
+  static T unflatten(const T& like, const Array*& next) {
+    return std::apply(
+        [&](const auto&... x) { return T{pytree<std::decay_t<decltype(x)>>::unflatten(x, next)...}; },
+        like);
+  }
+  static std::string structure(const T& t) {
+    std::string s = "(";
+    bool first = true;
+    std::apply([&](const auto&... x) {
+      ((s += (first ? "" : ", ") + pytree<std::decay_t<decltype(x)>>::structure(x), first = false), ...);
+    }, t);
+    return s + ")";
+  }
+  static void check_same(const T& a, const T& b, std::source_location loc) {
+    check_impl(a, b, loc, std::index_sequence_for<Ts...>{});
+  }
+  template <size_t... I>
+  static void check_impl(const T& a, const T& b, std::source_location loc, std::index_sequence<I...>) {
+    (pytree<std::tuple_element_t<I, T>>::check_same(std::get<I>(a), std::get<I>(b), loc), ...);
+  }
+};
+
+template <class A, class B>
+struct pytree<std::pair<A, B>> {
+  using T = std::pair<A, B>;
+  static void flatten(const T& t, std::vector<Array>& out) {
+    pytree<A>::flatten(t.first, out);
+    pytree<B>::flatten(t.second, out);
+  }
+  static T unflatten(const T& like, const Array*& next) {
+    A a = pytree<A>::unflatten(like.first, next);
+    B b = pytree<B>::unflatten(like.second, next);
+    return T{std::move(a), std::move(b)};
+  }
+  static std::string structure(const T& t) {
+    return "(" + pytree<A>::structure(t.first) + ", " + pytree<B>::structure(t.second) + ")";
+  }
+  static void check_same(const T& a, const T& b, std::source_location loc) {
+    pytree<A>::check_same(a.first, b.first, loc);
+    pytree<B>::check_same(a.second, b.second, loc);
+  }
+};
+
+/// Leaves of a pytree in order.
+template <class T>
+std::vector<Array> tree_flatten(const T& t) {
+  std::vector<Array> out;
+  pytree<T>::flatten(t, out);
+  return out;
+}
+
+/// A pytree with the structure of `like` and the given leaves. Throws TypeError if the number of
+/// leaves differs.
+template <class T>
+T tree_unflatten(const T& like, const std::vector<Array>& leaves,
+                 std::source_location loc = std::source_location::current()) {
+  std::vector<Array> probe;
+  pytree<T>::flatten(like, probe);
+  if (probe.size() != leaves.size())
+    throw TypeError("tree_unflatten: structure " + pytree<T>::structure(like) + " has " +
+                        std::to_string(probe.size()) + " leaves, got " + std::to_string(leaves.size()),
+                    loc);
+  const Array* next = leaves.data();
+  return pytree<T>::unflatten(like, next);
+}
+
+/// The printed structure of a pytree, leaves as `*`.
+template <class T>
+std::string tree_structure(const T& t) { return pytree<T>::structure(t); }
+
+/// Throws TypeError naming both structures if a and b differ in structure.
+template <class T>
+void tree_check_same(const T& a, const T& b, std::source_location loc = std::source_location::current()) {
+  pytree<T>::check_same(a, b, loc);
+}
+
+/// f applied to every leaf.
+template <class T, class F>
+T tree_map(F&& f, const T& t) {
+  auto leaves = tree_flatten(t);
+  for (auto& l : leaves) l = f(l);
+  return tree_unflatten(t, leaves);
+}
+
+/// f applied leafwise to two trees of the same structure (TypeError otherwise).
+template <class T, class F>
+T tree_map(F&& f, const T& a, const T& b, std::source_location loc = std::source_location::current()) {
+  tree_check_same(a, b, loc);
+  auto la = tree_flatten(a), lb = tree_flatten(b);
+  for (size_t i = 0; i < la.size(); ++i) la[i] = f(la[i], lb[i]);
+  return tree_unflatten(a, la);
+}
+
+namespace detail {
+template <class S, class... M>
+struct struct_pytree {
+  template <class Tup>
+  static void flatten_fields(const S& s, std::vector<Array>& out, const Tup& members) {
+    std::apply([&](auto... m) { (pytree<std::decay_t<decltype(s.*m)>>::flatten(s.*m, out), ...); }, members);
+  }
+  template <class Tup>
+  static S unflatten_fields(const S& like, const Array*& next, const Tup& members) {
+    S r = like;
+    std::apply([&](auto... m) { ((r.*m = pytree<std::decay_t<decltype(like.*m)>>::unflatten(like.*m, next)), ...); },
+               members);
+    return r;
+  }
+};
+}  // namespace detail
+
+}  // namespace minijax
+
+#define MJ_PT_MEMBER_(T, f) &T::f
+#define MJ_PT_EXPAND_(x) x
+#define MJ_PT_1(T, a) MJ_PT_MEMBER_(T, a)
+#define MJ_PT_2(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_1(T, __VA_ARGS__))
+#define MJ_PT_3(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_2(T, __VA_ARGS__))
+#define MJ_PT_4(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_3(T, __VA_ARGS__))
+#define MJ_PT_5(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_4(T, __VA_ARGS__))
+#define MJ_PT_6(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_5(T, __VA_ARGS__))
+#define MJ_PT_7(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_6(T, __VA_ARGS__))
+#define MJ_PT_8(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_7(T, __VA_ARGS__))
+#define MJ_PT_9(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_8(T, __VA_ARGS__))
+#define MJ_PT_10(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_9(T, __VA_ARGS__))
+#define MJ_PT_11(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_10(T, __VA_ARGS__))
+#define MJ_PT_12(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_11(T, __VA_ARGS__))
+#define MJ_PT_PICK_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, N, ...) N
+#define MJ_PT_MEMBERS_(T, ...)                                                                  \
+  MJ_PT_EXPAND_(MJ_PT_PICK_(__VA_ARGS__, MJ_PT_12, MJ_PT_11, MJ_PT_10, MJ_PT_9, MJ_PT_8, MJ_PT_7, \
+                            MJ_PT_6, MJ_PT_5, MJ_PT_4, MJ_PT_3, MJ_PT_2, MJ_PT_1)(T, __VA_ARGS__))
+
+/// Registers a user struct as a pytree node whose children are the listed fields (up to 12),
+/// each itself a pytree. Use at global namespace scope:
+///   struct Params { mj::Array w, b; };  MJ_REGISTER_PYTREE(Params, w, b)
+#define MJ_REGISTER_PYTREE(Type, ...)                                                              \
+  template <>                                                                                      \
+  struct minijax::pytree<Type> {                                                                   \
+    static auto members() { return std::make_tuple(MJ_PT_MEMBERS_(Type, __VA_ARGS__)); }          \
+    static void flatten(const Type& s, std::vector<minijax::Array>& out) {                         \
+      minijax::detail::struct_pytree<Type>::flatten_fields(s, out, members());                     \
+    }                                                                                              \
+    static Type unflatten(const Type& like, const minijax::Array*& next) {                         \
+      return minijax::detail::struct_pytree<Type>::unflatten_fields(like, next, members());        \
+    }                                                                                              \
+    static std::string structure(const Type& s) {                                                  \
+      std::string r = #Type "(";                                                                   \
+      bool first = true;                                                                           \
+      std::apply([&](auto... m) {                                                                  \
+        ((r += (first ? "" : ", ") + minijax::pytree<std::decay_t<decltype(s.*m)>>::structure(s.*m), \
+          first = false), ...);                                                                    \
+      }, members());                                                                               \
+      return r + ")";                                                                              \
+    }                                                                                              \
+    static void check_same(const Type& a, const Type& b, std::source_location loc) {               \
+      std::apply([&](auto... m) {                                                                  \
+        (minijax::pytree<std::decay_t<decltype(a.*m)>>::check_same(a.*m, b.*m, loc), ...);         \
+      }, members());                                                                               \
+    }                                                                                              \
+  };

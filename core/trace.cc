@@ -1,0 +1,111 @@
+// minijax trace stack and bind.
+// Owns the per-thread stack, the dynamic trace, the eval trace and raising values between levels.
+#include "core/trace.h"
+
+namespace minijax {
+
+namespace {
+struct StackState {
+  std::vector<std::shared_ptr<Trace>> stack;
+  std::vector<std::shared_ptr<Trace>> dynamic_stack;
+};
+StackState& state() {
+  thread_local StackState s = [] {
+    StackState st;
+    auto ev = std::make_shared<EvalTrace>();
+    st.stack.push_back(ev);
+    st.dynamic_stack.push_back(ev);
+    return st;
+  }();
+  return s;
+}
+}  // namespace
+
+void TraceStack::push(const std::shared_ptr<Trace>& t, bool dynamic) {
+  auto& s = state();
+  t->level_ = int(s.stack.size());
+  t->alive_ = true;
+  s.stack.push_back(t);
+  if (dynamic) s.dynamic_stack.push_back(t);
+}
+
+void TraceStack::pop(const std::shared_ptr<Trace>& t) {
+  auto& s = state();
+  if (s.stack.back() == t) s.stack.pop_back();
+  if (s.dynamic_stack.back() == t) s.dynamic_stack.pop_back();
+  t->alive_ = false;
+}
+
+const std::shared_ptr<Trace>& TraceStack::dynamic() { return state().dynamic_stack.back(); }
+const std::shared_ptr<Trace>& TraceStack::eval() { return state().stack.front(); }
+int TraceStack::depth() { return int(state().stack.size()); }
+
+static void check_alive(const Tracer* tr, std::source_location loc) {
+  if (!tr->trace()->alive())
+    throw UnexpectedTracerError(
+        "a tracer of a finished " + tr->trace()->name() + " (" + tr->aval().str() +
+            ") was used outside the transformation that created it: a value computed inside "
+            "grad/jit/make_jaxpr/vmap escaped (stored in a global or captured by reference)",
+        loc);
+}
+
+std::shared_ptr<Trace> find_top_trace(const std::vector<Array>& args, std::source_location loc) {
+  std::shared_ptr<Trace> top = TraceStack::dynamic();
+  for (const auto& a : args) {
+    if (!a.defined())
+      throw ValueError("an operand is an empty Array (default-constructed)", loc);
+    if (auto* tr = a.tracer()) {
+      check_alive(tr, loc);
+      if (tr->trace()->level() > top->level()) top = tr->trace();
+    }
+  }
+  return top;
+}
+
+Array full_raise(Trace& t, const Array& x, std::source_location loc) {
+  if (auto* tr = x.tracer()) {
+    check_alive(tr, loc);
+    if (tr->trace().get() == &t) return x;
+    if (tr->trace()->level() > t.level())
+      throw UnexpectedTracerError("a tracer of " + tr->trace()->name() + " at level " +
+                                      std::to_string(tr->trace()->level()) +
+                                      " cannot be used by the enclosing " + t.name(),
+                                  loc);
+  }
+  return t.lift(x);
+}
+
+std::vector<Array> EvalTrace::process_primitive(const Primitive& p, const std::vector<Array>& in,
+                                                const Params& params, std::source_location loc) {
+  std::vector<ShapedArray> avals;
+  avals.reserve(in.size());
+  for (const auto& a : in) avals.push_back(a.aval());
+  auto out_avals = abstract_eval(p, avals, params, loc);
+  if (!p.impl) throw ValueError("primitive '" + p.name + "' has no eager implementation", loc);
+  std::vector<Array> conc;
+  conc.reserve(in.size());
+  for (const auto& a : in) conc.push_back(a.concrete(loc));
+  return p.impl(conc, params, out_avals);
+}
+
+std::vector<Array> bind(const Primitive& p, const std::vector<Array>& args, const Params& params,
+                        std::source_location loc) {
+  auto top = find_top_trace(args, loc);
+  std::vector<Array> raised;
+  raised.reserve(args.size());
+  for (const auto& a : args) raised.push_back(full_raise(*top, a, loc));
+  return top->process_primitive(p, raised, params, loc);
+}
+
+Array bind1(const Primitive& p, const std::vector<Array>& args, const Params& params,
+            std::source_location loc) {
+  auto r = minijax::bind(p, args, params, loc);
+  return r.at(0);
+}
+
+Array bind1(const std::string& name, const std::vector<Array>& args, const Params& params,
+            std::source_location loc) {
+  return bind1(primitive(name), args, params, loc);
+}
+
+}  // namespace minijax
