@@ -13,5 +13,9 @@
 #include "core/pytree.h"
 #include "core/staging.h"
 #include "core/trace.h"
+#include "autodiff/grad.h"
+#include "autodiff/jvp.h"
+#include "autodiff/linearize.h"
+#include "autodiff/transpose.h"
 
 namespace mj = minijax;

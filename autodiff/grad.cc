@@ -1,0 +1,26 @@
+// minijax user-level autodiff API: input/output checks shared by grad and value_and_grad.
+// Owns the messages for non-scalar outputs and integer inputs.
+#include "autodiff/grad.h"
+
+namespace minijax::detail {
+
+void check_grad_inputs(const std::vector<Array>& leaves, int argnum, bool allow_int,
+                       std::source_location loc) {
+  for (auto& l : leaves) {
+    if (is_floating(l.dtype()) || allow_int) continue;
+    throw TypeError("grad requires real-valued (floating) inputs, but argument " +
+                        std::to_string(argnum) + " has a leaf of type " + l.aval().str() +
+                        "; pass GradOptions{.allow_int = true} to get float0 gradients for "
+                        "integer inputs",
+                    loc);
+  }
+}
+
+void check_scalar_output(const Array& out, std::source_location loc) {
+  if (out.ndim() != 0 || !is_floating(out.dtype()))
+    throw TypeError("grad requires a real scalar output (shape [] and a floating dtype), got " +
+                        out.aval().str() + "; use vjp or jacrev for non-scalar outputs",
+                    loc);
+}
+
+}  // namespace minijax::detail

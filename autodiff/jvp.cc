@@ -1,0 +1,94 @@
+// minijax forward-mode autodiff: JVPTrace and jvp_flat.
+// Owns the dispatch to per-primitive JVP rules and the symbolic-zero shortcut.
+#include "autodiff/jvp.h"
+
+#include "core/lax.h"
+
+namespace minijax {
+
+std::string JVPTracer::describe() const {
+  return "a JVP tracer " + aval().str();
+}
+
+Array JVPTrace::lift(const Array& x) {
+  return Array(std::make_shared<JVPTracer>(shared_from_this(), x, Array()));
+}
+
+std::pair<Array, Array> jvp_unpack(const Trace& t, const Array& x) {
+  if (auto* tr = x.tracer(); tr && tr->trace().get() == &t) {
+    auto* j = static_cast<JVPTracer*>(tr);
+    return {j->primal(), j->tangent()};
+  }
+  return {x, Array()};
+}
+
+std::vector<Array> JVPTrace::process_primitive(const Primitive& p, const std::vector<Array>& in,
+                                               const Params& params, std::source_location loc) {
+  std::vector<Array> primals, tangents;
+  bool any_nonzero = false;
+  for (auto& x : in) {
+    auto [pr, tg] = jvp_unpack(*this, x);
+    primals.push_back(pr);
+    tangents.push_back(tg);
+    any_nonzero |= tg.defined();
+  }
+  if (!any_nonzero) return minijax::bind(p, primals, params, loc);
+  if (!p.jvp) {
+    throw NotDifferentiableError(
+        "primitive '" + p.name + "' has no JVP rule" +
+            (p.no_jvp_reason.empty() ? std::string() : " (" + p.no_jvp_reason + ")"),
+        loc);
+  }
+  // Rules see the call site of the user's operation through the shape rules of what they bind.
+  auto [pouts, touts] = p.jvp(primals, tangents, params);
+  std::vector<Array> outs;
+  outs.reserve(pouts.size());
+  auto self = shared_from_this();
+  for (size_t i = 0; i < pouts.size(); ++i) {
+    Array t = i < touts.size() ? touts[i] : Array();
+    if (t.defined() && !is_floating(pouts[i].dtype())) t = Array();
+    outs.push_back(Array(std::make_shared<JVPTracer>(self, pouts[i], t)));
+  }
+  return outs;
+}
+
+Array instantiate_zero(const Array& t, const ShapedArray& primal_aval) {
+  if (t.defined()) return t;
+  return lax::zeros_like_aval(tangent_aval(primal_aval));
+}
+
+std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
+                                                           const std::vector<Array>& primals,
+                                                           const std::vector<Array>& tangents,
+                                                           std::source_location loc) {
+  if (primals.size() != tangents.size())
+    throw TypeError("jvp: " + std::to_string(primals.size()) + " primals but " +
+                        std::to_string(tangents.size()) + " tangents",
+                    loc);
+  for (size_t i = 0; i < primals.size(); ++i) {
+    if (!tangents[i].defined()) continue;
+    ShapedArray want = tangent_aval(primals[i].aval());
+    const ShapedArray& got = tangents[i].aval();
+    if (got.shape != want.shape || got.dtype != want.dtype)
+      throw TypeError("jvp: primal " + std::to_string(i) + " is " + primals[i].aval().str() +
+                          " so its tangent must be " + want.str() + ", got " + got.str(),
+                      loc);
+  }
+  TraceScope<JVPTrace> scope(/*dynamic=*/false);
+  std::vector<Array> ins;
+  ins.reserve(primals.size());
+  for (size_t i = 0; i < primals.size(); ++i) {
+    Array t = is_floating(primals[i].dtype()) ? tangents[i] : Array();
+    ins.push_back(Array(std::make_shared<JVPTracer>(scope.get(), primals[i], t)));
+  }
+  std::vector<Array> outs = f(ins);
+  std::vector<Array> pouts, touts;
+  for (auto& o : outs) {
+    auto [p, t] = jvp_unpack(*scope, o);
+    pouts.push_back(p);
+    touts.push_back(t);
+  }
+  return {pouts, touts};
+}
+
+}  // namespace minijax
