@@ -17,5 +17,6 @@
 #include "autodiff/jvp.h"
 #include "autodiff/linearize.h"
 #include "autodiff/transpose.h"
+#include "autodiff/vmap.h"
 
 namespace mj = minijax;
