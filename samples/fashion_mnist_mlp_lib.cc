@@ -1,0 +1,163 @@
+// minijax samples: the Fashion-MNIST MLP — data loading, model, loss, accuracy and training loop.
+// Eager training with mj::value_and_grad and minijax::optim::Adam.
+#include "samples/fashion_mnist_mlp_lib.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "autodiff/grad.h"
+#include "autodiff/optimizers.h"
+#include "core/random.h"
+#include "samples/common/idx_reader.h"
+
+namespace fmnist {
+
+namespace ms = minijax::samples;
+
+Dataset load_split(const std::string& dir, const std::string& prefix, int64_t limit) {
+  const std::string img_path = dir + "/" + prefix + "-images-idx3-ubyte.gz";
+  const std::string lab_path = dir + "/" + prefix + "-labels-idx1-ubyte.gz";
+  auto img = ms::read_idx_gz(img_path, limit, 3, ms::kFashionMnistPackage);
+  auto lab = ms::read_idx_gz(lab_path, limit, 1, ms::kFashionMnistPackage);
+  if (img.dims[1] != 28 || img.dims[2] != 28)
+    throw mj::ValueError("IDX file '" + img_path + "' holds images of " + std::to_string(img.dims[1]) +
+                         "x" + std::to_string(img.dims[2]) + " pixels, expected 28x28");
+  if (img.dims[0] != lab.dims[0])
+    throw mj::ValueError("IDX files '" + img_path + "' and '" + lab_path + "' disagree: " +
+                         std::to_string(img.dims[0]) + " images vs " + std::to_string(lab.dims[0]) +
+                         " labels");
+  for (uint8_t l : lab.bytes)
+    if (l > 9)
+      throw mj::ValueError("IDX file '" + lab_path + "' holds the label " + std::to_string(l) +
+                           " (expected 0..9)");
+  Dataset d;
+  d.n = img.dims[0];
+  d.images = std::move(img.bytes);
+  d.labels = std::move(lab.bytes);
+  return d;
+}
+
+std::pair<mj::Array, mj::Array> make_batch(const Dataset& d, const std::vector<int32_t>& order,
+                                           int64_t begin, int64_t count) {
+  mj::Array x = mj::Array::allocate(mj::ShapedArray{{count, 784}, mj::f32});
+  mj::Array y = mj::Array::allocate(mj::ShapedArray{{count}, mj::i32});
+  float* xp = x.mutable_data<float>();
+  int32_t* yp = y.mutable_data<int32_t>();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t r = order.empty() ? begin + i : order[size_t(begin + i)];
+    const uint8_t* src = d.images.data() + r * 784;
+    float* dst = xp + i * 784;
+    for (int k = 0; k < 784; ++k) dst[k] = float(src[k]) / 255.0f;
+    yp[i] = d.labels[size_t(r)];
+  }
+  return {x, y};
+}
+
+namespace {
+// Key i (u32[2]) of the u32[num, 2] result of mj::random::split.
+mj::Array key_at(const mj::Array& keys, int64_t i) {
+  return mj::reshape(mj::lax::slice(keys, {i, 0}, {i + 1, 2}), {2});
+}
+}  // namespace
+
+MLP init_mlp(uint32_t seed, int64_t hidden) {
+  mj::Array keys = mj::random::split(mj::random::PRNGKey(seed), 6);
+  auto linear = [&](int k, int64_t fan_in, int64_t fan_out, mj::Array& w, mj::Array& b) {
+    const double bound = 1.0 / std::sqrt(double(fan_in));
+    w = mj::random::uniform(key_at(keys, 2 * k), {fan_in, fan_out}, mj::f32, -bound, bound);
+    b = mj::random::uniform(key_at(keys, 2 * k + 1), {fan_out}, mj::f32, -bound, bound);
+  };
+  MLP p;
+  linear(0, 784, hidden, p.w1, p.b1);
+  linear(1, hidden, hidden, p.w2, p.b2);
+  linear(2, hidden, 10, p.w3, p.b3);
+  return p;
+}
+
+mj::Array forward(const MLP& p, const mj::Array& x) {
+  mj::Array h = mj::relu(mj::matmul(x, p.w1) + p.b1);
+  h = mj::relu(mj::matmul(h, p.w2) + p.b2);
+  return mj::matmul(h, p.w3) + p.b3;
+}
+
+mj::Array loss_fn(const MLP& p, const mj::Array& x, const mj::Array& y) {
+  mj::Array logp = mj::log_softmax(forward(p, x), 1);
+  return -mj::mean(mj::sum(logp * mj::one_hot(y, 10), 1));
+}
+
+double accuracy(const MLP& p, const Dataset& d, int64_t batch) {
+  int64_t correct = 0;
+  for (int64_t b = 0; b < d.n; b += batch) {
+    int64_t count = std::min(batch, d.n - b);
+    auto [x, y] = make_batch(d, {}, b, count);
+    mj::Array hits = mj::sum(mj::astype(mj::argmax(forward(p, x), 1) == y, mj::i32));
+    correct += hits.item<int64_t>();
+  }
+  return d.n ? double(correct) / double(d.n) : 0.0;
+}
+
+double mean_loss(const MLP& p, const Dataset& d, int64_t batch) {
+  double total = 0;
+  for (int64_t b = 0; b < d.n; b += batch) {
+    int64_t count = std::min(batch, d.n - b);
+    auto [x, y] = make_batch(d, {}, b, count);
+    total += loss_fn(p, x, y).item<double>() * double(count);
+  }
+  return d.n ? total / double(d.n) : 0.0;
+}
+
+std::vector<EpochReport> train(MLP& params, const Dataset& train_set, const Dataset& test_set,
+                               const TrainConfig& cfg) {
+  using clock = std::chrono::steady_clock;
+  minijax::optim::Adam opt;
+  opt.lr = cfg.lr;
+  auto state = opt.init(params);
+  auto grad_fn = mj::value_and_grad(
+      [](const MLP& p, const mj::Array& x, const mj::Array& y) { return loss_fn(p, x, y); });
+  // The shuffling key is independent of the initialisation key (seed + 1 vs seed).
+  mj::Array key = mj::random::PRNGKey(cfg.seed + 1);
+  std::vector<EpochReport> reports;
+  for (int e = 1; e <= cfg.epochs; ++e) {
+    mj::Array ks = mj::random::split(key, 2);
+    key = key_at(ks, 0);
+    mj::Array perm = mj::random::permutation(key_at(ks, 1), train_set.n);
+    const int32_t* pp = perm.data<int32_t>();
+    std::vector<int32_t> order(pp, pp + train_set.n);
+
+    EpochReport r;
+    r.epoch = e;
+    auto t0 = clock::now();
+    double loss_sum = 0;
+    for (int64_t b = 0; b < train_set.n; b += cfg.batch) {
+      int64_t count = std::min(cfg.batch, train_set.n - b);
+      auto [x, y] = make_batch(train_set, order, b, count);
+      auto [loss, grads] = grad_fn(params, x, y);
+      params = opt.update(grads, state, params);
+      loss_sum += loss.item<double>();
+      ++r.steps;
+    }
+    auto t1 = clock::now();
+    r.seconds = std::chrono::duration<double>(t1 - t0).count();
+    r.mean_loss = r.steps ? loss_sum / double(r.steps) : 0.0;
+    r.train_acc = accuracy(params, train_set);
+    r.test_acc = accuracy(params, test_set);
+    r.eval_seconds = std::chrono::duration<double>(clock::now() - t1).count();
+    if (cfg.on_epoch) cfg.on_epoch(r);
+    reports.push_back(r);
+  }
+  return reports;
+}
+
+std::string format_report(const EpochReport& r) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "epoch %d  loss %.4f  train_acc %.4f  test_acc %.4f  time %.1fs  steps/s %.1f  "
+                "ms/step %.1f  (eval %.1fs)",
+                r.epoch, r.mean_loss, r.train_acc, r.test_acc, r.seconds, r.steps_per_s(),
+                r.steps ? 1000.0 * r.seconds / double(r.steps) : 0.0, r.eval_seconds);
+  return buf;
+}
+
+}  // namespace fmnist

@@ -1,0 +1,37 @@
+# minijax consumer test driver (run by CTest with cmake -P): builds and runs tests/install/consumer.
+# MODE=install: `cmake --install` the build tree into WORK_DIR/prefix, then find_package(minijax);
+# MODE=subdirectory: add_subdirectory(MINIJAX_SOURCE_DIR) (ccache makes the library rebuild cheap).
+foreach(v MODE MINIJAX_SOURCE_DIR MINIJAX_BINARY_DIR WORK_DIR)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "run.cmake: -D${v}=... is required")
+  endif()
+endforeach()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+set(consumer_src ${CMAKE_CURRENT_LIST_DIR}/consumer)
+set(args -DCMAKE_BUILD_TYPE=Release -DMINIJAX_CONSUMER_MODE=${MODE})
+
+if(MODE STREQUAL "install")
+  execute_process(COMMAND ${CMAKE_COMMAND} --install ${MINIJAX_BINARY_DIR} --prefix ${WORK_DIR}/prefix
+                  OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
+  list(APPEND args -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
+elseif(MODE STREQUAL "subdirectory")
+  list(APPEND args -DMINIJAX_SOURCE_DIR=${MINIJAX_SOURCE_DIR})
+  find_program(CCACHE_PROGRAM ccache)
+  if(CCACHE_PROGRAM)
+    list(APPEND args -DCMAKE_CXX_COMPILER_LAUNCHER=${CCACHE_PROGRAM} -DCMAKE_C_COMPILER_LAUNCHER=${CCACHE_PROGRAM})
+  endif()
+else()
+  message(FATAL_ERROR "run.cmake: MODE must be install or subdirectory, got '${MODE}'")
+endif()
+
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${consumer_src} -B ${WORK_DIR}/build ${args}
+                COMMAND_ERROR_IS_FATAL ANY)
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build --target consumer -j 2
+                COMMAND_ERROR_IS_FATAL ANY)
+execute_process(COMMAND ${WORK_DIR}/build/consumer RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "consumer (${MODE}) exited with ${rc}")
+endif()
+message(STATUS "consumer (${MODE}) built and ran")
