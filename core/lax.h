@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/array.h"
+#include "core/params.h"
 
 namespace minijax::lax {
 
@@ -123,6 +124,12 @@ struct PadConfig {
 };
 Array pad(const Array& x, const Array& padding_value, const std::vector<PadConfig>& config,
           SL loc = SL::current());
+/// pad's `padding_config` parameter: the (low, high, interior) triples stored as one flat int
+/// vector inside a ParamObject that prints as JAX's nested tuples `((1, 2, 0), (0, 0, 1))`.
+Param padding_config_param(const std::vector<PadConfig>& config);
+/// The triples of a pad equation's `padding_config` (the object above, or a flat int vector of
+/// length 3 * rank as a parser may produce). Throws ValueError if missing or malformed.
+std::vector<PadConfig> padding_config(const Params& params);
 /// Rows of x (dim 0) picked by integer `indices` of any shape: out shape
 /// indices.shape + x.shape[1:] (embedding lookup). Eager: out-of-range index -> IndexError.
 Array gather(const Array& x, const Array& indices, SL loc = SL::current());
