@@ -1,0 +1,159 @@
+// minijax jaxpr-level partial evaluation (JAX's pe.partial_eval_jaxpr_custom).
+// Owns the known/staged split, residual bookkeeping (forwarding, memory kinds) and policy calls.
+#include "autodiff/partial_eval.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/dce.h"
+
+namespace minijax {
+
+PolicyDecision everything_saveable_policy(const Primitive&, const std::vector<ShapedArray>&,
+                                          const Params&) {
+  return Saveable{};
+}
+
+PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vector<bool>& in_unknowns,
+                                            const std::vector<bool>& in_inst,
+                                            const std::vector<bool>& ensure_out_unknowns,
+                                            const std::vector<bool>& ensure_out_inst,
+                                            const SaveablePolicy& policy, std::source_location loc) {
+  if (!jaxpr.constvars.empty())
+    throw ValueError("partial_eval_jaxpr_custom: the jaxpr has constvars (convert them first)", loc);
+  if (in_unknowns.size() != jaxpr.invars.size() || in_inst.size() != jaxpr.invars.size() ||
+      ensure_out_unknowns.size() != jaxpr.outvars.size() ||
+      ensure_out_inst.size() != jaxpr.outvars.size())
+    throw ValueError("partial_eval_jaxpr_custom: mask lengths do not match the jaxpr's " +
+                         std::to_string(jaxpr.invars.size()) + " inputs and " +
+                         std::to_string(jaxpr.outvars.size()) + " outputs",
+                     loc);
+  struct State {
+    bool unknown;
+    bool inst;
+  };
+  std::unordered_map<Var, State, VarHash> env;
+  std::unordered_map<Var, int, VarHash> known_invar_index;
+  std::unordered_map<Var, std::string, VarHash> made_by;
+  std::vector<Var> residuals;
+  std::unordered_set<Var, VarHash> res_set;
+  std::vector<Eqn> known_eqns, staged_eqns;
+
+  int k = 0;
+  for (size_t i = 0; i < jaxpr.invars.size(); ++i) {
+    env[jaxpr.invars[i]] = {in_unknowns[i], in_unknowns[i] || in_inst[i]};
+    if (!in_unknowns[i]) known_invar_index[jaxpr.invars[i]] = k++;
+  }
+  auto read = [&](const Atom& a) -> State {
+    if (auto* v = std::get_if<Var>(&a)) return env.at(*v);
+    return {false, true};  // literals are available on both sides
+  };
+  auto add_residual = [&](const Var& v) {
+    if (res_set.insert(v).second) residuals.push_back(v);
+  };
+  auto ensure_inst = [&](const Atom& a) {
+    auto* v = std::get_if<Var>(&a);
+    if (!v) return;
+    State& s = env.at(*v);
+    if (!s.unknown && !s.inst) {
+      add_residual(*v);
+      s.inst = true;
+    }
+  };
+  auto write = [&](const Var& v, bool unknown, bool inst) {
+    if (!v.is_dropvar()) env[v] = {unknown, inst};
+  };
+  const Primitive& device_put = primitive("device_put");
+
+  for (const Eqn& e : jaxpr.eqns) {
+    bool any_unknown = false;
+    for (auto& a : e.inputs) any_unknown |= read(a).unknown;
+    if (any_unknown) {
+      for (auto& a : e.inputs) ensure_inst(a);
+      staged_eqns.push_back(e);
+      for (auto& o : e.outputs) write(o, true, true);
+      continue;
+    }
+    std::vector<ShapedArray> avals;
+    for (auto& a : e.inputs) avals.push_back(atom_aval(a));
+    PolicyDecision d = e.effects.empty() ? policy(*e.primitive, avals, e.params) : PolicyDecision{Saveable{}};
+    for (auto& o : e.outputs) made_by[o] = e.primitive->name;
+    if (std::holds_alternative<Saveable>(d)) {
+      known_eqns.push_back(e);
+      for (auto& o : e.outputs) write(o, false, false);
+    } else if (std::holds_alternative<Recompute>(d)) {
+      known_eqns.push_back(e);
+      staged_eqns.push_back(e);
+      for (auto& o : e.outputs) write(o, false, true);
+    } else {
+      const Offloadable& off = std::get<Offloadable>(d);
+      known_eqns.push_back(e);
+      for (auto& o : e.outputs) {
+        if (o.is_dropvar()) continue;
+        if (o.aval().memory_kind != off.src)
+          throw ValueError(std::string("offload policy: the output of ") + e.primitive->name + " is " +
+                               o.aval().str() + ", not in the policy's source memory kind " +
+                               memory_kind_name(off.src),
+                           loc);
+        ShapedArray host = o.aval();
+        host.memory_kind = off.dst;
+        Var h(host);
+        Eqn put{&device_put, {o}, {h}, Params{{"memory_kind", off.dst}}, {}};
+        known_eqns.push_back(put);
+        Eqn back{&device_put, {h}, {o}, Params{{"memory_kind", off.src}}, {}};
+        staged_eqns.push_back(back);
+        add_residual(h);
+        made_by[h] = e.primitive->name;
+        env[h] = {false, true};
+        write(o, false, true);
+      }
+    }
+  }
+
+  PartialEvalResult r;
+  for (size_t i = 0; i < jaxpr.outvars.size(); ++i) {
+    const Atom& o = jaxpr.outvars[i];
+    State s = read(o);
+    bool unk = s.unknown || ensure_out_unknowns[i];
+    if ((ensure_out_unknowns[i] || ensure_out_inst[i]) && !s.unknown) ensure_inst(o);
+    r.out_unknowns.push_back(unk);
+    r.out_inst.push_back(s.unknown || ensure_out_unknowns[i] || ensure_out_inst[i] ||
+                         (std::holds_alternative<Literal>(o) && unk));
+  }
+
+  // Known jaxpr: known inputs -> [known outputs..., residuals...].
+  Jaxpr known;
+  for (size_t i = 0; i < jaxpr.invars.size(); ++i)
+    if (!in_unknowns[i]) known.invars.push_back(jaxpr.invars[i]);
+  known.eqns = known_eqns;
+  for (size_t i = 0; i < jaxpr.outvars.size(); ++i)
+    if (!r.out_unknowns[i]) known.outvars.push_back(jaxpr.outvars[i]);
+  for (auto& v : residuals) known.outvars.push_back(v);
+  // Staged jaxpr: [residuals..., inputs with in_inst] -> outputs with out_inst.
+  Jaxpr staged;
+  staged.invars = residuals;
+  for (size_t i = 0; i < jaxpr.invars.size(); ++i)
+    if (in_unknowns[i] || in_inst[i]) staged.invars.push_back(jaxpr.invars[i]);
+  staged.eqns = staged_eqns;
+  for (size_t i = 0; i < jaxpr.outvars.size(); ++i)
+    if (r.out_inst[i]) staged.outvars.push_back(jaxpr.outvars[i]);
+
+  r.known = dce_jaxpr(known, std::vector<bool>(known.outvars.size(), true), /*instantiate=*/true).first;
+  r.staged = dce_jaxpr(staged, std::vector<bool>(staged.outvars.size(), true), /*instantiate=*/true).first;
+  for (auto* j : {&r.known, &r.staged})
+    for (auto& e : j->eqns) j->effects.insert(e.effects.begin(), e.effects.end());
+  r.num_res = int(residuals.size());
+  for (auto& v : residuals) {
+    ResidualInfo info;
+    info.aval = v.aval();
+    info.memory_kind = v.aval().memory_kind;
+    auto f = known_invar_index.find(v);
+    if (f != known_invar_index.end()) info.forwards_input = f->second;
+    auto m = made_by.find(v);
+    if (m != made_by.end()) info.made_by = m->second;
+    r.residuals.push_back(info);
+  }
+  return r;
+}
+
+}  // namespace minijax

@@ -1,0 +1,55 @@
+// minijax jaxpr-level partial evaluation with JAX's interface (pe.partial_eval_jaxpr_custom):
+// splits a jaxpr into a known part and a staged part joined by residuals, as a policy decides.
+#pragma once
+#include <optional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "autodiff/policy.h"
+#include "core/jaxpr.h"
+
+namespace minijax {
+
+/// One residual passed from the known jaxpr to the staged one.
+struct ResidualInfo {
+  ShapedArray aval;            ///< including the memory kind it is kept in
+  MemoryKind memory_kind = MemoryKind::device;
+  /// Index of the known jaxpr's input this residual merely forwards (passed through, never
+  /// copied), if any.
+  std::optional<int> forwards_input;
+  /// Primitive of the equation that made it ("" for forwarded inputs).
+  std::string made_by;
+};
+
+/// The split of a jaxpr (JAX's conventions):
+///  - known:  takes the inputs with in_unknowns false; outputs [known outputs..., residuals...]
+///  - staged: takes [residuals..., inputs with in_inst true]; outputs the outputs with out_inst
+///  - out_unknowns[i]: output i is computed by the staged jaxpr (else by the known one)
+///  - out_inst[i]: output i is an output of the staged jaxpr
+struct PartialEvalResult {
+  Jaxpr known;
+  Jaxpr staged;
+  std::vector<bool> out_unknowns;
+  std::vector<bool> out_inst;
+  int num_res = 0;
+  std::vector<ResidualInfo> residuals;
+};
+
+/// Partial evaluation of a jaxpr without constvars (JAX's partial_eval_jaxpr_custom).
+/// in_unknowns[i]: input i is only available to the staged side; in_inst[i]: the staged side
+/// takes input i (forced true for unknown inputs). ensure_out_unknowns / ensure_out_inst force
+/// outputs onto the staged side. For every equation whose inputs are all known, `policy` decides:
+/// Saveable (known only; its outputs become residuals where the staged side needs them),
+/// Recompute (kept on the known side and copied to the staged side; DCE removes what is unused),
+/// Offloadable (known side device_puts the output to dst; staged side device_puts it back to
+/// src). Effectful equations are always saved. Equations with any unknown input are staged.
+/// Throws ValueError if the jaxpr has constvars or the masks have the wrong lengths.
+PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vector<bool>& in_unknowns,
+                                            const std::vector<bool>& in_inst,
+                                            const std::vector<bool>& ensure_out_unknowns,
+                                            const std::vector<bool>& ensure_out_inst,
+                                            const SaveablePolicy& policy = everything_saveable_policy,
+                                            std::source_location loc = std::source_location::current());
+
+}  // namespace minijax
