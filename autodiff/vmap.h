@@ -94,7 +94,9 @@ struct VmapOptions {
 template <class F>
 auto vmap(F f, VmapOptions opts = {}, std::source_location loc = std::source_location::current()) {
   return [f = std::move(f), opts = std::move(opts), loc](const auto&... args) {
-    using R = std::decay_t<std::invoke_result_t<const F&, const std::decay_t<decltype(args)>&...>>;
+    // A copy of f, so that callables with a non-const call operator (grad's) work too.
+    F g = f;
+    using R = std::decay_t<std::invoke_result_t<F&, const std::decay_t<decltype(args)>&...>>;
     static_assert(PyTree<R>, "vmap: f must return an Array or a pytree of Arrays");
     constexpr size_t n = sizeof...(args);
     auto like = std::make_tuple(std::decay_t<decltype(args)>(args)...);
@@ -128,7 +130,7 @@ auto vmap(F f, VmapOptions opts = {}, std::source_location loc = std::source_loc
             // Braced init: the arguments are rebuilt in order.
             std::tuple<std::decay_t<decltype(a)>...> rebuilt{
                 pytree<std::decay_t<decltype(a)>>::unflatten(a, next)...};
-            return std::apply([&](const auto&... b) { return R(f(b...)); }, rebuilt);
+            return std::apply([&](const auto&... b) { return R(g(b...)); }, rebuilt);
           },
           like);
       out_like.emplace(r);

@@ -614,4 +614,20 @@ TEST(VmapLax, InconsistentSizesThroughPytreeVmap) {
   }
 }
 
+TEST(VmapLax, ComposesWithGrad) {
+  // d/dx sin(x) = cos(x), per element (vmap of grad) and through a batched sum (grad of vmap):
+  // grad_x sum_b sin(x[b]) = cos(x).
+  std::vector<float> v = {-1.f, 0.f, 0.5f, 2.f};
+  Array x = make({4}, v);
+  Array per = mj::vmap(mj::grad([](const Array& a) { return mj::lax::sin(a); }))(x);
+  Array tot = mj::grad([](const Array& a) {
+    return mj::lax::reduce_sum(mj::vmap([](const Array& e) { return mj::lax::sin(e); })(a), {0});
+  })(x);
+  auto gp = values(per), gt = values(tot);
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_NEAR(gp[i], std::cos(v[i]), 1e-6f);
+    EXPECT_NEAR(gt[i], std::cos(v[i]), 1e-6f);
+  }
+}
+
 }  // namespace
