@@ -1,5 +1,5 @@
 // minijax Array handle.
-// Owns concrete access (with ConcretizationError for staged values) and numpy-style printing.
+// Owns concrete access (with ConcretizationError for staged values); printing is in array_print.cc.
 #include "core/array.h"
 
 #include <cmath>
@@ -97,82 +97,7 @@ Array::operator bool() const {
   return item_f64(std::source_location::current()) != 0.0;
 }
 
-namespace {
-template <class T>
-std::string format_elem(T v) {
-  char buf[64];
-  if constexpr (std::is_same_v<T, bool>) {
-    return v ? "True" : "False";
-  } else if constexpr (std::is_integral_v<T>) {
-    return std::to_string(v);
-  } else {
-    double d = double(v);
-    if (std::isnan(d)) return "nan";
-    if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-    if (d == std::floor(d) && std::fabs(d) < 1e16) {
-      std::snprintf(buf, sizeof buf, "%.0f.", d);
-    } else {
-      std::snprintf(buf, sizeof buf, "%.8g", d);
-    }
-    return buf;
-  }
-}
-
-void format_rec(std::ostringstream& os, const std::vector<std::string>& elems, const Shape& s,
-                size_t dim, int64_t& idx, size_t width, int indent) {
-  if (dim == s.size()) {
-    std::string e = elems[size_t(idx++)];
-    os << std::string(width - e.size(), ' ') << e;
-    return;
-  }
-  os << "[";
-  for (int64_t i = 0; i < s[dim]; ++i) {
-    if (i) {
-      os << ",";
-      if (dim + 1 == s.size()) {
-        os << " ";
-      } else {
-        os << std::string(s.size() - dim - 1, '\n') << std::string(size_t(indent + 1), ' ');
-      }
-    }
-    format_rec(os, elems, s, dim + 1, idx, width, indent + 1);
-  }
-  os << "]";
-}
-}  // namespace
-
-std::string Array::str() const {
-  if (!impl_) return "Array(<empty>)";
-  if (impl_->is_tracer()) return "Traced<" + aval().str() + ">with<" + tracer()->trace()->name() + ">";
-  const ConcreteArray& c = *static_cast<const ConcreteArray*>(impl_.get());
-  const auto& av = c.aval();
-  static const char* np_names[] = {"bool", "int32", "uint32", "bfloat16", "float32", "float64",
-                                   "float0", "token"};
-  if (av.dtype == DType::token) return "Token()";
-  if (av.dtype == DType::float0) return "Array(float0" + shape_str(av.shape) + ")";
-  std::vector<std::string> elems;
-  elems.reserve(size_t(av.size()));
-  const void* p = c.buffer()->data();
-  dispatch_dtype(av.dtype, [&]<class T>() {
-    for (int64_t i = 0; i < av.size(); ++i) {
-      if constexpr (std::is_same_v<T, bfloat16>)
-        elems.push_back(format_elem(float(static_cast<const T*>(p)[i])));
-      else
-        elems.push_back(format_elem(static_cast<const T*>(p)[i]));
-    }
-  });
-  size_t width = 0;
-  for (auto& e : elems) width = std::max(width, e.size());
-  std::ostringstream os;
-  os << "Array(";
-  int64_t idx = 0;
-  format_rec(os, elems, av.shape, 0, idx, width, 6);
-  os << ", dtype=" << np_names[int(av.dtype)];
-  if (av.weak_type) os << ", weak_type=True";
-  if (av.memory_kind != MemoryKind::device) os << ", memory_kind=" << memory_kind_name(av.memory_kind);
-  os << ")";
-  return os.str();
-}
+// Array::str() (numpy-style printing) lives in core/array_print.cc.
 
 std::ostream& operator<<(std::ostream& os, const Array& a) { return os << a.str(); }
 
