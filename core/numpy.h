@@ -18,6 +18,9 @@ using SL = std::source_location;
 struct Operand {
   Array value;
   SL loc;
+  /// The exact value of a C++ scalar operand (nullopt for arrays): converting a literal to the
+  /// other operand's dtype (e.g. f64) starts from it, not from the weak f32 `value`.
+  std::optional<double> literal;
   Operand(const Array& a, SL l = SL::current()) : value(a), loc(l) {}
   Operand(double v, SL l = SL::current());
   Operand(float v, SL l = SL::current());
