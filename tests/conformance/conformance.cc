@@ -1,0 +1,39 @@
+// minijax conformance suite: case registry and deterministic input generators.
+// Owns the registry storage and the exemptions list.
+#include "conformance.h"
+
+namespace conformance {
+
+std::vector<Case>& registry() {
+  static std::vector<Case> r;
+  return r;
+}
+
+Array rnd(const mj::Shape& shape, uint32_t seed, double lo, double hi, mj::DType dt) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(size_t(mj::shape_size(shape)));
+  for (auto& x : v) x = u(g);
+  return mj::array(v, shape, dt);
+}
+
+Array rnd_int(const mj::Shape& shape, uint32_t seed, int lo, int hi) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int> u(lo, hi - 1);
+  std::vector<double> v(size_t(mj::shape_size(shape)));
+  for (auto& x : v) x = u(g);
+  return mj::array(v, shape, mj::i32);
+}
+
+const std::vector<std::pair<std::string, std::string>>& exemptions() {
+  static const std::vector<std::pair<std::string, std::string>> e = {
+      {"pjit", "takes a jaxpr: tests/core (jit) and tests/autodiff (grad of jit)"},
+      {"closed_call", "takes a jaxpr: tests/core (closed_call)"},
+      {"custom_jvp_call", "takes functions: tests/autodiff/test_custom_derivatives.cc"},
+      {"custom_vjp_call", "takes functions: tests/autodiff/test_custom_derivatives.cc"},
+      {"custom_lin", "internal to custom_vjp: tests/autodiff/test_custom_derivatives.cc"},
+  };
+  return e;
+}
+
+}  // namespace conformance
