@@ -7,7 +7,13 @@
 #include <cstdio>
 #include <ostream>
 #include <sstream>
+#include <algorithm>
+#include <deque>
+#include <map>
 #include <unordered_map>
+#include <unordered_set>
+
+#include "core/pretty_printer.h"
 
 #include "core/primitive.h"
 
@@ -47,121 +53,289 @@ std::vector<ShapedArray> Jaxpr::out_avals() const {
 
 namespace {
 
-std::string float_repr(double d) {
+// Shortest decimal form that reads back to the same value of type T, in numpy's style
+// (positional for 1e-4 <= |x| < 1e16, scientific otherwise; "2.0", "1e-05", "1e+16").
+template <class T>
+std::string shortest_repr(T d) {
   if (std::isnan(d)) return "nan";
   if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", d);
-  // Shortest round-tripping form.
-  for (int prec = 1; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*g", prec, d);
-    if (std::strtod(buf, nullptr) == d) break;
+  int prec = 1;
+  for (; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*e", prec - 1, double(d));
+    if (T(std::strtod(buf, nullptr)) == d) break;
+  }
+  double a = std::fabs(double(d));
+  if (a != 0 && (a < 1e-4 || a >= 1e16)) {
+    // buf is d.ddde[+-]XX; drop trailing zeros of the mantissa.
+    std::string s = buf;
+    size_t e = s.find('e');
+    std::string mant = s.substr(0, e), ex = s.substr(e);
+    if (mant.find('.') != std::string::npos) {
+      while (mant.back() == '0') mant.pop_back();
+      if (mant.back() == '.') mant.pop_back();
+    }
+    return mant + ex;
+  }
+  // Positional with just enough fractional digits.
+  for (int frac = 0; frac <= 40; ++frac) {
+    std::snprintf(buf, sizeof buf, "%.*f", frac, double(d));
+    if (T(std::strtod(buf, nullptr)) == d) break;
   }
   std::string s = buf;
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  if (s.find('.') == std::string::npos) s += ".0";
   return s;
 }
 
-std::string literal_str(const Literal& l) {
-  const Array& v = l.value;
-  std::string val = dispatch_dtype(v.dtype(), [&]<class T>() -> std::string {
-    const T x = *static_cast<const T*>(v.raw_data());
-    if constexpr (std::is_same_v<T, bool>) return x ? "True" : "False";
-    else if constexpr (std::is_same_v<T, bfloat16>) return float_repr(double(float(x)));
-    else if constexpr (std::is_floating_point_v<T>) return float_repr(double(x));
-    else return std::to_string(x);
-  });
-  return val + ":" + v.aval().str();
+// bfloat16 round-trips through its float value: the shortest float form that converts back
+// to the same bfloat16 bits.
+std::string bf16_repr(bfloat16 x) {
+  float f = float(x);
+  if (std::isnan(f) || std::isinf(f)) return shortest_repr(f);
+  char buf[64];
+  for (int prec = 1; prec <= 9; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*e", prec - 1, double(f));
+    if (bfloat16(float(std::strtod(buf, nullptr))).bits == x.bits)
+      return shortest_repr(float(std::strtod(buf, nullptr)));
+  }
+  return shortest_repr(f);
 }
 
-class Printer {
+std::string literal_value_str(const Array& v) {
+  return dispatch_dtype(v.dtype(), [&]<class T>() -> std::string {
+    const T x = *static_cast<const T*>(v.raw_data());
+    if constexpr (std::is_same_v<T, bool>) return x ? "True" : "False";
+    else if constexpr (std::is_same_v<T, bfloat16>) return bf16_repr(x);
+    else if constexpr (std::is_floating_point_v<T>) return shortest_repr(x);
+    else return std::to_string(x);
+  });
+}
+
+std::string literal_str(const Literal& l) {
+  return literal_value_str(l.value) + ":" + l.value.aval().str();
+}
+
+// JAX's _encode_digits_alphabetic: a..z, ba, bb, ... (base 26, 'a' = 0).
+std::string encode_name(uint64_t i) {
+  std::string s;
+  do { s.insert(s.begin(), char('a' + i % 26)); i /= 26; } while (i > 0);
+  return s;
+}
+
+std::vector<const Jaxpr*> jaxprs_in_params(const Params& ps) {
+  std::vector<const Jaxpr*> r;
+  for (auto& [k, v] : ps.items()) {
+    if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) {
+      if (*cj && (*cj)->jaxpr) r.push_back((*cj)->jaxpr.get());
+    } else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v)) {
+      for (auto& c : *cjs)
+        if (c && c->jaxpr) r.push_back(c->jaxpr.get());
+    }
+  }
+  return r;
+}
+
+// JAX's JaxprPpContext + pp_jaxpr & co (jax/_src/core.py): variable names are unique across
+// the nested jaxprs of one printout and assigned in printing order; jaxprs referenced more
+// than once (or nested ones with more than 10 equations) are printed once, first, as
+// `let name = { lambda ... } in`.
+class PpContext {
  public:
+  std::unordered_map<Var, std::string, VarHash> names;
+  std::set<std::string> shared_names;
+  std::unordered_map<const Jaxpr*, std::string> shared;
+  const Jaxpr* top = nullptr;
+  std::vector<pp::Doc>* top_eqn_docs = nullptr;
+
   std::string name(const Var& v) {
     if (v.is_dropvar()) return "_";
-    auto it = names_.find(v);
-    if (it != names_.end()) return it->second;
-    return "<unbound:" + std::to_string(v.id()) + ">";
-  }
-  std::string bind(const Var& v) {
-    if (v.is_dropvar()) return "_:" + v.aval().str();
-    std::string n = encode(next_++);
-    names_[v] = n;
-    return n + ":" + v.aval().str();
+    auto it = names.find(v);
+    if (it != names.end()) return it->second;
+    std::string n;
+    do { n = encode_name(next_++); } while (shared_names.count(n));
+    names.emplace(v, n);
+    return n;
   }
   std::string atom(const Atom& a) {
     if (auto* v = std::get_if<Var>(&a)) return name(*v);
     return literal_str(std::get<Literal>(a));
   }
-  std::string jaxpr(const Jaxpr& j, int indent);
-  std::string param(const Param& p, int indent);
+  // Names `for_vars` like `like_vars` (pjit's printing rule).
+  void suggest_same_var_names(const std::vector<Var>& for_vars, const std::vector<Atom>& like) {
+    if (for_vars.size() != like.size()) return;
+    std::set<Var> used;
+    for (size_t i = 0; i < for_vars.size(); ++i) {
+      const Var* lv = std::get_if<Var>(&like[i]);
+      const Var& fv = for_vars[i];
+      if (!lv || used.count(*lv) || !fv.defined() || fv.is_dropvar() || names.count(fv)) continue;
+      std::string n = name(*lv);
+      // JAX would also copy "_" (an unused output): that text could not be read back.
+      if (n == "_") continue;
+      used.insert(*lv);
+      names[fv] = n;
+    }
+  }
+  pp::Doc vars(const std::vector<Atom>& vs, const std::string& sep, bool shapes) {
+    std::vector<pp::Doc> items;
+    for (auto& a : vs) {
+      std::string s = atom(a);
+      if (shapes) s += ":" + atom_aval(a).str();
+      items.push_back(pp::text(s));
+    }
+    return pp::nest(2, pp::group(pp::join(pp::text(sep) + pp::group(pp::brk()), items)));
+  }
+  pp::Doc binders(const std::vector<Var>& vs) {
+    return vars(std::vector<Atom>(vs.begin(), vs.end()), "", true);
+  }
+  pp::Doc jaxpr(const Jaxpr& j) {
+    auto it = shared.find(&j);
+    if (it != shared.end()) return pp::text(it->second);
+    return skeleton(j);
+  }
+  pp::Doc skeleton(const Jaxpr& j);
+  pp::Doc eqn(const Eqn& e);
+  pp::Doc param(const Param& p);
 
  private:
-  static std::string encode(uint64_t i) {
-    std::string s;
-    do { s.insert(s.begin(), char('a' + i % 26)); i /= 26; } while (i > 0);
-    // JAX's scheme: a..z, ba, bb, ... (digits in base 26 with 'a' = 0, first digit never 'a').
-    return s;
-  }
-  std::unordered_map<Var, std::string, VarHash> names_;
   uint64_t next_ = 0;
 };
 
-std::string Printer::param(const Param& p, int indent) {
-  if (auto* cj = std::get_if<ClosedJaxprPtr>(&p)) return jaxpr(*(*cj)->jaxpr, indent);
-  if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&p)) {
-    std::string s = "(\n";
-    for (auto& c : *cjs) s += std::string(size_t(indent + 2), ' ') + jaxpr(*c->jaxpr, indent + 2) + "\n";
-    return s + std::string(size_t(indent), ' ') + ")";
+pp::Doc PpContext::param(const Param& p) {
+  if (auto* cj = std::get_if<ClosedJaxprPtr>(&p)) {
+    if (*cj && (*cj)->jaxpr) return jaxpr(*(*cj)->jaxpr);
+  } else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&p)) {
+    std::vector<pp::Doc> ds;
+    for (auto& c : *cjs) ds.push_back(jaxpr(*c->jaxpr));
+    return pp::group(pp::concat({pp::nest(2, pp::concat({pp::text("("), pp::brk(""),
+                                                          pp::join(pp::brk(), ds)})),
+                                 pp::brk(""), pp::text(")")}));
   }
-  return param_to_string(p);
+  return pp::text(param_to_string(p));
 }
 
-std::string Printer::jaxpr(const Jaxpr& j, int indent) {
-  // Nested jaxprs name their variables independently, as JAX does.
-  Printer inner;
-  Printer& P = (indent == 0) ? *this : inner;
-  std::string head = "{ lambda ";
-  for (size_t i = 0; i < j.constvars.size(); ++i) head += (i ? " " : "") + P.bind(j.constvars[i]);
-  head += "; ";
-  for (size_t i = 0; i < j.invars.size(); ++i) head += (i ? " " : "") + P.bind(j.invars[i]);
-  head += ". let";
-  std::vector<std::string> lines;
-  bool nested = false;
-  for (auto& e : j.eqns) {
-    std::string ins;
-    for (auto& a : e.inputs) ins += " " + P.atom(a);
-    std::string ps;
-    if (!e.params.empty()) {
-      ps = "[";
-      bool first = true;
-      for (auto& [k, v] : e.params.items()) {
-        bool is_j = std::holds_alternative<ClosedJaxprPtr>(v) ||
-                    std::holds_alternative<std::vector<ClosedJaxprPtr>>(v);
-        nested |= is_j;
-        if (is_j) ps += (first ? "\n" : "\n") + std::string(size_t(indent + 6), ' ');
-        else ps += first ? "" : " ";
-        ps += k + "=" + P.param(v, indent + 6);
-        first = false;
+pp::Doc PpContext::eqn(const Eqn& e) {
+  const std::string& pname = e.primitive ? e.primitive->name : std::string("<null>");
+  std::vector<std::string> order;
+  for (auto& [k, v] : e.params.items()) order.push_back(k);
+  if (pname == "pjit") {
+    // JAX's _pjit_pp_rule: inner variables named like the operands/results, name= first.
+    if (e.params.has("jaxpr")) {
+      if (auto* cj = std::get_if<ClosedJaxprPtr>(&e.params.at("jaxpr")); cj && *cj) {
+        const Jaxpr& inner = *(*cj)->jaxpr;
+        if (!shared.count(&inner)) {
+          suggest_same_var_names(inner.invars, e.inputs);
+          std::vector<Var> inner_outs;
+          for (auto& a : inner.outvars) {
+            if (auto* v = std::get_if<Var>(&a)) inner_outs.push_back(*v);
+            else inner_outs.push_back(Var());  // a literal output is never renamed
+          }
+          suggest_same_var_names(inner_outs, std::vector<Atom>(e.outputs.begin(), e.outputs.end()));
+        }
       }
-      ps += "]";
     }
-    std::string outs;
-    for (size_t i = 0; i < e.outputs.size(); ++i) outs += (i ? " " : "") + P.bind(e.outputs[i]);
-    lines.push_back(outs + " = " + e.primitive->name + ps + ins);
+    auto it = std::find(order.begin(), order.end(), "name");
+    if (it != order.end()) {
+      order.erase(it);
+      order.insert(order.begin(), "name");
+    }
   }
-  std::string res = "(";
-  for (size_t i = 0; i < j.outvars.size(); ++i) res += (i ? ", " : "") + P.atom(j.outvars[i]);
-  if (j.outvars.size() == 1) res += ",";
-  res += ")";
-  std::string one = head;
-  for (size_t i = 0; i < lines.size(); ++i) one += (i ? "; " : " ") + lines[i];
-  one += " in " + res + " }";
-  if (!nested && one.size() + size_t(indent) <= 80) return one;
-  std::string pad(size_t(indent), ' ');
-  std::string s = head + "\n";
-  for (auto& l : lines) s += pad + "    " + l + "\n";
-  s += pad + "  in " + res + " }";
-  return s;
+  pp::Doc lhs = binders(e.outputs);
+  std::vector<pp::Doc> rhs{pp::text(pname)};
+  if (!order.empty()) {
+    std::vector<pp::Doc> kvs;
+    for (auto& k : order) kvs.push_back(pp::text(k + "=") + param(e.params.at(k)));
+    rhs.push_back(pp::group(pp::concat(
+        {pp::nest(2, pp::concat({pp::text("["), pp::brk(""), pp::join(pp::brk(), kvs)})),
+         pp::brk(""), pp::text("]")})));
+  }
+  rhs.push_back(pp::text(" ") + vars(e.inputs, "", false));
+  if (e.outputs.empty()) return pp::concat(rhs);
+  std::vector<pp::Doc> all{lhs, pp::text(" = ")};
+  all.insert(all.end(), rhs.begin(), rhs.end());
+  return pp::concat(all);
+}
+
+pp::Doc PpContext::skeleton(const Jaxpr& j) {
+  pp::Doc constvars = binders(j.constvars);
+  pp::Doc invars = binders(j.invars);
+  std::vector<pp::Doc> es;
+  for (auto& e : j.eqns) es.push_back(eqn(e));
+  if (&j == top && top_eqn_docs) *top_eqn_docs = es;
+  pp::Doc eqns = pp::join(pp::brk("; "), es);
+  pp::Doc outvars = pp::concat({pp::text("("), vars(j.outvars, ",", false),
+                                pp::text(j.outvars.size() == 1 ? ",)" : ")")});
+  return pp::group(pp::nest(2, pp::concat({pp::text("{ "), pp::text("lambda "), constvars,
+                                           pp::text("; "), invars, pp::text(". "), pp::text("let"),
+                                           pp::nest(2, pp::brk() + eqns), pp::brk(),
+                                           pp::text("in "), outvars}))) +
+         pp::text(" }");
+}
+
+// JAX's pp_toplevel_jaxpr. If eqn_docs is given, it receives the documents of top's equations.
+std::string print_toplevel(const Jaxpr& top, std::vector<pp::Doc>* eqn_docs = nullptr) {
+  PpContext ctx;
+  // Outputs of top-level equations that nothing uses print as `_` (JAX's _dropvars).
+  {
+    std::unordered_set<Var, VarHash> used;
+    for (auto& a : top.outvars)
+      if (auto* v = std::get_if<Var>(&a)) used.insert(*v);
+    for (auto e = top.eqns.rbegin(); e != top.eqns.rend(); ++e) {
+      for (auto& v : e->outputs)
+        if (v.defined() && !used.count(v)) ctx.names[v] = "_";
+      for (auto& a : e->inputs)
+        if (auto* v = std::get_if<Var>(&a)) used.insert(*v);
+    }
+  }
+  // Count how often each jaxpr is reached (breadth first, as JAX).
+  std::unordered_map<const Jaxpr*, std::string> names;
+  std::unordered_map<const Jaxpr*, int> counts;
+  std::vector<const Jaxpr*> order;
+  std::deque<const Jaxpr*> queue{&top};
+  while (!queue.empty()) {
+    const Jaxpr* j = queue.front();
+    queue.pop_front();
+    if (!counts.count(j)) order.push_back(j);
+    counts[j] += 1;
+    if (j != &top && j->eqns.size() > 10) counts[j] += 1;
+    for (auto& e : j->eqns) {
+      auto subs = jaxprs_in_params(e.params);
+      const std::string* nm = nullptr;
+      if (e.params.has("name")) nm = std::get_if<std::string>(&e.params.at("name"));
+      for (auto* s : subs) {
+        queue.push_back(s);
+        if (nm) {
+          std::string n = *nm;
+          while (!n.empty() && (n.front() == '<' || n.front() == '>')) n.erase(n.begin());
+          while (!n.empty() && (n.back() == '<' || n.back() == '>')) n.pop_back();
+          names.emplace(s, n);
+        }
+      }
+    }
+  }
+  std::map<std::string, int> name_counts;
+  std::vector<std::pair<std::string, const Jaxpr*>> shared;
+  for (auto* j : order) {
+    if (counts[j] == 1) continue;
+    auto it = names.find(j);
+    std::string name = it == names.end() ? "jaxpr" : it->second;
+    int c = name_counts[name];
+    if (c > 0) {
+      name_counts[name] += 1;
+      name += std::to_string(c);
+    }
+    name_counts[name] += 1;
+    ctx.shared_names.insert(name);
+    ctx.shared[j] = name;
+    shared.emplace_back(name, j);
+  }
+  std::vector<pp::Doc> docs;
+  for (auto& [name, j] : shared)
+    docs.push_back(pp::concat({pp::text("let "), pp::text(name), pp::text(" = "),
+                               ctx.skeleton(*j), pp::text(" in"), pp::brk()}));
+  ctx.top_eqn_docs = eqn_docs;
+  ctx.top = &top;
+  docs.push_back(ctx.jaxpr(top));
+  return pp::format(pp::concat(docs), 80);
 }
 
 }  // namespace
@@ -172,7 +346,7 @@ std::string param_to_string(const Param& p) {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, bool>) return v ? "True" : "False";
         else if constexpr (std::is_same_v<T, int64_t>) return std::to_string(v);
-        else if constexpr (std::is_same_v<T, double>) return float_repr(v);
+        else if constexpr (std::is_same_v<T, double>) return shortest_repr(v);
         else if constexpr (std::is_same_v<T, std::string>) return v;
         else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
           std::string s = "(";
@@ -209,10 +383,16 @@ bool param_equal(const Param& a, const Param& b) {
   return a == b;
 }
 
-std::string to_string(const Jaxpr& j) {
-  Printer p;
-  return p.jaxpr(j, 0);
+std::string to_string(const Jaxpr& j) { return print_toplevel(j); }
+std::string eqn_to_string(const Jaxpr& j, size_t i) {
+  std::vector<pp::Doc> docs;
+  print_toplevel(j, &docs);
+  if (i >= docs.size())
+    throw IndexError("eqn_to_string: equation " + std::to_string(i) + " of a jaxpr with " +
+                     std::to_string(docs.size()) + " equations");
+  return pp::format(pp::nest(2, docs[i]), 80);
 }
+
 std::string to_string(const ClosedJaxpr& j) { return to_string(*j.jaxpr); }
 std::ostream& operator<<(std::ostream& os, const Jaxpr& j) { return os << to_string(j); }
 std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& j) { return os << to_string(j); }

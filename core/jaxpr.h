@@ -90,9 +90,18 @@ struct ClosedJaxpr {
   std::vector<ShapedArray> out_avals() const { return jaxpr->out_avals(); }
 };
 
-/// Prints in JAX's text format (`{ lambda a:f32[3]; b:f32[3]. let c:f32[3] = mul a b in (c,) }`),
-/// nested jaxpr params indented; variables named a, b, ..., z, ba, bb, ... in order of binding.
+/// Prints in JAX's text format (jax/_src/core.py pp_toplevel_jaxpr, laid out in 80 columns by a
+/// Wadler-Lindig printer): `{ lambda a:f32[3]; b:f32[3]. let c:f32[3] = mul a b in (c,) }` on
+/// one line when it fits, otherwise one equation per line indented by 4 and `  in (c,) }`.
+/// Variables are named a, b, ..., z, ba, bb, ... in printing order, uniquely across nested
+/// jaxprs; unused outputs of top-level equations print as `_`; literals as `2.0:f32[]`; params
+/// as `name[k=v k2=v2]` sorted by key (pjit: name= first, body variables named like the
+/// equation's operands and results). A jaxpr nested more than once (or nested with more than 10
+/// equations) is printed first as `let name = { lambda ... } in` and referenced by name.
 std::string to_string(const Jaxpr& j);
+/// The printed form of equation i of j, with the variable names to_string(j) uses.
+/// Throws IndexError if i is out of range.
+std::string eqn_to_string(const Jaxpr& j, size_t i);
 std::string to_string(const ClosedJaxpr& j);
 std::ostream& operator<<(std::ostream& os, const Jaxpr& j);
 std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& j);

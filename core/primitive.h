@@ -2,6 +2,7 @@
 // Owns Primitive, the rule signatures (shape, impl, jvp, transpose, batching) and lookup.
 #pragma once
 #include <functional>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <utility>
@@ -34,6 +35,11 @@ using TransposeRule = std::function<std::vector<Array>(
 using BatchRule = std::function<std::pair<std::vector<Array>, std::vector<int64_t>>(
     const std::vector<Array>& args, const std::vector<int64_t>& dims, const Params&)>;
 inline constexpr int64_t kNotMapped = -1;
+/// Dead-code elimination of one equation (JAX's pe.dce_rules): which of its outputs are used ->
+/// which of its inputs are used, and the pruned equation (nullopt: drop the equation). Primitives
+/// without a rule keep an equation whole if any output is used or it has effects (core/dce.h).
+using DceRule = std::function<std::pair<std::vector<bool>, std::optional<Eqn>>(
+    const std::vector<bool>& used_outputs, const Eqn& eqn)>;
 
 /// A primitive: JAX's name plus one rule per concern. Rules registered by other layers
 /// (lowering, sharding) live in their own tables keyed by name.
@@ -49,6 +55,8 @@ struct Primitive {
   /// "integer output: tangents are float0" is not an absence; "not differentiable" is).
   std::string no_jvp_reason, no_transpose_reason, no_batch_reason;
   Effects effects;
+  /// Prunes the bodies of primitives with sub-jaxprs (pjit, scan, cond...); see DceRule.
+  DceRule dce;
 };
 
 /// The registry: the primitive of that name, created on first use (rules may register in any

@@ -4,6 +4,9 @@
 
 #include <unordered_set>
 
+#include "core/config.h"
+#include "core/verify.h"
+
 namespace minijax {
 
 Array JaxprTrace::lift(const Array& x) {
@@ -92,7 +95,9 @@ ClosedJaxpr trace_to_jaxpr(const FlatFn& f, const std::vector<ShapedArray>& in_a
   std::vector<Array> ins;
   for (auto& av : in_avals) ins.push_back(scope->new_arg(av));
   std::vector<Array> outs = f(ins);
-  return scope->to_jaxpr(ins, outs, loc);
+  ClosedJaxpr cj = scope->to_jaxpr(ins, outs, loc);
+  if (config().verify_jaxprs) verify_jaxpr(*cj.jaxpr, loc);
+  return cj;
 }
 
 std::vector<Array> eval_jaxpr(const Jaxpr& j, const std::vector<Array>& consts,
