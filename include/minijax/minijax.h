@@ -28,6 +28,7 @@
 #include "autodiff/transpose.h"
 #include "autodiff/vmap.h"
 #include "autodiff/custom_derivatives.h"
+#include "autodiff/custom_derivatives.h"
 #include "autodiff/jacobian.h"
 #include "autodiff/check_grads.h"
 
