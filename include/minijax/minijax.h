@@ -28,7 +28,6 @@
 #include "autodiff/transpose.h"
 #include "autodiff/vmap.h"
 #include "autodiff/custom_derivatives.h"
-#include "autodiff/custom_derivatives.h"
 #include "autodiff/jacobian.h"
 #include "autodiff/check_grads.h"
 
