@@ -322,3 +322,66 @@ TEST(Random, StagedEvaluationMatchesEager) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace minijax;
+
+Array row(const Array& keys, int64_t i) {
+  const uint32_t* p = keys.data<uint32_t>();
+  return array({double(p[2 * i]), double(p[2 * i + 1])}, {2}, u32);
+}
+
+TEST(RandomBatching, VmapOverKeysMatchesALoop) {
+  // Batched threefry2x32 (keys mapped, counters not): each row equals the per-key computation.
+  Array keys = random::split(random::PRNGKey(21), 4);
+  FlatFn f = [](const std::vector<Array>& in) {
+    return std::vector<Array>{random::uniform(in[0], {3}), random::split(in[0], 2),
+                              random::bits(in[0], {2, 2}), random::normal(in[0], {5})};
+  };
+  auto batched = vmap_flat(f, {keys}, {0}, {});
+  ASSERT_EQ(batched[0].shape(), (Shape{4, 3}));
+  ASSERT_EQ(batched[1].shape(), (Shape{4, 2, 2}));
+  ASSERT_EQ(batched[2].shape(), (Shape{4, 2, 2}));
+  for (int64_t i = 0; i < 4; ++i) {
+    auto one = f({row(keys, i)});
+    for (size_t k = 0; k < one.size(); ++k) {
+      size_t nb = size_t(one[k].aval().nbytes());
+      const char* b = static_cast<const char*>(batched[k].raw_data());
+      EXPECT_EQ(std::memcmp(b + size_t(i) * nb, one[k].raw_data(), nb), 0) << "output " << k << " row " << i;
+    }
+  }
+}
+
+TEST(RandomBatching, BitOpsWithOneMappedOperand) {
+  Array x = array({1, 2, 4, 8, 16, 32}, {2, 3}, u32);
+  Array y = array({1, 2, 3}, {3}, u32);
+  auto r = vmap_flat([](const std::vector<Array>& in) {
+    return std::vector<Array>{lax::shift_right_logical(in[0], in[1]), lax::shift_left(in[0], in[1]),
+                              lax::xor_(in[0], in[1])};
+  }, {x, y}, {0, kNotMapped}, {});
+  const uint32_t* a = r[0].data<uint32_t>();
+  const uint32_t* b = r[1].data<uint32_t>();
+  const uint32_t* c = r[2].data<uint32_t>();
+  // Row 0: [1,2,4] >> [1,2,3] = [0,0,0]; << = [2,8,32]; ^ = [0,0,7]. Row 1: [8,16,32] with
+  // the same shifts: >> [4,4,4], << [16,64,256], ^ [9,18,35].
+  EXPECT_EQ(std::vector<uint32_t>(a, a + 6), (std::vector<uint32_t>{0, 0, 0, 4, 4, 4}));
+  EXPECT_EQ(std::vector<uint32_t>(b, b + 6), (std::vector<uint32_t>{2, 8, 32, 16, 64, 256}));
+  EXPECT_EQ(std::vector<uint32_t>(c, c + 6), (std::vector<uint32_t>{0, 0, 7, 9, 18, 35}));
+  // XLA semantics: shifting by 32 or more gives 0.
+  Array big = lax::shift_left(array({5}, {1}, u32), array({32}, {1}, u32));
+  EXPECT_EQ(big.data<uint32_t>()[0], 0u);
+}
+
+TEST(RandomBatching, ErfInvGradient) {
+  // d/dx erf_inv(x) = sqrt(pi)/2 * exp(erf_inv(x)^2): at x = 0 it is sqrt(pi)/2; at x = 0.5,
+  // checked against a central difference of the f64 values.
+  auto f = [](const Array& x) { return sum(lax::erf_inv(x)); };
+  Array g = grad(f)(array({0.0, 0.5}, {2}, f64));
+  EXPECT_NEAR(g.data<double>()[0], std::sqrt(M_PI) / 2, 1e-12);
+  double h = 1e-6;
+  Array hi = lax::erf_inv(array({0.5 + h}, {1}, f64)), lo = lax::erf_inv(array({0.5 - h}, {1}, f64));
+  EXPECT_NEAR(g.data<double>()[1], (hi.data<double>()[0] - lo.data<double>()[0]) / (2 * h), 1e-6);
+}
+
+}  // namespace
