@@ -38,7 +38,7 @@ Array integer_pow(const Array& x, int64_t y, SL loc = SL::current());
 /// Identity whose tangent/cotangent is zero.
 Array stop_gradient(const Array& x, SL loc = SL::current());
 
-// ---- elementwise binary (equal shapes and dtypes) -----------------------------------------------
+// ---- elementwise binary (equal dtypes; equal shapes, or one operand of rank 0: JAX's scalar rule) -
 Array add(const Array& x, const Array& y, SL loc = SL::current());
 /// Addition of tangents/cotangents (JAX's add_any / add_jaxvals); float0 operands allowed.
 Array add_any(const Array& x, const Array& y, SL loc = SL::current());
