@@ -1,6 +1,5 @@
 // minijax array constructors: array, scalar, zeros/ones/full(_like), arange, eye.
-// Owns building concrete arrays directly (Array::allocate + fill); under a staging trace they are
-// ordinary concrete values, lifted to constants by the trace when used.
+// Owns building concrete arrays directly (Array::allocate + fill); staging lifts them as constants.
 #include <cmath>
 #include <cstdint>
 #include <string>

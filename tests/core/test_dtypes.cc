@@ -1,6 +1,5 @@
-// Tests of dtype promotion against JAX's documented table ("Type promotion semantics", JEP 9407,
-// with jax_enable_x64 off: 64-bit results canonicalize to their 32-bit types), and of the
-// weak typing of C++ scalars in operators.
+// Tests of dtype promotion vs JAX's documented table (JEP 9407, x64 off: 64-bit results become
+// their 32-bit types) and of the weak typing of C++ scalars in operators.
 #include <gtest/gtest.h>
 
 #include <minijax/minijax.h>
