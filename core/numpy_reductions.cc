@@ -67,7 +67,14 @@ Array back(const Array& r, const Array& x, const std::vector<int64_t>& axes, SL 
 }
 // A scalar v broadcast to like's aval (a rank-0 literal under tracing).
 Array splat(double v, const Array& like, SL loc) {
-  return lax::broadcast_in_dim(lax::scalar(v, like.dtype(), like.weak_type()), like.shape(), {}, loc);
+  Array s = lax::scalar(v, like.dtype(), like.weak_type());
+  return like.ndim() == 0 ? s : lax::broadcast_in_dim(s, like.shape(), {}, loc);
+}
+// The max along ax of stop_gradient(x): the shift of the stable exp-sum formulas. Taking the max
+// of the stopped x (not stopping the max afterwards) gives the same values and derivatives
+// without running reduce_max's JVP rule only to discard it.
+Array stopped_max(const Array& xf, const std::vector<int64_t>& ax, SL loc) {
+  return lax::reduce_max(lax::stop_gradient(xf, loc), ax, loc);
 }
 Array sum_dtype(const Array& x, SL loc) {
   return x.dtype() == DType::bool_ ? lax::convert_element_type(x, DType::i32, false, loc) : x;
@@ -165,9 +172,9 @@ Array cumsum(const Array& x, int64_t axis, SL loc) {
 Array logsumexp(const Array& x, int64_t axis, bool keepdims, SL loc) {
   std::vector<int64_t> ax{canon_axis(x, axis, "logsumexp", loc)};
   Array xf = float_dtype(x, loc);
-  Array m = lax::reduce_max(xf, ax, loc);
+  Array m = stopped_max(xf, ax, loc);
   Array finite = lax::eq(lax::sub(m, m, loc), splat(0.0, m, loc), loc);  // inf - inf, NaN -> NaN
-  m = lax::stop_gradient(lax::select_n(finite, {splat(0.0, m, loc), m}, loc), loc);
+  m = lax::select_n(finite, {splat(0.0, m, loc), m}, loc);
   Array s = lax::reduce_sum(lax::exp(lax::sub(xf, back(m, xf, ax, loc), loc), loc), ax, loc);
   return finish(lax::add(lax::log(s, loc), m, loc), x, ax, keepdims, loc);
 }
@@ -176,7 +183,7 @@ Array logsumexp(const Array& x, int64_t axis, bool keepdims, SL loc) {
 Array softmax(const Array& x, int64_t axis, SL loc) {
   std::vector<int64_t> ax{canon_axis(x, axis, "softmax", loc)};
   Array xf = float_dtype(x, loc);
-  Array m = lax::stop_gradient(lax::reduce_max(xf, ax, loc), loc);
+  Array m = stopped_max(xf, ax, loc);
   Array u = lax::exp(lax::sub(xf, back(m, xf, ax, loc), loc), loc);
   return lax::div(u, back(lax::reduce_sum(u, ax, loc), u, ax, loc), loc);
 }
@@ -185,7 +192,7 @@ Array softmax(const Array& x, int64_t axis, SL loc) {
 Array log_softmax(const Array& x, int64_t axis, SL loc) {
   std::vector<int64_t> ax{canon_axis(x, axis, "log_softmax", loc)};
   Array xf = float_dtype(x, loc);
-  Array m = lax::stop_gradient(lax::reduce_max(xf, ax, loc), loc);
+  Array m = stopped_max(xf, ax, loc);
   Array shifted = lax::sub(xf, back(m, xf, ax, loc), loc);
   Array lse = lax::log(lax::reduce_sum(lax::exp(shifted, loc), ax, loc), loc);
   return lax::sub(shifted, back(lse, shifted, ax, loc), loc);
