@@ -12,7 +12,7 @@
 namespace minijax {
 
 // Conventions (as in jax/_src/interpreters/batching.py): a batched value carries its batch
-// dimension at `bdim` (0 <= bdim < ndim); kNotMapped (-1) means the value is the same for every
+// dimension at `bdim` (0 <= bdim < ndim); kNotMapped means the value is the same for every
 // batch element and has the element's shape. "Element" shapes/axes are those the primitive sees
 // without the batch dimension.
 

@@ -82,6 +82,8 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
       known_eqns.push_back(e);
       for (auto& o : e.outputs) write(o, false, false);
     } else if (std::holds_alternative<Recompute>(d)) {
+      // The staged copy needs the inputs; residuals it turns out not to need are pruned below.
+      for (auto& a : e.inputs) ensure_inst(a);
       known_eqns.push_back(e);
       staged_eqns.push_back(e);
       for (auto& o : e.outputs) write(o, false, true);
@@ -121,6 +123,25 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
                          (std::holds_alternative<Literal>(o) && unk));
   }
 
+  // Staged jaxpr: [residuals..., inputs with in_inst] -> outputs with out_inst. Residuals the
+  // staged side does not use after DCE are pruned from both sides.
+  Jaxpr staged;
+  staged.invars = residuals;
+  for (size_t i = 0; i < jaxpr.invars.size(); ++i)
+    if (in_unknowns[i] || in_inst[i]) staged.invars.push_back(jaxpr.invars[i]);
+  staged.eqns = staged_eqns;
+  for (size_t i = 0; i < jaxpr.outvars.size(); ++i)
+    if (r.out_inst[i]) staged.outvars.push_back(jaxpr.outvars[i]);
+  std::vector<bool> keep_in(staged.invars.size(), true);
+  for (size_t i = 0; i < residuals.size(); ++i) keep_in[i] = false;
+  auto [staged_dce, used_in] =
+      dce_jaxpr(staged, std::vector<bool>(staged.outvars.size(), true), keep_in);
+  std::vector<Var> kept;
+  for (size_t i = 0; i < residuals.size(); ++i)
+    if (used_in[i]) kept.push_back(residuals[i]);
+  residuals = kept;
+  r.staged = staged_dce;
+
   // Known jaxpr: known inputs -> [known outputs..., residuals...].
   Jaxpr known;
   for (size_t i = 0; i < jaxpr.invars.size(); ++i)
@@ -129,17 +150,7 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
   for (size_t i = 0; i < jaxpr.outvars.size(); ++i)
     if (!r.out_unknowns[i]) known.outvars.push_back(jaxpr.outvars[i]);
   for (auto& v : residuals) known.outvars.push_back(v);
-  // Staged jaxpr: [residuals..., inputs with in_inst] -> outputs with out_inst.
-  Jaxpr staged;
-  staged.invars = residuals;
-  for (size_t i = 0; i < jaxpr.invars.size(); ++i)
-    if (in_unknowns[i] || in_inst[i]) staged.invars.push_back(jaxpr.invars[i]);
-  staged.eqns = staged_eqns;
-  for (size_t i = 0; i < jaxpr.outvars.size(); ++i)
-    if (r.out_inst[i]) staged.outvars.push_back(jaxpr.outvars[i]);
-
   r.known = dce_jaxpr(known, std::vector<bool>(known.outvars.size(), true), /*instantiate=*/true).first;
-  r.staged = dce_jaxpr(staged, std::vector<bool>(staged.outvars.size(), true), /*instantiate=*/true).first;
   for (auto* j : {&r.known, &r.staged})
     for (auto& e : j->eqns) j->effects.insert(e.effects.begin(), e.effects.end());
   r.num_res = int(residuals.size());

@@ -127,12 +127,12 @@ std::vector<Array> vmap_flat(const FlatFn& f, const std::vector<Array>& args,
       throw ValueError("vmap: argument " + std::to_string(i) + " is an empty Array", loc);
     if (axes[i] == kNotMapped) continue;
     const int64_t nd = args[i].ndim();
-    if (axes[i] < -1) axes[i] += nd;
+    if (axes[i] < 0) axes[i] += nd;
     if (axes[i] < 0 || axes[i] >= nd)
       throw ValueError("vmap was requested to map argument " + std::to_string(i) + " (" +
                            args[i].aval().str() + ") over axis " + std::to_string(in_axes[i]) +
                            ", which is out of range for its rank " + std::to_string(nd) +
-                           " (axes < -1 count from the end; -1 is kNotMapped)",
+                           " (negative axes count from the end)",
                        loc);
     const int64_t s = args[i].shape()[size_t(axes[i])];
     if (size < 0) size = s;
@@ -195,11 +195,11 @@ std::vector<Array> vmap_flat(const FlatFn& f, const std::vector<Array>& args,
       continue;
     }
     const int64_t rank = vals[i].ndim() + (dims[i] == kNotMapped ? 1 : 0);
-    if (oa < -1) oa += rank;
+    if (oa < 0) oa += rank;
     if (oa < 0 || oa >= rank)
       throw ValueError("vmap out_axes " + std::to_string(oaxes[i]) + " is out of range for output " +
                            std::to_string(i) + " of batched rank " + std::to_string(rank) +
-                           " (axes < -1 count from the end; -1 is kNotMapped)",
+                           " (negative axes count from the end)",
                        loc);
     result.push_back(materialize_batch(vals[i], dims[i], size, oa));
   }

@@ -60,12 +60,12 @@ class BatchTrace final : public Trace {
 std::pair<Array, int64_t> batch_unpack(const Trace& t, const Array& x);
 
 /// Vectorizing map of a flat function (JAX's batching.batch over flat arguments).
-/// in_axes[i] is the axis of args[i] to map over; kNotMapped (-1) means not mapped (args[i] is
-/// passed unchanged to every element's computation). An axis a < -1 means ndim + a (so -2 is the
-/// second-to-last axis); since -1 is kNotMapped, write ndim-1 for the last axis. All mapped axes
+/// in_axes[i] is the axis of args[i] to map over; kNotMapped means not mapped (args[i] is
+/// passed unchanged to every element's computation). A negative axis a means ndim + a (-1 is the last
+/// axis, as in JAX). All mapped axes
 /// must have the same size.
 /// out_axes: one per output, or a single entry for all, or empty (all 0): where the batch axis
-/// goes in each output (axes < -1 count from the end of the output's rank). Outputs that do not
+/// goes in each output (negative axes count from the end of the output's rank). Outputs that do not
 /// depend on a mapped input are broadcast along the batch axis.
 /// Throws ValueError: in_axes size != args size; an axis out of range; no mapped argument;
 /// "vmap got inconsistent sizes for array axes to be mapped" naming each argument's shape, axis

@@ -2,6 +2,7 @@
 // Owns Primitive, the rule signatures (shape, impl, jvp, transpose, batching) and lookup.
 #pragma once
 #include <functional>
+#include <limits>
 #include <optional>
 #include <source_location>
 #include <string>
@@ -34,7 +35,8 @@ using TransposeRule = std::function<std::vector<Array>(
 /// their batch dimensions.
 using BatchRule = std::function<std::pair<std::vector<Array>, std::vector<int64_t>>(
     const std::vector<Array>& args, const std::vector<int64_t>& dims, const Params&)>;
-inline constexpr int64_t kNotMapped = -1;
+/// Batch dimension of an unbatched value (distinct from every axis, so -1 can mean "last axis").
+inline constexpr int64_t kNotMapped = std::numeric_limits<int64_t>::min();
 /// Dead-code elimination of one equation (JAX's pe.dce_rules): which of its outputs are used ->
 /// which of its inputs are used, and the pruned equation (nullopt: drop the equation). Primitives
 /// without a rule keep an equation whole if any output is used or it has effects (core/dce.h).

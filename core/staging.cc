@@ -39,6 +39,15 @@ std::vector<Array> JaxprTrace::add_eqn(const Primitive& p, const std::vector<Arr
   e.primitive = &p;
   e.params = params;
   e.effects = p.effects;
+  // A call or control-flow equation has the effects of the jaxprs it nests.
+  for (auto& [k, v] : params.items()) {
+    if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) {
+      if (*cj) e.effects.insert((*cj)->jaxpr->effects.begin(), (*cj)->jaxpr->effects.end());
+    } else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v)) {
+      for (auto& c : *cjs)
+        if (c) e.effects.insert(c->jaxpr->effects.begin(), c->jaxpr->effects.end());
+    }
+  }
   for (auto& a : in) e.inputs.push_back(atom_of(a));
   std::vector<Array> outs;
   for (auto& av : out_avals) {

@@ -146,7 +146,7 @@ TEST(Jvp, MatchesHandDerivativeAndZeroTangents) {
     EXPECT_NEAR(at(ty, i), std::exp(xi) * (1 + xi) * at(t, i), 1e-5);
   }
   // A function that ignores its input has a zero (materialized) tangent.
-  auto [c, tc] = mj::jvp([](const mj::Array& v) { return mj::ones({2}) + mj::zeros_like(v) * 0.0; }, x, t);
+  auto [c, tc] = mj::jvp([](const mj::Array& v) { return mj::ones({3}) + mj::zeros_like(v) * 0.0; }, x, t);
   EXPECT_EQ(tc.shape(), (mj::Shape{3}));
 }
 
