@@ -274,4 +274,38 @@ TEST(CustomVjp, VmapOfGradAndGradOfVmap) {
   EXPECT_DOUBLE_EQ(at(g, 3), 1.0);
 }
 
+TEST(CustomVjp, GradOfGradDifferentiatesBwd) {
+  // sin with fwd saving cos(x) and bwd ct * cos(x): grad = cos(x); grad(grad) differentiates the
+  // residual cos(x) through fwd: -sin(x).
+  auto f = mj::custom_vjp([](const Array& x) { return mj::sin(x); },
+                          [](const Array& x) { return std::pair{mj::sin(x), mj::cos(x)}; },
+                          [](const Array& c, const Array& ct) { return ct * c; });
+  auto g1 = mj::grad([&](const Array& x) { return f(x); });
+  auto g2 = mj::grad([&](const Array& x) { return g1(x); });
+  EXPECT_NEAR(at(g1(mj::scalar(0.4))), std::cos(0.4), 1e-6);
+  EXPECT_NEAR(at(g2(mj::scalar(0.4))), -std::sin(0.4), 1e-6);
+}
+
+TEST(CustomDerivatives, UnderJit) {
+  // grad through a jitted function containing the custom functions.
+  auto log1pexp = make_log1pexp();
+  auto jf = mj::jit([&](const Array& x) { return log1pexp(x); });
+  EXPECT_DOUBLE_EQ(at(mj::grad(jf)(mj::scalar(100.0))), 1.0);
+  auto clip_gradient = make_clip_gradient();
+  auto jg = mj::jit([&](const Array& x) { return mj::sum(5.0 * clip_gradient(x)); });
+  Array g = mj::grad(jg)(mj::array({1.f, 2.f}));
+  EXPECT_DOUBLE_EQ(at(g, 0), 1.0);
+  EXPECT_DOUBLE_EQ(at(g, 1), 1.0);
+}
+
+TEST(CustomJvp, HessianDifferentiatesTheRule) {
+  // d2/dx2 log1pexp = sigmoid(x) (1 - sigmoid(x)), through the rule 1 - 1/(1 + e^x).
+  auto log1pexp = make_log1pexp();
+  Array H = mj::hessian([&](const Array& x) { return mj::sum(log1pexp(x)); })(mj::array({0.0, 2.0}, {2}, mj::f64));
+  auto s = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+  EXPECT_NEAR(at(H, 0), 0.25, 1e-12);
+  EXPECT_NEAR(at(H, 3), s(2.0) * (1 - s(2.0)), 1e-12);
+  EXPECT_NEAR(at(H, 1), 0.0, 1e-12);
+}
+
 }  // namespace

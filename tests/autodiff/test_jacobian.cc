@@ -157,4 +157,26 @@ TEST(Jacobian, CustomJvpInsideJacfwd) {
   EXPECT_NEAR(at(Jr, 2), 0.0, 1e-7);
 }
 
+TEST(Jacobian, VmapOfJacobians) {
+  // Per-example Jacobians of f3 over a batch of two points.
+  std::vector<double> a = {1.5, -2.0, 0.7}, b = {0.25, 3.0, -1.0};
+  std::vector<double> both = a;
+  both.insert(both.end(), b.begin(), b.end());
+  Array xs = mj::array(both, {2, 3}, mj::f64);
+  auto jf = mj::jacfwd(f3);
+  auto jr = mj::jacrev(f3);
+  Array Jf = mj::vmap(jf)(xs);
+  Array Jr = mj::vmap(jr)(xs);
+  ASSERT_EQ(Jf.shape(), (mj::Shape{2, 3, 3}));
+  ASSERT_EQ(Jr.shape(), (mj::Shape{2, 3, 3}));
+  for (int e = 0; e < 2; ++e) {
+    const auto& x = e == 0 ? a : b;
+    const double want[9] = {x[1], x[0], 0, 0, 0, std::cos(x[2]), 2 * x[0], 0, 0};
+    for (int i = 0; i < 9; ++i) {
+      EXPECT_NEAR(at(Jf, e * 9 + i), want[i], 1e-12);
+      EXPECT_NEAR(at(Jr, e * 9 + i), want[i], 1e-12);
+    }
+  }
+}
+
 }  // namespace
