@@ -119,7 +119,7 @@ std::vector<ShapedArray> call_shape_rule(const std::vector<ShapedArray>& in, con
     throw TypeError("call_jaxpr takes " + std::to_string(want.size()) + " operands, got " +
                     std::to_string(in.size()));
   for (size_t i = 0; i < in.size(); ++i)
-    if (in[i].shape != want[i].shape || in[i].dtype != want[i].dtype)
+    if (!in[i].same_type(want[i]))
       throw TypeError("operand " + std::to_string(i) + " is " + in[i].str() +
                       ", call_jaxpr expects " + want[i].str());
   return cj->out_avals();
