@@ -125,15 +125,20 @@ struct PadConfig {
 Array pad(const Array& x, const Array& padding_value, const std::vector<PadConfig>& config,
           SL loc = SL::current());
 /// pad's `padding_config` parameter: the (low, high, interior) triples stored as one flat int
-/// vector inside a ParamObject that prints as JAX's nested tuples `((1, 2, 0), (0, 0, 1))`.
+/// vector inside a ParamObject that prints as JAX's nested tuples `((1, 2, 0), (0, 0, 1))` and
+/// parses back (core/parser.h); for rank 0, the empty int tuple `()`.
 Param padding_config_param(const std::vector<PadConfig>& config);
 /// The triples of a pad equation's `padding_config` (the object above, or a flat int vector of
 /// length 3 * rank as a parser may produce). Throws ValueError if missing or malformed.
 std::vector<PadConfig> padding_config(const Params& params);
 /// Rows of x (dim 0) picked by integer `indices` of any shape: out shape
 /// indices.shape + x.shape[1:] (embedding lookup). Eager: out-of-range index -> IndexError.
+/// Staged code (values unknown at trace time) clamps indices into [0, n - 1], as XLA does.
+/// Equation: `gather[slice_sizes=(1, *x.shape[1:])] x indices` (JAX's slice_sizes of this gather).
 Array gather(const Array& x, const Array& indices, SL loc = SL::current());
-/// Transpose of gather: zeros of `shape` with the rows of `updates` added at `indices`.
+/// Transpose of gather: `operand` with the rows of `updates` added at `indices` (updates of
+/// shape indices.shape + operand.shape[1:]; duplicates accumulate). No params. Out-of-range
+/// indices as gather.
 Array scatter_add(const Array& operand, const Array& indices, const Array& updates,
                   SL loc = SL::current());
 /// Integers 0..n-1 along `dimension` of `shape`.

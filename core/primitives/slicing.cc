@@ -2,9 +2,11 @@
 // concatenate, pad, gather (rows by index), scatter_add and iota. Owns their shape rules, eager
 // implementations and lax:: binders (semantics of jax/_src/lax/slicing.py and XLA's clamping).
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include "core/lax.h"
+#include "core/parser.h"
 #include "core/primitive.h"
 #include "core/primitives/strided_copy.h"
 #include "core/trace.h"
@@ -253,6 +255,26 @@ class PaddingConfigParam final : public ParamObject {
   std::vector<int64_t> flat_;
 };
 
+/// Reads back PaddingConfigParam::str(): `((1, 2, 0), (0, 0, 1))` for param padding_config.
+ParamObjectPtr parse_padding_config(const std::string& key, const std::string& text) {
+  if (key != "padding_config" || text.rfind("((", 0) != 0) return nullptr;
+  std::vector<int64_t> flat;
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) {
+      size_t end = 0;
+      flat.push_back(std::stoll(text.substr(i), &end));
+      i += end;
+    } else if (c == '(' || c == ')' || c == ',' || c == ' ') {
+      ++i;
+    } else {
+      return nullptr;
+    }
+  }
+  if (flat.size() % 3 != 0) return nullptr;
+  return std::make_shared<PaddingConfigParam>(std::move(flat));
+}
+
 std::vector<ShapedArray> pad_shape(const std::vector<ShapedArray>& in, const Params& p) {
   if (in.size() != 2) throw ValueError("pad takes an operand and a padding value");
   const auto& x = in[0];
@@ -466,6 +488,7 @@ Registrar reg([] {
   set("gather", gather_shape, gather_impl);
   set("scatter_add", scatter_add_shape, scatter_add_impl);
   set("iota", iota_shape, iota_impl);
+  register_param_object_parser(parse_padding_config);
 });
 
 /// The concrete value of `x` when it has one (concrete, or a tracer over a concrete primal)
@@ -493,6 +516,8 @@ void eager_check_rows(const Array& x, const Array& indices, const char* prim, st
 Param lax::padding_config_param(const std::vector<PadConfig>& config) {
   std::vector<int64_t> flat;
   for (auto& c : config) flat.insert(flat.end(), {c.low, c.high, c.interior});
+  // Rank 0: `()` reads back as an empty int tuple, so store exactly that.
+  if (flat.empty()) return flat;
   return ParamObjectPtr(std::make_shared<PaddingConfigParam>(std::move(flat)));
 }
 

@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/lax.h"
 #include "core/numpy.h"
+#include "core/parser.h"
 #include "core/staging.h"
 
 namespace mj = minijax;
@@ -242,6 +243,31 @@ TEST(Slicing, Iota) {
       {f32s({4})});
   EXPECT_NE(s.find("slice[limit_indices=(3,) start_indices=(1,) strides=None]"), std::string::npos) << s;
   EXPECT_NE(s.find("dynamic_slice[slice_sizes=(2,)]"), std::string::npos) << s;
+}
+
+TEST(Slicing, PrintedParamsParseBack) {
+  auto cj = mj::trace_to_jaxpr(
+      [](const std::vector<Array>& a) {
+        Array p = lax::pad(a[0], a[1], {{1, -2, 1}, {0, 3, 0}});
+        Array s = lax::slice(p, {0, 0}, {1, 2});
+        Array r = lax::reshape(lax::slice(a[0], {0, 0}, {2, 2}, {1, 2}), {2});
+        return std::vector<Array>{s, r, lax::pad(a[1], a[1], {})};
+      },
+      {f32s({3, 3}), f32s({})});
+  std::string text = mj::to_string(cj);
+  EXPECT_NE(text.find("padding_config=((1, -2, 1), (0, 3, 0))"), std::string::npos) << text;
+  auto back = mj::parse_jaxpr(text);
+  EXPECT_EQ(mj::to_string(back), text);
+  ASSERT_EQ(back.jaxpr->eqns.size(), cj.jaxpr->eqns.size());
+  for (size_t i = 0; i < cj.jaxpr->eqns.size(); ++i)
+    EXPECT_TRUE(back.jaxpr->eqns[i].params == cj.jaxpr->eqns[i].params) << i;
+  // The parsed pad config drives the eager pad the same way: [[1, 2], [3, 4]] padded.
+  auto cfg = lax::padding_config(back.jaxpr->eqns[0].params);
+  ASSERT_EQ(cfg.size(), 2u);
+  EXPECT_EQ(cfg[0].low, 1);
+  EXPECT_EQ(cfg[0].high, -2);
+  EXPECT_EQ(cfg[0].interior, 1);
+  EXPECT_EQ(cfg[1].high, 3);
 }
 
 // ---- autodiff rules: VJPs against hand-derived cotangents ---------------------------------------
