@@ -57,9 +57,9 @@ struct AuxSplit<std::pair<A, B>> {
 
 /// Shared core of grad and value_and_grad: returns (primal output of f, grads tuple).
 template <int... N, class F, class... Args>
-auto value_and_grad_impl(F& f, const GradOptions& opts, std::source_location loc, const Args&... args_in) {
+auto value_and_grad_impl(const F& f, const GradOptions& opts, std::source_location loc, const Args&... args_in) {
   using Tuple = std::tuple<Args...>;
-  using R = std::invoke_result_t<F&, const Args&...>;
+  using R = std::invoke_result_t<const F&, const Args&...>;
   Tuple args(args_in...);
   std::vector<Array> leaves;
   std::vector<size_t> counts;
@@ -121,7 +121,7 @@ auto unwrap_single(Tup&& t) {
 template <int... N, class F>
 auto grad(F f, ArgNums<N...>, GradOptions opts = {},
           std::source_location loc = std::source_location::current()) {
-  return [f, opts, loc](const auto&... args) mutable {
+  return [f, opts, loc](const auto&... args) {
     auto [out, grads] = detail::value_and_grad_impl<N...>(f, opts, loc, args...);
     auto g = detail::unwrap_single(std::move(grads));
     if constexpr (detail::AuxSplit<std::decay_t<decltype(out)>>::value) {
@@ -142,7 +142,7 @@ auto grad(F f, GradOptions opts = {}, std::source_location loc = std::source_loc
 template <int... N, class F>
 auto value_and_grad(F f, ArgNums<N...>, GradOptions opts = {},
                     std::source_location loc = std::source_location::current()) {
-  return [f, opts, loc](const auto&... args) mutable {
+  return [f, opts, loc](const auto&... args) {
     auto [out, grads] = detail::value_and_grad_impl<N...>(f, opts, loc, args...);
     return std::pair{std::move(out), detail::unwrap_single(std::move(grads))};
   };

@@ -233,6 +233,9 @@ pp::Doc PpContext::eqn(const Eqn& e) {
         }
       }
     }
+  }
+  if (pname == "pjit" || pname == "custom_jvp_call" || pname == "custom_vjp_call") {
+    // JAX prints name= first for these call primitives.
     auto it = std::find(order.begin(), order.end(), "name");
     if (it != order.end()) {
       order.erase(it);

@@ -1,10 +1,11 @@
 // minijax autodiff and batching rules of the call primitives `pjit` and `closed_call`.
-// Owns their JVP (linearize the body, stage the tangent call), transpose and batching rules.
+// Owns their JVP (split into a known and a staged call), transpose and batching rules.
 #include <memory>
 
 #include "autodiff/batching_util.h"
 #include "autodiff/jvp.h"
 #include "autodiff/linearize.h"
+#include "autodiff/partial_eval.h"
 #include "autodiff/transpose.h"
 #include "autodiff/vmap.h"
 #include "core/pjit.h"
@@ -15,36 +16,109 @@ namespace {
 
 const char* jaxpr_key(const Primitive& p) { return p.name == "pjit" ? "jaxpr" : "call_jaxpr"; }
 
-// JVP: the primal outputs are computed by linearizing the body on the primals (so they stay
-// concrete eagerly); the tangents are one call of the body's linear part, whose residuals are
-// passed as leading operands. Under linearize, that call is what lands in the linear jaxpr.
+// JVP (JAX's pjit partial-eval structure): the body's JVP is traced and split by
+// partial_eval_jaxpr_custom into a known call (primals -> primal outputs + residuals), bound on
+// the primals' trace so they stay concrete eagerly, and a staged call (residuals, tangents ->
+// tangents), which is what lands in a linear jaxpr under linearize.
 JvpRule call_jvp(const Primitive& p) {
   return [&p](const std::vector<Array>& primals, const std::vector<Array>& tangents,
               const Params& params) {
     ClosedJaxprPtr body = params.get_jaxpr(jaxpr_key(p));
     std::string name = params.has("name") ? params.get_string("name") : std::string("call");
-    FlatFn fn = [body](const std::vector<Array>& xs) { return eval_jaxpr(*body, xs); };
-    LinearizeResult lr = linearize_flat(fn, primals);
-    auto lin = std::make_shared<ClosedJaxpr>();
-    lin->jaxpr = std::make_shared<Jaxpr>(convert_constvars_jaxpr(*lr.linear.jaxpr));
-    std::vector<Array> args = lr.linear.consts;
-    for (size_t i = 0; i < tangents.size(); ++i)
-      args.push_back(instantiate_zero(tangents[i], primals[i].aval()));
-    auto touts = bind_call(p, lin, "jvp(" + name + ")", args);
-    for (size_t i = 0; i < touts.size(); ++i)
-      if (lr.out_zero[i]) touts[i] = Array();
-    return std::pair{lr.primal_outs, touts};
+    const size_t n = primals.size();
+    std::vector<ShapedArray> in_avals;
+    for (auto& x : primals) in_avals.push_back(x.aval());
+    for (auto& x : primals) in_avals.push_back(tangent_aval(x.aval()));
+    ClosedJaxpr jj = trace_to_jaxpr(
+        [&](const std::vector<Array>& xs) {
+          std::vector<Array> ps(xs.begin(), xs.begin() + std::ptrdiff_t(n));
+          std::vector<Array> ts(xs.begin() + std::ptrdiff_t(n), xs.end());
+          FlatFn fn = [body](const std::vector<Array>& a) { return eval_jaxpr(*body, a); };
+          auto [po, to] = jvp_flat(fn, ps, ts);
+          for (size_t i = 0; i < to.size(); ++i) to[i] = instantiate_zero(to[i], po[i].aval());
+          po.insert(po.end(), to.begin(), to.end());
+          return po;
+        },
+        in_avals);
+    Jaxpr flat = convert_constvars_jaxpr(*jj.jaxpr);
+    const size_t nc = jj.consts.size(), nout = body->jaxpr->outvars.size();
+    std::vector<bool> unknown(nc + 2 * n, false), inst(nc + 2 * n, false);
+    for (size_t i = 0; i < n; ++i) unknown[nc + n + i] = inst[nc + n + i] = true;
+    std::vector<bool> out_unk(2 * nout, false), out_inst(2 * nout, false);
+    for (size_t i = 0; i < nout; ++i) out_unk[nout + i] = out_inst[nout + i] = true;
+    PartialEvalResult pe = partial_eval_jaxpr_custom(flat, unknown, inst, out_unk, out_inst);
+    // Residuals that merely forward an input are passed directly, not returned by the call.
+    std::vector<Array> kargs = jj.consts;
+    kargs.insert(kargs.end(), primals.begin(), primals.end());
+    Jaxpr known_j = pe.known;
+    const size_t nknown_out = known_j.outvars.size() - size_t(pe.num_res);
+    std::vector<Atom> kept_outs(known_j.outvars.begin(), known_j.outvars.begin() + std::ptrdiff_t(nknown_out));
+    for (int r = 0; r < pe.num_res; ++r)
+      if (!pe.residuals[size_t(r)].forwards_input) kept_outs.push_back(known_j.outvars[nknown_out + size_t(r)]);
+    known_j.outvars = kept_outs;
+    auto known = std::make_shared<ClosedJaxpr>(ClosedJaxpr{std::make_shared<Jaxpr>(known_j), {}});
+    auto staged = std::make_shared<ClosedJaxpr>(ClosedJaxpr{std::make_shared<Jaxpr>(pe.staged), {}});
+    std::vector<Array> kouts = bind_call(p, known, name, kargs);
+    std::vector<Array> primal_outs(kouts.begin(), kouts.begin() + std::ptrdiff_t(nout));
+    std::vector<Array> sargs;
+    size_t k = nout;
+    for (int r = 0; r < pe.num_res; ++r) {
+      const auto& fwd = pe.residuals[size_t(r)].forwards_input;
+      sargs.push_back(fwd ? kargs[size_t(*fwd)] : kouts[k++]);
+    }
+    for (size_t i = 0; i < n; ++i) sargs.push_back(instantiate_zero(tangents[i], primals[i].aval()));
+    std::vector<Array> touts = bind_call(p, staged, "jvp(" + name + ")", sargs);
+    return std::pair{primal_outs, touts};
   };
 }
 
-// Transpose: the body is linear in the undefined operands; it is transposed inline.
+// Transpose: the body (linear in the undefined operands) is transposed into a new call taking
+// the non-linear operands and the output cotangents.
 TransposeRule call_transpose(const Primitive& p) {
   return [&p](const std::vector<Array>& cts_out, const std::vector<Array>& args,
               const std::vector<ShapedArray>& avals, const Params& params) {
     ClosedJaxprPtr body = params.get_jaxpr(jaxpr_key(p));
+    std::string name = params.has("name") ? params.get_string("name") : std::string("call");
     std::vector<bool> linear;
-    for (auto& a : args) linear.push_back(!a.defined());
-    return backward_pass(*body->jaxpr, body->consts, args, linear, cts_out);
+    std::vector<Array> call_args;
+    std::vector<ShapedArray> call_avals;
+    for (size_t i = 0; i < args.size(); ++i) {
+      linear.push_back(!args[i].defined());
+      if (args[i].defined()) {
+        call_args.push_back(args[i]);
+        call_avals.push_back(args[i].aval());
+      }
+    }
+    const size_t nres = call_args.size();
+    auto out_avals = body->jaxpr->out_avals();
+    for (size_t j = 0; j < cts_out.size(); ++j) {
+      call_args.push_back(instantiate_zero(cts_out[j], out_avals[j]));
+      call_avals.push_back(call_args.back().aval());
+    }
+    ClosedJaxpr tj = trace_to_jaxpr(
+        [&](const std::vector<Array>& xs) {
+          std::vector<Array> a(args.size());
+          size_t r = 0;
+          for (size_t i = 0; i < args.size(); ++i)
+            if (!linear[i]) a[i] = xs[r++];
+          std::vector<Array> cts(xs.begin() + std::ptrdiff_t(nres), xs.end());
+          auto g = backward_pass(*body->jaxpr, body->consts, a, linear, cts);
+          std::vector<Array> outs;
+          for (size_t i = 0; i < args.size(); ++i)
+            if (linear[i]) outs.push_back(instantiate_zero(g[i], avals[i]));
+          return outs;
+        },
+        call_avals);
+    auto tjp = std::make_shared<ClosedJaxpr>(
+        ClosedJaxpr{std::make_shared<Jaxpr>(convert_constvars_jaxpr(*tj.jaxpr)), {}});
+    std::vector<Array> targs = tj.consts;
+    targs.insert(targs.end(), call_args.begin(), call_args.end());
+    auto g = bind_call(p, tjp, "transpose(" + name + ")", targs);
+    std::vector<Array> res(args.size());
+    size_t k = 0;
+    for (size_t i = 0; i < args.size(); ++i)
+      if (linear[i]) res[i] = g[k++];
+    return res;
   };
 }
 
