@@ -5,7 +5,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/config.h"
 #include "core/dce.h"
+#include "core/verify.h"
 
 namespace minijax {
 
@@ -153,6 +155,10 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
   r.known = dce_jaxpr(known, std::vector<bool>(known.outvars.size(), true), /*instantiate=*/true).first;
   for (auto* j : {&r.known, &r.staged})
     for (auto& e : j->eqns) j->effects.insert(e.effects.begin(), e.effects.end());
+  if (config().verify_jaxprs) {
+    verify_jaxpr(r.known, loc);
+    verify_jaxpr(r.staged, loc);
+  }
   r.num_res = int(residuals.size());
   for (auto& v : residuals) {
     ResidualInfo info;

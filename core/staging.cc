@@ -95,6 +95,8 @@ ClosedJaxpr JaxprTrace::to_jaxpr(const std::vector<Array>& ins, const std::vecto
   }
   for (auto& e : j->eqns) j->effects.insert(e.effects.begin(), e.effects.end());
   cj.jaxpr = j;
+  // Every staged jaxpr (make_jaxpr, jit, linearize's linear jaxpr, bodies) is checked here.
+  if (config().verify_jaxprs) verify_jaxpr(*cj.jaxpr, loc);
   return cj;
 }
 
@@ -104,9 +106,7 @@ ClosedJaxpr trace_to_jaxpr(const FlatFn& f, const std::vector<ShapedArray>& in_a
   std::vector<Array> ins;
   for (auto& av : in_avals) ins.push_back(scope->new_arg(av));
   std::vector<Array> outs = f(ins);
-  ClosedJaxpr cj = scope->to_jaxpr(ins, outs, loc);
-  if (config().verify_jaxprs) verify_jaxpr(*cj.jaxpr, loc);
-  return cj;
+  return scope->to_jaxpr(ins, outs, loc);
 }
 
 std::vector<Array> eval_jaxpr(const Jaxpr& j, const std::vector<Array>& consts,
