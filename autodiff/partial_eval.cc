@@ -11,6 +11,21 @@
 
 namespace minijax {
 
+const char* residual_placement_name(ResidualPlacement p) {
+  switch (p) {
+    case ResidualPlacement::computed: return "computed";
+    case ResidualPlacement::forwarded: return "forwarded";
+    case ResidualPlacement::stacked: return "stacked";
+    case ResidualPlacement::hoisted: return "hoisted";
+  }
+  return "?";
+}
+
+std::map<std::string, PeCustomRule>& pe_custom_rules() {
+  static std::map<std::string, PeCustomRule> t;
+  return t;
+}
+
 PolicyDecision everything_saveable_policy(const Primitive&, const std::vector<ShapedArray>&,
                                           const Params&) {
   return Saveable{};
@@ -37,6 +52,7 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
   std::unordered_map<Var, State, VarHash> env;
   std::unordered_map<Var, int, VarHash> known_invar_index;
   std::unordered_map<Var, std::string, VarHash> made_by;
+  std::unordered_map<Var, std::string, VarHash> names;  // checkpoint_name of a value
   std::vector<Var> residuals;
   std::unordered_set<Var, VarHash> res_set;
   std::vector<Eqn> known_eqns, staged_eqns;
@@ -67,9 +83,36 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
   };
   const Primitive& device_put = primitive("device_put");
 
+  std::unordered_map<Var, ResidualInfo, VarHash> rule_res_info;
   for (const Eqn& e : jaxpr.eqns) {
     bool any_unknown = false;
     for (auto& a : e.inputs) any_unknown |= read(a).unknown;
+    auto rule = pe_custom_rules().find(e.primitive->name);
+    if (rule != pe_custom_rules().end()) {
+      std::vector<bool> unk, inst;
+      for (auto& a : e.inputs) {
+        State st = read(a);
+        unk.push_back(st.unknown);
+        inst.push_back(st.inst);
+      }
+      PeCustomResult pr = rule->second(e, unk, inst, policy);
+      known_eqns.insert(known_eqns.end(), pr.known_eqns.begin(), pr.known_eqns.end());
+      staged_eqns.insert(staged_eqns.end(), pr.staged_eqns.begin(), pr.staged_eqns.end());
+      // Known inputs of the equation that the staged side reads become (forwarded) residuals.
+      std::unordered_set<Var, VarHash> ins;
+      for (auto& a : e.inputs)
+        if (auto* v = std::get_if<Var>(&a)) ins.insert(*v);
+      for (auto& se : pr.staged_eqns)
+        for (auto& a : se.inputs)
+          if (auto* v = std::get_if<Var>(&a); v && ins.count(*v)) ensure_inst(a);
+      for (size_t i = 0; i < pr.residuals.size(); ++i) {
+        add_residual(pr.residuals[i]);
+        env[pr.residuals[i]] = {false, true};
+        if (i < pr.residual_info.size()) rule_res_info[pr.residuals[i]] = pr.residual_info[i];
+      }
+      for (size_t i = 0; i < e.outputs.size(); ++i) write(e.outputs[i], pr.out_unknowns[i], pr.out_inst[i]);
+      continue;
+    }
     if (any_unknown) {
       for (auto& a : e.inputs) ensure_inst(a);
       staged_eqns.push_back(e);
@@ -78,8 +121,11 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
     }
     std::vector<ShapedArray> avals;
     for (auto& a : e.inputs) avals.push_back(atom_aval(a));
-    PolicyDecision d = e.effects.empty() ? policy(*e.primitive, avals, e.params) : PolicyDecision{Saveable{}};
+    PolicyDecision d = (e.effects.empty() && policy) ? policy(*e.primitive, avals, e.params)
+                                                     : PolicyDecision{Saveable{}};
     for (auto& o : e.outputs) made_by[o] = e.primitive->name;
+    if (e.primitive->name == "name" && e.params.has("name"))
+      for (auto& o : e.outputs) names[o] = e.params.get_string("name");
     if (std::holds_alternative<Saveable>(d)) {
       known_eqns.push_back(e);
       for (auto& o : e.outputs) write(o, false, false);
@@ -108,6 +154,7 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
         staged_eqns.push_back(back);
         add_residual(h);
         made_by[h] = e.primitive->name;
+        if (names.count(o)) names[h] = names[o];
         env[h] = {false, true};
         write(o, false, true);
       }
@@ -161,11 +208,21 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
   }
   r.num_res = int(residuals.size());
   for (auto& v : residuals) {
+    auto ri = rule_res_info.find(v);
+    if (ri != rule_res_info.end()) {
+      r.residuals.push_back(ri->second);
+      continue;
+    }
     ResidualInfo info;
     info.aval = v.aval();
     info.memory_kind = v.aval().memory_kind;
     auto f = known_invar_index.find(v);
-    if (f != known_invar_index.end()) info.forwards_input = f->second;
+    if (f != known_invar_index.end()) {
+      info.forwards_input = f->second;
+      info.placement = ResidualPlacement::forwarded;
+    }
+    auto nm = names.find(v);
+    if (nm != names.end()) info.name = nm->second;
     auto m = made_by.find(v);
     if (m != made_by.end()) info.made_by = m->second;
     r.residuals.push_back(info);

@@ -1,6 +1,8 @@
 // minijax jaxpr-level partial evaluation with JAX's interface (pe.partial_eval_jaxpr_custom):
 // splits a jaxpr into a known part and a staged part joined by residuals, as a policy decides.
 #pragma once
+#include <functional>
+#include <map>
 #include <optional>
 #include <source_location>
 #include <string>
@@ -11,6 +13,15 @@
 
 namespace minijax {
 
+/// Where a residual lives relative to loops (for saved_residuals and memory analysis).
+enum class ResidualPlacement {
+  computed,   ///< made by an equation of this jaxpr, once
+  forwarded,  ///< an input of the known side passed through (never copied or stacked)
+  stacked,    ///< one value per loop iteration, stacked as [length, ...] by a known scan
+  hoisted,    ///< depends only on loop constants: computed once, before the loop
+};
+const char* residual_placement_name(ResidualPlacement p);
+
 /// One residual passed from the known jaxpr to the staged one.
 struct ResidualInfo {
   ShapedArray aval;            ///< including the memory kind it is kept in
@@ -20,6 +31,9 @@ struct ResidualInfo {
   std::optional<int> forwards_input;
   /// Primitive of the equation that made it ("" for forwarded inputs).
   std::string made_by;
+  /// The checkpoint_name of the value, if it was named.
+  std::string name;
+  ResidualPlacement placement = ResidualPlacement::computed;
 };
 
 /// The split of a jaxpr (JAX's conventions):
@@ -36,11 +50,34 @@ struct PartialEvalResult {
   std::vector<ResidualInfo> residuals;
 };
 
+/// What a primitive's own partial-evaluation rule returns for one equation (JAX's
+/// partial_eval_jaxpr_custom_rules): equations for each side and the residuals between them.
+/// Staged equations may read the residuals, variables they define, and the equation's own
+/// inputs (known inputs they read are instantiated by the caller, as forwarded residuals).
+struct PeCustomResult {
+  std::vector<Eqn> known_eqns;
+  std::vector<Eqn> staged_eqns;
+  std::vector<bool> out_unknowns;
+  std::vector<bool> out_inst;
+  std::vector<Var> residuals;               ///< defined by known_eqns, read by staged_eqns
+  std::vector<ResidualInfo> residual_info;  ///< parallel to residuals
+};
+/// A primitive's partial-evaluation rule: (equation, in_unknowns, in_inst, policy).
+/// `policy` is the enclosing computation's policy; an empty policy means "no enclosing
+/// policy": save everything, and checkpoints apply their own.
+using PeCustomRule = std::function<PeCustomResult(const Eqn&, const std::vector<bool>& in_unknowns,
+                                                  const std::vector<bool>& in_inst,
+                                                  const SaveablePolicy& policy)>;
+/// The table of per-primitive partial-evaluation rules (scan, cond, checkpoint, pjit, ...),
+/// keyed by primitive name. Equations of other primitives use the default rule.
+std::map<std::string, PeCustomRule>& pe_custom_rules();
+
 /// Partial evaluation of a jaxpr without constvars (JAX's partial_eval_jaxpr_custom).
 /// in_unknowns[i]: input i is only available to the staged side; in_inst[i]: the staged side
 /// takes input i (forced true for unknown inputs). ensure_out_unknowns / ensure_out_inst force
 /// outputs onto the staged side. For every equation whose inputs are all known, `policy` decides:
 /// Saveable (known only; its outputs become residuals where the staged side needs them),
+/// (an empty policy saves everything),
 /// Recompute (kept on the known side and copied to the staged side; DCE removes what is unused),
 /// Offloadable (known side device_puts the output to dst; staged side device_puts it back to
 /// src). Effectful equations are always saved. Equations with any unknown input are staged.
