@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "samples/common/idx_reader.h"
@@ -36,13 +37,28 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
+    // A number that spans the whole argument ("5x" and "" are rejected, not read as 5 / 0).
+    auto number = [&](auto parse) {
+      std::string v = value();
+      size_t used = 0;
+      auto r = parse(v, &used);
+      if (used != v.size()) throw std::invalid_argument(v);
+      return r;
+    };
+    auto to_ll = [](const std::string& v, size_t* used) { return std::stoll(v, used); };
+    auto to_d = [](const std::string& v, size_t* used) { return std::stod(v, used); };
     try {
-      if (a == "--epochs") cfg.epochs = std::stoi(value());
-      else if (a == "--limit") limit = std::stoll(value());
-      else if (a == "--data-dir") data_dir = value();
-      else if (a == "--seed") cfg.seed = uint32_t(std::stoul(value()));
-      else if (a == "--batch") cfg.batch = std::stoll(value());
-      else if (a == "--lr") cfg.lr = std::stod(value());
+      if (a == "--epochs") cfg.epochs = int(number(to_ll));
+      else if (a == "--limit") {
+        limit = number(to_ll);
+        if (limit <= 0) throw std::invalid_argument("limit");
+      } else if (a == "--data-dir") data_dir = value();
+      else if (a == "--seed") {
+        long long s = number(to_ll);
+        if (s < 0 || s > 0xffffffffLL) throw std::out_of_range("seed");
+        cfg.seed = uint32_t(s);
+      } else if (a == "--batch") cfg.batch = number(to_ll);
+      else if (a == "--lr") cfg.lr = number(to_d);
       else if (a == "--help" || a == "-h") { usage(argv[0]); return 0; }
       else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); usage(argv[0]); return 2; }
     } catch (const std::logic_error&) {
@@ -50,8 +66,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (cfg.epochs < 0 || cfg.batch <= 0 || limit == 0) {
-    std::fprintf(stderr, "--epochs must be >= 0, --batch > 0, --limit > 0\n");
+  if (cfg.epochs < 0 || cfg.batch <= 0 || !(cfg.lr > 0)) {
+    std::fprintf(stderr, "--epochs must be >= 0, --batch > 0, --lr > 0\n");
     return 2;
   }
   try {
