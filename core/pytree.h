@@ -1,6 +1,6 @@
 // minijax pytrees: nested C++ containers of Arrays that transformations flatten and rebuild.
 // Owns the pytree traits for Array, std::vector, std::array, std::pair, std::tuple,
-// std::map<std::string, T>, and MJ_REGISTER_PYTREE for user structs.
+// std::map<std::string, T>, None (no leaves), and MJ_REGISTER_PYTREE for user structs.
 #pragma once
 #include <array>
 #include <map>
@@ -31,6 +31,17 @@ struct pytree<Array> {
   static Array unflatten(const Array&, const Array*& next) { return *next++; }
   static std::string structure(const Array&) { return "*"; }
   static void check_same(const Array&, const Array&, std::source_location) {}
+};
+
+/// An empty pytree (JAX's None): no leaves. Used as scan's xs/ys when there are none.
+struct None {};
+
+template <>
+struct pytree<None> {
+  static void flatten(const None&, std::vector<Array>&) {}
+  static None unflatten(const None&, const Array*&) { return None{}; }
+  static std::string structure(const None&) { return "None"; }
+  static void check_same(const None&, const None&, std::source_location) {}
 };
 
 template <class T>
