@@ -5,6 +5,7 @@
 #include "core/array.h"
 #include "core/aval.h"
 #include "core/config.h"
+#include "core/control_flow.h"
 #include "core/dce.h"
 #include "core/dtype.h"
 #include "core/errors.h"
