@@ -104,6 +104,14 @@ struct DotDimensionNumbers {
 /// Output dims: batch..., lhs free..., rhs free... . f32 through the GEMM library.
 Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dims,
                   SL loc = SL::current());
+/// dot_general's `dimension_numbers` parameter: one object printed as JAX prints it,
+/// `(([1], [0]), ([], []))`, and read back by the jaxpr parser.
+Param dot_dimension_numbers_param(const DotDimensionNumbers& dims);
+/// The dimension numbers of a dot_general equation's params; ValueError if absent or malformed.
+DotDimensionNumbers dot_dimension_numbers(const Params& params);
+/// A dot_general equation's full params: dimension_numbers, precision=None and
+/// preferred_element_type.
+Params dot_general_params(const DotDimensionNumbers& dims, DType preferred_element_type);
 
 // ---- slicing and indexing -----------------------------------------------------------------------
 /// Static slice [start, limit) with optional strides (empty = all 1).

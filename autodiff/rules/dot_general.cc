@@ -14,10 +14,7 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-lax::DotDimensionNumbers dims_of(const Params& p) {
-  return {p.get_ints("lhs_contracting_dimensions"), p.get_ints("rhs_contracting_dimensions"),
-          p.get_ints("lhs_batch_dimensions"), p.get_ints("rhs_batch_dimensions")};
-}
+lax::DotDimensionNumbers dims_of(const Params& p) { return lax::dot_dimension_numbers(p); }
 
 bool contains(const Ints& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 

@@ -1,19 +1,21 @@
 // minijax dot_general primitive: tensor contraction with batch and contracting dimensions.
 // Owns its shape rule, its eager implementation through core/gemm.h and lax::dot_general.
 //
-// Params: JAX prints one nested tuple, dimension_numbers=(((1,), (0,)), ((), ())); minijax's
-// Params hold flat values only, so the four tuples are stored as separate int-tuple params,
-// named as in lax.DotDimensionNumbers' documentation:
-//   dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) precision=None
-//               preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)]
-// (precision is the string "None"; preferred_element_type is the operands' dtype).
+// Params, as JAX 0.4.30 prints them for jnp.matmul (see docs/jaxpr-format.md):
+//   dot_general[dimension_numbers=(([1], [0]), ([], [])) precision=None preferred_element_type=float32]
+// dimension_numbers is one ParamObject holding ((lhs_contracting, rhs_contracting),
+// (lhs_batch, rhs_batch)) that prints as that nested tuple of lists and reads back through a
+// registered param parser; precision is None (a null ParamObject); preferred_element_type is
+// the operands' dtype.
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <string>
 #include <type_traits>
 
 #include "core/gemm.h"
 #include "core/lax.h"
+#include "core/parser.h"
 #include "core/primitive.h"
 #include "core/trace.h"
 
@@ -28,9 +30,87 @@ std::string ints_str(const std::vector<int64_t>& v) {
   return s + ")";
 }
 
-lax::DotDimensionNumbers dims_of(const Params& p) {
-  return {p.get_ints("lhs_contracting_dimensions"), p.get_ints("rhs_contracting_dimensions"),
-          p.get_ints("lhs_batch_dimensions"), p.get_ints("rhs_batch_dimensions")};
+lax::DotDimensionNumbers dims_of(const Params& p) { return lax::dot_dimension_numbers(p); }
+
+// `[1, 2]`: how JAX prints the lists jnp.matmul/jnp.dot pass as dimension numbers.
+std::string list_str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+/// dot_general's dimension_numbers: ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)),
+/// printed as JAX prints them, `(([1], [0]), ([], []))`.
+class DotDimensionNumbersParam final : public ParamObject {
+ public:
+  explicit DotDimensionNumbersParam(lax::DotDimensionNumbers d) : d_(std::move(d)) {}
+  const lax::DotDimensionNumbers& dims() const { return d_; }
+  std::string str() const override {
+    return "((" + list_str(d_.lhs_contracting) + ", " + list_str(d_.rhs_contracting) + "), (" +
+           list_str(d_.lhs_batch) + ", " + list_str(d_.rhs_batch) + "))";
+  }
+  bool equals(const ParamObject& o) const override {
+    auto* q = dynamic_cast<const DotDimensionNumbersParam*>(&o);
+    return q && q->d_.lhs_contracting == d_.lhs_contracting &&
+           q->d_.rhs_contracting == d_.rhs_contracting && q->d_.lhs_batch == d_.lhs_batch &&
+           q->d_.rhs_batch == d_.rhs_batch;
+  }
+
+ private:
+  lax::DotDimensionNumbers d_;
+};
+
+// Recursive-descent reader of `((L, L), (L, L))` where L is `[i, ...]` or `(i, ...)` (lax.dot's
+// tuple spelling `(((1,), (0,)), ((), ()))` is accepted too). Returns false on any other text.
+class DimsReader {
+ public:
+  explicit DimsReader(const std::string& t) : t_(t) {}
+  bool read(lax::DotDimensionNumbers* d) {
+    if (!eat('(') || !pair(&d->lhs_contracting, &d->rhs_contracting) || !eat(',') ||
+        !pair(&d->lhs_batch, &d->rhs_batch) || !eat(')'))
+      return false;
+    skip();
+    return i_ == t_.size();
+  }
+
+ private:
+  void skip() {
+    while (i_ < t_.size() && t_[i_] == ' ') ++i_;
+  }
+  bool eat(char c) {
+    skip();
+    if (i_ < t_.size() && t_[i_] == c) { ++i_; return true; }
+    return false;
+  }
+  bool pair(std::vector<int64_t>* a, std::vector<int64_t>* b) {
+    return eat('(') && list(a) && eat(',') && list(b) && eat(')');
+  }
+  bool list(std::vector<int64_t>* v) {
+    skip();
+    if (i_ >= t_.size() || (t_[i_] != '[' && t_[i_] != '(')) return false;
+    const char close = t_[i_] == '[' ? ']' : ')';
+    ++i_;
+    while (true) {
+      if (eat(close)) return true;
+      skip();
+      size_t b = i_;
+      if (i_ < t_.size() && t_[i_] == '-') ++i_;
+      while (i_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[i_]))) ++i_;
+      if (i_ == b || (i_ == b + 1 && t_[b] == '-')) return false;
+      v->push_back(std::stoll(t_.substr(b, i_ - b)));
+      if (!eat(',') && !(skip(), i_ < t_.size() && t_[i_] == close)) return false;
+    }
+  }
+  const std::string& t_;
+  size_t i_ = 0;
+};
+
+/// Reads back DotDimensionNumbersParam::str() for param dimension_numbers.
+ParamObjectPtr parse_dot_dimension_numbers(const std::string& key, const std::string& text) {
+  if (key != "dimension_numbers" || text.rfind("((", 0) != 0) return nullptr;
+  lax::DotDimensionNumbers d;
+  if (!DimsReader(text).read(&d)) return nullptr;
+  return std::make_shared<DotDimensionNumbersParam>(std::move(d));
 }
 
 // Dims of a rank-n operand that are neither batch nor contracting, ascending.
@@ -244,6 +324,7 @@ Registrar reg([] {
   auto& p = get_or_create_primitive("dot_general");
   p.shape_rule = dot_shape_rule;
   p.impl = dot_impl;
+  register_param_object_parser(parse_dot_dimension_numbers);
 });
 
 }  // namespace
@@ -253,13 +334,24 @@ namespace lax {
 Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dims, SL loc) {
   if (!lhs.defined() || !rhs.defined())
     throw ValueError("dot_general: an operand is an empty Array", loc);
-  Params p{{"lhs_contracting_dimensions", dims.lhs_contracting},
-           {"rhs_contracting_dimensions", dims.rhs_contracting},
-           {"lhs_batch_dimensions", dims.lhs_batch},
-           {"rhs_batch_dimensions", dims.rhs_batch},
-           {"precision", std::string("None")},
-           {"preferred_element_type", lhs.dtype()}};
-  return minijax::bind1(primitive("dot_general"), {lhs, rhs}, p, loc);
+  return minijax::bind1(primitive("dot_general"), {lhs, rhs}, dot_general_params(dims, lhs.dtype()), loc);
+}
+
+Param dot_dimension_numbers_param(const DotDimensionNumbers& dims) {
+  return ParamObjectPtr(std::make_shared<DotDimensionNumbersParam>(dims));
+}
+
+DotDimensionNumbers dot_dimension_numbers(const Params& params) {
+  if (auto* o = std::get_if<ParamObjectPtr>(&params.at("dimension_numbers")))
+    if (auto* d = dynamic_cast<const DotDimensionNumbersParam*>(o->get())) return d->dims();
+  throw ValueError("parameter 'dimension_numbers' must hold dot_general dimension numbers "
+                   "((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))");
+}
+
+Params dot_general_params(const DotDimensionNumbers& dims, DType preferred_element_type) {
+  return Params{{"dimension_numbers", dot_dimension_numbers_param(dims)},
+                {"precision", ParamObjectPtr{}},
+                {"preferred_element_type", preferred_element_type}};
 }
 
 }  // namespace lax
