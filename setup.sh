@@ -10,6 +10,7 @@ PACKAGES=(
   git
   libxtensor-dev xtl-dev # host arrays
   libdnnl-dev            # oneDNN: f32 GEMM
+  ocl-icd-opencl-dev     # OpenCL headers/loader: Debian's dnnl-config.cmake requires them
   libopenblas-dev        # OpenBLAS: f64 GEMM (cblas)
   libgtest-dev           # googletest
   zlib1g-dev             # gzip'd IDX files
@@ -40,4 +41,4 @@ fi
 echo "setup.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${SUDO[@]}" apt-get update -q
-"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
