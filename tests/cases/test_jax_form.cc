@@ -377,6 +377,68 @@ TEST(JaxForm, InlineLiterals) {
               "  in (c,) }");
 }
 
+// lambda x: (jnp.round(x), lax.round(x)) on f32[3]
+// Source: JAX 0.4.30 lax.py round_p.bind(x, rounding_method=RoundingMethod(...)); RoundingMethod
+// is an IntEnum, which Python >= 3.11 prints as its value: jnp.round uses TO_NEAREST_EVEN (1),
+// lax.round defaults to AWAY_FROM_ZERO (0).
+TEST(JaxForm, Round) {
+  auto j = mj::make_jaxpr([](const Array& x) {
+    Array a = mj::round(x);
+    Array b = lax::round(x);
+    return std::vector<Array>{a, b};
+  })(f32z({3}));
+  expect_form(j,
+              "{ lambda ; a:f32[3]. let\n"
+              "    b:f32[3] = round[rounding_method=1] a\n"
+              "    c:f32[3] = round[rounding_method=0] a\n"
+              "  in (b, c) }");
+}
+
+// lambda x: lax.clamp(0., lax.rev(lax.logistic(x), (0,)), 1.) on f32[3]
+// Source: JAX 0.4.30 lax.py: logistic_p (no params), rev_p.bind(operand, dimensions=(0,)),
+// clamp_p.bind(min, x, max) with the Python floats as literal operands.
+TEST(JaxForm, LogisticRevClamp) {
+  auto j = mj::make_jaxpr([](const Array& x) {
+    return lax::clamp(mj::scalar(0.0, mj::f32), lax::rev(lax::logistic(x), {0}), mj::scalar(1.0, mj::f32));
+  })(f32z({3}));
+  expect_form(j,
+              "{ lambda ; a:f32[3]. let\n"
+              "    b:f32[3] = logistic a\n"
+              "    c:f32[3] = rev[dimensions=(0,)] b\n"
+              "    d:f32[3] = clamp 0.0:f32[] c 1.0:f32[]\n"  // Deviation D1.
+              "  in (d,) }");
+}
+
+// lambda x: (lax.argmin(x, 0, jnp.int32), lax.reduce_min(x, (0,)), lax.reduce_prod(x, (1,)),
+//            lax.cumsum(x, axis=1, reverse=True)) on f32[2,3]
+// Source: JAX 0.4.30 lax.py (argmin_p like argmax_p; reduce_min_p/reduce_prod_p with axes) and
+// loops.py (cumsum_p with axis, reverse).
+TEST(JaxForm, MoreReductions) {
+  auto j = mj::make_jaxpr([](const Array& x) {
+    Array a = lax::argmin(x, 0, mj::i32);
+    Array b = lax::reduce_min(x, {0});
+    Array c = lax::reduce_prod(x, {1});
+    Array d = lax::cumsum(x, 1, true);
+    return std::vector<Array>{a, b, c, d};
+  })(f32z({2, 3}));
+  expect_form(j,
+              "{ lambda ; a:f32[2,3]. let\n"
+              "    b:i32[3] = argmin[axes=(0,) index_dtype=int32] a\n"
+              "    c:f32[3] = reduce_min[axes=(0,)] a\n"
+              "    d:f32[2] = reduce_prod[axes=(1,)] a\n"
+              "    e:f32[2,3] = cumsum[axis=1 reverse=True] a\n"
+              "  in (b, c, d, e) }");
+}
+
+// lambda x: lax.stop_gradient(x) * x on f32[3]
+// Source: JAX 0.4.30 lax.py stop_gradient binds ad_util.stop_gradient_p (name "stop_gradient",
+// no params) on float operands. The group is exactly 80 columns wide before " }", which
+// still fits (JAX's _fits: width - len(text) >= 0), so it prints on one line.
+TEST(JaxForm, StopGradient) {
+  auto j = mj::make_jaxpr([](const Array& x) { return lax::mul(lax::stop_gradient(x), x); })(f32z({3}));
+  expect_form(j, "{ lambda ; a:f32[3]. let b:f32[3] = stop_gradient a; c:f32[3] = mul b a in (c,) }");
+}
+
 // Round trip of the dimension_numbers param on its own: the parser rebuilds the object (not a
 // string), so the equation's params compare equal and lax::dot_dimension_numbers reads it.
 TEST(JaxForm, DotDimensionNumbersReadBack) {
