@@ -24,7 +24,7 @@ std::string Tracer::describe() const {
 }
 
 Array Array::allocate(const ShapedArray& aval) {
-  auto buf = std::make_shared<Buffer>(size_t(aval.nbytes()), aval.memory_kind);
+  auto buf = std::make_shared<Buffer>(size_t(checked_nbytes(aval.shape, aval.dtype)), aval.memory_kind);
   return Array(std::make_shared<ConcreteArray>(aval, std::move(buf)));
 }
 

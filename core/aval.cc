@@ -2,6 +2,8 @@
 // Owns their printing and parsing of memory-kind names.
 #include "core/aval.h"
 
+#include <limits>
+
 #include "core/errors.h"
 
 namespace minijax {
@@ -28,6 +30,29 @@ int64_t shape_size(const Shape& s) {
   int64_t n = 1;
   for (auto d : s) n *= d;
   return n;
+}
+
+int64_t checked_nbytes(const Shape& shape, DType dtype, std::source_location loc) {
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  int64_t n = 1;
+  bool empty = false;
+  for (int64_t d : shape) {
+    if (d < 0) throw ValueError("negative dimension in shape " + shape_str(shape), loc);
+    empty |= d == 0;
+  }
+  if (empty) return 0;
+  for (int64_t d : shape) {
+    if (n > kMax / d)
+      throw ValueError("an array of shape " + shape_str(shape) + " has more than 2^63 elements",
+                       loc);
+    n *= d;
+  }
+  int64_t item = int64_t(itemsize(dtype));
+  if (item > 0 && n > kMax / item)
+    throw ValueError("an array of " + std::string(dtype_name(dtype)) + shape_str(shape) +
+                         " needs more than 2^63 bytes",
+                     loc);
+  return n * item;
 }
 
 std::string shape_str(const Shape& s) {

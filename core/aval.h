@@ -24,6 +24,11 @@ MemoryKind memory_kind_from_name(const std::string& s,
 
 /// Number of elements of a shape (1 for rank 0).
 int64_t shape_size(const Shape& s);
+/// Bytes an array of `shape` and `dtype` needs. ValueError (at `loc`) for a negative dimension
+/// or when the element count or byte size does not fit in int64 (the product would wrap into a
+/// small buffer that kernels overrun).
+int64_t checked_nbytes(const Shape& shape, DType dtype,
+                       std::source_location loc = std::source_location::current());
 /// "[2,3]" (as in avals).
 std::string shape_str(const Shape& s);
 /// Row-major strides in elements.

@@ -1,6 +1,7 @@
 // minijax array constructors: array, scalar, zeros/ones/full(_like), arange, eye.
 // Owns building concrete arrays directly (Array::allocate + fill); staging lifts them as constants.
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <string>
 
@@ -34,6 +35,11 @@ void check_shape(const Shape& shape, const char* fn, SL loc) {
   for (int64_t d : shape)
     if (d < 0)
       throw ValueError(std::string(fn) + ": negative dimension in shape " + shape_str(shape), loc);
+  try {
+    checked_nbytes(shape, DType::f64, loc);
+  } catch (const ValueError& e) {
+    throw ValueError(std::string(fn) + ": " + e.message(), loc);
+  }
 }
 
 void check_value_dtype(DType dtype, const char* fn, SL loc) {
@@ -98,60 +104,65 @@ Array array(const std::vector<double>& values, const Shape& shape, DType dtype, 
                [&](int64_t i) { return values[size_t(i)]; });
 }
 
-Array scalar(double v, DType dtype) {
-  return filled({}, v, dtype, false, MemoryKind::device, "scalar", SL::current());
+Array scalar(double v, DType dtype, SL loc) {
+  return filled({}, v, dtype, false, MemoryKind::device, "scalar", loc);
 }
 
-Array zeros(const Shape& shape, DType dtype) {
-  return filled(shape, 0.0, dtype, false, MemoryKind::device, "zeros", SL::current());
+Array zeros(const Shape& shape, DType dtype, SL loc) {
+  return filled(shape, 0.0, dtype, false, MemoryKind::device, "zeros", loc);
 }
 
-Array ones(const Shape& shape, DType dtype) {
-  return filled(shape, 1.0, dtype, false, MemoryKind::device, "ones", SL::current());
+Array ones(const Shape& shape, DType dtype, SL loc) {
+  return filled(shape, 1.0, dtype, false, MemoryKind::device, "ones", loc);
 }
 
-Array full(const Shape& shape, double value, DType dtype) {
-  return filled(shape, value, dtype, false, MemoryKind::device, "full", SL::current());
+Array full(const Shape& shape, double value, DType dtype, SL loc) {
+  return filled(shape, value, dtype, false, MemoryKind::device, "full", loc);
 }
 
 // The *_like constructors keep x's dtype, weak type and memory kind, as jax.numpy's full_like
 // does when no dtype is given. Only x's aval is read, so x may be a tracer.
-Array zeros_like(const Array& x) {
+Array zeros_like(const Array& x, SL loc) {
   const ShapedArray& a = x.aval();
-  return filled(a.shape, 0.0, a.dtype, a.weak_type, a.memory_kind, "zeros_like", SL::current());
+  return filled(a.shape, 0.0, a.dtype, a.weak_type, a.memory_kind, "zeros_like", loc);
 }
 
-Array ones_like(const Array& x) {
+Array ones_like(const Array& x, SL loc) {
   const ShapedArray& a = x.aval();
-  return filled(a.shape, 1.0, a.dtype, a.weak_type, a.memory_kind, "ones_like", SL::current());
+  return filled(a.shape, 1.0, a.dtype, a.weak_type, a.memory_kind, "ones_like", loc);
 }
 
-Array full_like(const Array& x, double value) {
+Array full_like(const Array& x, double value, SL loc) {
   const ShapedArray& a = x.aval();
-  return filled(a.shape, value, a.dtype, a.weak_type, a.memory_kind, "full_like", SL::current());
+  return filled(a.shape, value, a.dtype, a.weak_type, a.memory_kind, "full_like", loc);
 }
 
-Array arange(int64_t n, DType dtype) {
+Array arange(int64_t n, DType dtype, SL loc) {
   if (n < 0) n = 0;  // numpy: an empty range
-  check_value_dtype(dtype, "arange", SL::current());
+  check_value_dtype(dtype, "arange", loc);
   return build(ShapedArray{{n}, dtype, false, MemoryKind::device},
                [](int64_t i) { return double(i); });
 }
 
-Array arange(double start, double stop, double step, DType dtype) {
+Array arange(double start, double stop, double step, DType dtype, SL loc) {
   if (step == 0.0 || std::isnan(step) || std::isnan(start) || std::isnan(stop))
-    throw ValueError("arange: step must be a nonzero number and bounds must not be NaN");
-  check_value_dtype(dtype, "arange", SL::current());
+    throw ValueError("arange: step must be a nonzero number and bounds must not be NaN", loc);
+  check_value_dtype(dtype, "arange", loc);
   // numpy's length: ceil((stop - start) / step), at least 0.
   double len = std::ceil((stop - start) / step);
+  if (!(len < 9.0e18)) {  // also catches an infinite length (inf bounds)
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", len);
+    throw ValueError(std::string("arange: ") + buf + " elements do not fit in an array", loc);
+  }
   int64_t n = len > 0 ? int64_t(len) : 0;
   return build(ShapedArray{{n}, dtype, false, MemoryKind::device},
                [&](int64_t i) { return start + double(i) * step; });
 }
 
-Array eye(int64_t n, DType dtype) {
-  if (n < 0) throw ValueError("eye: negative size " + std::to_string(n));
-  check_value_dtype(dtype, "eye", SL::current());
+Array eye(int64_t n, DType dtype, SL loc) {
+  if (n < 0) throw ValueError("eye: negative size " + std::to_string(n), loc);
+  check_value_dtype(dtype, "eye", loc);
   return build(ShapedArray{{n, n}, dtype, false, MemoryKind::device},
                [n](int64_t i) { return i / n == i % n ? 1.0 : 0.0; });
 }

@@ -59,19 +59,25 @@ Array array(std::initializer_list<std::initializer_list<float>> rows, SL loc = S
 /// Array of `shape` from row-major values converted to dtype (ValueError if sizes differ).
 Array array(const std::vector<double>& values, const Shape& shape, DType dtype = f32,
             SL loc = SL::current());
-/// Rank-0 array.
-Array scalar(double v, DType dtype = f32);
-Array zeros(const Shape& shape, DType dtype = f32);
-Array ones(const Shape& shape, DType dtype = f32);
-Array full(const Shape& shape, double value, DType dtype = f32);
-Array zeros_like(const Array& x);
-Array ones_like(const Array& x);
-Array full_like(const Array& x, double value);
-/// [0, 1, ..., n-1].
-Array arange(int64_t n, DType dtype = i32);
-/// [start, start+step, ...) below stop.
-Array arange(double start, double stop, double step = 1, DType dtype = f32);
-Array eye(int64_t n, DType dtype = f32);
+/// Rank-0 array of v converted to dtype (strongly typed). TypeError for float0/token.
+Array scalar(double v, DType dtype = f32, SL loc = SL::current());
+/// Array of `shape` filled with 0 / 1 / value (on the device). ValueError for a negative
+/// dimension or a size beyond int64 (no silent wraparound), TypeError for float0/token; both
+/// name the caller's `loc`.
+Array zeros(const Shape& shape, DType dtype = f32, SL loc = SL::current());
+Array ones(const Shape& shape, DType dtype = f32, SL loc = SL::current());
+Array full(const Shape& shape, double value, DType dtype = f32, SL loc = SL::current());
+/// 0 / 1 / value with x's shape, dtype, weak type and memory kind (x may be a tracer).
+Array zeros_like(const Array& x, SL loc = SL::current());
+Array ones_like(const Array& x, SL loc = SL::current());
+Array full_like(const Array& x, double value, SL loc = SL::current());
+/// [0, 1, ..., n-1] (empty for n <= 0, as numpy).
+Array arange(int64_t n, DType dtype = i32, SL loc = SL::current());
+/// [start, start+step, ...) below stop: ceil((stop - start) / step) elements, as numpy.
+/// ValueError for a zero or NaN step or NaN bounds.
+Array arange(double start, double stop, double step = 1, DType dtype = f32, SL loc = SL::current());
+/// n x n identity matrix. ValueError for n < 0.
+Array eye(int64_t n, DType dtype = f32, SL loc = SL::current());
 
 // ---- elementwise functions (broadcasting where binary) ------------------------------------------
 Array add(const Operand& a, const Operand& b);

@@ -31,5 +31,6 @@
 #include "autodiff/custom_derivatives.h"
 #include "autodiff/jacobian.h"
 #include "autodiff/check_grads.h"
+#include "autodiff/optimizers.h"
 
 namespace mj = minijax;
