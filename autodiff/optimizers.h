@@ -19,7 +19,10 @@ namespace minijax::optim {
 /// buffer is then initialised to the gradient, as PyTorch does).
 Array sgd_leaf(const Array& g, const Array& p, Array& buf, bool first, double lr, double momentum,
                double dampening, double weight_decay, bool nesterov);
-/// PyTorch's torch.optim.Adam / AdamW step for one leaf at step t >= 1 (see Adam below).
+/// PyTorch's torch.optim.Adam / AdamW step for one leaf at step t >= 1 (see Adam below). When
+/// all four arrays are concrete f32 or f64 arrays of one aval it runs as one fused loop (same
+/// expressions, same order, in the leaf's precision); otherwise (tracers, empty g) through the
+/// numpy-level ops.
 Array adam_leaf(const Array& g, const Array& p, Array& mu, Array& nu, int64_t t, double lr,
                 double b1, double b2, double eps, double weight_decay, bool decoupled);
 
