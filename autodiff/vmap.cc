@@ -105,7 +105,8 @@ std::vector<Array> BatchTrace::process_primitive(const Primitive& p, const std::
 namespace {
 std::string axis_list(const std::vector<int64_t>& v) {
   std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + (v[i] == kNotMapped ? std::string("kNotMapped") : std::to_string(v[i]));
   return s + ")";
 }
 }  // namespace

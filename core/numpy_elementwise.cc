@@ -114,9 +114,12 @@ Array zero_of(const Array& x) { return const_scalar(0.0, x.dtype(), false, x.mem
 }  // namespace
 
 // ---- binary functions ---------------------------------------------------------------------------
+// On two bool operands add/maximum are logical or and multiply/minimum logical and, as
+// jax.numpy's _maybe_bool_binop (lax.add/mul reject bool).
 
 Array add(const Operand& a, const Operand& b) {
   auto [x, y] = promote_broadcast("add", a, b);
+  if (x.dtype() == bool_) return lax::or_(x, y, a.loc);  // jnp: bool add is logical
   return lax::add(x, y, a.loc);
 }
 Array subtract(const Operand& a, const Operand& b) {
@@ -125,6 +128,7 @@ Array subtract(const Operand& a, const Operand& b) {
 }
 Array multiply(const Operand& a, const Operand& b) {
   auto [x, y] = promote_broadcast("multiply", a, b);
+  if (x.dtype() == bool_) return lax::and_(x, y, a.loc);  // jnp: bool multiply is logical
   return lax::mul(x, y, a.loc);
 }
 Array divide(const Operand& a, const Operand& b) {
@@ -133,10 +137,12 @@ Array divide(const Operand& a, const Operand& b) {
 }
 Array maximum(const Operand& a, const Operand& b) {
   auto [x, y] = promote_broadcast("maximum", a, b);
+  if (x.dtype() == bool_) return lax::or_(x, y, a.loc);  // jnp: bool maximum is logical
   return lax::max(x, y, a.loc);
 }
 Array minimum(const Operand& a, const Operand& b) {
   auto [x, y] = promote_broadcast("minimum", a, b);
+  if (x.dtype() == bool_) return lax::and_(x, y, a.loc);  // jnp: bool minimum is logical
   return lax::min(x, y, a.loc);
 }
 Array arctan2(const Operand& a, const Operand& b) {

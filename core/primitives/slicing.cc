@@ -368,12 +368,16 @@ std::string position_str(int64_t flat, const Shape& s) {
   return tuple_str(idx);
 }
 
-/// Throws IndexError for the first index outside [0, n).
-void check_rows(const std::vector<int64_t>& idx, const Shape& idx_shape, int64_t n, const char* prim,
-                std::source_location loc) {
+/// Throws IndexError for the first index outside [0, n), naming the primitive and the avals of
+/// its operand and indices: "gather(f32[2,3], i32[1]): index 5 at position (0,) ...".
+void check_rows(const std::vector<int64_t>& idx, const ShapedArray& x, const ShapedArray& indices,
+                const char* prim, std::source_location loc) {
+  const int64_t n = x.shape[0];
+  const Shape& idx_shape = indices.shape;
   for (size_t i = 0; i < idx.size(); ++i)
     if (idx[i] < 0 || idx[i] >= n)
-      throw IndexError(std::string(prim) + ": index " + std::to_string(idx[i]) + " at position " +
+      throw IndexError(std::string(prim) + "(" + x.str() + ", " + indices.str() + "): index " +
+                           std::to_string(idx[i]) + " at position " +
                            position_str(int64_t(i), idx_shape) +
                            " of the indices is out of bounds for dimension 0 of size " + std::to_string(n),
                        loc);
@@ -384,7 +388,7 @@ std::vector<Array> gather_impl(const std::vector<Array>& a, const Params&,
   const Array& x = a[0];
   auto idx = read_indices(a[1]);
   const int64_t n = x.shape()[0];
-  check_rows(idx, a[1].shape(), n, "gather", std::source_location::current());
+  check_rows(idx, a[0].aval(), a[1].aval(), "gather", std::source_location::current());
   const size_t row = size_t(x.size() / std::max<int64_t>(n, 1)) * itemsize(x.dtype());
   Array o = Array::allocate(out[0]);
   char* dst = out_bytes(o);
@@ -420,7 +424,7 @@ std::vector<Array> scatter_add_impl(const std::vector<Array>& a, const Params&,
   const Array& u = a[2];
   auto idx = read_indices(a[1]);
   const int64_t n = x.shape()[0];
-  check_rows(idx, a[1].shape(), n, "scatter_add", std::source_location::current());
+  check_rows(idx, a[0].aval(), a[1].aval(), "scatter_add", std::source_location::current());
   Array o = Array::allocate(out[0]);
   if (out[0].dtype == DType::float0) return {o};  // zero-sized elements: nothing to add
   std::memcpy(out_bytes(o), in_bytes(x), size_t(out[0].nbytes()));
@@ -508,7 +512,7 @@ Array eager_value(const Array& x) {
 void eager_check_rows(const Array& x, const Array& indices, const char* prim, std::source_location loc) {
   if (x.ndim() < 1 || !is_integer(indices.dtype())) return;  // the shape rule reports these
   Array iv = eager_value(indices);
-  if (iv.defined()) check_rows(read_indices(iv), iv.shape(), x.shape()[0], prim, loc);
+  if (iv.defined()) check_rows(read_indices(iv), x.aval(), indices.aval(), prim, loc);
 }
 
 }  // namespace
