@@ -32,5 +32,6 @@
 #include "autodiff/jacobian.h"
 #include "autodiff/check_grads.h"
 #include "autodiff/optimizers.h"
+#include "autodiff/checkpoint.h"
 
 namespace mj = minijax;

@@ -1,0 +1,277 @@
+// minijax remat policies: the built-in policies of jax.checkpoint_policies (ad_checkpoint.py),
+// their validation, printing and identity, and the save_anything_except_these_names pre-pass.
+#include "autodiff/checkpoint_policies.h"
+
+#include <algorithm>
+#include <unordered_set>
+#include <utility>
+
+#include "core/lax.h"
+#include "core/primitive.h"
+
+namespace minijax {
+
+Policy::Policy(std::string printed, SaveablePolicy decide, bool by_value, bool may_offload,
+               std::set<std::string> recompute_named)
+    : printed_(std::move(printed)),
+      decide_(std::move(decide)),
+      by_value_(by_value),
+      may_offload_(may_offload),
+      recompute_named_(std::move(recompute_named)) {}
+
+bool Policy::equals(const ParamObject& o) const {
+  if (this == &o) return true;
+  auto* p = dynamic_cast<const Policy*>(&o);
+  return p && by_value_ && p->by_value_ && p->printed_ == printed_;
+}
+
+std::string describe_equation(const Primitive& p, const std::vector<ShapedArray>& avals,
+                              const Params& params) {
+  std::string s = p.name;
+  std::string ps;
+  for (auto& [k, v] : params.items()) {
+    if (std::holds_alternative<ClosedJaxprPtr>(v) || std::holds_alternative<std::vector<ClosedJaxprPtr>>(v))
+      continue;
+    ps += (ps.empty() ? "" : " ") + k + "=" + param_to_string(v);
+  }
+  if (!ps.empty()) s += "[" + ps + "]";
+  s += "(";
+  for (size_t i = 0; i < avals.size(); ++i) s += (i ? ", " : "") + avals[i].str();
+  return s + ")";
+}
+
+namespace {
+bool valid_kind(MemoryKind k) {
+  return k == MemoryKind::device || k == MemoryKind::pinned_host || k == MemoryKind::unpinned_host;
+}
+}  // namespace
+
+PolicyDecision Policy::operator()(const Primitive& p, const std::vector<ShapedArray>& avals,
+                                  const Params& params) const {
+  PolicyDecision d = decide_(p, avals, params);
+  if (d.valueless_by_exception())
+    throw ValueError("remat policy " + printed_ + " returned an invalid decision for equation " +
+                     describe_equation(p, avals, params));
+  if (auto* off = std::get_if<Offloadable>(&d)) {
+    for (MemoryKind k : {off->src, off->dst})
+      if (!valid_kind(k))
+        throw ValueError("remat policy " + printed_ + " returned Offloadable with an unknown memory kind (" +
+                         std::to_string(int(k)) + "; expected device, pinned_host or unpinned_host) for equation " +
+                         describe_equation(p, avals, params));
+    if (off->src == off->dst)
+      throw ValueError("remat policy " + printed_ + " returned Offloadable from " +
+                       memory_kind_name(off->src) + " to the same memory kind for equation " +
+                       describe_equation(p, avals, params));
+  }
+  return d;
+}
+
+SaveablePolicy Policy::saveable() const {
+  // Copy the state so the function does not depend on this object's lifetime.
+  Policy copy = *this;
+  return [copy](const Primitive& p, const std::vector<ShapedArray>& a, const Params& ps) {
+    return copy(p, a, ps);
+  };
+}
+
+SaveablePolicy Policy::saveable_for(const Jaxpr& body) const {
+  SaveablePolicy base = saveable();
+  if (recompute_named_.empty()) return base;
+  // The equations whose output is named with an excluded name (and the name equations) are
+  // recomputed; they are recognised by the address of their params in `body`.
+  std::unordered_set<Var, VarHash> named_inputs;
+  auto forced = std::make_shared<std::unordered_set<const Params*>>();
+  for (auto& e : body.eqns)
+    if (e.primitive->name == "name" && e.params.has("name") &&
+        recompute_named_.count(e.params.get_string("name"))) {
+      forced->insert(&e.params);
+      if (auto* v = std::get_if<Var>(&e.inputs[0])) named_inputs.insert(*v);
+    }
+  for (auto& e : body.eqns)
+    for (auto& o : e.outputs)
+      if (named_inputs.count(o)) forced->insert(&e.params);
+  return [base, forced](const Primitive& p, const std::vector<ShapedArray>& a, const Params& ps) -> PolicyDecision {
+    if (forced->count(&ps)) return Recompute{};
+    return base(p, a, ps);
+  };
+}
+
+MemoryKindArg::MemoryKindArg(const char* s, std::source_location loc)
+    : kind(memory_kind_from_name(s, loc)) {}
+MemoryKindArg::MemoryKindArg(const std::string& s, std::source_location loc)
+    : kind(memory_kind_from_name(s, loc)) {}
+
+PolicyPtr policy_from_params(const Params& params) {
+  if (!params.has("policy")) return checkpoint_policies::nothing_saveable();
+  auto p = std::dynamic_pointer_cast<const Policy>(params.get_object("policy"));
+  return p ? p : checkpoint_policies::nothing_saveable();
+}
+
+namespace checkpoint_policies {
+namespace {
+
+PolicyDecision from_bool(bool b) { return b ? PolicyDecision{Saveable{}} : PolicyDecision{Recompute{}}; }
+
+bool is_dot_no_batch(const Primitive& p, const Params& params) {
+  if (p.name != "dot_general") return false;
+  lax::DotDimensionNumbers d = lax::dot_dimension_numbers(params);
+  return d.lhs_batch.empty() && d.rhs_batch.empty();
+}
+
+std::string names_str(const std::vector<std::string>& names) {
+  std::string s;
+  // As Python prints a tuple of strings: ('a',) for one name, ('a', 'b') for more.
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + ("'" + names[i] + "'");
+  return names.size() == 1 ? s + "," : s;
+}
+
+std::vector<std::string> sorted_unique(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+std::string name_of(const Params& params) {
+  return params.has("name") ? params.get_string("name") : std::string();
+}
+
+}  // namespace
+
+PolicyPtr everything_saveable() {
+  static PolicyPtr p = std::make_shared<Policy>(
+      "everything_saveable", [](const Primitive&, const std::vector<ShapedArray>&, const Params&) {
+        return PolicyDecision{Saveable{}};
+      }, true, false);
+  return p;
+}
+
+PolicyPtr nothing_saveable() {
+  static PolicyPtr p = std::make_shared<Policy>(
+      "nothing_saveable", [](const Primitive&, const std::vector<ShapedArray>&, const Params&) {
+        return PolicyDecision{Recompute{}};
+      }, true, false);
+  return p;
+}
+
+PolicyPtr dots_saveable() {
+  static PolicyPtr p = std::make_shared<Policy>(
+      "dots_saveable", [](const Primitive& prim, const std::vector<ShapedArray>&, const Params&) {
+        return from_bool(prim.name == "dot_general");
+      }, true, false);
+  return p;
+}
+
+PolicyPtr dots_with_no_batch_dims_saveable() {
+  static PolicyPtr p = std::make_shared<Policy>(
+      "dots_with_no_batch_dims_saveable",
+      [](const Primitive& prim, const std::vector<ShapedArray>&, const Params& params) {
+        return from_bool(is_dot_no_batch(prim, params));
+      }, true, false);
+  return p;
+}
+
+PolicyPtr offload_dot_with_no_batch_dims(MemoryKindArg src, MemoryKindArg dst) {
+  MemoryKind s = src.kind, d = dst.kind;
+  std::string printed = std::string("offload_dot_with_no_batch_dims(offload_src='") + memory_kind_name(s) +
+                        "', offload_dst='" + memory_kind_name(d) + "')";
+  return std::make_shared<Policy>(
+      printed,
+      [s, d](const Primitive& prim, const std::vector<ShapedArray>&, const Params& params) -> PolicyDecision {
+        if (is_dot_no_batch(prim, params)) return Offloadable{s, d};
+        return Recompute{};
+      }, true, true);
+}
+
+PolicyPtr save_only_these_names(std::vector<std::string> names) {
+  names = sorted_unique(std::move(names));
+  std::set<std::string> set(names.begin(), names.end());
+  return std::make_shared<Policy>(
+      "save_only_these_names(" + names_str(names) + ")",
+      [set](const Primitive& prim, const std::vector<ShapedArray>&, const Params& params) {
+        return from_bool(prim.name == "name" && set.count(name_of(params)) > 0);
+      }, true, false);
+}
+
+PolicyPtr save_any_names_but_these(std::vector<std::string> names) {
+  names = sorted_unique(std::move(names));
+  std::set<std::string> set(names.begin(), names.end());
+  return std::make_shared<Policy>(
+      "save_any_names_but_these(" + names_str(names) + ")",
+      [set](const Primitive& prim, const std::vector<ShapedArray>&, const Params& params) {
+        return from_bool(prim.name == "name" && set.count(name_of(params)) == 0);
+      }, true, false);
+}
+
+PolicyPtr save_anything_except_these_names(std::vector<std::string> names) {
+  names = sorted_unique(std::move(names));
+  std::set<std::string> set(names.begin(), names.end());
+  return std::make_shared<Policy>(
+      "save_anything_except_these_names(" + names_str(names) + ")",
+      [set](const Primitive& prim, const std::vector<ShapedArray>&, const Params& params) {
+        if (prim.name == "name") return from_bool(set.count(name_of(params)) == 0);
+        return from_bool(true);
+      }, true, false, set);
+}
+
+PolicyPtr save_and_offload_only_these_names(std::vector<std::string> saved,
+                                            std::vector<std::string> offloaded, MemoryKindArg src,
+                                            MemoryKindArg dst, std::source_location loc) {
+  saved = sorted_unique(std::move(saved));
+  offloaded = sorted_unique(std::move(offloaded));
+  std::vector<std::string> both;
+  std::set_intersection(saved.begin(), saved.end(), offloaded.begin(), offloaded.end(),
+                        std::back_inserter(both));
+  if (!both.empty())
+    throw ValueError("save_and_offload_only_these_names: the names should be exclusive and should not "
+                     "intersect in names_which_can_be_saved and names_which_can_be_offloaded; got "
+                     "names_which_can_be_saved=(" + names_str(saved) + "), names_which_can_be_offloaded=(" +
+                         names_str(offloaded) + ") and the intersection (" + names_str(both) + ")",
+                     loc);
+  MemoryKind s = src.kind, d = dst.kind;
+  std::set<std::string> sv(saved.begin(), saved.end()), of(offloaded.begin(), offloaded.end());
+  std::string printed = "save_and_offload_only_these_names(names_which_can_be_saved=(" + names_str(saved) +
+                        "), names_which_can_be_offloaded=(" + names_str(offloaded) + "), offload_src='" +
+                        memory_kind_name(s) + "', offload_dst='" + memory_kind_name(d) + "')";
+  return std::make_shared<Policy>(
+      printed,
+      [sv, of, s, d](const Primitive& prim, const std::vector<ShapedArray>&, const Params& params) -> PolicyDecision {
+        if (prim.name == "name") {
+          std::string n = name_of(params);
+          if (sv.count(n)) return Saveable{};
+          if (of.count(n)) return Offloadable{s, d};
+        }
+        return Recompute{};
+      }, true, true);
+}
+
+PolicyPtr save_from_both_policies(PolicyPtr a, PolicyPtr b, std::source_location loc) {
+  if (!a || !b) throw ValueError("save_from_both_policies: a policy is null", loc);
+  for (auto* p : {&a, &b})
+    if ((*p)->may_offload())
+      throw ValueError("save_from_both_policies: the policies must return only Saveable or Recompute "
+                       "(JAX: booleans), but " + (*p)->str() + " can return Offloadable",
+                       loc);
+  std::string printed = "save_from_both_policies(" + a->str() + ", " + b->str() + ")";
+  return std::make_shared<Policy>(
+      printed,
+      [a, b, printed](const Primitive& prim, const std::vector<ShapedArray>& avals,
+                      const Params& params) -> PolicyDecision {
+        PolicyDecision x = (*a)(prim, avals, params), y = (*b)(prim, avals, params);
+        for (auto* d : {&x, &y})
+          if (std::holds_alternative<Offloadable>(*d))
+            throw ValueError(printed + ": the policies must return only Saveable or Recompute (JAX: "
+                             "booleans), got Offloadable for equation " +
+                             describe_equation(prim, avals, params));
+        return from_bool(std::holds_alternative<Saveable>(x) || std::holds_alternative<Saveable>(y));
+      }, true, false);
+}
+
+PolicyPtr custom(std::string name, SaveablePolicy fn) {
+  if (!fn) throw ValueError("checkpoint_policies::custom(" + name + "): the callback is empty");
+  // may_offload stays false: whether a callback offloads is only known when it is asked
+  // (save_from_both_policies then rejects an Offloadable decision).
+  return std::make_shared<Policy>(std::move(name), std::move(fn), false, false);
+}
+
+}  // namespace checkpoint_policies
+}  // namespace minijax

@@ -1,0 +1,111 @@
+// minijax remat policies (JAX's jax.checkpoint_policies) as printable, comparable ParamObjects.
+// Owns Policy, the built-in policies, their combinators and user-callback policies.
+#pragma once
+#include <memory>
+#include <set>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "autodiff/policy.h"
+#include "core/jaxpr.h"
+#include "core/params.h"
+
+namespace minijax {
+
+/// A remat policy: a SaveablePolicy with an identity. It is the `policy` parameter of a
+/// `checkpoint` equation; str() prints its name with its arguments (e.g.
+/// `save_only_these_names('a', 'b')`); built-in policies compare by value (same name and
+/// arguments), user callbacks by identity.
+class Policy : public ParamObject {
+ public:
+  /// `decide` is the raw callback; `printed` its printed form; `by_value`: compare by printed
+  /// form; `may_offload`: it can return Offloadable (not accepted by save_from_both_policies);
+  /// `recompute_named`: names whose producing equations are recomputed
+  /// (save_anything_except_these_names).
+  Policy(std::string printed, SaveablePolicy decide, bool by_value, bool may_offload,
+         std::set<std::string> recompute_named = {});
+  std::string str() const override { return printed_; }
+  bool equals(const ParamObject& o) const override;
+  /// The decision for one equation, validated: an Offloadable must name valid memory kinds
+  /// (ValueError naming the policy and the equation otherwise).
+  PolicyDecision operator()(const Primitive& p, const std::vector<ShapedArray>& avals,
+                            const Params& params) const;
+  /// A checking SaveablePolicy for partial_eval_jaxpr_custom (keeps this policy alive).
+  SaveablePolicy saveable() const;
+  /// As saveable(), specialized to `body` (which must outlive the returned policy and be the
+  /// jaxpr given to partial_eval_jaxpr_custom): for save_anything_except_these_names the
+  /// equations producing an excluded named value are recomputed too (the documented intent;
+  /// JAX's code saves them).
+  SaveablePolicy saveable_for(const Jaxpr& body) const;
+  /// A built-in policy that can return Offloadable.
+  bool may_offload() const { return may_offload_; }
+  /// The raw, unchecked callback.
+  const SaveablePolicy& raw() const { return decide_; }
+
+ private:
+  std::string printed_;
+  SaveablePolicy decide_;
+  bool by_value_, may_offload_;
+  std::set<std::string> recompute_named_;
+};
+using PolicyPtr = std::shared_ptr<const Policy>;
+
+/// A memory kind given as JAX spells it ("device", "pinned_host", "unpinned_host") or as the
+/// enum. A string that is not a memory kind throws ValueError when converted.
+struct MemoryKindArg {
+  MemoryKind kind;
+  MemoryKindArg(MemoryKind k) : kind(k) {}  // NOLINT(google-explicit-constructor)
+  MemoryKindArg(const char* s, std::source_location loc = std::source_location::current());
+  MemoryKindArg(const std::string& s, std::source_location loc = std::source_location::current());
+};
+
+/// The printed form of one equation for error messages: `prim[params](avals)`.
+std::string describe_equation(const Primitive& p, const std::vector<ShapedArray>& avals,
+                              const Params& params);
+
+namespace checkpoint_policies {
+
+/// Saves every value (no recomputation). JAX: everything_saveable.
+PolicyPtr everything_saveable();
+/// Saves nothing computed inside the checkpoint: everything is recomputed from its inputs
+/// (JAX's default policy, printed `policy=None` when given as None). JAX: nothing_saveable.
+PolicyPtr nothing_saveable();
+/// Saves the outputs of dot_general; recomputes the rest. JAX: dots_saveable (checkpoint_dots).
+PolicyPtr dots_saveable();
+/// Saves the outputs of dot_general without batch dimensions. JAX: dots_with_no_batch_dims_saveable.
+PolicyPtr dots_with_no_batch_dims_saveable();
+/// Offloads (src -> dst) the outputs of dot_general without batch dimensions; recomputes the
+/// rest. ValueError for an unknown memory kind. JAX: offload_dot_with_no_batch_dims.
+PolicyPtr offload_dot_with_no_batch_dims(MemoryKindArg src, MemoryKindArg dst);
+/// Saves only values named by checkpoint_name with one of `names`. JAX: save_only_these_names.
+PolicyPtr save_only_these_names(std::vector<std::string> names);
+/// Saves named values whose name is not in `names`; recomputes everything else.
+/// JAX: save_any_names_but_these.
+PolicyPtr save_any_names_but_these(std::vector<std::string> names);
+/// Saves everything except the values named with one of `names`, which are recomputed (and so
+/// are the equations producing them, in the checkpoint's own body). JAX:
+/// save_anything_except_these_names (with the documented intent).
+PolicyPtr save_anything_except_these_names(std::vector<std::string> names);
+/// Saves the values named in `saved`, offloads (src -> dst) those named in `offloaded`,
+/// recomputes the rest. Throws ValueError naming the names in both sets, or an unknown memory
+/// kind. JAX: save_and_offload_only_these_names.
+PolicyPtr save_and_offload_only_these_names(std::vector<std::string> saved,
+                                            std::vector<std::string> offloaded, MemoryKindArg src,
+                                            MemoryKindArg dst,
+                                            std::source_location loc = std::source_location::current());
+/// Saves what either policy saves. Both must return only Saveable/Recompute (JAX: booleans):
+/// a built-in offloading policy is rejected here (ValueError), a callback returning Offloadable
+/// throws ValueError when asked. JAX: save_from_both_policies.
+PolicyPtr save_from_both_policies(PolicyPtr a, PolicyPtr b,
+                                  std::source_location loc = std::source_location::current());
+/// A user policy `(primitive, input avals, params) -> Saveable | Recompute | Offloadable{src,dst}`
+/// with a name: it prints as `name` and compares by identity.
+PolicyPtr custom(std::string name, SaveablePolicy fn);
+
+}  // namespace checkpoint_policies
+
+/// The policy stored in a checkpoint equation's params (`policy`; None = nothing_saveable).
+PolicyPtr policy_from_params(const Params& params);
+
+}  // namespace minijax

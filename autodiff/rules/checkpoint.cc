@@ -1,0 +1,380 @@
+// minijax autodiff and batching rules of `checkpoint` (remat) and `name` (checkpoint_name).
+// Owns checkpoint's pure JVP, its policy-aware partial-eval rule, transpose and batching.
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autodiff/checkpoint_policies.h"
+#include "autodiff/jvp.h"
+#include "autodiff/jvp_split.h"
+#include "autodiff/partial_eval.h"
+#include "autodiff/transpose.h"
+#include "autodiff/vmap.h"
+#include "autodiff/batching_util.h"
+#include "core/dce.h"
+#include "core/pjit.h"
+#include "core/staging.h"
+
+namespace minijax {
+namespace {
+
+ClosedJaxprPtr closed(Jaxpr j) {
+  auto c = std::make_shared<ClosedJaxpr>();
+  c->jaxpr = std::make_shared<Jaxpr>(std::move(j));
+  return c;
+}
+
+std::vector<Array> bind_checkpoint_with(const Params& params, Jaxpr body, const std::vector<Array>& args,
+                                        bool differentiated) {
+  Params np = params;
+  np.set("jaxpr", closed(std::move(body)));
+  np.set("differentiated", differentiated);
+  return minijax::bind(primitive("checkpoint"), args, np);
+}
+
+// Pure JVP (JAX's remat_jvp): one checkpoint equation over the JVP of the body, taking the
+// primals and the nonzero tangents and returning primal and nonzero tangent outputs; same
+// policy and prevent_cse.
+std::pair<std::vector<Array>, std::vector<Array>> checkpoint_pure_jvp(const std::vector<Array>& primals,
+                                                                      const std::vector<Array>& tangents,
+                                                                      const Params& params) {
+  ClosedJaxprPtr body = params.get_jaxpr("jaxpr");
+  const size_t n = primals.size();
+  std::vector<size_t> nz;
+  std::vector<ShapedArray> in_avals;
+  for (auto& p : primals) in_avals.push_back(p.aval());
+  for (size_t i = 0; i < n; ++i)
+    if (tangents[i].defined()) {
+      nz.push_back(i);
+      in_avals.push_back(tangents[i].aval());
+    }
+  std::vector<bool> out_zero;
+  size_t nout = 0;
+  ClosedJaxpr jj = trace_to_jaxpr(
+      [&](const std::vector<Array>& xs) {
+        std::vector<Array> ps(xs.begin(), xs.begin() + std::ptrdiff_t(n));
+        std::vector<Array> ts(n);
+        for (size_t k = 0; k < nz.size(); ++k) ts[nz[k]] = xs[n + k];
+        FlatFn fn = [body](const std::vector<Array>& a) { return eval_jaxpr(*body, a); };
+        auto [po, to] = jvp_flat(fn, ps, ts);
+        nout = po.size();
+        out_zero.clear();
+        std::vector<Array> outs = po;
+        for (size_t j = 0; j < po.size(); ++j) {
+          bool z = j >= to.size() || !to[j].defined();
+          out_zero.push_back(z);
+          if (!z) outs.push_back(to[j]);
+        }
+        return outs;
+      },
+      in_avals);
+  std::vector<Array> args = jj.consts;
+  args.insert(args.end(), primals.begin(), primals.end());
+  for (size_t i : nz) args.push_back(tangents[i]);
+  bool diff = params.has("differentiated") && params.get_bool("differentiated");
+  auto outs = bind_checkpoint_with(params, convert_constvars_jaxpr(*jj.jaxpr), args, diff);
+  std::vector<Array> po(outs.begin(), outs.begin() + std::ptrdiff_t(nout));
+  std::vector<Array> to(nout);
+  size_t k = nout;
+  for (size_t j = 0; j < nout; ++j)
+    if (!out_zero[j]) to[j] = outs[k++];
+  return {po, to};
+}
+
+// Partial evaluation (JAX's remat partial eval): the body is split by partial_eval_jaxpr_custom
+// under the received policy (or, with no enclosing policy, the checkpoint's own) with every
+// input instantiated; the known half is inlined into the enclosing known side, the staged half
+// becomes a differentiated checkpoint equation reading the residuals and the inputs.
+PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
+                             const std::vector<bool>&, const SaveablePolicy& received) {
+  ClosedJaxprPtr body = e.params.get_jaxpr("jaxpr");
+  const Jaxpr& B = *body->jaxpr;
+  PolicyPtr own = policy_from_params(e.params);
+  SaveablePolicy pol = received ? received : own->saveable_for(B);
+  const size_t n = B.invars.size(), nout = B.outvars.size();
+  PartialEvalResult pe = partial_eval_jaxpr_custom(B, in_unknowns, std::vector<bool>(n, true),
+                                                   std::vector<bool>(nout, false),
+                                                   std::vector<bool>(nout, false), pol);
+  PeCustomResult r;
+  r.out_unknowns = pe.out_unknowns;
+  r.out_inst = pe.out_unknowns;
+
+  // ---- known side, inlined with fresh variables.
+  const Jaxpr& K = pe.known;
+  std::unordered_map<Var, Atom, VarHash> sub;
+  {
+    size_t k = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (!in_unknowns[i]) sub.emplace(K.invars[k++], e.inputs[i]);
+  }
+  std::unordered_set<Var, VarHash> defined_in_k;
+  for (auto& ke : K.eqns)
+    for (auto& o : ke.outputs) defined_in_k.insert(o);
+  std::unordered_map<Var, Var, VarHash> rename;  // inner var -> the checkpoint's own output
+  std::vector<std::pair<size_t, Atom>> leftovers;  // known outputs needing an identity
+  {
+    size_t j = 0;
+    for (size_t i = 0; i < nout; ++i) {
+      if (pe.out_unknowns[i]) continue;
+      const Atom& a = K.outvars[j++];
+      const Var& outer = e.outputs[i];
+      if (outer.is_dropvar()) continue;
+      auto* v = std::get_if<Var>(&a);
+      if (v && defined_in_k.count(*v) && !rename.count(*v)) rename.emplace(*v, outer);
+      else leftovers.push_back({i, a});
+    }
+  }
+  auto subst = [&](const Atom& a) -> Atom {
+    if (auto* v = std::get_if<Var>(&a)) {
+      auto it = sub.find(*v);
+      if (it != sub.end()) return it->second;
+      return a;
+    }
+    return a;
+  };
+  for (const Eqn& ke : K.eqns) {
+    Eqn ne = ke;
+    for (auto& in : ne.inputs) in = subst(in);
+    for (auto& o : ne.outputs) {
+      Var old = o;
+      auto rn = rename.find(old);
+      o = rn != rename.end() ? rn->second : (old.is_dropvar() ? Var::dropvar(old.aval()) : Var(old.aval()));
+      sub[old] = o;
+    }
+    r.known_eqns.push_back(std::move(ne));
+  }
+  for (auto& [i, a] : leftovers) {
+    // A known output that is an input, a literal or another output: an identity call defines it.
+    Atom src = subst(a);
+    Var x(atom_aval(src));
+    Jaxpr id;
+    id.invars = {x};
+    id.outvars = {x};
+    Eqn ce{&pjit_p(), {src}, {e.outputs[i]}, Params{{"jaxpr", closed(id)}, {"name", std::string("checkpoint_output")}}, {}};
+    r.known_eqns.push_back(std::move(ce));
+  }
+  const size_t nknown_out = K.outvars.size() - size_t(pe.num_res);
+  std::vector<Atom> res_atoms;
+  for (int q = 0; q < pe.num_res; ++q) {
+    Atom a = subst(K.outvars[nknown_out + size_t(q)]);
+    res_atoms.push_back(a);
+    auto* v = std::get_if<Var>(&a);
+    bool computed = false;
+    if (v) {
+      bool is_input = false;
+      for (auto& in : e.inputs)
+        if (auto* iv = std::get_if<Var>(&in); iv && *iv == *v) is_input = true;
+      computed = !is_input;
+    }
+    if (computed) {
+      bool seen = false;
+      for (auto& rv : r.residuals) seen |= rv == *v;
+      if (!seen) {
+        r.residuals.push_back(*v);
+        r.residual_info.push_back(pe.residuals[size_t(q)]);
+      }
+    }
+  }
+
+  // ---- staged side: a differentiated checkpoint over [residuals..., inputs...].
+  bool any_unknown_out = false;
+  for (bool u : pe.out_unknowns) any_unknown_out |= u;
+  if (!any_unknown_out) return r;
+  Jaxpr S = pe.staged;
+  auto [Sd, used] = dce_jaxpr(S, std::vector<bool>(S.outvars.size(), true));
+  std::vector<Atom> sin;
+  std::vector<bool> known_in;  // per kept invar of Sd
+  const size_t nres = size_t(pe.num_res);
+  for (size_t q = 0; q < S.invars.size(); ++q) {
+    if (!used[q]) continue;
+    if (q < nres) {
+      sin.push_back(res_atoms[q]);
+      known_in.push_back(true);
+    } else {
+      sin.push_back(e.inputs[q - nres]);
+      known_in.push_back(!in_unknowns[q - nres]);
+    }
+  }
+  bool prevent_cse = e.params.has("prevent_cse") && e.params.get_bool("prevent_cse");
+  if (prevent_cse) {
+    // The recomputation reads the known inputs through an optimization_barrier.
+    Eqn bar{&primitive("optimization_barrier"), {}, {}, {}, {}};
+    std::vector<Var> inv = Sd.invars;
+    for (size_t q = 0; q < inv.size(); ++q)
+      if (known_in[q]) {
+        Var fresh(inv[q].aval());
+        bar.inputs.push_back(fresh);
+        bar.outputs.push_back(inv[q]);
+        inv[q] = fresh;
+      }
+    if (!bar.inputs.empty()) {
+      Sd.invars = inv;
+      Sd.eqns.insert(Sd.eqns.begin(), bar);
+    }
+  }
+  Eqn se;
+  se.primitive = e.primitive;
+  se.inputs = sin;
+  for (size_t i = 0; i < nout; ++i)
+    if (pe.out_unknowns[i]) se.outputs.push_back(e.outputs[i]);
+  se.params = e.params;
+  se.params.set("jaxpr", closed(std::move(Sd)));
+  se.params.set("differentiated", true);
+  se.effects = e.effects;
+  r.staged_eqns.push_back(std::move(se));
+  return r;
+}
+
+// Transpose (JAX's remat_transpose): the body, linear in the undefined operands, is transposed
+// by backward_pass — its non-linear (recomputing) equations are evaluated forward there, which
+// is the rematerialization — and staged as a new checkpoint equation with the same params.
+std::vector<Array> checkpoint_transpose(const std::vector<Array>& cts_out, const std::vector<Array>& args,
+                                        const std::vector<ShapedArray>& avals, const Params& params) {
+  ClosedJaxprPtr body = params.get_jaxpr("jaxpr");
+  std::vector<bool> linear;
+  std::vector<Array> call_args;
+  std::vector<ShapedArray> call_avals;
+  for (size_t i = 0; i < args.size(); ++i) {
+    linear.push_back(!args[i].defined());
+    if (args[i].defined()) {
+      call_args.push_back(args[i]);
+      call_avals.push_back(args[i].aval());
+    }
+  }
+  const size_t nres = call_args.size();
+  auto out_avals = body->jaxpr->out_avals();
+  std::vector<size_t> ct_nz;
+  for (size_t j = 0; j < cts_out.size(); ++j)
+    if (cts_out[j].defined()) {
+      ct_nz.push_back(j);
+      call_args.push_back(cts_out[j]);
+      call_avals.push_back(cts_out[j].aval());
+    }
+  if (ct_nz.empty()) return std::vector<Array>(args.size());
+  std::vector<bool> lin_zero;
+  ClosedJaxpr tj = trace_to_jaxpr(
+      [&](const std::vector<Array>& xs) {
+        std::vector<Array> a(args.size());
+        size_t r = 0;
+        for (size_t i = 0; i < args.size(); ++i)
+          if (!linear[i]) a[i] = xs[r++];
+        std::vector<Array> cts(cts_out.size());
+        for (size_t k = 0; k < ct_nz.size(); ++k) cts[ct_nz[k]] = xs[nres + k];
+        auto g = backward_pass(*body->jaxpr, body->consts, a, linear, cts);
+        std::vector<Array> outs;
+        lin_zero.clear();
+        for (size_t i = 0; i < args.size(); ++i)
+          if (linear[i]) {
+            lin_zero.push_back(!g[i].defined());
+            if (g[i].defined()) outs.push_back(g[i]);
+          }
+        return outs;
+      },
+      call_avals);
+  std::vector<Array> targs = tj.consts;
+  targs.insert(targs.end(), call_args.begin(), call_args.end());
+  bool diff = params.has("differentiated") && params.get_bool("differentiated");
+  auto g = bind_checkpoint_with(params, convert_constvars_jaxpr(*tj.jaxpr), targs, diff);
+  std::vector<Array> res(args.size());
+  size_t k = 0, l = 0;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (linear[i]) {
+      if (!lin_zero[l++]) res[i] = g[k++];
+    }
+  (void)avals;
+  return res;
+}
+
+// Batching: a checkpoint of the vmapped body (batch dims moved to the front), same params.
+std::pair<std::vector<Array>, std::vector<int64_t>> checkpoint_batch(const std::vector<Array>& args,
+                                                                     const std::vector<int64_t>& dims,
+                                                                     const Params& params) {
+  ClosedJaxprPtr body = params.get_jaxpr("jaxpr");
+  std::vector<Array> moved;
+  std::vector<int64_t> in_axes;
+  std::vector<ShapedArray> in_avals;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (dims[i] == kNotMapped) {
+      moved.push_back(args[i]);
+      in_axes.push_back(kNotMapped);
+    } else {
+      moved.push_back(move_batch_dim(args[i], dims[i], 0));
+      in_axes.push_back(0);
+    }
+    in_avals.push_back(moved.back().aval());
+  }
+  FlatFn fn = [body](const std::vector<Array>& xs) { return eval_jaxpr(*body, xs); };
+  size_t nout = body->jaxpr->outvars.size();
+  ClosedJaxpr batched = trace_to_jaxpr(
+      [&](const std::vector<Array>& xs) { return vmap_flat(fn, xs, in_axes, std::vector<int64_t>(nout, 0)); },
+      in_avals);
+  std::vector<Array> call_args = batched.consts;
+  call_args.insert(call_args.end(), moved.begin(), moved.end());
+  bool diff = params.has("differentiated") && params.get_bool("differentiated");
+  auto outs = bind_checkpoint_with(params, convert_constvars_jaxpr(*batched.jaxpr), call_args, diff);
+  return {outs, std::vector<int64_t>(outs.size(), 0)};
+}
+
+// Partial evaluation of optimization_barrier (needed by prevent_cse under higher-order
+// differentiation: the JVP of a recomputing body puts primals and tangents through one barrier).
+// The barrier is an identity per operand, so the known operands get a known barrier and the
+// unknown ones a staged barrier; staging the whole equation would make the primals downstream
+// look linear to backward_pass. An all-known barrier is put to the policy like any equation.
+PeCustomResult barrier_pe(const Eqn& e, const std::vector<bool>& in_unknowns, const std::vector<bool>&,
+                          const SaveablePolicy& policy) {
+  PeCustomResult r;
+  Eqn known{e.primitive, {}, {}, e.params, e.effects}, staged{e.primitive, {}, {}, e.params, e.effects};
+  bool any_unknown = false;
+  for (size_t i = 0; i < e.inputs.size(); ++i) {
+    Eqn& dst = in_unknowns[i] ? staged : known;
+    dst.inputs.push_back(e.inputs[i]);
+    dst.outputs.push_back(e.outputs[i]);
+    r.out_unknowns.push_back(in_unknowns[i]);
+    r.out_inst.push_back(in_unknowns[i]);
+    any_unknown |= in_unknowns[i];
+  }
+  if (!known.inputs.empty()) {
+    r.known_eqns.push_back(known);
+    bool recompute = false;
+    if (!any_unknown && policy && e.effects.empty()) {
+      std::vector<ShapedArray> avals;
+      for (auto& a : e.inputs) avals.push_back(atom_aval(a));
+      recompute = std::holds_alternative<Recompute>(policy(*e.primitive, avals, e.params));
+    }
+    if (recompute) {
+      r.staged_eqns.push_back(known);
+      for (size_t i = 0; i < r.out_inst.size(); ++i) r.out_inst[i] = true;
+    }
+  }
+  if (!staged.inputs.empty()) r.staged_eqns.push_back(staged);
+  return r;
+}
+
+Registrar reg([] {
+  pe_custom_rules()["optimization_barrier"] = barrier_pe;
+  {
+    Primitive& p = get_or_create_primitive("checkpoint");
+    // Under linearize the split uses the checkpoint's own policy: the empty enclosing policy
+    // makes checkpoint_pe apply it (with save_anything_except_these_names' pre-pass).
+    p.jvp = [](const std::vector<Array>& primals, const std::vector<Array>& tangents, const Params& params) {
+      return jvp_by_partial_eval(checkpoint_pure_jvp, primals, tangents, params, SaveablePolicy{});
+    };
+    p.transpose = checkpoint_transpose;
+    p.batch = checkpoint_batch;
+    pe_custom_rules()["checkpoint"] = checkpoint_pe;
+  }
+  {
+    Primitive& p = get_or_create_primitive("name");
+    p.jvp = [](const std::vector<Array>& primals, const std::vector<Array>& tangents, const Params& params) {
+      return std::pair{minijax::bind(primitive("name"), {primals[0]}, params), std::vector<Array>{tangents[0]}};
+    };
+    p.transpose = [](const std::vector<Array>& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
+                     const Params&) { return std::vector<Array>{cts[0]}; };
+    p.batch = [](const std::vector<Array>& args, const std::vector<int64_t>& dims, const Params& params) {
+      return std::pair{minijax::bind(primitive("name"), {args[0]}, params), std::vector<int64_t>{dims[0]}};
+    };
+  }
+});
+
+}  // namespace
+}  // namespace minijax
