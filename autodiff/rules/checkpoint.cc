@@ -133,6 +133,17 @@ PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
     return a;
   };
   for (const Eqn& ke : K.eqns) {
+    // prevent_cse's barriers guard recomputations; on the known (forward) side they serve no
+    // purpose, and dropping them keeps primals concrete when the known side runs under an outer
+    // JVP (the barrier's JVP rule puts primals and tangents through one equation).
+    if (ke.primitive->name == "optimization_barrier" && ke.effects.empty()) {
+      bool renamed = false;
+      for (auto& o : ke.outputs) renamed |= rename.count(o) > 0;
+      if (!renamed) {
+        for (size_t q = 0; q < ke.outputs.size(); ++q) sub[ke.outputs[q]] = subst(ke.inputs[q]);
+        continue;
+      }
+    }
     Eqn ne = ke;
     for (auto& in : ne.inputs) in = subst(in);
     for (auto& o : ne.outputs) {
