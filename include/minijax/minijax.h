@@ -33,5 +33,6 @@
 #include "autodiff/check_grads.h"
 #include "autodiff/optimizers.h"
 #include "autodiff/checkpoint.h"
+#include "autodiff/saved_residuals.h"
 
 namespace mj = minijax;

@@ -1,0 +1,119 @@
+// minijax saved_residuals: traces a function's linearization abstractly and reports, for each
+// residual, where it comes from (argument, equation, stacked scan output), its size and memory.
+#include "autodiff/saved_residuals.h"
+
+#include <ostream>
+#include <unordered_map>
+
+#include "autodiff/linearize.h"
+#include "core/primitive.h"
+
+namespace minijax {
+namespace {
+
+// The checkpoint_name of a value defined in `j` (looking through device_put), if any.
+std::string name_in(const Jaxpr& j, const Atom& a, std::string* made_by) {
+  auto* v = std::get_if<Var>(&a);
+  if (!v) return "";
+  for (auto it = j.eqns.rbegin(); it != j.eqns.rend(); ++it)
+    for (auto& o : it->outputs)
+      if (o == *v) {
+        if (made_by && made_by->empty()) *made_by = it->primitive->name;
+        if (it->primitive->name == "name" && it->params.has("name")) return it->params.get_string("name");
+        if (it->primitive->name == "device_put" && !it->inputs.empty()) return name_in(j, it->inputs[0], nullptr);
+        return "";
+      }
+  return "";
+}
+
+}  // namespace
+
+SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& args, std::source_location loc) {
+  std::vector<ShapedArray> avals;
+  for (auto& a : args) avals.push_back(a.aval());
+  size_t nout = 0, nres = 0;
+  ClosedJaxpr traced = trace_to_jaxpr(
+      [&](const std::vector<Array>& xs) {
+        LinearizeResult lr = linearize_flat(f, xs, loc);
+        nout = lr.primal_outs.size();
+        nres = lr.linear.consts.size();
+        std::vector<Array> outs = lr.primal_outs;
+        outs.insert(outs.end(), lr.linear.consts.begin(), lr.linear.consts.end());
+        return outs;
+      },
+      avals, loc);
+  const Jaxpr& j = *traced.jaxpr;
+  std::unordered_map<Var, std::pair<const Eqn*, size_t>, VarHash> producer;
+  for (auto& e : j.eqns)
+    for (size_t k = 0; k < e.outputs.size(); ++k) producer[e.outputs[k]] = {&e, k};
+  SavedResiduals out;
+  for (size_t r = 0; r < nres; ++r) {
+    const Atom& a = j.outvars[nout + r];
+    SavedResidual s;
+    s.aval = atom_aval(a);
+    s.memory_kind = s.aval.memory_kind;
+    s.bytes = shape_size(s.aval.shape) * int64_t(itemsize(s.aval.dtype));
+    auto* v = std::get_if<Var>(&a);
+    if (!v) {
+      s.description = "a literal constant";
+      out.items.push_back(s);
+      continue;
+    }
+    bool found = false;
+    for (size_t i = 0; i < j.invars.size(); ++i)
+      if (j.invars[i] == *v) {
+        s.placement = ResidualPlacement::forwarded;
+        s.argument = int(i);
+        s.description = "from the argument " + std::to_string(i);
+        found = true;
+      }
+    if (!found) {
+      auto p = producer.find(*v);
+      if (p == producer.end()) {
+        s.description = "a constant";
+      } else {
+        const Eqn& e = *p->second.first;
+        size_t k = p->second.second;
+        s.made_by = e.primitive->name;
+        if (e.primitive->name == "scan" && k >= size_t(e.params.get_int("num_carry"))) {
+          // An extra stacked output of the forward loop: one slice per iteration.
+          s.placement = ResidualPlacement::stacked;
+          const Jaxpr& body = *e.params.get_jaxpr("jaxpr")->jaxpr;
+          std::string inner;
+          s.name = name_in(body, body.outvars[k], &inner);
+          if (auto* bv = std::get_if<Var>(&body.outvars[k])) {
+            const size_t nc = size_t(e.params.get_int("num_consts"));
+            const size_t nk = size_t(e.params.get_int("num_carry"));
+            for (size_t i = 0; i < body.invars.size(); ++i)
+              if (body.invars[i] == *bv)
+                inner = i < nc ? "a loop constant" : i < nc + nk ? "the carry " + std::to_string(i - nc)
+                                                                 : "an xs slice";
+          }
+          s.description = "stacked by scan" + (inner.empty() ? std::string() : " (per iteration: " + inner + ")");
+        } else {
+          std::string mb;
+          s.name = name_in(j, a, &mb);
+          s.description = "from " + s.made_by;
+        }
+      }
+    }
+    out.items.push_back(s);
+  }
+  return out;
+}
+
+std::ostream& operator<<(std::ostream& os, const SavedResidual& r) {
+  ShapedArray plain = r.aval;
+  plain.memory_kind = MemoryKind::device;
+  os << plain.str() << " " << residual_placement_name(r.placement) << " " << memory_kind_name(r.memory_kind)
+     << " " << r.bytes << " bytes";
+  if (!r.name.empty()) os << " named '" << r.name << "'";
+  return os << " " << r.description;
+}
+
+std::ostream& operator<<(std::ostream& os, const SavedResiduals& rs) {
+  for (auto& r : rs) os << r << "\n";
+  return os;
+}
+
+}  // namespace minijax
