@@ -264,6 +264,29 @@ TEST(Scan, XsLengthMismatchIsAShapeErrorNamingTheLengths) {
                mj::ValueError);
 }
 
+TEST(Scan, WeaklyTypedInitIsPromotedToTheBodysDtype) {
+  // A weak i32 init (a Python-int-like 0) whose body adds f32 slices: JAX promotes the init to
+  // f32 and retraces instead of rejecting the carry. 0 + 1.5 + 2.25 + 4 = 7.75.
+  auto [c, ys] = mj::scan([](const Array& c, const Array& x) { return std::pair{c + x, mj::None{}}; },
+                          lax::scalar(0, mj::i32, /*weak=*/true), f32s({1.5, 2.25, 4}, {3}));
+  EXPECT_EQ(c.dtype(), mj::f32);
+  EXPECT_FLOAT_EQ(c.item<float>(), 7.75f);
+  // A strongly typed init is not promoted.
+  EXPECT_THROW(mj::scan([](const Array& c, const Array& x) { return std::pair{c + x, mj::None{}}; },
+                        mj::scalar(0, mj::i32), f32s({1.5, 2.25, 4}, {3})),
+               mj::TypeError);
+}
+
+TEST(Scan, InvalidUnrollAndLength) {
+  auto body = [](const Array& c, mj::None) { return std::pair{c, mj::None{}}; };
+  EXPECT_THROW(mj::scan(body, mj::scalar(0.0f), {.length = 3, .unroll = 0}), mj::ValueError);
+  EXPECT_THROW(mj::scan(body, mj::scalar(0.0f), {.length = -1}), mj::ValueError);
+  // A scalar xs leaf has no axis to scan over.
+  EXPECT_THROW(mj::scan([](const Array& c, const Array& x) { return std::pair{c, x}; }, mj::scalar(0.0f),
+                        mj::scalar(1.0f)),
+               mj::ShapeError);
+}
+
 TEST(Scan, TracedBoolInsideBodyIsAConcretizationError) {
   auto f = [](const Array& c, const Array& x) {
     Array n = (x > 0.0f) ? c + x : c - x;  // C++ branch on a traced value
