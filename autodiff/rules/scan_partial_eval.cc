@@ -1,0 +1,390 @@
+// minijax partial evaluation of `scan` (JAX's _scan_partial_eval_custom plus loop-invariant hoisting).
+// Owns the carry fixpoint, residual placement (forwarded, hoisted, stacked, offloaded) and the two scans.
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autodiff/checkpoint_policies.h"
+#include "autodiff/partial_eval.h"
+#include "core/dce.h"
+#include "core/errors.h"
+
+namespace minijax {
+namespace {
+
+ClosedJaxprPtr make_closed(Jaxpr j) {
+  auto c = std::make_shared<ClosedJaxpr>();
+  j.effects.clear();
+  for (auto& e : j.eqns) j.effects.insert(e.effects.begin(), e.effects.end());
+  c->jaxpr = std::make_shared<Jaxpr>(std::move(j));
+  return c;
+}
+
+ShapedArray stacked_aval(const ShapedArray& a, int64_t length) {
+  ShapedArray s = a;
+  s.shape.insert(s.shape.begin(), length);
+  return s;
+}
+
+Effects effects_of(const Jaxpr& j) {
+  Effects fx;
+  for (auto& e : j.eqns) fx.insert(e.effects.begin(), e.effects.end());
+  return fx;
+}
+
+// A scan equation with the parameters of `base` and a new body and operand split.
+Eqn make_scan_eqn(const Eqn& base, Jaxpr body, int64_t num_consts, int64_t num_carry,
+                  std::vector<int64_t> linear, std::vector<Atom> inputs, std::vector<Var> outputs) {
+  Eqn e;
+  e.primitive = &get_or_create_primitive("scan");
+  e.params = base.params;
+  e.effects = effects_of(body);
+  e.params.set("jaxpr", make_closed(std::move(body)));
+  e.params.set("num_consts", num_consts);
+  e.params.set("num_carry", num_carry);
+  e.params.set("linear", std::move(linear));
+  e.inputs = std::move(inputs);
+  e.outputs = std::move(outputs);
+  return e;
+}
+
+// The value an atom of `j` carries back through identity-like equations: either the `name`
+// equation that produced it (found) or invar `invar` of j.
+struct NameTrace {
+  const Eqn* name_eqn = nullptr;
+  std::optional<size_t> invar;
+  const Params* checkpoint_params = nullptr;  ///< innermost checkpoint around name_eqn
+};
+
+NameTrace trace_name(const Jaxpr& j, const Atom& a, int depth = 0) {
+  NameTrace r;
+  auto* v = std::get_if<Var>(&a);
+  if (!v || depth > 16) return r;
+  for (size_t i = 0; i < j.invars.size(); ++i)
+    if (j.invars[i] == *v) {
+      r.invar = i;
+      return r;
+    }
+  for (const Eqn& e : j.eqns) {
+    for (size_t k = 0; k < e.outputs.size(); ++k) {
+      if (!(e.outputs[k] == *v)) continue;
+      const std::string& p = e.primitive->name;
+      if (p == "name") {
+        r.name_eqn = &e;
+        return r;
+      }
+      if (p == "optimization_barrier" && k < e.inputs.size()) return trace_name(j, e.inputs[k], depth + 1);
+      if (p == "device_put" && e.inputs.size() == 1) return trace_name(j, e.inputs[0], depth + 1);
+      const char* key = p == "pjit" ? "jaxpr" : p == "closed_call" ? "call_jaxpr" : p == "checkpoint" ? "jaxpr" : nullptr;
+      if (key && e.params.has(key)) {
+        const Jaxpr& inner = *e.params.get_jaxpr(key)->jaxpr;
+        if (!inner.constvars.empty() || k >= inner.outvars.size()) return r;
+        NameTrace in = trace_name(inner, inner.outvars[k], depth + 1);
+        if (in.name_eqn) {
+          if (p == "checkpoint" && !in.checkpoint_params) in.checkpoint_params = &e.params;
+          return in;
+        }
+        if (in.invar && *in.invar < e.inputs.size()) return trace_name(j, e.inputs[*in.invar], depth + 1);
+      }
+      return r;
+    }
+  }
+  return r;
+}
+
+enum class ResKind { fwd_const, fwd_xs, hoisted, stacked };
+
+// JAX's _scan_partial_eval_custom, with the residual placements of DESIGN.md "scan partial
+// evaluation": (a) fixpoint over which carries are unknown; (b) partial_eval_jaxpr_custom of the
+// body under the enclosing policy; (c) residuals forwarding consts/xs are passed as the outer
+// operands, residuals depending only on known consts are hoisted before the loop, the others
+// (including a known carry the staged body needs) are stacked [length, ...] by the known scan;
+// (d) a known scan and a staged scan.
+PeCustomResult scan_partial_eval(const Eqn& e, const std::vector<bool>& in_unknowns,
+                                 const std::vector<bool>& /*in_inst*/, const SaveablePolicy& policy) {
+  const ClosedJaxprPtr& cj = e.params.get_jaxpr("jaxpr");
+  const Jaxpr& body = *cj->jaxpr;
+  if (!body.constvars.empty() || !cj->consts.empty())
+    throw ValueError("scan partial evaluation: the body jaxpr has constvars (they must be leading operands)");
+  const size_t nc = size_t(e.params.get_int("num_consts"));
+  const size_t ncar = size_t(e.params.get_int("num_carry"));
+  const int64_t length = e.params.get_int("length");
+  const size_t nin = e.inputs.size();
+  const size_t ny = body.outvars.size() - ncar;
+  std::vector<int64_t> lin_param = e.params.has("linear") ? e.params.get_ints("linear") : std::vector<int64_t>{};
+  if (lin_param.size() != nin) lin_param.assign(nin, 0);
+
+  PeCustomResult out;
+  bool any_unknown = false;
+  for (bool b : in_unknowns) any_unknown |= b;
+  if (!any_unknown) {
+    // An all-known scan is put to the enclosing policy like any equation: Recompute copies it
+    // to the staged side (the whole loop is rematerialized, e.g. under nothing_saveable);
+    // otherwise its outputs are kept.
+    bool recompute = false;
+    if (policy && e.effects.empty()) {
+      std::vector<ShapedArray> avals;
+      for (auto& a : e.inputs) avals.push_back(atom_aval(a));
+      recompute = std::holds_alternative<Recompute>(policy(*e.primitive, avals, e.params));
+    }
+    out.known_eqns.push_back(e);
+    if (recompute) out.staged_eqns.push_back(e);
+    out.out_unknowns.assign(e.outputs.size(), false);
+    out.out_inst.assign(e.outputs.size(), recompute);
+    return out;
+  }
+
+  // (a)+(b): fixpoint over the unknown carries.
+  std::vector<bool> unk(in_unknowns);
+  PartialEvalResult pe;
+  for (;;) {
+    std::vector<bool> ensure(ncar + ny, false);
+    for (size_t c = 0; c < ncar; ++c) ensure[c] = unk[nc + c];
+    pe = partial_eval_jaxpr_custom(body, unk, unk, ensure, ensure, policy);
+    bool changed = false;
+    for (size_t c = 0; c < ncar; ++c)
+      if (pe.out_unknowns[c] && !unk[nc + c]) unk[nc + c] = changed = true;
+    if (!changed) break;
+  }
+  const Jaxpr& K = pe.known;
+  const size_t nres = size_t(pe.num_res);
+  const size_t nko = K.outvars.size() - nres;
+  std::vector<size_t> known_pos;  // body input position of each known input
+  for (size_t i = 0; i < nin; ++i)
+    if (!unk[i]) known_pos.push_back(i);
+  auto is_const = [&](size_t pos) { return pos < nc; };
+  auto is_carry = [&](size_t pos) { return pos >= nc && pos < nc + ncar; };
+
+  // Loop dependence on the known body: values depending on a carry, an x, or an effect.
+  std::unordered_set<Var, VarHash> variant;
+  for (size_t k = 0; k < K.invars.size(); ++k)
+    if (!is_const(known_pos[k])) variant.insert(K.invars[k]);
+  std::vector<bool> eqn_invariant;
+  for (const Eqn& q : K.eqns) {
+    bool var = !q.effects.empty();
+    for (auto& a : q.inputs)
+      if (auto* v = std::get_if<Var>(&a); v && variant.count(*v)) var = true;
+    if (var)
+      for (auto& o : q.outputs) variant.insert(o);
+    eqn_invariant.push_back(!var);
+  }
+
+  // (c) classify residuals.
+  std::vector<ResKind> kind(nres);
+  std::vector<size_t> fwd_pos(nres, 0);
+  for (size_t r = 0; r < nres; ++r) {
+    const ResidualInfo& info = pe.residuals[r];
+    const Atom& rv = K.outvars[nko + r];
+    if (info.forwards_input) {
+      size_t pos = known_pos[size_t(*info.forwards_input)];
+      fwd_pos[r] = pos;
+      kind[r] = is_const(pos) ? ResKind::fwd_const : is_carry(pos) ? ResKind::stacked : ResKind::fwd_xs;
+      continue;
+    }
+    auto* v = std::get_if<Var>(&rv);
+    kind[r] = (v && variant.count(*v)) ? ResKind::stacked : ResKind::hoisted;
+  }
+
+  // Hoisted residuals: the loop-invariant equations they need, inlined before the loop with
+  // the known consts substituted and fresh variables.
+  std::unordered_map<Var, Atom, VarHash> subst;
+  for (size_t k = 0; k < K.invars.size(); ++k)
+    if (is_const(known_pos[k])) subst[K.invars[k]] = e.inputs[known_pos[k]];
+  std::vector<Atom> hoisted_outer(nres);
+  {
+    Jaxpr hj;
+    hj.invars = K.invars;
+    for (size_t i = 0; i < K.eqns.size(); ++i)
+      if (eqn_invariant[i]) hj.eqns.push_back(K.eqns[i]);
+    for (size_t r = 0; r < nres; ++r)
+      if (kind[r] == ResKind::hoisted) hj.outvars.push_back(K.outvars[nko + r]);
+    if (!hj.outvars.empty()) {
+      Jaxpr pruned = dce_jaxpr(hj, std::vector<bool>(hj.outvars.size(), true), true).first;
+      auto sub = [&](const Atom& a) -> Atom {
+        if (auto* v = std::get_if<Var>(&a)) return subst.at(*v);
+        return a;
+      };
+      for (const Eqn& q : pruned.eqns) {
+        Eqn n = q;
+        for (auto& a : n.inputs) a = sub(a);
+        for (auto& o : n.outputs) {
+          Var fresh = o.is_dropvar() ? Var::dropvar(o.aval()) : Var(o.aval());
+          if (!o.is_dropvar()) subst[o] = fresh;
+          o = fresh;
+        }
+        out.known_eqns.push_back(std::move(n));
+      }
+      for (size_t r = 0; r < nres; ++r)
+        if (kind[r] == ResKind::hoisted) hoisted_outer[r] = sub(K.outvars[nko + r]);
+    }
+  }
+
+  // Named-carry offload (shared/cases/offload-named-carry.md): a stacked known carry whose body
+  // output was named, and whose name the policy offloads, is stacked in the destination memory.
+  const Primitive& device_put = get_or_create_primitive("device_put");
+  std::vector<std::optional<Offloadable>> carry_offload(nres);
+  std::vector<std::string> carry_name(nres);
+  for (size_t r = 0; r < nres; ++r) {
+    if (kind[r] != ResKind::stacked || !pe.residuals[r].forwards_input || !is_carry(fwd_pos[r])) continue;
+    size_t c = fwd_pos[r] - nc;
+    NameTrace t = trace_name(body, body.outvars[c]);
+    if (!t.name_eqn) continue;
+    carry_name[r] = t.name_eqn->params.get_string("name");
+    // The enclosing policy applies inside the body; without one, a checkpoint around the name
+    // applies its own (DESIGN.md: policies nest).
+    // Under linearize a checkpoint in the body has already been split (its known half inlined),
+    // so its policy is found on the checkpoint equations left in the body.
+    std::vector<SaveablePolicy> asks;
+    if (policy) {
+      asks.push_back(policy);
+    } else {
+      std::vector<const Params*> cps;
+      if (t.checkpoint_params) cps.push_back(t.checkpoint_params);
+      for (const Eqn& q : body.eqns)
+        if (q.primitive->name == "checkpoint") cps.push_back(&q.params);
+      for (const Params* cp : cps)
+        if (PolicyPtr own = policy_from_params(*cp)) asks.push_back(own->saveable());
+    }
+    std::vector<ShapedArray> avals;
+    for (auto& a : t.name_eqn->inputs) avals.push_back(atom_aval(a));
+    for (auto& ask : asks) {
+      PolicyDecision d = ask(*t.name_eqn->primitive, avals, t.name_eqn->params);
+      if (auto* off = std::get_if<Offloadable>(&d))
+        if (atom_aval(K.outvars[nko + r]).memory_kind == off->src) {
+          carry_offload[r] = *off;
+          break;
+        }
+    }
+  }
+
+  // (d) the known scan: known consts, carries, xs -> known carry outs, known ys, stacked residuals.
+  Jaxpr Kb = K;
+  Kb.outvars.assign(K.outvars.begin(), K.outvars.begin() + std::ptrdiff_t(nko));
+  std::vector<Atom> stacked_outer(nres);
+  std::vector<Var> known_outs;
+  for (size_t c = 0; c < ncar; ++c)
+    if (!unk[nc + c]) known_outs.push_back(e.outputs[c]);
+  for (size_t j = 0; j < ny; ++j)
+    if (!pe.out_unknowns[ncar + j]) known_outs.push_back(e.outputs[ncar + j]);
+  std::vector<ShapedArray> res_slice_aval(nres);
+  for (size_t r = 0; r < nres; ++r) {
+    if (kind[r] != ResKind::stacked) continue;
+    Atom rv = K.outvars[nko + r];
+    if (carry_offload[r]) {
+      ShapedArray host = atom_aval(rv);
+      host.memory_kind = carry_offload[r]->dst;
+      Var h(host);
+      Kb.eqns.push_back(Eqn{&device_put, {rv}, {h}, Params{{"memory_kind", carry_offload[r]->dst}}, {}});
+      rv = h;
+    }
+    res_slice_aval[r] = atom_aval(rv);
+    Kb.outvars.push_back(rv);
+    Var st(stacked_aval(atom_aval(rv), length));
+    known_outs.push_back(st);
+    stacked_outer[r] = st;
+  }
+  Kb = dce_jaxpr(Kb, std::vector<bool>(Kb.outvars.size(), true), true).first;
+  size_t nkc = 0, nkcar = 0;
+  std::vector<Atom> known_ins;
+  for (size_t pos : known_pos) {
+    known_ins.push_back(e.inputs[pos]);
+    nkc += is_const(pos);
+    nkcar += is_carry(pos);
+  }
+  if (!known_outs.empty())
+    out.known_eqns.push_back(make_scan_eqn(e, std::move(Kb), int64_t(nkc), int64_t(nkcar),
+                                           std::vector<int64_t>(known_ins.size(), 0), known_ins, known_outs));
+
+  // The staged scan: consts [hoisted, forwarded consts, unknown consts], carries [unknown],
+  // xs [stacked, forwarded xs, unknown xs].
+  const Jaxpr& S = pe.staged;
+  Jaxpr Sb;
+  Sb.eqns = S.eqns;
+  Sb.outvars = S.outvars;
+  std::vector<Atom> s_ins;
+  std::vector<int64_t> s_lin;
+  std::vector<Eqn> reloads;
+  auto add_res = [&](ResKind k) {
+    for (size_t r = 0; r < nres; ++r) {
+      if (kind[r] != k) continue;
+      Var inner = S.invars[r];
+      if (carry_offload[r]) {
+        Var h(res_slice_aval[r]);
+        reloads.push_back(Eqn{&device_put, {h}, {inner}, Params{{"memory_kind", carry_offload[r]->src}}, {}});
+        inner = h;
+      }
+      Sb.invars.push_back(inner);
+      s_ins.push_back(k == ResKind::hoisted ? hoisted_outer[r]
+                      : k == ResKind::stacked ? stacked_outer[r]
+                                              : e.inputs[fwd_pos[r]]);
+      s_lin.push_back(0);
+    }
+  };
+  std::vector<size_t> unk_pos;
+  for (size_t i = 0; i < nin; ++i)
+    if (unk[i]) unk_pos.push_back(i);
+  auto add_unknown = [&](size_t lo, size_t hi) {
+    for (size_t k = 0; k < unk_pos.size(); ++k)
+      if (unk_pos[k] >= lo && unk_pos[k] < hi) {
+        Sb.invars.push_back(S.invars[nres + k]);
+        s_ins.push_back(e.inputs[unk_pos[k]]);
+        s_lin.push_back(lin_param[unk_pos[k]]);
+      }
+  };
+  add_res(ResKind::hoisted);
+  add_res(ResKind::fwd_const);
+  add_unknown(0, nc);
+  const size_t s_nc = Sb.invars.size();
+  add_unknown(nc, nc + ncar);
+  const size_t s_ncar = Sb.invars.size() - s_nc;
+  add_res(ResKind::stacked);
+  add_res(ResKind::fwd_xs);
+  add_unknown(nc + ncar, nin);
+  Sb.eqns.insert(Sb.eqns.begin(), reloads.begin(), reloads.end());
+  std::vector<Var> staged_outs;
+  for (size_t c = 0; c < ncar; ++c)
+    if (unk[nc + c]) staged_outs.push_back(e.outputs[c]);
+  for (size_t j = 0; j < ny; ++j)
+    if (pe.out_unknowns[ncar + j]) staged_outs.push_back(e.outputs[ncar + j]);
+  if (!staged_outs.empty())
+    out.staged_eqns.push_back(make_scan_eqn(e, std::move(Sb), int64_t(s_nc), int64_t(s_ncar), s_lin,
+                                            s_ins, staged_outs));
+
+  for (size_t c = 0; c < ncar; ++c) out.out_unknowns.push_back(unk[nc + c]);
+  for (size_t j = 0; j < ny; ++j) out.out_unknowns.push_back(pe.out_unknowns[ncar + j]);
+  out.out_inst = out.out_unknowns;
+
+  // Residuals defined by the known equations (forwarded consts/xs are outer operands, which the
+  // caller instantiates itself).
+  for (size_t r = 0; r < nres; ++r) {
+    if (kind[r] != ResKind::hoisted && kind[r] != ResKind::stacked) continue;
+    const Atom& a = kind[r] == ResKind::hoisted ? hoisted_outer[r] : stacked_outer[r];
+    auto* v = std::get_if<Var>(&a);
+    if (!v) continue;  // a literal: nothing to pass
+    ResidualInfo info = pe.residuals[r];
+    info.aval = v->aval();
+    info.memory_kind = v->aval().memory_kind;
+    info.forwards_input.reset();
+    if (info.name.empty()) {
+      // A name given inside an already-split checkpoint (e.g. the value an offloading
+      // device_put moved to the host).
+      NameTrace t = trace_name(K, K.outvars[nko + r]);
+      if (t.name_eqn) info.name = t.name_eqn->params.get_string("name");
+    }
+    if (kind[r] == ResKind::stacked) {
+      info.placement = ResidualPlacement::stacked;
+      if (!carry_name[r].empty()) info.name = carry_name[r];
+    } else {
+      info.placement = ResidualPlacement::hoisted;
+    }
+    out.residuals.push_back(*v);
+    out.residual_info.push_back(std::move(info));
+  }
+  return out;
+}
+
+Registrar reg([] { pe_custom_rules()["scan"] = scan_partial_eval; });
+
+}  // namespace
+}  // namespace minijax
