@@ -18,13 +18,13 @@ V rnn_scan(const V& a, bool reverse) {
   return {h, ys};
 }
 
-// differentiable=false until scan's partial-eval and transpose rules are complete (the JVP is
-// split through partial_eval_jaxpr_custom, which needs pe_custom_rules()["scan"]).
+// Differentiable: scan's JVP is split by its partial-eval rule and the tangent scan transposed
+// (autodiff/rules/scan_partial_eval.cc, scan_transpose.cc).
 Add cases({
     Case{"scan", "rnn", [](const V& a) { return rnn_scan(a, false); },
-         {rnd({3, 3}, 901), rnd({3}, 902), rnd({4, 3}, 903)}, false},
+         {rnd({3, 3}, 901), rnd({3}, 902), rnd({4, 3}, 903)}, true},
     Case{"scan", "rnn_reverse", [](const V& a) { return rnn_scan(a, true); },
-         {rnd({3, 3}, 904), rnd({3}, 905), rnd({4, 3}, 906)}, false},
+         {rnd({3, 3}, 904), rnd({3}, 905), rnd({4, 3}, 906)}, true},
 });
 
 }  // namespace
