@@ -1,6 +1,6 @@
 // minijax autodiff rules of the memory primitives: device_put (linear: JVP moves the tangent,
 // transpose moves the cotangent back to the source memory kind) and optimization_barrier
-// (JVP: one barrier over primals and tangents together, as JAX's _optimization_barrier_jvp;
+// (JVP: one barrier over the primals and one over the tangents, so linearize keeps them apart;
 // transpose: identity; batching: the barrier over the batched values).
 #include "autodiff/rules/linear_util.h"
 #include "core/lax.h"
@@ -27,18 +27,22 @@ BOuts device_put_batch(const std::vector<Array>& args, const std::vector<int64_t
 
 Outs barrier_jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
                  const Params& p) {
-  // Nonzero float tangents go through the same barrier as the primals.
-  std::vector<Array> in = primals;
+  // One barrier over the primals and another over the nonzero tangents: under direct linearize
+  // the primals stay on their own trace (concrete eagerly) and only tangents are staged, so the
+  // linear jaxpr never mixes primal values into a linear equation.
+  std::vector<Array> tin;
   std::vector<size_t> where;
   for (size_t i = 0; i < tangents.size(); ++i)
     if (tangents[i].defined() && is_floating(primals[i].dtype())) {
       where.push_back(i);
-      in.push_back(tangents[i]);
+      tin.push_back(tangents[i]);
     }
-  auto out = minijax::bind(primitive("optimization_barrier"), in, p);
-  std::vector<Array> pouts(out.begin(), out.begin() + long(primals.size()));
+  auto pouts = minijax::bind(primitive("optimization_barrier"), primals, p);
   std::vector<Array> touts(primals.size());
-  for (size_t k = 0; k < where.size(); ++k) touts[where[k]] = out[primals.size() + k];
+  if (!tin.empty()) {
+    auto tout = minijax::bind(primitive("optimization_barrier"), tin, p);
+    for (size_t k = 0; k < where.size(); ++k) touts[where[k]] = tout[k];
+  }
   return {pouts, touts};
 }
 
