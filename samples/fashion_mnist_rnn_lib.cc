@@ -1,0 +1,196 @@
+// minijax samples: the Fashion-MNIST GRU — each image read as 28 rows of 28 pixels by mj::scan.
+// Eager training with mj::value_and_grad through scan (optionally checkpointed) and Adam.
+#include "samples/fashion_mnist_rnn_lib.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "autodiff/checkpoint.h"
+#include "autodiff/grad.h"
+#include "autodiff/optimizers.h"
+#include "core/control_flow.h"
+#include "core/random.h"
+
+namespace fmnist::rnn {
+
+namespace {
+constexpr int64_t kRows = 28, kCols = 28, kClasses = 10;
+
+// Key i (u32[2]) of the u32[num, 2] result of mj::random::split.
+mj::Array key_at(const mj::Array& keys, int64_t i) {
+  return mj::reshape(mj::lax::slice(keys, {i, 0}, {i + 1, 2}), {2});
+}
+
+// Columns [lo, hi) of a [B, C] matrix.
+mj::Array cols(const mj::Array& a, int64_t lo, int64_t hi) {
+  return mj::lax::slice(a, {0, lo}, {a.shape()[0], hi});
+}
+}  // namespace
+
+std::pair<mj::Array, mj::Array> make_row_batch(const Dataset& d, const std::vector<int32_t>& order,
+                                           int64_t begin, int64_t count) {
+  mj::Array x = mj::Array::allocate(mj::ShapedArray{{kRows, count, kCols}, mj::f32});
+  mj::Array y = mj::Array::allocate(mj::ShapedArray{{count}, mj::i32});
+  float* xp = x.mutable_data<float>();
+  int32_t* yp = y.mutable_data<int32_t>();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t r = order.empty() ? begin + i : order[size_t(begin + i)];
+    const uint8_t* src = d.images.data() + r * kRows * kCols;
+    for (int64_t t = 0; t < kRows; ++t)
+      for (int64_t k = 0; k < kCols; ++k)
+        xp[(t * count + i) * kCols + k] = float(src[t * kCols + k]) / 255.0f;
+    yp[i] = d.labels[size_t(r)];
+  }
+  return {x, y};
+}
+
+GRU init_gru(uint32_t seed, int64_t hidden) {
+  if (hidden <= 0)
+    throw mj::ValueError("init_gru: hidden size must be positive, got " + std::to_string(hidden));
+  mj::Array keys = mj::random::split(mj::random::PRNGKey(seed), 6);
+  const double bound = 1.0 / std::sqrt(double(hidden));
+  auto u = [&](int k, const mj::Shape& shape) {
+    return mj::random::uniform(key_at(keys, k), shape, mj::f32, -bound, bound);
+  };
+  GRU p;
+  p.w_ih = u(0, {kCols, 3 * hidden});
+  p.w_hh = u(1, {hidden, 3 * hidden});
+  p.b_ih = u(2, {3 * hidden});
+  p.b_hh = u(3, {3 * hidden});
+  p.w_out = u(4, {hidden, kClasses});
+  p.b_out = u(5, {kClasses});
+  return p;
+}
+
+Remat parse_remat(const std::string& name) {
+  namespace cp = mj::checkpoint_policies;
+  Remat r;
+  r.name = name;
+  if (name == "none") return r;
+  if (name == "nothing_saveable") r.policy = cp::nothing_saveable();
+  else if (name == "dots_saveable") r.policy = cp::dots_saveable();
+  else if (name == "everything_saveable") r.policy = cp::everything_saveable();
+  else if (name == "offload_gates")
+    r.policy = cp::save_and_offload_only_these_names({}, {kGatesName}, "device", "pinned_host");
+  else
+    throw mj::ValueError("unknown remat policy '" + name +
+                         "' (expected none, nothing_saveable, dots_saveable, "
+                         "everything_saveable or offload_gates)");
+  return r;
+}
+
+mj::Array gru_cell(const mj::Array& w_hh, const mj::Array& b_hh, const mj::Array& h,
+                   const mj::Array& xp_t) {
+  const int64_t H = w_hh.shape()[0];
+  mj::Array gh = mj::checkpoint_name(mj::matmul(h, w_hh) + b_hh, kGatesName);
+  mj::Array rz = mj::sigmoid(cols(xp_t, 0, 2 * H) + cols(gh, 0, 2 * H));
+  mj::Array r = cols(rz, 0, H), z = cols(rz, H, 2 * H);
+  mj::Array n = mj::tanh(cols(xp_t, 2 * H, 3 * H) + r * cols(gh, 2 * H, 3 * H));
+  return n + z * (h - n);
+}
+
+mj::Array last_state(const GRU& p, const mj::Array& x, const Remat& remat) {
+  const int64_t T = x.shape()[0], B = x.shape()[1], H = p.w_hh.shape()[0];
+  // All 28 rows projected at once: [T B, 28] x [28, 3H] -> [T, B, 3H], the scan's xs.
+  mj::Array xp = mj::reshape(mj::matmul(mj::reshape(x, {T * B, kCols}), p.w_ih) + p.b_ih,
+                             {T, B, 3 * H});
+  mj::Array h0 = mj::zeros({B, H}, mj::f32);
+  const mj::Array &w_hh = p.w_hh, &b_hh = p.b_hh;
+  if (!remat.enabled()) {
+    auto step = [&](const mj::Array& h, const mj::Array& xt) {
+      return std::pair{gru_cell(w_hh, b_hh, h, xt), mj::None{}};
+    };
+    return mj::scan(step, h0, xp).first;
+  }
+  mj::CheckpointOptions opts;
+  opts.policy = remat.policy;
+  auto cell = mj::checkpoint(
+      [](const mj::Array& w, const mj::Array& b, const mj::Array& h, const mj::Array& xt) {
+        return gru_cell(w, b, h, xt);
+      },
+      opts);
+  auto step = [&](const mj::Array& h, const mj::Array& xt) {
+    return std::pair{cell(w_hh, b_hh, h, xt), mj::None{}};
+  };
+  return mj::scan(step, h0, xp).first;
+}
+
+mj::Array forward(const GRU& p, const mj::Array& x, const Remat& remat) {
+  return mj::matmul(last_state(p, x, remat), p.w_out) + p.b_out;
+}
+
+mj::Array loss_fn(const GRU& p, const mj::Array& x, const mj::Array& y, const Remat& remat) {
+  mj::Array logp = mj::log_softmax(forward(p, x, remat), 1);
+  return -mj::mean(mj::sum(logp * mj::one_hot(y, kClasses), 1));
+}
+
+double accuracy(const GRU& p, const Dataset& d, int64_t batch) {
+  int64_t correct = 0;
+  for (int64_t b = 0; b < d.n; b += batch) {
+    int64_t count = std::min(batch, d.n - b);
+    auto [x, y] = make_row_batch(d, {}, b, count);
+    mj::Array hits = mj::sum(mj::astype(mj::argmax(forward(p, x), 1) == y, mj::i32));
+    correct += hits.item<int64_t>();
+  }
+  return d.n ? double(correct) / double(d.n) : 0.0;
+}
+
+double mean_loss(const GRU& p, const Dataset& d, int64_t batch) {
+  double total = 0;
+  for (int64_t b = 0; b < d.n; b += batch) {
+    int64_t count = std::min(batch, d.n - b);
+    auto [x, y] = make_row_batch(d, {}, b, count);
+    total += loss_fn(p, x, y).item<double>() * double(count);
+  }
+  return d.n ? total / double(d.n) : 0.0;
+}
+
+std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Dataset& test_set,
+                               const TrainConfig& cfg) {
+  using clock = std::chrono::steady_clock;
+  minijax::optim::Adam opt;
+  opt.lr = cfg.lr;
+  auto state = opt.init(params);
+  const Remat remat = cfg.remat;
+  auto grad_fn = mj::value_and_grad([remat](const GRU& p, const mj::Array& x, const mj::Array& y) {
+    return loss_fn(p, x, y, remat);
+  });
+  // The shuffling key is independent of the initialisation key (seed + 1 vs seed).
+  mj::Array key = mj::random::PRNGKey(cfg.seed + 1);
+  std::vector<EpochReport> reports;
+  int64_t global_step = 0;
+  for (int e = 1; e <= cfg.epochs; ++e) {
+    mj::Array ks = mj::random::split(key, 2);
+    key = key_at(ks, 0);
+    mj::Array perm = mj::random::permutation(key_at(ks, 1), train_set.n);
+    const int32_t* pp = perm.data<int32_t>();
+    std::vector<int32_t> order(pp, pp + train_set.n);
+
+    EpochReport r;
+    r.epoch = e;
+    auto t0 = clock::now();
+    double loss_sum = 0;
+    for (int64_t b = 0; b < train_set.n; b += cfg.batch) {
+      int64_t count = std::min(cfg.batch, train_set.n - b);
+      auto [x, y] = make_row_batch(train_set, order, b, count);
+      auto [loss, grads] = grad_fn(params, x, y);
+      params = opt.update(grads, state, params);
+      const double l = loss.item<double>();
+      loss_sum += l;
+      if (cfg.on_step) cfg.on_step(global_step, l);
+      ++global_step;
+      ++r.steps;
+    }
+    auto t1 = clock::now();
+    r.seconds = std::chrono::duration<double>(t1 - t0).count();
+    r.mean_loss = r.steps ? loss_sum / double(r.steps) : 0.0;
+    r.train_acc = cfg.skip_eval ? -1.0 : accuracy(params, train_set);
+    r.test_acc = cfg.skip_eval ? -1.0 : accuracy(params, test_set);
+    r.eval_seconds = std::chrono::duration<double>(clock::now() - t1).count();
+    if (cfg.on_epoch) cfg.on_epoch(r);
+    reports.push_back(r);
+  }
+  return reports;
+}
+
+}  // namespace fmnist::rnn

@@ -1,0 +1,94 @@
+// minijax samples: the Fashion-MNIST GRU — each image read as 28 rows of 28 pixels by mj::scan.
+// Owns the GRU model, its optional remat policy, loss, accuracy and training loop (fmnist::rnn).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <minijax/minijax.h>
+
+#include "samples/fashion_mnist_mlp_lib.h"
+
+namespace fmnist::rnn {
+
+/// Rows [begin, begin+count) of `order` (or of 0..n-1 when order is empty) as a time-major
+/// batch: x f32[28, count, 28] with x[t, i, k] = pixel (row t, column k) of image i / 255, and
+/// y i32[count]. Time-major so that the scan runs over axis 0 with no transpose.
+std::pair<mj::Array, mj::Array> make_row_batch(const Dataset& d, const std::vector<int32_t>& order,
+                                           int64_t begin, int64_t count);
+
+/// The model's parameters, a registered pytree. The GRU's weights are stored transposed with
+/// respect to PyTorch's (x @ w instead of w @ x) with the gates in PyTorch's order (r, z, n):
+/// w_ih f32[28, 3H], w_hh f32[H, 3H], b_ih and b_hh f32[3H]; the classifier w_out f32[H, 10],
+/// b_out f32[10].
+struct GRU {
+  mj::Array w_ih, w_hh, b_ih, b_hh, w_out, b_out;
+};
+
+/// PyTorch's default initialisation for GRU(28, H) followed by Linear(H, 10): every GRU weight
+/// and bias drawn from U(-1/sqrt(H), 1/sqrt(H)) (torch/nn/modules/rnn.py, RNNBase.reset_parameters)
+/// and the classifier's from U(-1/sqrt(H), 1/sqrt(H)) (Linear with fan_in H). Deterministic in
+/// `seed` (threefry PRNG). Throws mj::ValueError if hidden <= 0.
+GRU init_gru(uint32_t seed, int64_t hidden = 128);
+
+/// The --remat choice: "none" (no checkpoint) or a policy wrapping the scan body in
+/// mj::checkpoint — nothing_saveable, dots_saveable, everything_saveable, or offload_gates
+/// (save_and_offload_only_these_names({}, {kGatesName}, device, pinned_host): the recurrent
+/// gate pre-activations h @ w_hh + b_hh, named kGatesName in the body, are offloaded to
+/// pinned_host and everything else is recomputed).
+struct Remat {
+  std::string name = "none";
+  mj::PolicyPtr policy;  ///< unused when name == "none"
+  bool enabled() const { return name != "none"; }
+};
+/// The checkpoint_name of the gate pre-activations in the scan body.
+inline constexpr const char* kGatesName = "gates";
+/// Parses a --remat value. Throws mj::ValueError naming the value and the accepted names.
+Remat parse_remat(const std::string& name);
+
+/// One GRU step as PyTorch computes it (torch.nn.GRU docs), for a batch:
+///   gi = xp_t (the precomputed x_t @ w_ih + b_ih, [B, 3H]),  gh = h @ w_hh + b_hh ([B, 3H])
+///   r = sigmoid(gi_r + gh_r),  z = sigmoid(gi_z + gh_z),  n = tanh(gi_n + r * gh_n)
+///   h' = (1 - z) * n + z * h  (computed as n + z * (h - n))
+/// gh is tagged with checkpoint_name(kGatesName). h f32[B, H], xp_t f32[B, 3H] -> f32[B, H].
+mj::Array gru_cell(const mj::Array& w_hh, const mj::Array& b_hh, const mj::Array& h,
+                   const mj::Array& xp_t);
+
+/// The last hidden state f32[B, H] for x f32[28, B, 28] (time-major): the input projection of
+/// all rows is ONE matmul ([28 B, 28] x [28, 3H] -> [28, B, 3H]) before the loop, then
+/// mj::scan runs gru_cell over the 28 rows from h = 0 (wrapped in mj::checkpoint with the
+/// remat policy when remat.enabled()).
+mj::Array last_state(const GRU& p, const mj::Array& x, const Remat& remat = {});
+/// Logits f32[B, 10] = last_state(p, x) @ w_out + b_out.
+mj::Array forward(const GRU& p, const mj::Array& x, const Remat& remat = {});
+/// Mean cross-entropy: -mean(sum(log_softmax(logits) * one_hot(y, 10), axis 1)); f32 scalar.
+mj::Array loss_fn(const GRU& p, const mj::Array& x, const mj::Array& y, const Remat& remat = {});
+/// Fraction of examples whose argmax logit equals the label, evaluated in batches of `batch`.
+double accuracy(const GRU& p, const Dataset& d, int64_t batch = 1000);
+/// Mean loss over the dataset, evaluated in batches of `batch`.
+double mean_loss(const GRU& p, const Dataset& d, int64_t batch = 1000);
+
+struct TrainConfig {
+  int epochs = 5;
+  int64_t batch = 128;
+  double lr = 1e-3;
+  uint32_t seed = 0;
+  Remat remat;
+  /// Skip the accuracy evaluation after each epoch (train_acc/test_acc reported as -1).
+  bool skip_eval = false;
+  /// Called after each epoch (e.g. to print the progress line).
+  std::function<void(const EpochReport&)> on_epoch;
+  /// Called after each step with the step's index (from 0, over all epochs) and loss.
+  std::function<void(int64_t, double)> on_step;
+};
+
+/// Trains `params` in place with Adam (torch defaults, lr from cfg) on shuffled minibatches
+/// (a fresh permutation every epoch from PRNGKey(seed + 1), the last partial batch kept) and
+/// returns one report per epoch. Each step is mj::value_and_grad(loss_fn) through the scan.
+std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Dataset& test_set,
+                               const TrainConfig& cfg);
+
+}  // namespace fmnist::rnn
+
+MJ_REGISTER_PYTREE(fmnist::rnn::GRU, w_ih, w_hh, b_ih, b_hh, w_out, b_out)
