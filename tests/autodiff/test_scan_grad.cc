@@ -192,6 +192,18 @@ Array simple_loss(const Array& w, const Array& xs, bool unrolled) {
   return cf + mj::sum(ys);
 }
 
+TEST(ScanGrad, VmapOfGradEqualsPerElementUnrolledGrad) {
+  // vmap batches the known scan and the transposed scan; each lane equals the unrolled gradient.
+  Array xs = rnd({4}, 29, 0.5f), ws = rnd({3}, 30);
+  auto f = [&](const Array& w) { return simple_loss(w, xs, false); };
+  Array v = mj::vmap(mj::grad(f))(ws);
+  for (int i = 0; i < 3; ++i) {
+    Array wi = mj::scalar(ws.data<float>()[i]);
+    Array u = mj::grad([&](const Array& w) { return simple_loss(w, xs, true); })(wi);
+    EXPECT_NEAR(v.data<float>()[i], u.item<float>(), 2e-5 * (1 + std::abs(u.item<float>())));
+  }
+}
+
 TEST(ScanGrad, GradOfGrad) {
   Array w = mj::scalar(0.9), xs = rnd({4}, 9, 0.5f);
   auto gg = [&](bool unrolled) {
