@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/saved_residuals.h"
 #include "samples/common/idx_reader.h"
 #include "samples/fashion_mnist_rnn_lib.h"
 
@@ -142,6 +143,43 @@ TEST(FashionMnistRnn, ScanGradientsEqualUnrolledLoopGradients) {
     EXPECT_NEAR(l.item<double>(), l_ref.item<double>(), 1e-6) << policy;
     expect_grads_close(g, g_ref, 1e-5, policy);
   }
+}
+
+// What the backward pass keeps, per --remat policy (B = 4, H = 8, 28 steps). nothing_saveable:
+// the checkpointed body saves nothing, so the only per-iteration residual is the body's input
+// carry h, stacked [28, B, H] on the device. offload_gates: additionally the named gate
+// pre-activations, stacked [28, B, 3H] in pinned_host. none: several stacked residuals, all on
+// the device.
+TEST(FashionMnistRnn, SavedResidualsFollowTheRematPolicy) {
+  auto p = rnn::init_gru(3, 8);
+  mj::Array x = mj::zeros({28, 4, 28}), y = mj::zeros({4}, mj::i32);
+  auto residuals = [&](const std::string& policy) {
+    rnn::Remat remat = rnn::parse_remat(policy);
+    std::vector<mj::SavedResidual> stacked;
+    for (const auto& r : mj::saved_residuals(
+             [&](const rnn::GRU& q) { return rnn::loss_fn(q, x, y, remat); }, p))
+      if (r.placement == mj::ResidualPlacement::stacked) stacked.push_back(r);
+      else EXPECT_EQ(r.memory_kind, mj::MemoryKind::device) << policy;
+    return stacked;
+  };
+  auto none = residuals("none");
+  EXPECT_GT(none.size(), 2u);
+  for (auto& r : none) EXPECT_EQ(r.memory_kind, mj::MemoryKind::device);
+
+  auto nothing = residuals("nothing_saveable");
+  ASSERT_EQ(nothing.size(), 1u);
+  EXPECT_EQ(nothing[0].aval.shape, (mj::Shape{28, 4, 8}));
+  EXPECT_EQ(nothing[0].memory_kind, mj::MemoryKind::device);
+
+  auto offload = residuals("offload_gates");
+  ASSERT_EQ(offload.size(), 2u);
+  int gates = offload[0].name == rnn::kGatesName ? 0 : 1;
+  EXPECT_EQ(offload[gates].name, rnn::kGatesName);
+  EXPECT_EQ(offload[gates].aval.shape, (mj::Shape{28, 4, 24}));
+  EXPECT_EQ(offload[gates].memory_kind, mj::MemoryKind::pinned_host);
+  EXPECT_EQ(offload[gates].bytes, 28 * 4 * 24 * 4);
+  EXPECT_EQ(offload[1 - gates].aval.shape, (mj::Shape{28, 4, 8}));
+  EXPECT_EQ(offload[1 - gates].memory_kind, mj::MemoryKind::device);
 }
 
 // The sample's training loop on 512 images (batch 64: 8 steps per epoch, 2 epochs; lr 3e-3, a
