@@ -81,13 +81,33 @@ SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& a
           const Jaxpr& body = *e.params.get_jaxpr("jaxpr")->jaxpr;
           std::string inner;
           s.name = name_in(body, body.outvars[k], &inner);
-          if (auto* bv = std::get_if<Var>(&body.outvars[k])) {
+          // What the slice is per iteration, looking through copies between memory kinds (an
+          // offloaded carry is a device_put of the carry input).
+          Atom root = body.outvars[k];
+          std::string copied;
+          for (bool moved = true; moved;) {
+            moved = false;
+            if (auto* rv = std::get_if<Var>(&root))
+              for (auto& be : body.eqns)
+                if (be.primitive->name == "device_put" && be.outputs.size() == 1 && be.outputs[0] == *rv &&
+                    !be.inputs.empty()) {
+                  copied = std::string(" copied to ") + memory_kind_name(be.params.get_memory_kind("memory_kind"));
+                  root = be.inputs[0];
+                  moved = true;
+                  break;
+                }
+          }
+          if (auto* bv = std::get_if<Var>(&root)) {
             const size_t nc = size_t(e.params.get_int("num_consts"));
             const size_t nk = size_t(e.params.get_int("num_carry"));
             for (size_t i = 0; i < body.invars.size(); ++i)
-              if (body.invars[i] == *bv)
-                inner = i < nc ? "a loop constant" : i < nc + nk ? "the carry " + std::to_string(i - nc)
-                                                                 : "an xs slice";
+              if (body.invars[i] == *bv) {
+                inner = (i < nc ? "a loop constant" : i < nc + nk ? "the carry " + std::to_string(i - nc)
+                                                                  : "an xs slice") + copied;
+                // An iteration's input carry is the previous iteration's output carry: it bears
+                // the name given to that output (offload-named-carry.md).
+                if (s.name.empty() && i >= nc && i < nc + nk) s.name = name_in(body, body.outvars[i - nc], nullptr);
+              }
           }
           s.description = "stacked by scan" + (inner.empty() ? std::string() : " (per iteration: " + inner + ")");
         } else {
