@@ -70,7 +70,10 @@ SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& a
     if (!found) {
       auto p = producer.find(*v);
       if (p == producer.end()) {
-        s.description = "a constant";
+        // A value f closes over (a constvar of the traced program): passed through, like an
+        // argument, never copied (grad-of-scan-memory.md: z forwarded as a loop constant).
+        s.placement = ResidualPlacement::forwarded;
+        s.description = "a constant f closes over";
       } else {
         const Eqn& e = *p->second.first;
         size_t k = p->second.second;

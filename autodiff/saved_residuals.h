@@ -39,7 +39,8 @@ std::ostream& operator<<(std::ostream& os, const SavedResidual& r);
 std::ostream& operator<<(std::ostream& os, const SavedResiduals& r);
 
 /// The residuals of the linearization of a flat function at arguments of the avals of `args`
-/// (traced abstractly: f may not branch on values). Placement: forwarded (an argument of f),
+/// (traced abstractly: f may not branch on values). Placement: forwarded (an argument of f, or a
+/// value f closes over; `argument` is set for arguments only),
 /// stacked (an extra stacked output of a known scan: one slice per iteration; named after the
 /// scan body's checkpoint_name, in the body's memory kind), computed (made once by an equation).
 SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& args,
