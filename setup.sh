@@ -10,7 +10,6 @@ PACKAGES=(
   git
   libxtensor-dev xtl-dev # host arrays
   libdnnl-dev            # oneDNN: f32 GEMM
-  ocl-icd-opencl-dev     # OpenCL headers/loader: Debian's dnnl-config.cmake requires them
   libopenblas-dev        # OpenBLAS: f64 GEMM (cblas)
   libgtest-dev           # googletest
   zlib1g-dev             # gzip'd IDX files

@@ -1,7 +1,6 @@
 # minijax dependencies: Debian's xtensor (host arrays) and the GEMM libraries.
 # oneDNN's dnnl_sgemm for f32 (measured 2x OpenBLAS on the MLP step), OpenBLAS's cblas_dgemm for f64.
 find_package(xtensor REQUIRED)
-find_package(dnnl QUIET CONFIG)
 find_library(DNNL_LIB NAMES dnnl REQUIRED)
 find_path(DNNL_INCLUDE oneapi/dnnl/dnnl.h REQUIRED)
 find_library(OPENBLAS_LIB NAMES openblas REQUIRED)

@@ -267,14 +267,15 @@ struct struct_pytree {
 #define MJ_REGISTER_PYTREE(Type, ...)                                                              \
   template <>                                                                                      \
   struct minijax::pytree<Type> {                                                                   \
-    static auto members() { return std::make_tuple(MJ_PT_MEMBERS_(Type, __VA_ARGS__)); }          \
-    static void flatten(const Type& s, std::vector<minijax::Array>& out) {                         \
-      minijax::detail::struct_pytree<Type>::flatten_fields(s, out, members());                     \
+    using mj_self_type = ::Type; /* global lookup: a user type named like a minijax type */       \
+    static auto members() { return std::make_tuple(MJ_PT_MEMBERS_(mj_self_type, __VA_ARGS__)); }  \
+    static void flatten(const mj_self_type& s, std::vector<minijax::Array>& out) {                         \
+      minijax::detail::struct_pytree<mj_self_type>::flatten_fields(s, out, members());                     \
     }                                                                                              \
-    static Type unflatten(const Type& like, const minijax::Array*& next) {                         \
-      return minijax::detail::struct_pytree<Type>::unflatten_fields(like, next, members());        \
+    static mj_self_type unflatten(const mj_self_type& like, const minijax::Array*& next) {                         \
+      return minijax::detail::struct_pytree<mj_self_type>::unflatten_fields(like, next, members());        \
     }                                                                                              \
-    static std::string structure(const Type& s) {                                                  \
+    static std::string structure(const mj_self_type& s) {                                                  \
       std::string r = #Type "(";                                                                   \
       bool first = true;                                                                           \
       std::apply([&](auto... m) {                                                                  \
@@ -283,7 +284,7 @@ struct struct_pytree {
       }, members());                                                                               \
       return r + ")";                                                                              \
     }                                                                                              \
-    static void check_same(const Type& a, const Type& b, std::source_location loc) {               \
+    static void check_same(const mj_self_type& a, const mj_self_type& b, std::source_location loc) {               \
       std::apply([&](auto... m) {                                                                  \
         (minijax::pytree<std::decay_t<decltype(a.*m)>>::check_same(a.*m, b.*m, loc), ...);         \
       }, members());                                                                               \
