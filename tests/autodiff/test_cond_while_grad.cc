@@ -99,6 +99,25 @@ TEST(CondGrad, LinearJaxprKeepsPrimalsKnown) {
   EXPECT_GE(n, 2u) << s;
 }
 
+TEST(CondGrad, UnderCheckpointPolicies) {
+  // checkpoint(f) with a cond inside, predicate an argument: the cond's partial-eval rule gets
+  // the checkpoint's policy (all inputs known in the forward split). d/dx of the true branch
+  // sum(sin(x) x) is cos(x) x + sin(x); of the false branch sum(x^3), 3x^2.
+  Array x = mj::array({0.4f, -1.3f});
+  for (auto policy : {mj::PolicyPtr(), mj::checkpoint_policies::dots_saveable(),
+                      mj::checkpoint_policies::everything_saveable()}) {
+    auto f = mj::checkpoint([](const Array& v, const Array& p) { return branchy(p, v); }, {.policy = policy});
+    for (bool pv : {true, false}) {
+      Array g = mj::grad([&](const Array& v) { return f(v, pv ? T() : F()); })(x);
+      for (int i = 0; i < 2; ++i) {
+        float v = at(x, i);
+        float want = pv ? std::cos(v) * v + std::sin(v) : 3 * v * v;
+        EXPECT_NEAR(at(g, i), want, 1e-5) << pv;
+      }
+    }
+  }
+}
+
 TEST(CondGrad, CondInsideScan) {
   // carry c, xs: c <- c * x if x > 0 else c + x. With c0 = 1, xs = [2, -1, 3]:
   // c1 = 2, c2 = 1, c3 = 3. dc3/dc0 = 3*1*2 = 6 (mul by 2, add, mul by 3).
