@@ -38,6 +38,8 @@ namespace detail {
 /// TypeError unless every leaf is floating (or allow_int).
 void check_grad_inputs(const std::vector<Array>& leaves, int argnum, bool allow_int,
                        std::source_location loc);
+/// TypeError unless the differentiated output is exactly one array.
+void check_single_output(size_t n_leaves, bool has_aux, std::source_location loc);
 /// TypeError unless out is a real scalar (shape [], floating dtype).
 void check_scalar_output(const Array& out, std::source_location loc);
 
@@ -89,9 +91,18 @@ auto value_and_grad_impl(const F& f, const GradOptions& opts, std::source_locati
   VjpResult vr = vjp_flat(fn, leaves, loc);
   if (opts.has_aux && !AuxSplit<R>::value)
     throw TypeError("grad with has_aux: the function must return std::pair<Array, Aux>", loc);
+  if constexpr (AuxSplit<R>::value) {
+    if (opts.has_aux) check_single_output(tree_flatten(out_like->first).size(), true, loc);
+    else check_single_output(vr.primal_outs.size(), false, loc);
+  } else {
+    check_single_output(vr.primal_outs.size(), false, loc);
+  }
   check_scalar_output(vr.primal_outs.at(0), loc);
   std::vector<Array> cts(vr.primal_outs.size());
+  // The seed cotangent lives where the output does (a pinned_host output gets a host seed).
   cts[0] = lax::full({}, 1.0, vr.primal_outs[0].dtype());
+  if (vr.primal_outs[0].memory_kind() != MemoryKind::device)
+    cts[0] = lax::device_put(cts[0], vr.primal_outs[0].memory_kind(), loc);
   std::vector<Array> g = vr.pullback(cts);
   R out = tree_unflatten(*out_like, vr.primal_outs, loc);
   size_t off = 0, k = 0;

@@ -69,7 +69,7 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
     if (!tangents[i].defined()) continue;
     ShapedArray want = tangent_aval(primals[i].aval());
     const ShapedArray& got = tangents[i].aval();
-    if (got.shape != want.shape || got.dtype != want.dtype)
+    if (got.shape != want.shape || got.dtype != want.dtype || got.memory_kind != want.memory_kind)
       throw TypeError("jvp: primal " + std::to_string(i) + " is " + primals[i].aval().str() +
                           " so its tangent must be " + want.str() + ", got " + got.str(),
                       loc);

@@ -55,7 +55,12 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_by_partial_eval(
   std::vector<Array> primal_outs(kouts.begin(), kouts.begin() + std::ptrdiff_t(nout));
   std::vector<Array> sargs(kouts.begin() + std::ptrdiff_t(nknown), kouts.end());
   for (size_t i : nz) sargs.push_back(tangents[i]);
-  std::vector<Array> touts_nz = eval_jaxpr(pe.staged, {}, sargs);
+  // The staged half runs on the tangents' trace (the linear jaxpr's, under linearize), so its
+  // constant-only equations are recomputed there rather than captured as array constants.
+  std::vector<Array> tangent_args;
+  for (size_t i : nz) tangent_args.push_back(tangents[i]);
+  auto floor = tangent_args.empty() ? TraceStack::dynamic() : find_top_trace(tangent_args, std::source_location::current());
+  std::vector<Array> touts_nz = eval_jaxpr_at(pe.staged, {}, sargs, floor);
   std::vector<Array> touts(nout);
   size_t k = 0;
   for (size_t j = 0; j < nout; ++j)

@@ -48,6 +48,7 @@ LinearizeResult linearize_flat(const FlatFn& f, const std::vector<Array>& primal
       continue;
     }
     Array zero_scalar = lax::scalar(0.0, ta.dtype);
+    if (ta.memory_kind != MemoryKind::device) zero_scalar = lax::device_put(zero_scalar, ta.memory_kind);
     Params ps{{"shape", std::vector<int64_t>(ta.shape)},
               {"broadcast_dimensions", std::vector<int64_t>{}}};
     touts[i] = tscope->add_eqn(bcast, {tscope->lift(zero_scalar)}, ps, {ta})[0];

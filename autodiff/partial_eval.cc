@@ -121,8 +121,15 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
     }
     std::vector<ShapedArray> avals;
     for (auto& a : e.inputs) avals.push_back(atom_aval(a));
-    PolicyDecision d = (e.effects.empty() && policy) ? policy(*e.primitive, avals, e.params)
-                                                     : PolicyDecision{Saveable{}};
+    // An equation of literals only (a broadcast zero, an iota) is recomputed wherever it is
+    // needed rather than kept as a residual: it costs nothing to rematerialize, while saving it
+    // would keep a whole array alive (e.g. the zero tangent a scan's carry starts from).
+    bool constant_only = e.effects.empty() && !e.inputs.empty();
+    for (auto& a : e.inputs) constant_only &= std::holds_alternative<Literal>(a);
+    if (e.inputs.empty() && e.effects.empty()) constant_only = true;
+    PolicyDecision d = constant_only ? PolicyDecision{Recompute{}}
+                       : (e.effects.empty() && policy) ? policy(*e.primitive, avals, e.params)
+                                                       : PolicyDecision{Saveable{}};
     for (auto& o : e.outputs) made_by[o] = e.primitive->name;
     if (e.primitive->name == "name" && e.params.has("name"))
       for (auto& o : e.outputs) names[o] = e.params.get_string("name");

@@ -80,7 +80,8 @@ std::map<std::string, PeCustomRule>& pe_custom_rules();
 /// (an empty policy saves everything),
 /// Recompute (kept on the known side and copied to the staged side; DCE removes what is unused),
 /// Offloadable (known side device_puts the output to dst; staged side device_puts it back to
-/// src). Effectful equations are always saved. Equations with any unknown input are staged.
+/// src). Effectful equations are always saved; equations whose inputs are all literals are
+/// always recomputed (never residuals). Equations with any unknown input are staged.
 /// Throws ValueError if the jaxpr has constvars or the masks have the wrong lengths.
 PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vector<bool>& in_unknowns,
                                             const std::vector<bool>& in_inst,

@@ -100,6 +100,11 @@ ClosedJaxpr JaxprTrace::to_jaxpr(const std::vector<Array>& ins, const std::vecto
   return cj;
 }
 
+void JaxprTrace::release() {
+  const_tracers_.clear();
+  const_values_.clear();
+}
+
 ClosedJaxpr trace_to_jaxpr(const FlatFn& f, const std::vector<ShapedArray>& in_avals,
                            std::source_location loc) {
   TraceScope<JaxprTrace> scope(/*dynamic=*/true);
@@ -145,6 +150,40 @@ std::vector<Array> eval_jaxpr(const Jaxpr& j, const std::vector<Array>& consts,
 std::vector<Array> eval_jaxpr(const ClosedJaxpr& j, const std::vector<Array>& args,
                               std::source_location loc) {
   return eval_jaxpr(*j.jaxpr, j.consts, args, loc);
+}
+
+}  // namespace minijax
+
+namespace minijax {
+
+std::vector<Array> eval_jaxpr_at(const Jaxpr& j, const std::vector<Array>& consts,
+                                 const std::vector<Array>& args, const std::shared_ptr<Trace>& floor,
+                                 std::source_location loc) {
+  if (consts.size() != j.constvars.size() || args.size() != j.invars.size())
+    throw ShapeError("eval_jaxpr_at: expected " + std::to_string(j.constvars.size()) +
+                         " consts and " + std::to_string(j.invars.size()) + " args",
+                     loc);
+  std::unordered_map<Var, Array, VarHash> env;
+  for (size_t i = 0; i < consts.size(); ++i) env[j.constvars[i]] = consts[i];
+  for (size_t i = 0; i < args.size(); ++i) env[j.invars[i]] = args[i];
+  auto read = [&](const Atom& a) -> Array {
+    if (auto* v = std::get_if<Var>(&a)) return env.at(*v);
+    return std::get<Literal>(a).value;
+  };
+  for (auto& e : j.eqns) {
+    std::vector<Array> ins;
+    for (auto& a : e.inputs) ins.push_back(read(a));
+    auto top = find_top_trace(ins, loc);
+    if (floor && floor->alive() && top->level() < floor->level()) top = floor;
+    std::vector<Array> raised;
+    for (auto& x : ins) raised.push_back(full_raise(*top, x, loc));
+    auto outs = top->process_primitive(*e.primitive, raised, e.params, loc);
+    for (size_t i = 0; i < e.outputs.size(); ++i)
+      if (!e.outputs[i].is_dropvar()) env[e.outputs[i]] = outs[i];
+  }
+  std::vector<Array> r;
+  for (auto& a : j.outvars) r.push_back(read(a));
+  return r;
 }
 
 }  // namespace minijax

@@ -41,6 +41,8 @@ class JaxprTrace final : public Trace {
   /// which are lifted) as outvars; only the constvars the equations use are kept.
   ClosedJaxpr to_jaxpr(const std::vector<Array>& ins, const std::vector<Array>& outs,
                        std::source_location loc);
+  /// Drops the lifted-constant tracers (they reference this trace: a cycle otherwise).
+  void release() override;
 
  private:
   Atom atom_of(const Array& tracer_of_this);
@@ -68,5 +70,13 @@ std::vector<Array> eval_jaxpr(const Jaxpr& j, const std::vector<Array>& consts,
                               std::source_location loc = std::source_location::current());
 std::vector<Array> eval_jaxpr(const ClosedJaxpr& j, const std::vector<Array>& args,
                               std::source_location loc = std::source_location::current());
+/// eval_jaxpr where every equation is processed at least at the level of trace `floor`: an
+/// equation whose inputs are all constants or values of lower levels is staged into `floor`
+/// (when it is a staging trace) instead of being evaluated below it. Used to evaluate the staged
+/// half of a split JVP on the tangent trace, so constant-only equations (zeros, iotas) are
+/// recomputed inside the linear jaxpr rather than captured as array constants.
+std::vector<Array> eval_jaxpr_at(const Jaxpr& j, const std::vector<Array>& consts,
+                                 const std::vector<Array>& args, const std::shared_ptr<Trace>& floor,
+                                 std::source_location loc = std::source_location::current());
 
 }  // namespace minijax

@@ -34,6 +34,7 @@ void TraceStack::pop(const std::shared_ptr<Trace>& t) {
   if (s.stack.back() == t) s.stack.pop_back();
   if (s.dynamic_stack.back() == t) s.dynamic_stack.pop_back();
   t->alive_ = false;
+  t->release();
 }
 
 const std::shared_ptr<Trace>& TraceStack::dynamic() { return state().dynamic_stack.back(); }

@@ -27,6 +27,9 @@ class Trace : public std::enable_shared_from_this<Trace> {
   /// Applies p to inputs that are all tracers of this trace (already raised).
   virtual std::vector<Array> process_primitive(const Primitive& p, const std::vector<Array>& in,
                                                const Params& params, std::source_location loc) = 0;
+  /// Called when the trace is popped: drop references to its own tracers (which point back to
+  /// the trace) so the trace and what it captured are freed.
+  virtual void release() {}
 
  private:
   friend class TraceStack;

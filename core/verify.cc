@@ -16,17 +16,19 @@ std::string where(const Jaxpr& j, size_t i) {
 
 void check(const Jaxpr& j, std::source_location loc) {
   std::unordered_set<Var, VarHash> bound;
-  auto bind_var = [&](const Var& v, const std::string& what) {
-    if (!v.defined()) throw TypeError("verify_jaxpr: " + what + " is an undefined variable", loc);
+  // `what` builds the description only when there is an error (printing is costly).
+  auto bind_var = [&](const Var& v, const auto& what) {
+    if (!v.defined()) throw TypeError("verify_jaxpr: " + what() + " is an undefined variable", loc);
     if (v.is_dropvar()) return;
     if (!bound.insert(v).second)
-      throw TypeError("verify_jaxpr: variable bound twice, as " + what + "\nin jaxpr:\n" +
+      throw TypeError("verify_jaxpr: variable bound twice, as " + what() + "\nin jaxpr:\n" +
                           to_string(j),
                       loc);
   };
   for (size_t i = 0; i < j.constvars.size(); ++i)
-    bind_var(j.constvars[i], "constvar " + std::to_string(i));
-  for (size_t i = 0; i < j.invars.size(); ++i) bind_var(j.invars[i], "invar " + std::to_string(i));
+    bind_var(j.constvars[i], [&] { return "constvar " + std::to_string(i); });
+  for (size_t i = 0; i < j.invars.size(); ++i)
+    bind_var(j.invars[i], [&] { return "invar " + std::to_string(i); });
 
   for (size_t i = 0; i < j.eqns.size(); ++i) {
     const Eqn& e = j.eqns[i];
@@ -81,7 +83,7 @@ void check(const Jaxpr& j, std::source_location loc) {
       throw TypeError(msg, loc);
     }
     for (size_t k = 0; k < e.outputs.size(); ++k)
-      bind_var(e.outputs[k], "output " + std::to_string(k) + " of " + where(j, i));
+      bind_var(e.outputs[k], [&] { return "output " + std::to_string(k) + " of " + where(j, i); });
   }
   for (size_t k = 0; k < j.outvars.size(); ++k)
     if (auto* v = std::get_if<Var>(&j.outvars[k]))

@@ -245,3 +245,43 @@ TEST(Grad, HessianVectorProductByForwardOverReverse) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Grad, SeveralOutputsAreATypeErrorNotTheFirstGradient) {
+  mj::Array x = mj::array({1.f, 2.f});
+  auto two = [](const mj::Array& a) { return std::vector<mj::Array>{mj::sum(a), mj::sum(a * a)}; };
+  EXPECT_THROW(mj::grad(two)(x), mj::TypeError);
+  auto pair = [](const mj::Array& a) { return std::pair{mj::sum(a), mj::sum(a * a)}; };
+  EXPECT_THROW(mj::value_and_grad(pair)(x), mj::TypeError);
+  auto aux_vec = [](const mj::Array& a) {
+    return std::pair{std::vector<mj::Array>{mj::sum(a), mj::sum(a)}, a};
+  };
+  EXPECT_THROW(mj::grad(aux_vec, mj::GradOptions{.has_aux = true})(x), mj::TypeError);
+}
+
+TEST(Grad, OfAPinnedHostInput) {
+  // d/dx sum(2 x) = 2, computed where the input lives.
+  mj::Array x = mj::device_put(mj::array({1.f, -3.f}), "pinned_host");
+  mj::Array g = mj::grad([](const mj::Array& a) { return mj::sum(a * 2.0); })(x);
+  EXPECT_EQ(g.memory_kind(), mj::MemoryKind::pinned_host);
+  EXPECT_FLOAT_EQ(g.data<float>()[1], 2.f);
+}
+
+TEST(Grad, RepeatedEagerGradDoesNotLeakTraces) {
+  // Each eager grad stages a linear jaxpr; the trace must be freed with its residuals.
+  std::weak_ptr<mj::ArrayImpl> residual;
+  {
+    mj::Array x = mj::array({0.5f, 1.5f});
+    auto f = [&](const mj::Array& a) {
+      mj::Array s = mj::sin(a);
+      residual = mj::cos(a).concrete().impl_ptr();  // a value the linear jaxpr would capture
+      return mj::sum(s * s);
+    };
+    mj::Array g = mj::grad(f)(x);
+    EXPECT_EQ(g.shape(), (mj::Shape{2}));
+  }
+  EXPECT_TRUE(residual.expired());
+}
+
+}  // namespace
