@@ -12,12 +12,13 @@
 namespace minijax {
 
 Policy::Policy(std::string printed, SaveablePolicy decide, bool by_value, bool may_offload,
-               std::set<std::string> recompute_named)
+               std::set<std::string> recompute_named, std::source_location loc)
     : printed_(std::move(printed)),
       decide_(std::move(decide)),
       by_value_(by_value),
       may_offload_(may_offload),
-      recompute_named_(std::move(recompute_named)) {}
+      recompute_named_(std::move(recompute_named)),
+      loc_(loc) {}
 
 bool Policy::equals(const ParamObject& o) const {
   if (this == &o) return true;
@@ -51,17 +52,17 @@ PolicyDecision Policy::operator()(const Primitive& p, const std::vector<ShapedAr
   PolicyDecision d = decide_(p, avals, params);
   if (d.valueless_by_exception())
     throw ValueError("remat policy " + printed_ + " returned an invalid decision for equation " +
-                     describe_equation(p, avals, params));
+                     describe_equation(p, avals, params), loc_);
   if (auto* off = std::get_if<Offloadable>(&d)) {
     for (MemoryKind k : {off->src, off->dst})
       if (!valid_kind(k))
         throw ValueError("remat policy " + printed_ + " returned Offloadable with an unknown memory kind (" +
                          std::to_string(int(k)) + "; expected device, pinned_host or unpinned_host) for equation " +
-                         describe_equation(p, avals, params));
+                         describe_equation(p, avals, params), loc_);
     if (off->src == off->dst)
       throw ValueError("remat policy " + printed_ + " returned Offloadable from " +
                        memory_kind_name(off->src) + " to the same memory kind for equation " +
-                       describe_equation(p, avals, params));
+                       describe_equation(p, avals, params), loc_);
   }
   return d;
 }
@@ -254,23 +255,24 @@ PolicyPtr save_from_both_policies(PolicyPtr a, PolicyPtr b, std::source_location
   std::string printed = "save_from_both_policies(" + a->str() + ", " + b->str() + ")";
   return std::make_shared<Policy>(
       printed,
-      [a, b, printed](const Primitive& prim, const std::vector<ShapedArray>& avals,
+      [a, b, printed, loc](const Primitive& prim, const std::vector<ShapedArray>& avals,
                       const Params& params) -> PolicyDecision {
         PolicyDecision x = (*a)(prim, avals, params), y = (*b)(prim, avals, params);
         for (auto* d : {&x, &y})
           if (std::holds_alternative<Offloadable>(*d))
             throw ValueError(printed + ": the policies must return only Saveable or Recompute (JAX: "
                              "booleans), got Offloadable for equation " +
-                             describe_equation(prim, avals, params));
+                             describe_equation(prim, avals, params), loc);
         return from_bool(std::holds_alternative<Saveable>(x) || std::holds_alternative<Saveable>(y));
-      }, true, false);
+      }, true, false, std::set<std::string>{}, loc);
 }
 
-PolicyPtr custom(std::string name, SaveablePolicy fn) {
-  if (!fn) throw ValueError("checkpoint_policies::custom(" + name + "): the callback is empty");
+PolicyPtr custom(std::string name, SaveablePolicy fn, std::source_location loc) {
+  if (!fn) throw ValueError("checkpoint_policies::custom(" + name + "): the callback is empty", loc);
   // may_offload stays false: whether a callback offloads is only known when it is asked
   // (save_from_both_policies then rejects an Offloadable decision).
-  return std::make_shared<Policy>(std::move(name), std::move(fn), false, false);
+  return std::make_shared<Policy>(std::move(name), std::move(fn), false, false,
+                                  std::set<std::string>{}, loc);
 }
 
 }  // namespace checkpoint_policies

@@ -22,13 +22,15 @@ class Policy : public ParamObject {
   /// `decide` is the raw callback; `printed` its printed form; `by_value`: compare by printed
   /// form; `may_offload`: it can return Offloadable (not accepted by save_from_both_policies);
   /// `recompute_named`: names whose producing equations are recomputed
-  /// (save_anything_except_these_names).
+  /// (save_anything_except_these_names); `loc`: where the user made the policy (the call site
+  /// reported by the errors operator() throws for an invalid decision).
   Policy(std::string printed, SaveablePolicy decide, bool by_value, bool may_offload,
-         std::set<std::string> recompute_named = {});
+         std::set<std::string> recompute_named = {},
+         std::source_location loc = std::source_location::current());
   std::string str() const override { return printed_; }
   bool equals(const ParamObject& o) const override;
   /// The decision for one equation, validated: an Offloadable must name valid memory kinds
-  /// (ValueError naming the policy and the equation otherwise).
+  /// (ValueError naming the policy and the equation otherwise, at the policy's creation site).
   PolicyDecision operator()(const Primitive& p, const std::vector<ShapedArray>& avals,
                             const Params& params) const;
   /// A checking SaveablePolicy for partial_eval_jaxpr_custom (keeps this policy alive).
@@ -48,6 +50,7 @@ class Policy : public ParamObject {
   SaveablePolicy decide_;
   bool by_value_, may_offload_;
   std::set<std::string> recompute_named_;
+  std::source_location loc_;
 };
 using PolicyPtr = std::shared_ptr<const Policy>;
 
@@ -100,8 +103,11 @@ PolicyPtr save_and_offload_only_these_names(std::vector<std::string> saved,
 PolicyPtr save_from_both_policies(PolicyPtr a, PolicyPtr b,
                                   std::source_location loc = std::source_location::current());
 /// A user policy `(primitive, input avals, params) -> Saveable | Recompute | Offloadable{src,dst}`
-/// with a name: it prints as `name` and compares by identity.
-PolicyPtr custom(std::string name, SaveablePolicy fn);
+/// with a name: it prints as `name` and compares by identity. Throws ValueError for an empty
+/// callback. Invalid decisions (an Offloadable with an unknown memory kind or src == dst) throw
+/// ValueError when the policy is asked, at this call site (the equation has no source location).
+PolicyPtr custom(std::string name, SaveablePolicy fn,
+                 std::source_location loc = std::source_location::current());
 
 }  // namespace checkpoint_policies
 
