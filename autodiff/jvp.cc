@@ -39,7 +39,13 @@ std::vector<Array> JVPTrace::process_primitive(const Primitive& p, const std::ve
             (p.no_jvp_reason.empty() ? std::string() : " (" + p.no_jvp_reason + ")"),
         loc);
   }
-  // Rules see the call site of the user's operation through the shape rules of what they bind.
+  // Shape and dtype errors are reported at the user's call site before the rule runs (the
+  // rule's own binds would otherwise report the rule's file).
+  {
+    std::vector<ShapedArray> avals;
+    for (auto& x : primals) avals.push_back(x.aval());
+    abstract_eval(p, avals, params, loc);
+  }
   auto [pouts, touts] = p.jvp(primals, tangents, params);
   std::vector<Array> outs;
   outs.reserve(pouts.size());

@@ -47,16 +47,13 @@ static std::string describe_call(const Primitive& p, const std::vector<ShapedArr
   std::string s = p.name + "(";
   for (size_t i = 0; i < in.size(); ++i) s += (i ? ", " : "") + in[i].str();
   s += ")";
-  if (!params.empty()) {
-    s += " with ";
-    bool first = true;
-    for (auto& [k, v] : params.items()) {
-      if (std::holds_alternative<ClosedJaxprPtr>(v) ||
-          std::holds_alternative<std::vector<ClosedJaxprPtr>>(v))
-        continue;
-      s += (first ? "" : ", ") + k + "=" + param_to_string(v);
-      first = false;
-    }
+  bool first = true;
+  for (auto& [k, v] : params.items()) {
+    if (std::holds_alternative<ClosedJaxprPtr>(v) ||
+        std::holds_alternative<std::vector<ClosedJaxprPtr>>(v))
+      continue;
+    s += (first ? " with " : ", ") + k + "=" + param_to_string(v);
+    first = false;
   }
   return s;
 }

@@ -285,3 +285,16 @@ TEST(Grad, RepeatedEagerGradDoesNotLeakTraces) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Grad, ShapeErrorsUnderGradNameTheUsersLine) {
+  try {
+    mj::grad([](const mj::Array& a) { return mj::sum(mj::sin(mj::reshape(a, {7}))); })(mj::ones({2, 3}));
+    FAIL() << "expected ShapeError";
+  } catch (const mj::ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("test_grad.cc"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
