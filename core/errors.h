@@ -37,6 +37,8 @@ class UnexpectedTracerError : public Error { using Error::Error; };
 class NotDifferentiableError : public Error { using Error::Error; };
 /// An I/O failure (missing or corrupt data file).
 class IOError : public Error { using Error::Error; };
+/// A mesh, partition spec or sharding that is invalid or does not fit the array it is put on.
+class ShardingError : public Error { using Error::Error; };
 
 /// "file:line (function)" of a call site.
 std::string format_location(const std::source_location& loc);

@@ -34,5 +34,9 @@
 #include "autodiff/optimizers.h"
 #include "autodiff/checkpoint.h"
 #include "autodiff/saved_residuals.h"
+#include "sharding/boxes.h"
+#include "sharding/mesh.h"
+#include "sharding/partition_spec.h"
+#include "sharding/sharding.h"
 
 namespace mj = minijax;
