@@ -2,6 +2,7 @@
 // Owns Box and device_boxes (the ground truth the resharding planner and its bounds reason on).
 #pragma once
 #include <cstdint>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,8 @@ Box intersect(const Box& a, const Box& b);
 /// shards are all c rows; shared/cases/uneven-shards.md). Dims without axes are whole. Devices
 /// that differ only in replicated or unused axes get equal boxes; unreduced axes do not change
 /// the box (each holds a partial sum of the same indices).
-/// Throws ShardingError as s.check(shape) does.
-std::vector<Box> device_boxes(const Sharding& s, const Shape& shape);
+/// Throws ShardingError (at `loc`) as s.check(shape, loc) does.
+std::vector<Box> device_boxes(const Sharding& s, const Shape& shape,
+                              std::source_location loc = std::source_location::current());
 
 }  // namespace minijax

@@ -1,0 +1,177 @@
+// minijax device meshes: validation, coordinate arithmetic and printing of Mesh.
+// Owns the process-wide virtual device count (set_num_devices / MINIJAX_NUM_DEVICES).
+#include "sharding/mesh.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace minijax {
+
+namespace {
+
+std::string names_str(const std::vector<std::string>& names) {
+  std::string s = "[";
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", '" : "'") + names[i] + "'";
+  return s + "]";
+}
+
+std::string ints_str(const std::vector<int>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+Mesh::Mesh(std::vector<int> devices, Shape shape_, std::vector<std::string> names,
+           std::source_location loc)
+    : device_ids(std::move(devices)), shape(std::move(shape_)), axis_names(std::move(names)) {
+  auto fail = [&](const std::string& why) {
+    throw ShardingError("Mesh: " + why + " (mesh shape " + shape_str(shape) + ", axis names " +
+                            names_str(axis_names) + ", " + std::to_string(device_ids.size()) +
+                            " devices)",
+                        loc);
+  };
+  if (shape.size() != axis_names.size())
+    fail(std::to_string(shape.size()) + " axis sizes but " + std::to_string(axis_names.size()) +
+         " axis names");
+  int64_t prod = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 1)
+      fail("axis '" + axis_names[i] + "' has size " + std::to_string(shape[i]) +
+           "; axis sizes must be >= 1");
+    prod *= shape[i];
+  }
+  if (prod != int64_t(device_ids.size()))
+    fail("the mesh shape holds " + std::to_string(prod) + " devices but " +
+         std::to_string(device_ids.size()) + " were given");
+  std::set<std::string> seen;
+  for (auto& n : axis_names) {
+    if (n.empty()) fail("an axis name is empty");
+    if (!seen.insert(n).second) fail("axis name '" + n + "' appears twice");
+  }
+  std::set<int> ids;
+  for (int d : device_ids) {
+    if (d < 0) fail("device id " + std::to_string(d) + " is negative");
+    if (!ids.insert(d).second) fail("device " + std::to_string(d) + " appears twice");
+  }
+}
+
+bool Mesh::has_axis(const std::string& name) const {
+  for (auto& n : axis_names)
+    if (n == name) return true;
+  return false;
+}
+
+int64_t Mesh::axis_index(const std::string& name, std::source_location loc) const {
+  for (size_t i = 0; i < axis_names.size(); ++i)
+    if (axis_names[i] == name) return int64_t(i);
+  throw ShardingError("unknown mesh axis '" + name + "'; " + str() + " has axes " +
+                          names_str(axis_names),
+                      loc);
+}
+
+int64_t Mesh::axis_size(const std::string& name, std::source_location loc) const {
+  return shape[size_t(axis_index(name, loc))];
+}
+
+std::vector<int64_t> Mesh::coords_of(size_t position) const {
+  if (position >= device_ids.size())
+    throw IndexError("Mesh::coords_of: position " + std::to_string(position) + " out of range for " +
+                     str() + " with " + std::to_string(device_ids.size()) + " devices");
+  std::vector<int64_t> c(shape.size());
+  int64_t p = int64_t(position);
+  for (size_t i = shape.size(); i-- > 0;) {
+    c[i] = p % shape[i];
+    p /= shape[i];
+  }
+  return c;
+}
+
+size_t Mesh::position_of(const std::vector<int64_t>& coords) const {
+  if (coords.size() != shape.size())
+    throw IndexError("Mesh::position_of: " + std::to_string(coords.size()) + " coordinates for " +
+                     str());
+  int64_t p = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (coords[i] < 0 || coords[i] >= shape[i])
+      throw IndexError("Mesh::position_of: coordinate " + std::to_string(coords[i]) +
+                       " out of range for axis '" + axis_names[i] + "' of " + str());
+    p = p * shape[i] + coords[i];
+  }
+  return size_t(p);
+}
+
+int Mesh::device_at(const std::vector<int64_t>& coords) const {
+  return device_ids[position_of(coords)];
+}
+
+int64_t Mesh::position_of_device(int id) const {
+  for (size_t i = 0; i < device_ids.size(); ++i)
+    if (device_ids[i] == id) return int64_t(i);
+  return -1;
+}
+
+std::string Mesh::str() const {
+  std::string s = "Mesh(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", '" : "'") + axis_names[i] + "': " + std::to_string(shape[i]);
+  bool identity = true;
+  for (size_t i = 0; i < device_ids.size(); ++i) identity = identity && device_ids[i] == int(i);
+  if (!identity) s += ", devices=" + ints_str(device_ids);
+  return s + ")";
+}
+
+// ---- virtual devices ----
+
+namespace {
+std::mutex g_devices_mu;
+int g_requested = 0;   // set_num_devices before first use
+int g_num_devices = 0;  // fixed at first use of devices()
+}  // namespace
+
+int num_devices(std::source_location loc) {
+  std::lock_guard<std::mutex> lock(g_devices_mu);
+  if (g_num_devices == 0) {
+    if (g_requested > 0) {
+      g_num_devices = g_requested;
+    } else if (const char* env = std::getenv("MINIJAX_NUM_DEVICES"); env && *env) {
+      char* end = nullptr;
+      long n = std::strtol(env, &end, 10);
+      if (*end != '\0' || n < 1 || n > (1 << 20))
+        throw ShardingError(std::string("MINIJAX_NUM_DEVICES='") + env +
+                                "' is not a device count (an integer >= 1)",
+                            loc);
+      g_num_devices = int(n);
+    } else {
+      g_num_devices = 1;
+    }
+  }
+  return g_num_devices;
+}
+
+std::vector<int> devices(std::source_location loc) {
+  int n = num_devices(loc);
+  std::vector<int> d(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) d[size_t(i)] = i;
+  return d;
+}
+
+void set_num_devices(int n, std::source_location loc) {
+  std::lock_guard<std::mutex> lock(g_devices_mu);
+  if (n < 1)
+    throw ShardingError("set_num_devices(" + std::to_string(n) + "): the count must be >= 1", loc);
+  if (g_num_devices != 0 && g_num_devices != n)
+    throw ShardingError("set_num_devices(" + std::to_string(n) + "): devices() was already used with " +
+                            std::to_string(g_num_devices) +
+                            " devices; set the count before first use",
+                        loc);
+  g_requested = n;
+  if (g_num_devices != 0) g_num_devices = n;
+}
+
+}  // namespace minijax

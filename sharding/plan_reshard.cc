@@ -1,0 +1,438 @@
+// minijax resharding planner: source replica groups, sender assignment, collective naming,
+// plan text and the eager reference executor (per-device shards, never the global array).
+#include "sharding/plan_reshard.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <tuple>
+
+#include "core/errors.h"
+
+namespace minijax {
+
+const char* reshard_kind_name(ReshardKind k) {
+  switch (k) {
+    case ReshardKind::local_slice: return "local_slice";
+    case ReshardKind::all_gather: return "all_gather";
+    case ReshardKind::all_to_all: return "all_to_all";
+    case ReshardKind::collective_permute: return "collective_permute";
+    case ReshardKind::ragged_all_to_all: return "ragged_all_to_all";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string describe(const Sharding& src, const Sharding& dst, const ShapedArray& aval) {
+  std::string mesh = src.mesh ? src.mesh->str() : std::string("<no mesh>");
+  std::string dmesh = dst.mesh ? dst.mesh->str() : std::string("<no mesh>");
+  return "reshard of " + aval.str() + " from " + src.str() + " on " + mesh + " to " + dst.str() +
+         " on " + dmesh;
+}
+
+bool is_prefix(const std::vector<AxisRef>& pre, const std::vector<AxisRef>& full) {
+  return pre.size() <= full.size() && std::equal(pre.begin(), pre.end(), full.begin());
+}
+
+/// all_gather over S: every dst dim is its src dim minus a minor suffix; S = removed axes.
+bool match_all_gather(const Sharding& src, const Sharding& dst, ReshardStep& step) {
+  std::vector<AxisRef> removed;
+  for (size_t i = 0; i < src.dims.size(); ++i) {
+    const auto& a = src.dims[i].axes;
+    const auto& b = dst.dims[i].axes;
+    if (!is_prefix(b, a)) return false;
+    removed.insert(removed.end(), a.begin() + b.size(), a.end());
+  }
+  if (removed.empty()) return false;
+  step.axes = removed;
+  return true;
+}
+
+/// all_to_all: a minor suffix T leaves dim i (concat) and is appended to dim j (split).
+bool match_all_to_all(const Sharding& src, const Sharding& dst, ReshardStep& step) {
+  const size_t rank = src.dims.size();
+  for (size_t i = 0; i < rank; ++i) {
+    const auto& ai = src.dims[i].axes;
+    const auto& bi = dst.dims[i].axes;
+    if (!(bi.size() < ai.size() && is_prefix(bi, ai))) continue;
+    std::vector<AxisRef> moved(ai.begin() + bi.size(), ai.end());
+    for (size_t j = 0; j < rank; ++j) {
+      if (j == i) continue;
+      std::vector<AxisRef> want = src.dims[j].axes;
+      want.insert(want.end(), moved.begin(), moved.end());
+      if (dst.dims[j].axes != want) continue;
+      bool others = true;
+      for (size_t k = 0; k < rank; ++k)
+        if (k != i && k != j && src.dims[k].axes != dst.dims[k].axes) others = false;
+      if (!others) continue;
+      step.axes = moved;
+      step.split_dim = int64_t(j);
+      step.concat_dim = int64_t(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+struct Item {
+  size_t receiver;
+  Box box;
+  int64_t v;
+};
+
+enum class Rule { nearest_fit, most_room, fewest_sent };
+
+/// Assigns each item a sender among `members`; false when a rule that must fit cannot.
+bool assign(Rule rule, const std::vector<Item>& items, const std::vector<size_t>& members,
+            const std::vector<int64_t>& capacity,
+            const std::vector<std::vector<int64_t>>& coords, std::vector<size_t>& senders) {
+  std::vector<int64_t> load(members.size(), 0);
+  senders.assign(items.size(), 0);
+  for (size_t k = 0; k < items.size(); ++k) {
+    const Item& it = items[k];
+    int64_t best = -1;
+    std::tuple<int64_t, int64_t, int64_t, size_t> best_key{};
+    for (size_t m = 0; m < members.size(); ++m) {
+      const size_t s = members[m];
+      const bool fits = load[m] + it.v <= capacity[s];
+      if (rule != Rule::fewest_sent && !fits) continue;
+      int64_t dist = 0;
+      for (size_t a = 0; a < coords[s].size(); ++a) dist += coords[s][a] != coords[it.receiver][a];
+      std::tuple<int64_t, int64_t, int64_t, size_t> key;
+      if (rule == Rule::nearest_fit)
+        key = {dist, load[m], 0, s};
+      else if (rule == Rule::most_room)
+        key = {load[m] - capacity[s], dist, 0, s};
+      else
+        key = {load[m], capacity[s] > 0 ? 0 : 1, dist, s};
+      if (best < 0 || key < best_key) {
+        best = int64_t(m);
+        best_key = key;
+      }
+    }
+    if (best < 0) return false;
+    load[size_t(best)] += it.v;
+    senders[k] = members[size_t(best)];
+  }
+  return true;
+}
+
+std::vector<int64_t> extent(const Box& b) {
+  std::vector<int64_t> e(b.lo.size());
+  for (size_t i = 0; i < e.size(); ++i) e[i] = b.hi[i] - b.lo[i];
+  return e;
+}
+
+/// Calls f(idx) for the first index of every innermost row of `box` (non-empty boxes only).
+template <class F>
+void for_each_row(const Box& box, F&& f) {
+  const size_t rank = box.lo.size();
+  if (box.volume() == 0) return;
+  std::vector<int64_t> idx = box.lo;
+  if (rank == 0) {
+    f(idx);
+    return;
+  }
+  while (true) {
+    f(idx);
+    int64_t d = int64_t(rank) - 2;
+    while (d >= 0) {
+      if (++idx[size_t(d)] < box.hi[size_t(d)]) break;
+      idx[size_t(d)] = box.lo[size_t(d)];
+      --d;
+    }
+    if (d < 0) return;
+  }
+}
+
+/// Byte offset of global index `idx` inside a dense row-major buffer holding box `holder`.
+int64_t offset_in(const Box& holder, const std::vector<int64_t>& idx, int64_t item) {
+  int64_t off = 0;
+  for (size_t i = 0; i < idx.size(); ++i)
+    off = off * (holder.hi[i] - holder.lo[i]) + (idx[i] - holder.lo[i]);
+  return off * item;
+}
+
+/// Copies the elements of `box` from a buffer holding `from` to one holding `to`.
+void copy_box(const Box& box, const unsigned char* src, const Box& from, unsigned char* dst,
+              const Box& to, int64_t item) {
+  const int64_t row = box.lo.empty() ? 1 : box.hi.back() - box.lo.back();
+  for_each_row(box, [&](const std::vector<int64_t>& idx) {
+    std::memcpy(dst + offset_in(to, idx, item), src + offset_in(from, idx, item),
+                size_t(row * item));
+  });
+}
+
+}  // namespace
+
+int64_t ReshardPlan::num_messages() const {
+  int64_t n = 0;
+  for (const auto& s : steps) n += int64_t(s.messages.size());
+  return n;
+}
+
+int64_t ReshardPlan::total_received() const {
+  int64_t n = 0;
+  for (int64_t r : received) n += r;
+  return n;
+}
+
+int64_t ReshardPlan::max_received() const {
+  int64_t n = 0;
+  for (int64_t r : received) n = std::max(n, r);
+  return n;
+}
+
+std::vector<std::vector<std::vector<size_t>>> ReshardPlan::staging_batches(size_t step) const {
+  std::vector<std::vector<std::vector<size_t>>> batches(src_boxes.size());
+  std::vector<int64_t> fill(src_boxes.size(), 0);
+  const auto& msgs = steps.at(step).messages;
+  for (size_t k = 0; k < msgs.size(); ++k) {
+    auto& b = batches[msgs[k].sender];
+    int64_t& f = fill[msgs[k].sender];
+    if (b.empty() || f + msgs[k].elements > staging_capacity) {
+      b.emplace_back();
+      f = 0;
+    }
+    b.back().push_back(k);
+    f += msgs[k].elements;
+  }
+  return batches;
+}
+
+std::string ReshardPlan::as_text() const {
+  const int64_t item = int64_t(itemsize(aval.dtype));
+  const Mesh& mesh = *src.mesh;
+  std::ostringstream os;
+  os << "reshard " << aval.str() << " on " << mesh.str() << ": " << src.str() << " -> "
+     << dst.str() << "\n";
+  for (size_t si = 0; si < steps.size(); ++si) {
+    const ReshardStep& st = steps[si];
+    std::vector<int64_t> rv(src_boxes.size(), 0), sv(rv), rm(rv), sm(rv);
+    for (const auto& m : st.messages) {
+      rv[m.receiver] += m.elements;
+      sv[m.sender] += m.elements;
+      ++rm[m.receiver];
+      ++sm[m.sender];
+    }
+    os << "step " << si << ": " << reshard_kind_name(st.kind);
+    if (!st.axes.empty()) {
+      os << " over {";
+      for (size_t a = 0; a < st.axes.size(); ++a) os << (a ? ", " : "") << st.axes[a].str();
+      os << "}";
+    }
+    if (st.kind == ReshardKind::all_to_all)
+      os << " split_dim=" << st.split_dim << " concat_dim=" << st.concat_dim;
+    os << ", " << st.messages.size() << " messages\n";
+    for (size_t d = 0; d < src_boxes.size(); ++d) {
+      os << "  device " << mesh.device_ids[d] << ": recv " << rv[d] << " (" << rv[d] * item
+         << " B) in " << rm[d] << " msgs, send " << sv[d] << " (" << sv[d] * item << " B) in "
+         << sm[d] << " msgs, local " << local_copy[d] << ", extra " << extra_memory[d] << " ("
+         << extra_memory[d] * item << " B)\n";
+    }
+  }
+  os << "max received per device: " << max_received() << " elements (" << max_received() * item
+     << " B); total " << total_received() << " elements (" << total_received() * item
+     << " B) in " << num_messages() << " messages\n";
+  return os.str();
+}
+
+ReshardPlan plan_reshard(const Sharding& src, const Sharding& dst, const ShapedArray& aval,
+                         std::source_location loc) {
+  if (!src.mesh || !dst.mesh || !(*src.mesh == *dst.mesh))
+    throw ShardingError("plan_reshard: the shardings are on different meshes (" +
+                            describe(src, dst, aval) + ")",
+                        loc);
+  src.check(aval.shape, loc);
+  dst.check(aval.shape, loc);
+  if (src.memory_kind != dst.memory_kind)
+    throw ShardingError("plan_reshard: the memory kinds differ (" + describe(src, dst, aval) +
+                            "); a reshard stays in one memory kind",
+                        loc);
+  if (!src.unreduced.empty() || !dst.unreduced.empty())
+    throw ShardingError("plan_reshard: unreduced axes (" + describe(src, dst, aval) +
+                            "); this planner handles reduced data only",
+                        loc);
+  const Mesh& mesh = *src.mesh;
+  const size_t n = mesh.num_devices();
+
+  ReshardPlan plan;
+  plan.src = src;
+  plan.dst = dst;
+  plan.aval = aval;
+  plan.src_boxes = device_boxes(src, aval.shape);
+  plan.dst_boxes = device_boxes(dst, aval.shape);
+  const auto& A = plan.src_boxes;
+  const auto& B = plan.dst_boxes;
+
+  // Source replica groups: devices with equal non-empty boxes.
+  std::vector<int64_t> group_of(n, -1);
+  std::vector<std::vector<size_t>> groups;
+  for (size_t d = 0; d < n; ++d) {
+    if (A[d].volume() == 0) continue;
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (A[groups[g][0]] == A[d]) group_of[d] = int64_t(g);
+    if (group_of[d] < 0) {
+      group_of[d] = int64_t(groups.size());
+      groups.push_back({d});
+    } else {
+      groups[size_t(group_of[d])].push_back(d);
+    }
+  }
+  int64_t covered = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    covered += A[groups[g][0]].volume();
+    for (size_t h = g + 1; h < groups.size(); ++h)
+      if (intersect(A[groups[g][0]], A[groups[h][0]]).volume() != 0)
+        throw ShardingError("plan_reshard: source boxes " + A[groups[g][0]].str() + " and " +
+                                A[groups[h][0]].str() + " overlap (" + describe(src, dst, aval) +
+                                ")",
+                            loc);
+  }
+  if (covered != aval.size())
+    throw ShardingError("plan_reshard: the source boxes cover " + std::to_string(covered) +
+                            " of " + std::to_string(aval.size()) + " elements (" +
+                            describe(src, dst, aval) + ")",
+                        loc);
+
+  plan.received.assign(n, 0);
+  plan.sent.assign(n, 0);
+  plan.messages_received.assign(n, 0);
+  plan.messages_sent.assign(n, 0);
+  plan.local_copy.assign(n, 0);
+  plan.receive_bound.assign(n, 0);
+  plan.extra_memory.assign(n, 0);
+  for (size_t d = 0; d < n; ++d) {
+    plan.local_copy[d] = intersect(A[d], B[d]).volume();
+    plan.receive_bound[d] = B[d].volume() - plan.local_copy[d];
+    plan.staging_capacity = std::max(plan.staging_capacity, B[d].volume());
+  }
+  std::vector<std::vector<int64_t>> coords(n);
+  for (size_t d = 0; d < n; ++d) coords[d] = mesh.coords_of(d);
+
+  ReshardStep step;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const Box& held = A[groups[g][0]];
+    std::vector<Item> items;
+    for (size_t r = 0; r < n; ++r) {
+      if (group_of[r] == int64_t(g)) continue;
+      Box b = intersect(B[r], held);
+      const int64_t v = b.volume();
+      if (v > 0) items.push_back(Item{r, std::move(b), v});
+    }
+    std::sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
+      return x.v != y.v ? x.v > y.v : x.receiver < y.receiver;
+    });
+    std::vector<size_t> senders;
+    if (!assign(Rule::nearest_fit, items, groups[g], plan.receive_bound, coords, senders) &&
+        !assign(Rule::most_room, items, groups[g], plan.receive_bound, coords, senders))
+      assign(Rule::fewest_sent, items, groups[g], plan.receive_bound, coords, senders);
+    for (size_t k = 0; k < items.size(); ++k)
+      step.messages.push_back(ReshardMessage{senders[k], items[k].receiver, items[k].box,
+                                             items[k].v});
+  }
+  std::sort(step.messages.begin(), step.messages.end(),
+            [](const ReshardMessage& x, const ReshardMessage& y) {
+              return std::tie(x.sender, x.receiver) < std::tie(y.sender, y.receiver);
+            });
+  for (const auto& m : step.messages) {
+    plan.received[m.receiver] += m.elements;
+    plan.sent[m.sender] += m.elements;
+    ++plan.messages_received[m.receiver];
+    ++plan.messages_sent[m.sender];
+  }
+
+  // Naming (e).
+  bool even = true;
+  for (size_t d = 0; d < n; ++d)
+    if (A[d].volume() != A[0].volume() || B[d].volume() != B[0].volume() || B[d].volume() == 0)
+      even = false;
+  if (step.messages.empty()) {
+    step.kind = ReshardKind::local_slice;
+  } else if (even && match_all_gather(src, dst, step)) {
+    step.kind = ReshardKind::all_gather;
+  } else if (even && match_all_to_all(src, dst, step)) {
+    step.kind = ReshardKind::all_to_all;
+  } else {
+    bool permute = even;
+    for (const auto& m : step.messages)
+      if (!(m.box == B[m.receiver]) || plan.messages_received[m.receiver] != 1 ||
+          plan.messages_sent[m.sender] != 1)
+        permute = false;
+    step.kind = permute ? ReshardKind::collective_permute : ReshardKind::ragged_all_to_all;
+  }
+  plan.steps.push_back(std::move(step));
+
+  const auto batches = plan.staging_batches(0);
+  for (size_t d = 0; d < n; ++d)
+    for (const auto& b : batches[d]) {
+      int64_t sum = 0;
+      for (size_t k : b) sum += plan.steps[0].messages[k].elements;
+      plan.extra_memory[d] = std::max(plan.extra_memory[d], sum);
+    }
+  return plan;
+}
+
+std::vector<Array> execute_reshard(const ReshardPlan& plan, const std::vector<Array>& src_shards,
+                                   std::vector<int64_t>* peak_staging) {
+  const size_t n = plan.src_boxes.size();
+  if (src_shards.size() != n)
+    throw ValueError("execute_reshard: " + std::to_string(src_shards.size()) +
+                     " source shards for a mesh of " + std::to_string(n) + " devices");
+  const int64_t item = int64_t(itemsize(plan.aval.dtype));
+  std::vector<const unsigned char*> in(n);
+  for (size_t d = 0; d < n; ++d) {
+    const Array& s = src_shards[d];
+    if (!s.defined() || s.dtype() != plan.aval.dtype || s.shape() != extent(plan.src_boxes[d]))
+      throw ValueError("execute_reshard: shard " + std::to_string(d) + " is " +
+                       (s.defined() ? s.aval().str() : std::string("empty")) + ", expected " +
+                       dtype_name(plan.aval.dtype) + shape_str(extent(plan.src_boxes[d])));
+    in[d] = static_cast<const unsigned char*>(s.raw_data());
+  }
+  std::vector<Array> out(n);
+  std::vector<unsigned char*> o(n);
+  for (size_t d = 0; d < n; ++d) {
+    ShapedArray a = plan.aval;
+    a.shape = extent(plan.dst_boxes[d]);
+    a.weak_type = false;
+    out[d] = Array::allocate(a);
+    o[d] = static_cast<unsigned char*>(const_cast<void*>(out[d].raw_data()));
+    copy_box(intersect(plan.src_boxes[d], plan.dst_boxes[d]), in[d], plan.src_boxes[d], o[d],
+             plan.dst_boxes[d], item);
+  }
+  std::vector<int64_t> peak(n, 0);
+  for (size_t si = 0; si < plan.steps.size(); ++si) {
+    const auto& msgs = plan.steps[si].messages;
+    const auto batches = plan.staging_batches(si);
+    size_t rounds = 0;
+    for (const auto& b : batches) rounds = std::max(rounds, b.size());
+    for (size_t round = 0; round < rounds; ++round) {
+      // Pack: every sender stages its batch `round`.
+      std::vector<std::vector<std::pair<size_t, std::vector<unsigned char>>>> staged(n);
+      for (size_t d = 0; d < n; ++d) {
+        if (round >= batches[d].size()) continue;
+        int64_t live = 0;
+        for (size_t k : batches[d][round]) {
+          const ReshardMessage& m = msgs[k];
+          std::vector<unsigned char> buf(size_t(m.elements * item));
+          copy_box(m.box, in[d], plan.src_boxes[d], buf.data(), m.box, item);
+          live += m.elements;
+          staged[d].emplace_back(k, std::move(buf));
+        }
+        peak[d] = std::max(peak[d], live);
+      }
+      // Deliver into the receivers' target shards, then free the staging buffers.
+      for (size_t d = 0; d < n; ++d)
+        for (const auto& [k, buf] : staged[d]) {
+          const ReshardMessage& m = msgs[k];
+          copy_box(m.box, buf.data(), m.box, o[m.receiver], plan.dst_boxes[m.receiver], item);
+        }
+    }
+  }
+  if (peak_staging) *peak_staging = peak;
+  return out;
+}
+
+}  // namespace minijax
