@@ -1,7 +1,10 @@
 // minijax's user-facing shardings: PartitionSpec (mj::P) and NamedSharding, as in jax.sharding.
 // Owns their construction, printing and conversion to and from the internal Shardy Sharding.
 #pragma once
+#include <concepts>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -55,8 +58,17 @@ struct P {
   static constexpr Unconstrained UNCONSTRAINED{};
 
   P() = default;
-  explicit P(std::vector<PDim> d) : dims(std::move(d)) {}
+  /// From a vector of entries (any rank). A template so that a single braced tuple,
+  /// `P({"y", "z"})`, is one tuple entry (as JAX's P(("y", "z"))), not a list of entries.
+  template <class V>
+    requires std::same_as<std::remove_cvref_t<V>, std::vector<PDim>>
+  explicit P(V&& d) : dims(std::forward<V>(d)) {}
   P(PDim a) : dims{std::move(a)} {}
+  /// One tuple entry: `P({"y", "z"})` is JAX's P(("y", "z")) (an exact match, so it wins over
+  /// reading the braces as two entries). Note that `P{"y", "z"}` (braces, no parentheses) is
+  /// also this single tuple; write `P("y", "z")` for two entries.
+  P(std::initializer_list<const char*> tuple)
+      : dims{PDim(std::vector<std::string>(tuple.begin(), tuple.end()))} {}
   P(PDim a, PDim b) : dims{std::move(a), std::move(b)} {}
   P(PDim a, PDim b, PDim c) : dims{std::move(a), std::move(b), std::move(c)} {}
   P(PDim a, PDim b, PDim c, PDim d)
