@@ -80,10 +80,10 @@ std::vector<char> own_set(const std::vector<std::pair<int64_t, int64_t>>& r,
   for (int64_t e = 0; e < total; ++e) {
     int64_t rest = e;
     bool ok = true;
-    for (size_t d = shape.size(); d-- > 0;) {
+    for (size_t d = shape.size(); d-- > 0 && ok;) {
       const int64_t i = rest % shape[d];
       rest /= shape[d];
-      if (i < r[d].first || i >= r[d].second) ok = false;
+      ok = i >= r[d].first && i < r[d].second;
     }
     in[size_t(e)] = ok;
   }
@@ -180,16 +180,25 @@ mj::ReshardPlan check_pair(const Sharding& src, const Sharding& dst, const mj::S
     }
     groups[size_t(group[d])].push_back(d);
   }
-  // (c): messages = Σ_r #groups holding data r needs and lacks; (b): per group.
+  // The source group holding each element (the groups' sets partition the array).
+  const size_t total = As[0].size();
+  std::vector<int> owner(total, -1);
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (size_t e = 0; e < total; ++e)
+      if (As[groups[g][0]][e]) {
+        EXPECT_EQ(owner[e], -1) << what;
+        owner[e] = int(g);
+      }
+  // need[r][g]: elements r gets from group g (in B(r), held by g, r not in g).
+  std::vector<std::vector<int64_t>> need(n, std::vector<int64_t>(groups.size(), 0));
+  for (size_t r = 0; r < n; ++r)
+    for (size_t e = 0; e < total; ++e)
+      if (Bs[r][e] && owner[e] >= 0 && owner[e] != group[r]) ++need[r][size_t(owner[e])];
+  // (c): messages = Σ_r #groups holding data r needs and lacks.
   int64_t expect_msgs = 0, total_recv = 0, total_sent = 0;
   for (size_t r = 0; r < n; ++r) {
     int64_t mr = 0;
-    for (size_t g = 0; g < groups.size(); ++g) {
-      const auto& Ag = As[groups[g][0]];
-      bool needs = false;
-      for (size_t e = 0; e < Ag.size() && !needs; ++e) needs = Bs[r][e] && !As[r][e] && Ag[e];
-      mr += needs;
-    }
+    for (size_t g = 0; g < groups.size(); ++g) mr += need[r][g] > 0;
     EXPECT_EQ(plan.messages_received[r], mr) << what << " receiver " << r;
     expect_msgs += mr;
     total_recv += plan.received[r];
@@ -205,13 +214,9 @@ mj::ReshardPlan check_pair(const Sharding& src, const Sharding& dst, const mj::S
   std::vector<std::vector<int64_t>> pieces(groups.size());
   int64_t opt = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
-    const auto& Ag = As[groups[g][0]];
     for (size_t r = 0; r < n; ++r) {
-      if (group[r] == int(g)) continue;
-      int64_t v = 0;
-      for (size_t e = 0; e < Ag.size(); ++e) v += Bs[r][e] && Ag[e];
-      if (v > 0) pieces[g].push_back(v);
-      outgoing[g] += v;
+      if (need[r][g] > 0) pieces[g].push_back(need[r][g]);
+      outgoing[g] += need[r][g];
     }
     const int64_t size = int64_t(groups[g].size());
     opt = std::max(opt, (outgoing[g] + size - 1) / size);
