@@ -93,7 +93,7 @@ void check_factor_rule(const FactorRule& rule, const std::vector<ShapedArray>& i
   };
   const int nf = static_cast<int>(rule.factor_sizes.size());
   for (int f = 0; f < nf; ++f)
-    if (rule.factor_sizes[f] < 1) fail("factor " + factor_symbol(f) + " has size < 1");
+    if (rule.factor_sizes[f] < 0) fail("factor " + factor_symbol(f) + " has a negative size");
   std::vector<bool> used(nf, false), in_result(nf, false);
   auto check_side = [&](const std::vector<std::vector<std::vector<int>>>& dims,
                         const std::vector<ShapedArray>& avals, const char* side, bool result) {

@@ -1,0 +1,109 @@
+// minijax sharding rules of reductions and contractions: reduce_{sum,max,min,prod}, argmax,
+// argmin, cumsum and dot_general.
+#include <set>
+
+#include "core/lax.h"
+#include "core/primitive.h"
+#include "sharding/rules/rule_builder.h"
+
+namespace minijax::sharding_rules_detail {
+namespace {
+
+// Kept dims share a factor with the result dims in order; each reduced dim is a factor of the
+// operand alone, either a reduction factor (sharding it leaves partial results: unreduced) or a
+// need-replication factor.
+FactorRule reduce_like(const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
+                       const std::vector<int64_t>& axes, bool reduction) {
+  RuleBuilder b(in, out);
+  const Shape& s = in.at(0).shape;
+  std::set<size_t> red;
+  for (int64_t a : axes) red.insert(norm_axis(a, s.size()));
+  size_t o = 0;
+  for (size_t d = 0; d < s.size(); ++d) {
+    int f = b.factor(s[d]);
+    b.operand(0, d, f);
+    if (red.count(d)) {
+      if (reduction) b.reduction(f);
+      else b.need_replication(f);
+    } else {
+      b.result(0, o++, f);
+    }
+  }
+  return b.take();
+}
+
+Registrar reg([] {
+  auto& t = sharding_rules();
+  // Every reduction's reduced dims are reduction factors, as in Shardy: a sharded reduced dim
+  // leaves each device a partial result (a partial sum, product, max or min) that an all-reduce
+  // with the same monoid completes.
+  for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"})
+    t[n] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
+              const Params& p) { return reduce_like(in, out, p.get_ints("axes"), true); };
+  // argmax/argmin: the index of the extreme is not combinable from partial results without the
+  // values, so the axis needs replication.
+  for (const char* n : {"argmax", "argmin"})
+    t[n] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
+              const Params& p) { return reduce_like(in, out, p.get_ints("axes"), false); };
+  // cumsum: shape-preserving; the scanned axis needs replication (a prefix sum crosses shards).
+  t["cumsum"] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
+                   const Params& p) {
+    RuleBuilder b(in, out);
+    const Shape& s = in.at(0).shape;
+    const size_t axis = norm_axis(p.get_int("axis"), s.size());
+    for (size_t d = 0; d < s.size(); ++d) {
+      int f = b.factor(s[d]);
+      b.operand(0, d, f);
+      b.result(0, d, f);
+      if (d == axis) b.need_replication(f);
+    }
+    return b.take();
+  };
+  // dot_general: batch factors (lhs, rhs, result), lhs-free factors (lhs, result), rhs-free
+  // factors (rhs, result), contracting factors (lhs, rhs) as reduction factors, numbered in that
+  // order as Shardy does (a matmul prints ([i, k], [k, j])->([i, j]) ... reduction={k}). Result
+  // dims are batch..., lhs free..., rhs free... (in operand order).
+  t["dot_general"] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
+                        const Params& p) {
+    RuleBuilder b(in, out);
+    const auto dn = lax::dot_dimension_numbers(p);
+    const Shape& ls = in.at(0).shape;
+    const Shape& rs = in.at(1).shape;
+    size_t o = 0;
+    std::set<int64_t> lused, rused;
+    for (size_t k = 0; k < dn.lhs_batch.size(); ++k) {
+      const size_t l = size_t(dn.lhs_batch[k]), r = size_t(dn.rhs_batch[k]);
+      int f = b.factor(ls.at(l));
+      b.operand(0, l, f);
+      b.operand(1, r, f);
+      b.result(0, o++, f);
+      lused.insert(int64_t(l));
+      rused.insert(int64_t(r));
+    }
+    lused.insert(dn.lhs_contracting.begin(), dn.lhs_contracting.end());
+    rused.insert(dn.rhs_contracting.begin(), dn.rhs_contracting.end());
+    for (size_t d = 0; d < ls.size(); ++d)
+      if (!lused.count(int64_t(d))) {
+        int f = b.factor(ls[d]);
+        b.operand(0, d, f);
+        b.result(0, o++, f);
+      }
+    for (size_t d = 0; d < rs.size(); ++d)
+      if (!rused.count(int64_t(d))) {
+        int f = b.factor(rs[d]);
+        b.operand(1, d, f);
+        b.result(0, o++, f);
+      }
+    for (size_t k = 0; k < dn.lhs_contracting.size(); ++k) {
+      const size_t l = size_t(dn.lhs_contracting[k]), r = size_t(dn.rhs_contracting[k]);
+      int f = b.factor(ls.at(l));
+      b.operand(0, l, f);
+      b.operand(1, r, f);
+      b.reduction(f);
+    }
+    return b.take();
+  };
+});
+
+}  // namespace
+}  // namespace minijax::sharding_rules_detail
