@@ -32,6 +32,13 @@ const std::vector<std::pair<std::string, std::string>>& exemptions() {
       {"custom_jvp_call", "takes functions: tests/autodiff/test_custom_derivatives.cc"},
       {"custom_vjp_call", "takes functions: tests/autodiff/test_custom_derivatives.cc"},
       {"custom_lin", "internal to custom_vjp: tests/autodiff/test_custom_derivatives.cc"},
+      {"all_gather", "collective: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
+      {"all_reduce", "collective: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
+      {"reduce_scatter", "collective: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
+      {"all_to_all", "collective: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
+      {"collective_permute", "collective: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
+      {"ragged_all_to_all", "collective: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
+      {"axis_index", "device coordinate: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
   };
   return e;
 }
