@@ -370,6 +370,35 @@ TEST(CollectivesAutodiff, VmapShiftsDimsAndMatchesPerExample) {
   }
 }
 
+// vmap (batch dim 1 of the local [4,2,4] operand) equals running the unbatched program on each
+// example [4,4] separately.
+void check_vmap(const Mesh& m, const std::function<Array(const Array&)>& f) {
+  auto batched = prog([&](const std::vector<Array>& a) {
+    return vmap_flat([&](const std::vector<Array>& x) { return std::vector<Array>{f(x[0])}; }, {a[0]}, {1}, {0});
+  }, {ShapedArray{{4, 2, 4}, f32}});
+  auto single = prog([&](const std::vector<Array>& x) { return std::vector<Array>{f(x[0])}; }, {ShapedArray{{4, 4}, f32}});
+  auto xs = args_of(m, {4, 2, 4}, [](size_t d, int64_t k) { return double(d) * 100 + double(k); });
+  auto yb = run_spmd(batched, m, xs);
+  for (int64_t b = 0; b < 2; ++b) {
+    auto xe = args_of(m, {4, 4}, [&](size_t d, int64_t k) { return double(d) * 100 + double((k / 4) * 8 + b * 4 + k % 4); });
+    auto ye = run_spmd(single, m, xe);
+    for (size_t d = 0; d < m.num_devices(); ++d) {
+      auto vb = vals(yb[d][0]), ve = vals(ye[d][0]);
+      ASSERT_EQ(vb.size(), 2 * ve.size());
+      for (size_t k = 0; k < ve.size(); ++k) EXPECT_EQ(vb[size_t(b) * ve.size() + k], ve[k]) << d << " " << k;
+    }
+  }
+}
+
+TEST(CollectivesAutodiff, VmapOfEachCollectiveMatchesPerExample) {
+  Mesh m = mesh42();
+  check_vmap(m, [](const Array& x) { return lax::reduce_scatter(x, {"x"}, 4, 1); });
+  check_vmap(m, [](const Array& x) { return lax::all_to_all(x, {"x"}, 4, 0, 1); });
+  check_vmap(m, [](const Array& x) { return lax::all_gather(x, {"y"}, 2, 1, false); });
+  check_vmap(m, [](const Array& x) { return lax::psum(x, {"x", "y"}, 8); });
+  check_vmap(m, [](const Array& x) { return lax::collective_permute(x, {"x"}, 4, {0, 2, 2, 0}); });
+}
+
 TEST(CollectivesExecutor, PeakLiveBytesFreesDeadValues) {
   Mesh m({0, 1}, {2}, {"x"});
   // The broadcasts of 2 and 1 become two f32[10] consts (40 B each), given to every device
