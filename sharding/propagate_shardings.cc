@@ -1,0 +1,603 @@
+// minijax sharding propagation: factor projection and merging (Shardy), the forward/backward
+// sweeps to a fixed point, reshard placement by plan_reshard cost, and the annotated text.
+#include "sharding/propagate_shardings.h"
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <sstream>
+
+#include "core/errors.h"
+#include "core/primitive.h"
+#include "sharding/boxes.h"
+#include "sharding/plan_reshard.h"
+#include "sharding/sharding_rule.h"
+
+namespace minijax {
+namespace {
+
+using Axes = std::vector<AxisRef>;
+using Assign = std::vector<Axes>;  // factor -> axes (major first)
+
+// (pre, size) of a ref in Shardy's sub-axis convention; a whole axis is (1, n).
+std::pair<int64_t, int64_t> pre_size(const AxisRef& a, const Mesh& m) {
+  if (a.is_sub_axis()) return {a.pre_size, a.size};
+  return {1, m.axis_size(a.name)};
+}
+
+AxisRef make_ref(const std::string& name, int64_t pre, int64_t size, const Mesh& m) {
+  if (pre == 1 && size == m.axis_size(name)) return AxisRef::axis(name);
+  return AxisRef::sub(name, pre, size);
+}
+
+bool overlap(const AxisRef& a, const AxisRef& b, const Mesh& m) {
+  if (a.name != b.name) return false;
+  auto [pa, sa] = pre_size(a, m);
+  auto [pb, sb] = pre_size(b, m);
+  return pa < pb * sb && pb < pa * sa;
+}
+
+bool overlaps_any(const AxisRef& a, const Axes& used, const Mesh& m) {
+  for (auto& u : used)
+    if (overlap(a, u, m)) return true;
+  return false;
+}
+
+// Merges adjacent sub-axes of one axis ("x":(1)2, "x":(2)2 -> "x"), Shardy's canonical form.
+Axes normalize(const Axes& in, const Mesh& m) {
+  Axes out;
+  for (auto& a : in) {
+    if (!out.empty() && out.back().name == a.name) {
+      auto [pb, sb] = pre_size(out.back(), m);
+      auto [pa, sa] = pre_size(a, m);
+      if (pb * sb == pa) {
+        out.back() = make_ref(a.name, pb, sb * sa, m);
+        continue;
+      }
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+int64_t product(const Axes& axes, const Mesh& m) {
+  int64_t p = 1;
+  for (auto& a : axes) p *= a.resolved_size(m);
+  return p;
+}
+
+bool is_prefix(const Axes& p, const Axes& of) {
+  return p.size() <= of.size() && std::equal(p.begin(), p.end(), of.begin());
+}
+
+// Deals the axes of one dim to its factors, major first (Shardy's projection): a factor takes
+// whole axes while they divide what is left of its size, and the major gcd-sized part of an
+// axis it can only take partly (a sub-axis); the rest goes on to the next factor. The last
+// factor keeps whatever is left (uneven shards). An axis no factor can take a part of ends the
+// projection (the dim's remaining axes are not visible to the factors).
+std::vector<Axes> project_dim(const Axes& axes, const std::vector<int>& factors,
+                              const std::vector<int64_t>& fsizes, const Mesh& m) {
+  std::vector<Axes> out(factors.size());
+  if (factors.empty()) return out;
+  size_t fi = 0;
+  int64_t cap = fsizes[factors[0]];
+  for (auto& a : axes) {
+    auto [pre, size] = pre_size(a, m);
+    while (size > 1) {
+      if (fi + 1 == factors.size()) {  // the last factor takes the rest
+        out[fi].push_back(make_ref(a.name, pre, size, m));
+        cap = std::max<int64_t>(1, cap / std::gcd(cap, size));
+        size = 1;
+        break;
+      }
+      if (cap == 1) {
+        ++fi;
+        cap = fsizes[factors[fi]];
+        continue;
+      }
+      int64_t g = std::gcd(cap, size);
+      if (g == 1) return out;
+      out[fi].push_back(make_ref(a.name, pre, g, m));
+      cap /= g;
+      pre *= g;
+      size /= g;
+    }
+  }
+  return out;
+}
+
+// The axes of one dim from its factors' axes: major factor first; a factor not fully sharded
+// ends the dim (a minor factor's shards would not be contiguous otherwise).
+Axes unproject_dim(const std::vector<int>& factors, const Assign& s,
+                   const std::vector<int64_t>& fsizes, const Mesh& m) {
+  Axes out;
+  for (size_t i = 0; i < factors.size(); ++i) {
+    const Axes& fa = s[factors[i]];
+    out.insert(out.end(), fa.begin(), fa.end());
+    if (i + 1 < factors.size() && product(fa, m) != fsizes[factors[i]]) break;
+  }
+  return normalize(out, m);
+}
+
+// One operand (with a variable) or result of an equation, as the rule sees it.
+struct Tensor {
+  bool is_result = false;
+  size_t index = 0;
+  Var var;
+  const std::vector<std::vector<int>>* dims = nullptr;
+};
+
+struct State {
+  std::shared_ptr<const Mesh> mesh;
+  std::unordered_map<Var, Sharding, VarHash> sh;
+  std::unordered_map<Var, bool, VarHash> user;  // fixed by the user
+};
+
+std::vector<Tensor> tensors_of(const Eqn& e, const FactorRule& r) {
+  std::vector<Tensor> ts;
+  for (size_t i = 0; i < e.inputs.size() && i < r.operand_dims.size(); ++i) {
+    Var v = atom_var(e.inputs[i]);
+    if (v.defined()) ts.push_back({false, i, v, &r.operand_dims[i]});
+  }
+  for (size_t i = 0; i < e.outputs.size() && i < r.result_dims.size(); ++i)
+    ts.push_back({true, i, e.outputs[i], &r.result_dims[i]});
+  return ts;
+}
+
+struct Projection {
+  std::vector<std::optional<Axes>> axes;  // per factor; nullopt: the tensor lacks the factor
+  std::vector<bool> closed;               // per factor: its dim is closed
+};
+
+Projection project(const Sharding& s, const Tensor& t, const FactorRule& r, const Mesh& m) {
+  Projection p{std::vector<std::optional<Axes>>(r.num_factors()),
+               std::vector<bool>(r.num_factors(), false)};
+  for (size_t d = 0; d < t.dims->size() && d < s.dims.size(); ++d) {
+    auto parts = project_dim(s.dims[d].axes, (*t.dims)[d], r.factor_sizes, m);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      int f = (*t.dims)[d][i];
+      p.axes[f] = parts[i];
+      p.closed[f] = s.dims[d].closed;
+    }
+  }
+  return p;
+}
+
+bool contains(const std::vector<int>& v, int f) {
+  return std::find(v.begin(), v.end(), f) != v.end();
+}
+
+// Drops, factor by factor in `order`, every axis from the first one a previous factor uses.
+void truncate_conflicts(Assign& s, const std::vector<int>& order, const Mesh& m) {
+  Axes used;
+  for (int f : order) {
+    Axes kept;
+    for (auto& a : s[f]) {
+      if (overlaps_any(a, used, m)) break;
+      kept.push_back(a);
+    }
+    s[f] = kept;
+    used.insert(used.end(), kept.begin(), kept.end());
+  }
+}
+
+std::vector<int> iota_factors(size_t n) {
+  std::vector<int> o(n);
+  std::iota(o.begin(), o.end(), 0);
+  return o;
+}
+
+// Shardy's per-factor merge: all opinions compatible -> the longest; else the longest common
+// prefix. A closed dim is an opinion even when empty, an open one only when it has axes.
+Assign merge(const FactorRule& r, const std::vector<Projection>& ps, const Mesh& m) {
+  Assign s(r.num_factors());
+  for (size_t f = 0; f < r.num_factors(); ++f) {
+    if (contains(r.need_replication_factors, static_cast<int>(f))) continue;
+    std::vector<const Axes*> ops;
+    for (auto& p : ps)
+      if (p.axes[f] && (p.closed[f] || !p.axes[f]->empty())) ops.push_back(&*p.axes[f]);
+    if (ops.empty()) continue;
+    const Axes* longest = ops[0];
+    for (auto* o : ops)
+      if (o->size() > longest->size()) longest = o;
+    bool compatible = true;
+    for (auto* o : ops) compatible = compatible && is_prefix(*o, *longest);
+    if (compatible) {
+      s[f] = *longest;
+      continue;
+    }
+    Axes common = *ops[0];
+    for (auto* o : ops) {
+      size_t k = 0;
+      while (k < common.size() && k < o->size() && common[k] == (*o)[k]) ++k;
+      common.resize(k);
+    }
+    s[f] = common;
+  }
+  truncate_conflicts(s, iota_factors(r.num_factors()), m);
+  return s;
+}
+
+// The sharding a tensor needs under the factor assignment `s` (dims closed; results carry the
+// reduction factors' axes as unreduced).
+Sharding needed(const Sharding& base, const Tensor& t, const FactorRule& r, const Assign& s,
+                const Mesh& m) {
+  Sharding out = base;
+  out.replicated.clear();
+  out.unreduced.clear();
+  for (size_t d = 0; d < out.dims.size() && d < t.dims->size(); ++d)
+    out.dims[d] = DimSharding{unproject_dim((*t.dims)[d], s, r.factor_sizes, m), true, -1};
+  if (t.is_result) {
+    Axes u;
+    for (int f : r.reduction_factors) u.insert(u.end(), s[f].begin(), s[f].end());
+    out.unreduced = normalize(u, m);
+  }
+  return out;
+}
+
+bool same_layout(const Sharding& a, const Sharding& b) {
+  if (a.dims.size() != b.dims.size() || a.unreduced != b.unreduced) return false;
+  for (size_t d = 0; d < a.dims.size(); ++d)
+    if (a.dims[d].axes != b.dims[d].axes) return false;
+  return true;
+}
+
+// Grows the open dims (and unreduced axes) of a non-user tensor towards `want`; returns whether
+// anything changed. Only extensions are taken, and none that would use an axis twice.
+bool grow(Sharding& cur, const Sharding& want, const Mesh& m) {
+  bool changed = false;
+  Axes used = cur.replicated;
+  for (auto& d : cur.dims) used.insert(used.end(), d.axes.begin(), d.axes.end());
+  used.insert(used.end(), cur.unreduced.begin(), cur.unreduced.end());
+  auto try_extend = [&](Axes& have, const Axes& to) {
+    if (to.size() <= have.size() || !is_prefix(have, to)) return;
+    for (size_t k = have.size(); k < to.size(); ++k)
+      if (overlaps_any(to[k], used, m)) return;
+    used.insert(used.end(), to.begin() + static_cast<long>(have.size()), to.end());
+    have = to;
+    changed = true;
+  };
+  for (size_t d = 0; d < cur.dims.size(); ++d)
+    if (!cur.dims[d].closed) try_extend(cur.dims[d].axes, want.dims[d].axes);
+  try_extend(cur.unreduced, want.unreduced);
+  return changed;
+}
+
+bool update_eqn(State& st, const Eqn& e, const FactorRule& r) {
+  const Mesh& m = *st.mesh;
+  auto ts = tensors_of(e, r);
+  std::vector<Projection> ps;
+  for (auto& t : ts) ps.push_back(project(st.sh.at(t.var), t, r, m));
+  Assign s = merge(r, ps, m);
+  bool changed = false;
+  for (auto& t : ts) {
+    Sharding& cur = st.sh.at(t.var);
+    if (st.user[t.var] && std::all_of(cur.dims.begin(), cur.dims.end(),
+                                      [](const DimSharding& d) { return d.closed; }))
+      continue;
+    Sharding want = needed(cur, t, r, s, m);
+    if (st.user[t.var]) want.unreduced = cur.unreduced;  // user shardings keep their unreduced
+    changed = grow(cur, want, m) || changed;
+  }
+  return changed;
+}
+
+// Cost of changing `from` into `to` for `aval`: partial sums are first all-reduced over the
+// unreduced axes (2(k-1)/k of the shard received per device, the all_reduce bound of issue 4),
+// then the reduced data moves by plan_reshard. nullopt when `to` needs partial sums `from`
+// lacks.
+std::optional<std::pair<int64_t, int64_t>> reshard_cost(const Sharding& from, const Sharding& to,
+                                                        const ShapedArray& aval) {
+  if (!to.unreduced.empty() && to.unreduced != from.unreduced) return std::nullopt;
+  if (!to.unreduced.empty()) {  // same partial sums: a plan over the dims only
+    Sharding f = from, t = to;
+    f.unreduced.clear();
+    t.unreduced.clear();
+    return reshard_cost(f, t, aval);
+  }
+  int64_t max_r = 0, total = 0;
+  Sharding reduced = from;
+  if (!from.unreduced.empty()) {
+    int64_t k = 1;
+    for (auto& a : from.unreduced) k *= a.resolved_size(*from.mesh);
+    reduced.unreduced.clear();
+    for (auto& b : device_boxes(reduced, aval.shape)) {
+      int64_t r = (2 * (k - 1) * b.volume() + k - 1) / k;
+      max_r = std::max(max_r, r);
+      total += r;
+    }
+  }
+  Sharding f = reduced, t = to;
+  for (auto& d : f.dims) d.closed = true, d.priority = -1;
+  for (auto& d : t.dims) d.closed = true, d.priority = -1;
+  f.replicated.clear();
+  t.replicated.clear();
+  ReshardPlan plan = plan_reshard(f, t, aval);
+  return std::pair<int64_t, int64_t>{max_r + plan.max_received(), total + plan.total_received()};
+}
+
+// Candidate assignments of a conflicting equation: the merged one, then the one each tensor
+// implies (its own factors as it holds them, the others merged, its own winning overlaps).
+std::vector<std::pair<std::string, Assign>> candidates(const State& st, const std::vector<Tensor>& ts,
+                                                       const FactorRule& r) {
+  const Mesh& m = *st.mesh;
+  std::vector<Projection> ps;
+  for (auto& t : ts) ps.push_back(project(st.sh.at(t.var), t, r, m));
+  Assign merged = merge(r, ps, m);
+  std::vector<std::pair<std::string, Assign>> out{{"merged", merged}};
+  for (size_t i = 0; i < ts.size(); ++i) {
+    Assign s = merged;
+    std::vector<int> order, rest;
+    for (size_t f = 0; f < r.num_factors(); ++f) {
+      if (ps[i].axes[f] && !contains(r.need_replication_factors, static_cast<int>(f))) {
+        s[f] = *ps[i].axes[f];
+        order.push_back(static_cast<int>(f));
+      } else {
+        rest.push_back(static_cast<int>(f));
+      }
+    }
+    order.insert(order.end(), rest.begin(), rest.end());
+    truncate_conflicts(s, order, m);
+    out.emplace_back((ts[i].is_result ? "result " : "operand ") + std::to_string(ts[i].index), s);
+  }
+  // Each candidate with sharded reduction factors also without them (operands gathered on
+  // those factors, results computed whole instead of as partial sums).
+  size_t n = out.size();
+  for (size_t c = 0; c < n; ++c) {
+    Assign s = out[c].second;
+    bool any = false;
+    for (int f : r.reduction_factors) {
+      any = any || !s[f].empty();
+      s[f].clear();
+    }
+    if (any) out.emplace_back(out[c].first + ", reduction factors unsharded", s);
+  }
+  std::vector<std::pair<std::string, Assign>> unique;
+  for (auto& c : out) {
+    bool dup = false;
+    for (auto& u : unique) dup = dup || u.second == c.second;
+    if (!dup) unique.push_back(std::move(c));
+  }
+  return unique;
+}
+
+std::string var_name(size_t i) {
+  std::string s;
+  do {
+    s.insert(s.begin(), static_cast<char>('a' + i % 26));
+    i /= 26;
+  } while (i > 0);
+  return s;
+}
+
+Sharding closed_copy(Sharding s) {
+  for (auto& d : s.dims) d.closed = true;
+  return s;
+}
+
+}  // namespace
+
+const Sharding& PropagationResult::of(const Var& v) const {
+  auto it = shardings.find(v);
+  if (it == shardings.end())
+    throw ShardingError("propagate_shardings: variable of aval " +
+                        (v.defined() ? v.aval().str() : std::string("<undefined>")) +
+                        " is not a variable of the propagated jaxpr");
+  return it->second;
+}
+
+PropagationResult propagate_shardings(const Jaxpr& jaxpr,
+                                      const std::vector<std::optional<Sharding>>& in_shardings,
+                                      const std::vector<std::optional<Sharding>>& out_shardings,
+                                      const Mesh& mesh, std::source_location loc) {
+  std::vector<Var> ins = jaxpr.constvars;
+  ins.insert(ins.end(), jaxpr.invars.begin(), jaxpr.invars.end());
+  if (!in_shardings.empty() && in_shardings.size() != ins.size())
+    throw ShardingError("propagate_shardings: " + std::to_string(in_shardings.size()) +
+                            " in_shardings for a jaxpr of " + std::to_string(ins.size()) +
+                            " inputs (constvars then invars)",
+                        loc);
+  if (!out_shardings.empty() && out_shardings.size() != jaxpr.outvars.size())
+    throw ShardingError("propagate_shardings: " + std::to_string(out_shardings.size()) +
+                            " out_shardings for a jaxpr of " +
+                            std::to_string(jaxpr.outvars.size()) + " outputs",
+                        loc);
+  State st;
+  st.mesh = std::make_shared<const Mesh>(mesh);
+  auto check_given = [&](const Sharding& s, const ShapedArray& aval, const std::string& what) {
+    if (!s.mesh || !(*s.mesh == mesh))
+      throw ShardingError("propagate_shardings: " + what + " sharding " + s.str() + " is on " +
+                              (s.mesh ? s.mesh->str() : std::string("no mesh")) +
+                              ", not the program's " + mesh.str(),
+                          loc);
+    s.check(aval.shape, loc);
+  };
+  auto fresh = [&](const Var& v) {
+    Sharding s = Sharding::replicated_on(st.mesh, static_cast<int64_t>(v.aval().shape.size()),
+                                         v.aval().memory_kind);
+    for (auto& d : s.dims) d.closed = false;
+    st.sh.emplace(v, s);
+    st.user.emplace(v, false);
+  };
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (!in_shardings.empty() && in_shardings[i]) {
+      check_given(*in_shardings[i], ins[i].aval(), "input " + std::to_string(i));
+      Sharding s = *in_shardings[i];
+      s.mesh = st.mesh;
+      st.sh[ins[i]] = s;
+      st.user[ins[i]] = true;
+    } else if (!st.sh.count(ins[i])) {
+      fresh(ins[i]);
+    }
+  }
+  for (auto& e : jaxpr.eqns)
+    for (auto& v : e.outputs)
+      if (!st.sh.count(v)) fresh(v);
+
+  PropagationResult res;
+  // Output shardings fix their variables; a variable already fixed differently (an input
+  // returned, or a value returned twice) gets a reshard at the output instead.
+  std::vector<std::pair<size_t, Sharding>> output_reshards;
+  for (size_t i = 0; i < jaxpr.outvars.size(); ++i) {
+    if (out_shardings.empty() || !out_shardings[i]) continue;
+    Var v = atom_var(jaxpr.outvars[i]);
+    const ShapedArray& aval = atom_aval(jaxpr.outvars[i]);
+    check_given(*out_shardings[i], aval, "output " + std::to_string(i));
+    Sharding s = *out_shardings[i];
+    s.mesh = st.mesh;
+    if (!v.defined()) continue;  // a literal output: built in any sharding
+    if (st.user[v]) {
+      if (!same_layout(st.sh.at(v), s)) output_reshards.emplace_back(i, s);
+      continue;
+    }
+    st.sh[v] = s;
+    st.user[v] = true;
+  }
+
+  std::vector<FactorRule> rules;
+  for (auto& e : jaxpr.eqns) {
+    FactorRule r = sharding_rule_of(e);
+    std::vector<ShapedArray> in_avals, out_avals;
+    for (auto& a : e.inputs) in_avals.push_back(atom_aval(a));
+    for (auto& v : e.outputs) out_avals.push_back(v.aval());
+    check_factor_rule(r, in_avals, out_avals, "sharding rule of '" + e.primitive->name + "'");
+    rules.push_back(std::move(r));
+  }
+
+  // Fixed point: each change strictly extends some open dim, so this terminates.
+  for (;;) {
+    bool changed = false;
+    for (size_t i = 0; i < jaxpr.eqns.size(); ++i) changed = update_eqn(st, jaxpr.eqns[i], rules[i]) || changed;
+    ++res.sweeps;
+    for (size_t i = jaxpr.eqns.size(); i-- > 0;) changed = update_eqn(st, jaxpr.eqns[i], rules[i]) || changed;
+    ++res.sweeps;
+    if (!changed) break;
+  }
+
+  // Placement.
+  const Mesh& m = *st.mesh;
+  std::vector<std::vector<ReshardPlacement>> before(jaxpr.eqns.size()), after(jaxpr.eqns.size());
+  for (size_t i = 0; i < jaxpr.eqns.size(); ++i) {
+    const Eqn& e = jaxpr.eqns[i];
+    const FactorRule& r = rules[i];
+    auto ts = tensors_of(e, r);
+    PlacementDecision dec;
+    dec.eqn = i;
+    bool conflict = false;
+    for (auto& [src, s] : candidates(st, ts, r)) {
+      PlacementCandidate c;
+      c.source = src;
+      bool valid = true;
+      for (auto& t : ts) {
+        const Sharding& have = st.sh.at(t.var);
+        Sharding need = needed(closed_copy(have), t, r, s, m);
+        if (same_layout(have, need)) continue;
+        ReshardPlacement p;
+        p.eqn = i;
+        p.on_result = t.is_result;
+        p.index = t.index;
+        p.var = t.var;
+        p.from = t.is_result ? need : closed_copy(have);
+        p.to = t.is_result ? closed_copy(have) : need;
+        auto cost = reshard_cost(p.from, p.to, t.var.aval());
+        if (!cost) {
+          valid = false;
+          break;
+        }
+        p.max_received = cost->first;
+        p.total_received = cost->second;
+        c.max_received += p.max_received;
+        c.total_received += p.total_received;
+        c.reshards.push_back(std::move(p));
+      }
+      if (!valid) continue;
+      if (src == "merged" && c.reshards.empty()) break;  // no conflict
+      conflict = true;
+      dec.candidates.push_back(std::move(c));
+    }
+    if (!conflict) continue;
+    if (dec.candidates.empty())
+      throw ShardingError("propagate_shardings: no valid sharding for equation " +
+                              std::to_string(i) + " ('" + e.primitive->name + "', rule " +
+                              r.str() + ")",
+                          loc);
+    for (size_t k = 1; k < dec.candidates.size(); ++k) {
+      auto& a = dec.candidates[k];
+      auto& b = dec.candidates[dec.chosen];
+      if (std::pair(a.max_received, a.total_received) < std::pair(b.max_received, b.total_received))
+        dec.chosen = k;
+    }
+    for (auto& p : dec.candidates[dec.chosen].reshards) (p.on_result ? after : before)[i].push_back(p);
+    res.decisions.push_back(std::move(dec));
+  }
+
+  for (auto& [v, s] : st.sh) res.shardings.emplace(v, closed_copy(s));
+
+  // Text, and the reshards in program order.
+  std::unordered_map<Var, std::string, VarHash> names;
+  size_t next = 0;
+  auto name = [&](const Var& v) -> std::string {
+    if (v.is_dropvar()) return "_";
+    auto it = names.find(v);
+    if (it != names.end()) return it->second;
+    return names.emplace(v, var_name(next++)).first->second;
+  };
+  auto atom = [&](const Atom& a) -> std::string {
+    if (auto* v = std::get_if<Var>(&a)) return name(*v);
+    return "lit:" + atom_aval(a).str();
+  };
+  auto decl = [&](const Var& v) { return name(v) + ":" + v.aval().str() + res.of(v).str(); };
+  auto line = [&](const ReshardPlacement& p) {
+    return "    reshard " + name(p.var) + ": " + p.from.str() + " -> " + p.to.str() + " (" +
+           std::to_string(p.max_received) + " elements/device, " +
+           std::to_string(p.total_received) + " total)\n";
+  };
+  std::ostringstream os;
+  os << "{ lambda ";
+  for (size_t i = 0; i < jaxpr.constvars.size(); ++i) os << (i ? " " : "") << decl(jaxpr.constvars[i]);
+  os << "; ";
+  for (size_t i = 0; i < jaxpr.invars.size(); ++i) os << (i ? " " : "") << decl(jaxpr.invars[i]);
+  os << ". let\n";
+  for (size_t i = 0; i < jaxpr.eqns.size(); ++i) {
+    const Eqn& e = jaxpr.eqns[i];
+    for (auto& p : before[i]) {
+      os << line(p);
+      res.reshards.push_back(p);
+    }
+    os << "   ";
+    for (auto& v : e.outputs) os << " " << decl(v);
+    os << " = " << e.primitive->name;
+    for (auto& a : e.inputs) os << " " << atom(a);
+    os << "\n";
+    for (auto& p : after[i]) {
+      os << line(p);
+      res.reshards.push_back(p);
+    }
+  }
+  for (auto& [idx, s] : output_reshards) {
+    ReshardPlacement p;
+    p.eqn = jaxpr.eqns.size();
+    p.on_output = true;
+    p.index = idx;
+    p.var = atom_var(jaxpr.outvars[idx]);
+    p.from = res.of(p.var);
+    p.to = closed_copy(s);
+    auto cost = reshard_cost(p.from, p.to, p.var.aval());
+    if (!cost)
+      throw ShardingError("propagate_shardings: output " + std::to_string(idx) + " needs " +
+                              p.to.str() + " with partial sums its value " + p.from.str() +
+                              " does not hold",
+                          loc);
+    p.max_received = cost->first;
+    p.total_received = cost->second;
+    os << line(p);
+    res.reshards.push_back(p);
+  }
+  os << "  in (";
+  for (size_t i = 0; i < jaxpr.outvars.size(); ++i) os << (i ? ", " : "") << atom(jaxpr.outvars[i]);
+  os << ") }";
+  res.text = os.str();
+  return res;
+}
+
+}  // namespace minijax
