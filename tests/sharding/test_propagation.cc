@@ -264,3 +264,33 @@ TEST(Propagation, Errors) {
   Sharding bad = Sharding::replicated_on(m, 2);
   EXPECT_THROW(mj::propagate_shardings(*ok.jaxpr, {bad}, {}, *m), mj::ShardingError);
 }
+
+TEST(Propagation, ReduceSumOverAShardedDimGivesUnreducedResult) {
+  auto m = mesh42();
+  auto cj = mj::make_jaxpr([](Array x) { return mj::lax::reduce_sum(x, {0}); })(zeros({8, 4}));
+  const auto& j = *cj.jaxpr;
+  auto r = mj::propagate_shardings(j, {named(m, mj::P("x", "y"), 2)}, {}, *m);
+  const Sharding& s = r.of(j.eqns[0].outputs[0]);
+  EXPECT_EQ(dim_axes(s), (AxesList{{Y}}));
+  EXPECT_EQ(s.unreduced, (std::vector<AxisRef>{X}));
+  EXPECT_TRUE(r.reshards.empty()) << r.text;
+}
+
+TEST(Propagation, PartialSumsAreReducedBeforeANonLinearConsumer) {
+  auto m = mesh42();
+  auto cj = mj::make_jaxpr([](Array a, Array b) { return unary(matmul(a, b)); })(
+      zeros({8, 16}), zeros({16, 4}));
+  const auto& j = *cj.jaxpr;
+  auto r = mj::propagate_shardings(
+      j, {named(m, mj::P(mj::None{}, "x"), 2), named(m, mj::P("x", mj::None{}), 2)}, {}, *m);
+  EXPECT_EQ(r.of(j.eqns[0].outputs[0]).unreduced, (std::vector<AxisRef>{X}));
+  EXPECT_TRUE(r.of(j.eqns[1].outputs[0]).unreduced.empty());
+  // sin needs the sums: an all-reduce of the replicated [8,4] over k = 4 devices of "x",
+  // 2*(4-1)/4 * 32 = 48 elements received per device, 8 * 48 in all.
+  ASSERT_EQ(r.reshards.size(), 1u) << r.text;
+  EXPECT_EQ(r.reshards[0].eqn, 1u);
+  EXPECT_EQ(r.reshards[0].from.unreduced, (std::vector<AxisRef>{X}));
+  EXPECT_TRUE(r.reshards[0].to.unreduced.empty());
+  EXPECT_EQ(r.reshards[0].max_received, 48);
+  EXPECT_EQ(r.reshards[0].total_received, 384);
+}
