@@ -76,10 +76,12 @@ class Executor {
     bump();
   }
 
-  // Runs j on every device; `ins[d]` = values of constvars then invars. Values produced here are
+  // Runs j on every device; `ins[d]` = values of constvars then invars; `outer` is the index of
+  // the top-level equation a nested body belongs to (for the stats). Values produced here are
   // counted while alive; at the end the outputs this run produced are uncounted again (the
   // caller counts its equation's outputs itself).
-  std::vector<std::vector<Array>> run(const Jaxpr& j, const std::vector<std::vector<Array>>& ins, bool top) {
+  std::vector<std::vector<Array>> run(const Jaxpr& j, const std::vector<std::vector<Array>>& ins, bool top,
+                                      size_t outer = kNever) {
     std::unordered_map<Var, size_t, VarHash> last;
     for (size_t i = 0; i < j.eqns.size(); ++i)
       for (auto& a : j.eqns[i].inputs)
@@ -104,7 +106,7 @@ class Executor {
       for (size_t d = 0; d < n_; ++d)
         for (auto& a : e.inputs)
           args[d].push_back(std::holds_alternative<Literal>(a) ? std::get<Literal>(a).value : env[d].at(std::get<Var>(a)));
-      std::vector<std::vector<Array>> outs = eval_eqn(e, args, top ? i : kNever);
+      std::vector<std::vector<Array>> outs = eval_eqn(e, args, top ? i : outer);
       for (size_t d = 0; d < n_; ++d)
         for (size_t k = 0; k < e.outputs.size(); ++k) {
           env[d][e.outputs[k]] = outs[d][k];
@@ -158,7 +160,7 @@ class Executor {
         ins[d] = body->consts;
         ins[d].insert(ins[d].end(), args[d].begin(), args[d].end());
       }
-      return run(*body->jaxpr, ins, false);
+      return run(*body->jaxpr, ins, false, idx);
     }
     std::vector<std::vector<Array>> outs(n_);
     for (size_t d = 0; d < n_; ++d) outs[d] = minijax::bind(*e.primitive, args[d], e.params);

@@ -20,7 +20,9 @@ namespace minijax {
 /// ragged_all_to_all: the rows sent to / received from other ranks. Self-transfers count 0;
 /// axis_index moves nothing and gets no entry.
 struct CollectiveStats {
-  size_t eqn_index = 0;  ///< index of the equation in the program's eqns (top level)
+  /// Index of the equation in the program's (top-level) eqns; for a collective inside a
+  /// pjit/closed_call body, the index of the enclosing top-level call equation.
+  size_t eqn_index = 0;
   std::string primitive;
   std::vector<int64_t> bytes_sent, bytes_received;
 };

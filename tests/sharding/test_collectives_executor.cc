@@ -399,6 +399,25 @@ TEST(CollectivesAutodiff, VmapOfEachCollectiveMatchesPerExample) {
   check_vmap(m, [](const Array& x) { return lax::collective_permute(x, {"x"}, 4, {0, 2, 2, 0}); });
 }
 
+TEST(CollectivesExecutor, CollectivesInsidePjitRunInLockstep) {
+  Mesh m = mesh8();
+  // inner(x) = psum(x * x) over x; outer(x) = inner(x) + x via a pjit equation.
+  auto inner = std::make_shared<const ClosedJaxpr>(prog([](const std::vector<Array>& x) {
+    return std::vector<Array>{lax::psum(lax::mul(x[0], x[0]), {"x"}, 8)};
+  }, {ShapedArray{{1}, f32}}));
+  auto j = prog([&](const std::vector<Array>& x) {
+    return std::vector<Array>{lax::add(bind_call(pjit_p(), inner, "inner", {x[0]})[0], x[0])};
+  }, {ShapedArray{{1}, f32}});
+  ASSERT_NE(flat(to_string(j)).find("pjit[name=inner"), std::string::npos) << to_string(j);
+  SpmdStats st;
+  // device d holds d: sum of squares 0..7 = 140, plus d.
+  auto out = run_spmd(j, m, args_of(m, {1}, [](size_t d, int64_t) { return double(d); }), &st);
+  for (size_t d = 0; d < 8; ++d) EXPECT_EQ(vals(out[d][0])[0], 140.0 + double(d));
+  ASSERT_EQ(st.collectives.size(), 1u);
+  EXPECT_EQ(st.collectives[0].primitive, "all_reduce");
+  EXPECT_EQ(st.collectives[0].eqn_index, 0u);  // the pjit equation
+}
+
 TEST(CollectivesExecutor, PeakLiveBytesFreesDeadValues) {
   Mesh m({0, 1}, {2}, {"x"});
   // The broadcasts of 2 and 1 become two f32[10] consts (40 B each), given to every device
