@@ -48,6 +48,14 @@ std::vector<std::vector<AxisRef>> dim_axes(const Sharding& s) {
   return out;
 }
 
+// Every variable has a sharding valid for its shape (the header's guarantee).
+void expect_all_valid(const mj::PropagationResult& r, const mj::Jaxpr& j) {
+  std::vector<Var> vs = j.invars;
+  for (auto& e : j.eqns) vs.insert(vs.end(), e.outputs.begin(), e.outputs.end());
+  for (auto& v : vs) EXPECT_NO_THROW(r.of(v).check(v.aval().shape)) << r.text;
+  EXPECT_EQ(r.shardings.size(), vs.size() + j.constvars.size());
+}
+
 const AxisRef X = AxisRef::axis("x");
 const AxisRef Y = AxisRef::axis("y");
 using AxesList = std::vector<std::vector<AxisRef>>;
@@ -70,6 +78,7 @@ TEST(Propagation, ElementwiseChainForward) {
   EXPECT_EQ(dim_axes(r.of(j.invars[1])), (AxesList{{X}, {Y}}));
   EXPECT_TRUE(r.reshards.empty());
   EXPECT_TRUE(r.decisions.empty());
+  expect_all_valid(r, j);
   EXPECT_NE(r.text.find(R"(= add)"), std::string::npos) << r.text;
   EXPECT_NE(r.text.find(R"(f32[8,4][{"x"}, {"y"}])"), std::string::npos) << r.text;
 }
@@ -101,6 +110,7 @@ TEST(Propagation, ShardedContractingDimGivesUnreducedResult) {
   // sums over "x"; n is unsharded.
   EXPECT_EQ(dim_axes(c), (AxesList{{Y}, {}}));
   EXPECT_EQ(c.unreduced, (std::vector<AxisRef>{X}));
+  expect_all_valid(r, j);
   EXPECT_TRUE(r.reshards.empty()) << r.text;
   EXPECT_NE(r.text.find(R"(unreduced={"x"})"), std::string::npos) << r.text;
 }
@@ -156,6 +166,7 @@ TEST(Propagation, SeedCaseReshardsAfterTheAddNotBothInputs) {
   EXPECT_EQ(dim_axes(p.from), (AxesList{{Y}, {}, {X}}));
   EXPECT_EQ(dim_axes(p.to), dim_axes(s2));
   EXPECT_EQ(p.max_received, 448);
+  expect_all_valid(r, j);
   EXPECT_EQ(p.total_received, 8 * 448);
   // The alternative of running c + d in d's sharding costs two reshards of 448 (c, then the
   // result): 896, as resharding both a and b before the first add would.
@@ -189,6 +200,7 @@ TEST(Propagation, ReshapeSplitsTheAxisIntoSubAxesWithoutReshard) {
   auto b = mj::propagate_shardings(j, {}, {out}, *m);
   EXPECT_EQ(dim_axes(b.of(j.invars[0])), (AxesList{{X}, {}}));
   EXPECT_TRUE(b.reshards.empty()) << b.text;
+  expect_all_valid(b, j);
 }
 
 TEST(Propagation, UserShardingsNeverMoveAndTheConflictIsOneReshard) {
