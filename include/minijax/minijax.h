@@ -38,5 +38,9 @@
 #include "sharding/mesh.h"
 #include "sharding/partition_spec.h"
 #include "sharding/sharding.h"
+#include "sharding/plan_reshard.h"
+#include "sharding/sharding_rule.h"
+#include "core/collectives.h"
+#include "jit/runtime/reference_executor.h"
 
 namespace mj = minijax;
