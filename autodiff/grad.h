@@ -196,36 +196,52 @@ auto jvp(F f, const A& primal, const A& tangent,
   return jvp([&f](const A& x) { return f(x); }, std::tuple<A>{primal}, std::tuple<A>{tangent}, loc);
 }
 
-/// JAX's jax.vjp: returns (f(args...), pullback) where pullback(ct) -> gradients for every
-/// argument (a single value for one argument, else a std::tuple). ct has f's output structure.
-template <class F, class... A>
-auto vjp(F f, const A&... args_in) {
-  using R = std::invoke_result_t<F&, const A&...>;
-  std::source_location loc = std::source_location::current();
-  std::tuple<A...> args(args_in...);
+namespace detail {
+
+/// Leaves of a tuple of pytrees, in order.
+template <class... A>
+std::vector<Array> flatten_args(const std::tuple<A...>& args) {
   std::vector<Array> leaves;
   std::apply([&](const auto&... p) { (pytree<std::decay_t<decltype(p)>>::flatten(p, leaves), ...); }, args);
-  std::optional<R> out_like;
-  FlatFn fn = [&](const std::vector<Array>& xs) {
-    const Array* next = xs.data();
-    std::tuple<A...> a = std::apply(
-        [&](const auto&... p) { return std::tuple<A...>{pytree<std::decay_t<decltype(p)>>::unflatten(p, next)...}; },
-        args);
-    R r = std::apply(f, a);
+  return leaves;
+}
+
+/// A tuple with the structure of `like` rebuilt from leaves.
+template <class... A>
+std::tuple<A...> unflatten_args(const std::tuple<A...>& like, const std::vector<Array>& leaves) {
+  const Array* next = leaves.data();
+  return std::apply(
+      [&](const auto&... p) { return std::tuple<A...>{pytree<std::decay_t<decltype(p)>>::unflatten(p, next)...}; },
+      like);
+}
+
+/// f over flat leaves (the arguments rebuilt with args' structure); records the output
+/// structure in out_like.
+template <class R, class F, class... A>
+FlatFn flat_fn(F& f, const std::tuple<A...>& args, std::optional<R>& out_like) {
+  return [&f, &args, &out_like](const std::vector<Array>& xs) {
+    R r = std::apply(f, unflatten_args(args, xs));
     out_like.emplace(r);
     return tree_flatten(r);
   };
-  VjpResult vr = vjp_flat(fn, leaves, loc);
-  R out = tree_unflatten(*out_like, vr.primal_outs, loc);
+}
+
+}  // namespace detail
+
+/// JAX's jax.vjp: returns (f(args...), pullback) where pullback(ct) -> gradients for every
+/// argument (a single value for one argument, else a std::tuple). ct has f's output structure;
+/// a mismatch is a TypeError reported at the pullback's call site.
+template <class F, class... A>
+auto vjp(F f, const A&... args_in) {
+  using R = std::invoke_result_t<F&, const A&...>;
+  std::tuple<A...> args(args_in...);
+  std::optional<R> out_like;
+  VjpResult vr = vjp_flat(detail::flat_fn<R>(f, args, out_like), detail::flatten_args(args));
+  R out = tree_unflatten(*out_like, vr.primal_outs);
   R like = *out_like;
-  auto pullback = [vr, like, args, loc](const R& ct) {
+  auto pullback = [vr, like, args](const R& ct, std::source_location loc = std::source_location::current()) {
     tree_check_same(like, ct, loc);
-    std::vector<Array> g = vr.pullback(tree_flatten(ct));
-    const Array* next = g.data();
-    auto t = std::apply(
-        [&](const auto&... p) { return std::tuple<A...>{pytree<std::decay_t<decltype(p)>>::unflatten(p, next)...}; },
-        args);
-    return detail::unwrap_single(std::move(t));
+    return detail::unwrap_single(detail::unflatten_args(args, vr.pullback(tree_flatten(ct))));
   };
   return std::pair{std::move(out), std::move(pullback)};
 }
@@ -235,28 +251,16 @@ auto vjp(F f, const A&... args_in) {
 template <class F, class... A>
 auto linearize(F f, const A&... args_in) {
   using R = std::invoke_result_t<F&, const A&...>;
-  std::source_location loc = std::source_location::current();
   std::tuple<A...> args(args_in...);
-  std::vector<Array> leaves;
-  std::apply([&](const auto&... p) { (pytree<std::decay_t<decltype(p)>>::flatten(p, leaves), ...); }, args);
   std::optional<R> out_like;
-  FlatFn fn = [&](const std::vector<Array>& xs) {
-    const Array* next = xs.data();
-    std::tuple<A...> a = std::apply(
-        [&](const auto&... p) { return std::tuple<A...>{pytree<std::decay_t<decltype(p)>>::unflatten(p, next)...}; },
-        args);
-    R r = std::apply(f, a);
-    out_like.emplace(r);
-    return tree_flatten(r);
-  };
-  LinearizeResult lr = linearize_flat(fn, leaves, loc);
-  R out = tree_unflatten(*out_like, lr.primal_outs, loc);
+  LinearizeResult lr = linearize_flat(detail::flat_fn<R>(f, args, out_like), detail::flatten_args(args));
+  R out = tree_unflatten(*out_like, lr.primal_outs);
   R like = *out_like;
   ClosedJaxpr lin = lr.linear;
-  auto f_jvp = [lin, like, loc](const A&... tangents) {
+  auto f_jvp = [lin, like](const A&... tangents) {
     std::vector<Array> tl;
     (pytree<A>::flatten(tangents, tl), ...);
-    return tree_unflatten(like, eval_jaxpr(lin, tl, loc), loc);
+    return tree_unflatten(like, eval_jaxpr(lin, tl));
   };
   return std::pair{std::move(out), std::move(f_jvp)};
 }

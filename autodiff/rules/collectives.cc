@@ -122,7 +122,7 @@ Registrar reg([] {
       return {{out}, {minijax::bind1(prim, targs, params)}};
     };
     p.no_transpose_reason =
-        "not implemented for the ragged exchange: its transpose is a ragged_all_to_all with the send and "
+        "later work for the ragged exchange: its transpose is a ragged_all_to_all with the send and "
         "receive offsets swapped per peer, which needs the peers' offsets (an all_to_all of the index operands)";
     p.no_batch_reason = "vmap of a ragged exchange would need per-example offsets; not supported";
   }
