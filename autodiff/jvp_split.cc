@@ -9,37 +9,55 @@
 
 namespace minijax {
 
-std::pair<std::vector<Array>, std::vector<Array>> jvp_by_partial_eval(
-    const JvpRule& pure_jvp, const std::vector<Array>& primals, const std::vector<Array>& tangents,
-    const Params& params, const SaveablePolicy& policy) {
+TracedJvp trace_jvp(const JvpRule& rule, const std::vector<Array>& primals,
+                    const std::vector<Array>& tangents, const Params& params) {
   const size_t n = primals.size();
-  std::vector<size_t> nz;
+  TracedJvp t;
   std::vector<ShapedArray> in_avals;
   for (auto& p : primals) in_avals.push_back(p.aval());
   for (size_t i = 0; i < n; ++i)
     if (tangents[i].defined()) {
-      nz.push_back(i);
+      t.nonzero_in.push_back(i);
       in_avals.push_back(tangents[i].aval());
     }
-  std::vector<bool> out_zero;
-  size_t nout = 0;
-  ClosedJaxpr jj = trace_to_jaxpr(
+  t.jaxpr = trace_to_jaxpr(
       [&](const std::vector<Array>& xs) {
         std::vector<Array> ps(xs.begin(), xs.begin() + std::ptrdiff_t(n));
         std::vector<Array> ts(n);
-        for (size_t k = 0; k < nz.size(); ++k) ts[nz[k]] = xs[n + k];
-        auto [po, to] = pure_jvp(ps, ts, params);
-        nout = po.size();
-        out_zero.clear();
+        for (size_t k = 0; k < t.nonzero_in.size(); ++k) ts[t.nonzero_in[k]] = xs[n + k];
+        auto [po, to] = rule(ps, ts, params);
+        t.num_out = po.size();
+        t.out_zero.clear();
         std::vector<Array> outs = po;
         for (size_t j = 0; j < po.size(); ++j) {
           bool z = j >= to.size() || !to[j].defined();
-          out_zero.push_back(z);
+          t.out_zero.push_back(z);
           if (!z) outs.push_back(to[j]);
         }
         return outs;
       },
       in_avals);
+  return t;
+}
+
+std::pair<std::vector<Array>, std::vector<Array>> split_jvp_outputs(const TracedJvp& t,
+                                                                    const std::vector<Array>& outs) {
+  std::vector<Array> po(outs.begin(), outs.begin() + std::ptrdiff_t(t.num_out));
+  std::vector<Array> to(t.num_out);
+  size_t k = t.num_out;
+  for (size_t j = 0; j < t.num_out; ++j)
+    if (!t.out_zero[j]) to[j] = outs[k++];
+  return {po, to};
+}
+
+std::pair<std::vector<Array>, std::vector<Array>> jvp_by_partial_eval(
+    const JvpRule& pure_jvp, const std::vector<Array>& primals, const std::vector<Array>& tangents,
+    const Params& params, const SaveablePolicy& policy) {
+  const size_t n = primals.size();
+  TracedJvp t = trace_jvp(pure_jvp, primals, tangents, params);
+  const ClosedJaxpr& jj = t.jaxpr;
+  const std::vector<size_t>& nz = t.nonzero_in;
+  const size_t nout = t.num_out;
   Jaxpr flat = convert_constvars_jaxpr(*jj.jaxpr);
   const size_t nc = jj.consts.size(), m = flat.outvars.size() - nout;
   std::vector<bool> unknown(nc + n + nz.size(), false);
@@ -60,12 +78,9 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_by_partial_eval(
   std::vector<Array> tangent_args;
   for (size_t i : nz) tangent_args.push_back(tangents[i]);
   auto floor = tangent_args.empty() ? TraceStack::dynamic() : find_top_trace(tangent_args, std::source_location::current());
-  std::vector<Array> touts_nz = eval_jaxpr_at(pe.staged, {}, sargs, floor);
-  std::vector<Array> touts(nout);
-  size_t k = 0;
-  for (size_t j = 0; j < nout; ++j)
-    if (!out_zero[j]) touts[j] = touts_nz[k++];
-  return {primal_outs, touts};
+  std::vector<Array> outs = primal_outs;
+  for (auto& x : eval_jaxpr_at(pe.staged, {}, sargs, floor)) outs.push_back(x);
+  return split_jvp_outputs(t, outs);
 }
 
 JvpRule split_jvp_rule(JvpRule pure_jvp, SaveablePolicy policy) {

@@ -23,6 +23,22 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_by_partial_eval(
     const JvpRule& pure_jvp, const std::vector<Array>& primals, const std::vector<Array>& tangents,
     const Params& params, const SaveablePolicy& policy = {});
 
+/// A JVP rule traced into a jaxpr over (primals, nonzero tangents) -> (primal outputs,
+/// nonzero tangent outputs); the jaxpr's constvars are still to be converted.
+struct TracedJvp {
+  ClosedJaxpr jaxpr;
+  std::vector<size_t> nonzero_in;  ///< indices of the primals with a nonzero tangent
+  std::vector<bool> out_zero;      ///< per primal output: its tangent is a symbolic zero
+  size_t num_out = 0;              ///< number of primal outputs
+};
+/// Traces `rule` (any JVP rule: empty tangents are symbolic zeros) on fresh tracers.
+TracedJvp trace_jvp(const JvpRule& rule, const std::vector<Array>& primals,
+                    const std::vector<Array>& tangents, const Params& params);
+/// Splits the outputs of a call of a TracedJvp's jaxpr into primal outputs and tangent
+/// outputs (empty Arrays for symbolic zeros); `outs` = [primal outs..., nonzero tangents...].
+std::pair<std::vector<Array>, std::vector<Array>> split_jvp_outputs(const TracedJvp& t,
+                                                                    const std::vector<Array>& outs);
+
 /// A JvpRule that applies jvp_by_partial_eval to `pure_jvp`.
 JvpRule split_jvp_rule(JvpRule pure_jvp, SaveablePolicy policy = {});
 

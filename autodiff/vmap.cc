@@ -3,6 +3,7 @@
 #include "autodiff/vmap.h"
 
 #include "autodiff/batching_util.h"
+#include "core/pjit.h"
 
 namespace minijax {
 
@@ -205,6 +206,29 @@ std::vector<Array> vmap_flat(const FlatFn& f, const std::vector<Array>& args,
     result.push_back(materialize_batch(vals[i], dims[i], size, oa));
   }
   return result;
+}
+
+std::pair<Jaxpr, std::vector<Array>> batch_body_at_front(const ClosedJaxprPtr& body,
+                                                         const std::vector<Array>& args,
+                                                         const std::vector<int64_t>& dims) {
+  batch_axis_size(args, dims);  // validates the sizes
+  std::vector<Array> moved;
+  std::vector<int64_t> in_axes;
+  std::vector<ShapedArray> in_avals;
+  for (size_t i = 0; i < args.size(); ++i) {
+    bool mapped = dims[i] != kNotMapped;
+    moved.push_back(mapped ? move_batch_dim(args[i], dims[i], 0) : args[i]);
+    in_axes.push_back(mapped ? 0 : kNotMapped);
+    in_avals.push_back(moved.back().aval());
+  }
+  FlatFn fn = [body](const std::vector<Array>& xs) { return eval_jaxpr(*body, xs); };
+  const size_t nout = body->jaxpr->outvars.size();
+  ClosedJaxpr batched = trace_to_jaxpr(
+      [&](const std::vector<Array>& xs) { return vmap_flat(fn, xs, in_axes, std::vector<int64_t>(nout, 0)); },
+      in_avals);
+  std::vector<Array> call_args = batched.consts;
+  call_args.insert(call_args.end(), moved.begin(), moved.end());
+  return {convert_constvars_jaxpr(*batched.jaxpr), call_args};
 }
 
 }  // namespace minijax

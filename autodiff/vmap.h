@@ -77,6 +77,15 @@ std::vector<Array> vmap_flat(const FlatFn& f, const std::vector<Array>& args,
                              const std::vector<int64_t>& out_axes,
                              std::source_location loc = std::source_location::current());
 
+/// The body of a primitive with a body (pjit, checkpoint, ...) batched for its batching rule:
+/// the batched arguments' batch dims are moved to 0, the body is vmapped over them (outputs
+/// batched at 0) and traced. Returns the traced jaxpr with its constvars turned into leading
+/// invars, and the operands to call it with ([its constants..., the moved args...]).
+/// Throws ValueError as vmap_flat for inconsistent batch sizes.
+std::pair<Jaxpr, std::vector<Array>> batch_body_at_front(const ClosedJaxprPtr& body,
+                                                         const std::vector<Array>& args,
+                                                         const std::vector<int64_t>& dims);
+
 /// Options of vmap.
 struct VmapOptions {
   /// One per positional argument, applied to every leaf of that argument; a single entry applies

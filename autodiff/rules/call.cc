@@ -127,32 +127,8 @@ BatchRule call_batch(const Primitive& p) {
   return [&p](const std::vector<Array>& args, const std::vector<int64_t>& dims, const Params& params) {
     ClosedJaxprPtr body = params.get_jaxpr(jaxpr_key(p));
     std::string name = params.has("name") ? params.get_string("name") : std::string("call");
-    int64_t size = batch_axis_size(args, dims);
-    std::vector<Array> moved;
-    std::vector<int64_t> in_axes;
-    std::vector<ShapedArray> in_avals;
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (dims[i] == kNotMapped) {
-        moved.push_back(args[i]);
-        in_axes.push_back(kNotMapped);
-      } else {
-        moved.push_back(move_batch_dim(args[i], dims[i], 0));
-        in_axes.push_back(0);
-      }
-      in_avals.push_back(moved.back().aval());
-    }
-    FlatFn fn = [body](const std::vector<Array>& xs) { return eval_jaxpr(*body, xs); };
-    size_t nout = body->jaxpr->outvars.size();
-    ClosedJaxpr batched = trace_to_jaxpr(
-        [&](const std::vector<Array>& xs) {
-          return vmap_flat(fn, xs, in_axes, std::vector<int64_t>(nout, 0));
-        },
-        in_avals);
-    (void)size;
-    auto bj = std::make_shared<ClosedJaxpr>();
-    bj->jaxpr = std::make_shared<Jaxpr>(convert_constvars_jaxpr(*batched.jaxpr));
-    std::vector<Array> call_args = batched.consts;
-    call_args.insert(call_args.end(), moved.begin(), moved.end());
+    auto [batched, call_args] = batch_body_at_front(body, args, dims);
+    auto bj = std::make_shared<ClosedJaxpr>(ClosedJaxpr{std::make_shared<Jaxpr>(batched), {}});
     auto outs = bind_call(p, bj, "vmap(" + name + ")", call_args);
     return std::pair{outs, std::vector<int64_t>(outs.size(), 0)};
   };

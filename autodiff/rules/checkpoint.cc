@@ -39,46 +39,16 @@ std::pair<std::vector<Array>, std::vector<Array>> checkpoint_pure_jvp(const std:
                                                                       const std::vector<Array>& tangents,
                                                                       const Params& params) {
   ClosedJaxprPtr body = params.get_jaxpr("jaxpr");
-  const size_t n = primals.size();
-  std::vector<size_t> nz;
-  std::vector<ShapedArray> in_avals;
-  for (auto& p : primals) in_avals.push_back(p.aval());
-  for (size_t i = 0; i < n; ++i)
-    if (tangents[i].defined()) {
-      nz.push_back(i);
-      in_avals.push_back(tangents[i].aval());
-    }
-  std::vector<bool> out_zero;
-  size_t nout = 0;
-  ClosedJaxpr jj = trace_to_jaxpr(
-      [&](const std::vector<Array>& xs) {
-        std::vector<Array> ps(xs.begin(), xs.begin() + std::ptrdiff_t(n));
-        std::vector<Array> ts(n);
-        for (size_t k = 0; k < nz.size(); ++k) ts[nz[k]] = xs[n + k];
-        FlatFn fn = [body](const std::vector<Array>& a) { return eval_jaxpr(*body, a); };
-        auto [po, to] = jvp_flat(fn, ps, ts);
-        nout = po.size();
-        out_zero.clear();
-        std::vector<Array> outs = po;
-        for (size_t j = 0; j < po.size(); ++j) {
-          bool z = j >= to.size() || !to[j].defined();
-          out_zero.push_back(z);
-          if (!z) outs.push_back(to[j]);
-        }
-        return outs;
-      },
-      in_avals);
-  std::vector<Array> args = jj.consts;
+  JvpRule body_jvp = [body](const std::vector<Array>& ps, const std::vector<Array>& ts, const Params&) {
+    FlatFn fn = [body](const std::vector<Array>& a) { return eval_jaxpr(*body, a); };
+    return jvp_flat(fn, ps, ts);
+  };
+  TracedJvp t = trace_jvp(body_jvp, primals, tangents, params);
+  std::vector<Array> args = t.jaxpr.consts;
   args.insert(args.end(), primals.begin(), primals.end());
-  for (size_t i : nz) args.push_back(tangents[i]);
+  for (size_t i : t.nonzero_in) args.push_back(tangents[i]);
   bool diff = params.has("differentiated") && params.get_bool("differentiated");
-  auto outs = bind_checkpoint_with(params, convert_constvars_jaxpr(*jj.jaxpr), args, diff);
-  std::vector<Array> po(outs.begin(), outs.begin() + std::ptrdiff_t(nout));
-  std::vector<Array> to(nout);
-  size_t k = nout;
-  for (size_t j = 0; j < nout; ++j)
-    if (!out_zero[j]) to[j] = outs[k++];
-  return {po, to};
+  return split_jvp_outputs(t, bind_checkpoint_with(params, convert_constvars_jaxpr(*t.jaxpr.jaxpr), args, diff));
 }
 
 // Partial evaluation (JAX's remat partial eval): the body is split by partial_eval_jaxpr_custom
@@ -300,29 +270,9 @@ std::vector<Array> checkpoint_transpose(const std::vector<Array>& cts_out, const
 std::pair<std::vector<Array>, std::vector<int64_t>> checkpoint_batch(const std::vector<Array>& args,
                                                                      const std::vector<int64_t>& dims,
                                                                      const Params& params) {
-  ClosedJaxprPtr body = params.get_jaxpr("jaxpr");
-  std::vector<Array> moved;
-  std::vector<int64_t> in_axes;
-  std::vector<ShapedArray> in_avals;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (dims[i] == kNotMapped) {
-      moved.push_back(args[i]);
-      in_axes.push_back(kNotMapped);
-    } else {
-      moved.push_back(move_batch_dim(args[i], dims[i], 0));
-      in_axes.push_back(0);
-    }
-    in_avals.push_back(moved.back().aval());
-  }
-  FlatFn fn = [body](const std::vector<Array>& xs) { return eval_jaxpr(*body, xs); };
-  size_t nout = body->jaxpr->outvars.size();
-  ClosedJaxpr batched = trace_to_jaxpr(
-      [&](const std::vector<Array>& xs) { return vmap_flat(fn, xs, in_axes, std::vector<int64_t>(nout, 0)); },
-      in_avals);
-  std::vector<Array> call_args = batched.consts;
-  call_args.insert(call_args.end(), moved.begin(), moved.end());
+  auto [batched, call_args] = batch_body_at_front(params.get_jaxpr("jaxpr"), args, dims);
   bool diff = params.has("differentiated") && params.get_bool("differentiated");
-  auto outs = bind_checkpoint_with(params, convert_constvars_jaxpr(*batched.jaxpr), call_args, diff);
+  auto outs = bind_checkpoint_with(params, batched, call_args, diff);
   return {outs, std::vector<int64_t>(outs.size(), 0)};
 }
 
