@@ -1,6 +1,7 @@
 // minijax samples: the Fashion-MNIST MLP — data loading, model, loss, accuracy and training loop.
 // Compiled into the fashion_mnist_mlp program and into its smoke test (tests/samples).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -29,6 +30,21 @@ Dataset load_split(const std::string& dir, const std::string& prefix, int64_t li
 /// x f32[count, 784] holding pixel/255, y i32[count].
 std::pair<mj::Array, mj::Array> make_batch(const Dataset& d, const std::vector<int32_t>& order,
                                            int64_t begin, int64_t count);
+
+/// Mean over the whole of d of a per-batch quantity: `per_batch(x, y, count)` returns the sum
+/// over the batch's `count` examples (e.g. correct predictions, or the mean loss times count) for
+/// the batch `make(d, begin, count)`; batches of `batch` examples, the last one smaller.
+/// Returns 0 for an empty set.
+template <class Make, class PerBatch>
+double average_over_batches(const Dataset& d, int64_t batch, Make make, PerBatch per_batch) {
+  double total = 0;
+  for (int64_t b = 0; b < d.n; b += batch) {
+    int64_t count = std::min(batch, d.n - b);
+    auto [x, y] = make(d, b, count);
+    total += per_batch(x, y, count);
+  }
+  return d.n ? total / double(d.n) : 0.0;
+}
 
 /// The model's parameters: three dense layers (w: [in, out], b: [out]), a registered pytree.
 struct MLP {

@@ -125,24 +125,17 @@ mj::Array loss_fn(const GRU& p, const mj::Array& x, const mj::Array& y, const Re
 }
 
 double accuracy(const GRU& p, const Dataset& d, int64_t batch) {
-  int64_t correct = 0;
-  for (int64_t b = 0; b < d.n; b += batch) {
-    int64_t count = std::min(batch, d.n - b);
-    auto [x, y] = make_row_batch(d, {}, b, count);
-    mj::Array hits = mj::sum(mj::astype(mj::argmax(forward(p, x), 1) == y, mj::i32));
-    correct += hits.item<int64_t>();
-  }
-  return d.n ? double(correct) / double(d.n) : 0.0;
+  auto make = [](const Dataset& ds, int64_t b, int64_t n) { return make_row_batch(ds, {}, b, n); };
+  return average_over_batches(d, batch, make, [&](const mj::Array& x, const mj::Array& y, int64_t) {
+    return double(mj::sum(mj::astype(mj::argmax(forward(p, x), 1) == y, mj::i32)).item<int64_t>());
+  });
 }
 
 double mean_loss(const GRU& p, const Dataset& d, int64_t batch) {
-  double total = 0;
-  for (int64_t b = 0; b < d.n; b += batch) {
-    int64_t count = std::min(batch, d.n - b);
-    auto [x, y] = make_row_batch(d, {}, b, count);
-    total += loss_fn(p, x, y).item<double>() * double(count);
-  }
-  return d.n ? total / double(d.n) : 0.0;
+  auto make = [](const Dataset& ds, int64_t b, int64_t n) { return make_row_batch(ds, {}, b, n); };
+  return average_over_batches(d, batch, make, [&](const mj::Array& x, const mj::Array& y, int64_t n) {
+    return loss_fn(p, x, y).item<double>() * double(n);
+  });
 }
 
 std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Dataset& test_set,
