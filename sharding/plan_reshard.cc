@@ -7,8 +7,10 @@
 #include <limits>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
 
 #include "core/errors.h"
+#include "sharding/plan_reshard_internal.h"
 
 namespace minijax {
 
@@ -19,6 +21,8 @@ const char* reshard_kind_name(ReshardKind k) {
     case ReshardKind::all_to_all: return "all_to_all";
     case ReshardKind::collective_permute: return "collective_permute";
     case ReshardKind::ragged_all_to_all: return "ragged_all_to_all";
+    case ReshardKind::reduce_scatter: return "reduce_scatter";
+    case ReshardKind::all_reduce: return "all_reduce";
   }
   return "?";
 }
@@ -50,30 +54,31 @@ bool match_all_gather(const Sharding& src, const Sharding& dst, ReshardStep& ste
   return true;
 }
 
-/// all_to_all: a minor suffix T leaves dim i (concat) and is appended to dim j (split).
+/// all_to_all: per dim the axes after the common prefix are released (src) or acquired (dst),
+/// no dim does both, and the released and acquired axes are the same non-empty set. With one
+/// dim losing and one gaining, split_dim/concat_dim name them; else both are -1.
 bool match_all_to_all(const Sharding& src, const Sharding& dst, ReshardStep& step) {
   const size_t rank = src.dims.size();
-  for (size_t i = 0; i < rank; ++i) {
-    const auto& ai = src.dims[i].axes;
-    const auto& bi = dst.dims[i].axes;
-    if (!(bi.size() < ai.size() && is_prefix(bi, ai))) continue;
-    std::vector<AxisRef> moved(ai.begin() + bi.size(), ai.end());
-    for (size_t j = 0; j < rank; ++j) {
-      if (j == i) continue;
-      std::vector<AxisRef> want = src.dims[j].axes;
-      want.insert(want.end(), moved.begin(), moved.end());
-      if (dst.dims[j].axes != want) continue;
-      bool others = true;
-      for (size_t k = 0; k < rank; ++k)
-        if (k != i && k != j && src.dims[k].axes != dst.dims[k].axes) others = false;
-      if (!others) continue;
-      step.axes = moved;
-      step.split_dim = int64_t(j);
-      step.concat_dim = int64_t(i);
-      return true;
-    }
+  std::vector<AxisRef> released, acquired;
+  int64_t losing = -1, gaining = -1, n_losing = 0, n_gaining = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    const auto& a = src.dims[d].axes;
+    const auto& b = dst.dims[d].axes;
+    size_t k = 0;
+    while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+    if (k < a.size() && k < b.size()) return false;
+    if (k < a.size()) losing = int64_t(d), ++n_losing;
+    if (k < b.size()) gaining = int64_t(d), ++n_gaining;
+    released.insert(released.end(), a.begin() + long(k), a.end());
+    acquired.insert(acquired.end(), b.begin() + long(k), b.end());
   }
-  return false;
+  if (released.empty() || released.size() != acquired.size()) return false;
+  for (const auto& x : acquired)
+    if (std::find(released.begin(), released.end(), x) == released.end()) return false;
+  step.axes = acquired;
+  step.split_dim = n_gaining == 1 ? gaining : -1;
+  step.concat_dim = n_losing == 1 ? losing : -1;
+  return true;
 }
 
 struct Item {
@@ -165,6 +170,42 @@ void copy_box(const Box& box, const unsigned char* src, const Box& from, unsigne
   });
 }
 
+
+template <class T>
+void add_rows(unsigned char* dst, const unsigned char* src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    T a, b;
+    std::memcpy(&a, dst + i * int64_t(sizeof(T)), sizeof(T));
+    std::memcpy(&b, src + i * int64_t(sizeof(T)), sizeof(T));
+    if constexpr (std::is_same_v<T, bfloat16>)
+      a = bfloat16(float(a) + float(b));
+    else
+      a = T(a + b);
+    std::memcpy(dst + i * int64_t(sizeof(T)), &a, sizeof(T));
+  }
+}
+
+/// Adds the elements of `box` from a buffer holding `from` into one holding `to` (dtype `dt`).
+void add_box(const Box& box, const unsigned char* src, const Box& from, unsigned char* dst,
+             const Box& to, DType dt) {
+  const int64_t item = int64_t(itemsize(dt));
+  const int64_t row = box.lo.empty() ? 1 : box.hi.back() - box.lo.back();
+  for_each_row(box, [&](const std::vector<int64_t>& idx) {
+    unsigned char* o = dst + offset_in(to, idx, item);
+    const unsigned char* i = src + offset_in(from, idx, item);
+    switch (dt) {
+      case DType::f32: add_rows<float>(o, i, row); break;
+      case DType::f64: add_rows<double>(o, i, row); break;
+      case DType::i32: add_rows<int32_t>(o, i, row); break;
+      case DType::u32: add_rows<uint32_t>(o, i, row); break;
+      case DType::bf16: add_rows<bfloat16>(o, i, row); break;
+      default:
+        throw ValueError(std::string("execute_reshard: partial sums of dtype ") + dtype_name(dt) +
+                         " cannot be added");
+    }
+  });
+}
+
 }  // namespace
 
 int64_t ReshardPlan::num_messages() const {
@@ -188,26 +229,105 @@ int64_t ReshardPlan::max_received() const {
 std::vector<std::vector<std::vector<size_t>>> ReshardPlan::staging_batches(size_t step) const {
   std::vector<std::vector<std::vector<size_t>>> batches(src_boxes.size());
   std::vector<int64_t> fill(src_boxes.size(), 0);
+  std::vector<int> phase(src_boxes.size(), -1);
   const auto& msgs = steps.at(step).messages;
   for (size_t k = 0; k < msgs.size(); ++k) {
-    auto& b = batches[msgs[k].sender];
-    int64_t& f = fill[msgs[k].sender];
-    if (b.empty() || f + msgs[k].elements > staging_capacity) {
+    const size_t s = msgs[k].sender;
+    auto& b = batches[s];
+    if (b.empty() || fill[s] + msgs[k].elements > staging_capacity || phase[s] != msgs[k].phase) {
       b.emplace_back();
-      f = 0;
+      fill[s] = 0;
+      phase[s] = msgs[k].phase;
     }
     b.back().push_back(k);
-    f += msgs[k].elements;
+    fill[s] += msgs[k].elements;
   }
   return batches;
 }
 
+void ReshardPlan::tally() {
+  const size_t n = src_boxes.size();
+  received.assign(n, 0);
+  sent.assign(n, 0);
+  messages_received.assign(n, 0);
+  messages_sent.assign(n, 0);
+  extra_memory.assign(n, 0);
+  for (size_t si = 0; si < steps.size(); ++si) {
+    for (const auto& m : steps[si].messages) {
+      received[m.receiver] += m.elements;
+      sent[m.sender] += m.elements;
+      ++messages_received[m.receiver];
+      ++messages_sent[m.sender];
+    }
+    const auto batches = staging_batches(si);
+    for (size_t d = 0; d < n; ++d)
+      for (const auto& b : batches[d]) {
+        int64_t sum = 0;
+        for (size_t k : b) sum += steps[si].messages[k].elements;
+        extra_memory[d] = std::max(extra_memory[d], sum);
+      }
+  }
+}
+
+namespace {
+
+std::string bytes_range(const std::vector<int64_t>& v, int64_t item) {
+  int64_t lo = v.empty() ? 0 : *std::min_element(v.begin(), v.end());
+  int64_t hi = v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+  return lo == hi ? std::to_string(hi * item) : std::to_string(lo * item) + ".." + std::to_string(hi * item);
+}
+
+std::string axes_str(const std::vector<AxisRef>& axes) {
+  std::string s = "{";
+  for (size_t a = 0; a < axes.size(); ++a) s += (a ? ", " : "") + axes[a].str();
+  return s + "}";
+}
+
+}  // namespace
+
 std::string ReshardPlan::as_text() const {
+  const int64_t item = int64_t(itemsize(aval.dtype));
+  const size_t n = src_boxes.size();
+  std::ostringstream os;
+  os << "reshard " << aval.str() << " on " << src.mesh->str() << ": " << src.str() << " -> "
+     << dst.str() << "\n";
+  for (size_t si = 0; si < steps.size(); ++si) {
+    const ReshardStep& st = steps[si];
+    std::vector<int64_t> rv(n, 0), sv(n, 0), ex(n, 0);
+    for (const auto& m : st.messages) {
+      rv[m.receiver] += m.elements;
+      sv[m.sender] += m.elements;
+    }
+    const auto batches = staging_batches(si);
+    for (size_t d = 0; d < n; ++d)
+      for (const auto& b : batches[d]) {
+        int64_t sum = 0;
+        for (size_t k : b) sum += st.messages[k].elements;
+        ex[d] = std::max(ex[d], sum);
+      }
+    os << "step " << si << ": " << reshard_kind_name(st.kind);
+    if (!st.axes.empty()) os << " over " << axes_str(st.axes);
+    if (st.kind == ReshardKind::all_to_all && st.split_dim >= 0 && st.concat_dim >= 0)
+      os << " split_dim=" << st.split_dim << " concat_dim=" << st.concat_dim;
+    if ((st.kind == ReshardKind::reduce_scatter || st.kind == ReshardKind::all_reduce) &&
+        st.split_dim >= 0)
+      os << (st.kind == ReshardKind::reduce_scatter ? " scatter_dim=" : " split_dim=")
+         << st.split_dim;
+    os << " to " << st.to.str() << ": recv " << bytes_range(rv, item) << " B/device, send "
+       << bytes_range(sv, item) << " B/device, " << st.messages.size() << " messages, extra "
+       << bytes_range(ex, item) << " B/device\n";
+  }
+  os << "max received per device: " << max_received() << " elements (" << max_received() * item
+     << " B); total " << total_received() << " elements (" << total_received() * item
+     << " B) in " << num_messages() << " messages\n";
+  return os.str();
+}
+
+std::string ReshardPlan::as_detailed_text() const {
   const int64_t item = int64_t(itemsize(aval.dtype));
   const Mesh& mesh = *src.mesh;
   std::ostringstream os;
-  os << "reshard " << aval.str() << " on " << mesh.str() << ": " << src.str() << " -> "
-     << dst.str() << "\n";
+  os << as_text();
   for (size_t si = 0; si < steps.size(); ++si) {
     const ReshardStep& st = steps[si];
     std::vector<int64_t> rv(src_boxes.size(), 0), sv(rv), rm(rv), sm(rv);
@@ -217,26 +337,42 @@ std::string ReshardPlan::as_text() const {
       ++rm[m.receiver];
       ++sm[m.sender];
     }
-    os << "step " << si << ": " << reshard_kind_name(st.kind);
-    if (!st.axes.empty()) {
-      os << " over {";
-      for (size_t a = 0; a < st.axes.size(); ++a) os << (a ? ", " : "") << st.axes[a].str();
-      os << "}";
-    }
-    if (st.kind == ReshardKind::all_to_all)
-      os << " split_dim=" << st.split_dim << " concat_dim=" << st.concat_dim;
-    os << ", " << st.messages.size() << " messages\n";
+    os << "step " << si << " per device:\n";
     for (size_t d = 0; d < src_boxes.size(); ++d) {
+      const int64_t local = intersect(st.from_boxes[d], st.to_boxes[d]).volume();
       os << "  device " << mesh.device_ids[d] << ": recv " << rv[d] << " (" << rv[d] * item
          << " B) in " << rm[d] << " msgs, send " << sv[d] << " (" << sv[d] * item << " B) in "
-         << sm[d] << " msgs, local " << local_copy[d] << ", extra " << extra_memory[d] << " ("
-         << extra_memory[d] * item << " B)\n";
+         << sm[d] << " msgs, local " << local << "\n";
     }
   }
-  os << "max received per device: " << max_received() << " elements (" << max_received() * item
-     << " B); total " << total_received() << " elements (" << total_received() * item
-     << " B) in " << num_messages() << " messages\n";
+  for (size_t d = 0; d < src_boxes.size(); ++d)
+    os << "device " << mesh.device_ids[d] << ": extra " << extra_memory[d] << " ("
+       << extra_memory[d] * item << " B)\n";
   return os.str();
+}
+
+int64_t all_reduce_split_dim(const Shape& shape, int64_t k) {
+  if (shape.empty()) return -1;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (k > 0 && shape[d] % k == 0) return int64_t(d);
+  size_t best = 0;
+  for (size_t d = 1; d < shape.size(); ++d)
+    if (shape[d] > shape[best]) best = d;
+  return int64_t(best);
+}
+
+std::vector<int64_t> all_reduce_pieces(const Shape& shape, int64_t k) {
+  std::vector<int64_t> out(size_t(std::max<int64_t>(k, 1)), 0);
+  const int64_t d = all_reduce_split_dim(shape, k);
+  if (d < 0) {
+    out[0] = 1;
+    return out;
+  }
+  const int64_t len = shape[size_t(d)], rest = shape_size(shape) / std::max<int64_t>(len, 1);
+  const int64_t c = (len + k - 1) / k;
+  for (int64_t r = 0; r < k; ++r)
+    out[size_t(r)] = (std::min(len, (r + 1) * c) - std::min(len, r * c)) * (len ? rest : 0);
+  return out;
 }
 
 ReshardPlan plan_reshard(const Sharding& src, const Sharding& dst, const ShapedArray& aval,
@@ -251,10 +387,19 @@ ReshardPlan plan_reshard(const Sharding& src, const Sharding& dst, const ShapedA
     throw ShardingError("plan_reshard: the memory kinds differ (" + describe(src, dst, aval) +
                             "); a reshard stays in one memory kind",
                         loc);
-  if (!src.unreduced.empty() || !dst.unreduced.empty())
-    throw ShardingError("plan_reshard: unreduced axes (" + describe(src, dst, aval) +
-                            "); this planner handles reduced data only",
+  if (!dst.unreduced.empty())
+    throw ShardingError("plan_reshard: the target has unreduced axes (" +
+                            describe(src, dst, aval) +
+                            "); a reshard reduces partial sums, it never makes or moves them",
                         loc);
+  if (!src.unreduced.empty()) return detail::plan_unreduced(src, dst, aval, loc);
+  return detail::plan_reduced(src, dst, aval, loc);
+}
+
+namespace detail {
+
+ReshardPlan plan_reduced(const Sharding& src, const Sharding& dst, const ShapedArray& aval,
+                         std::source_location loc) {
   const Mesh& mesh = *src.mesh;
   const size_t n = mesh.num_devices();
 
@@ -297,13 +442,8 @@ ReshardPlan plan_reshard(const Sharding& src, const Sharding& dst, const ShapedA
                             describe(src, dst, aval) + ")",
                         loc);
 
-  plan.received.assign(n, 0);
-  plan.sent.assign(n, 0);
-  plan.messages_received.assign(n, 0);
-  plan.messages_sent.assign(n, 0);
   plan.local_copy.assign(n, 0);
   plan.receive_bound.assign(n, 0);
-  plan.extra_memory.assign(n, 0);
   for (size_t d = 0; d < n; ++d) {
     plan.local_copy[d] = intersect(A[d], B[d]).volume();
     plan.receive_bound[d] = B[d].volume() - plan.local_copy[d];
@@ -337,11 +477,10 @@ ReshardPlan plan_reshard(const Sharding& src, const Sharding& dst, const ShapedA
             [](const ReshardMessage& x, const ReshardMessage& y) {
               return std::tie(x.sender, x.receiver) < std::tie(y.sender, y.receiver);
             });
+  std::vector<int64_t> msgs_in(n, 0), msgs_out(n, 0);
   for (const auto& m : step.messages) {
-    plan.received[m.receiver] += m.elements;
-    plan.sent[m.sender] += m.elements;
-    ++plan.messages_received[m.receiver];
-    ++plan.messages_sent[m.sender];
+    ++msgs_in[m.receiver];
+    ++msgs_out[m.sender];
   }
 
   // Naming (e).
@@ -358,22 +497,20 @@ ReshardPlan plan_reshard(const Sharding& src, const Sharding& dst, const ShapedA
   } else {
     bool permute = even;
     for (const auto& m : step.messages)
-      if (!(m.box == B[m.receiver]) || plan.messages_received[m.receiver] != 1 ||
-          plan.messages_sent[m.sender] != 1)
+      if (!(m.box == B[m.receiver]) || msgs_in[m.receiver] != 1 || msgs_out[m.sender] != 1)
         permute = false;
     step.kind = permute ? ReshardKind::collective_permute : ReshardKind::ragged_all_to_all;
   }
+  step.from = src;
+  step.to = dst;
+  step.from_boxes = A;
+  step.to_boxes = B;
   plan.steps.push_back(std::move(step));
-
-  const auto batches = plan.staging_batches(0);
-  for (size_t d = 0; d < n; ++d)
-    for (const auto& b : batches[d]) {
-      int64_t sum = 0;
-      for (size_t k : b) sum += plan.steps[0].messages[k].elements;
-      plan.extra_memory[d] = std::max(plan.extra_memory[d], sum);
-    }
+  plan.tally();
   return plan;
 }
+
+}  // namespace detail
 
 std::vector<Array> execute_reshard(const ReshardPlan& plan, const std::vector<Array>& src_shards,
                                    std::vector<int64_t>* peak_staging) {
@@ -382,57 +519,69 @@ std::vector<Array> execute_reshard(const ReshardPlan& plan, const std::vector<Ar
     throw ValueError("execute_reshard: " + std::to_string(src_shards.size()) +
                      " source shards for a mesh of " + std::to_string(n) + " devices");
   const int64_t item = int64_t(itemsize(plan.aval.dtype));
-  std::vector<const unsigned char*> in(n);
   for (size_t d = 0; d < n; ++d) {
     const Array& s = src_shards[d];
     if (!s.defined() || s.dtype() != plan.aval.dtype || s.shape() != extent(plan.src_boxes[d]))
       throw ValueError("execute_reshard: shard " + std::to_string(d) + " is " +
                        (s.defined() ? s.aval().str() : std::string("empty")) + ", expected " +
                        dtype_name(plan.aval.dtype) + shape_str(extent(plan.src_boxes[d])));
-    in[d] = static_cast<const unsigned char*>(s.raw_data());
   }
-  std::vector<Array> out(n);
-  std::vector<unsigned char*> o(n);
-  for (size_t d = 0; d < n; ++d) {
-    ShapedArray a = plan.aval;
-    a.shape = extent(plan.dst_boxes[d]);
-    a.weak_type = false;
-    out[d] = Array::allocate(a);
-    o[d] = static_cast<unsigned char*>(const_cast<void*>(out[d].raw_data()));
-    copy_box(intersect(plan.src_boxes[d], plan.dst_boxes[d]), in[d], plan.src_boxes[d], o[d],
-             plan.dst_boxes[d], item);
-  }
+  std::vector<Array> cur = src_shards;
   std::vector<int64_t> peak(n, 0);
   for (size_t si = 0; si < plan.steps.size(); ++si) {
-    const auto& msgs = plan.steps[si].messages;
-    const auto batches = plan.staging_batches(si);
-    size_t rounds = 0;
-    for (const auto& b : batches) rounds = std::max(rounds, b.size());
-    for (size_t round = 0; round < rounds; ++round) {
-      // Pack: every sender stages its batch `round`.
-      std::vector<std::vector<std::pair<size_t, std::vector<unsigned char>>>> staged(n);
-      for (size_t d = 0; d < n; ++d) {
-        if (round >= batches[d].size()) continue;
-        int64_t live = 0;
-        for (size_t k : batches[d][round]) {
-          const ReshardMessage& m = msgs[k];
-          std::vector<unsigned char> buf(size_t(m.elements * item));
-          copy_box(m.box, in[d], plan.src_boxes[d], buf.data(), m.box, item);
-          live += m.elements;
-          staged[d].emplace_back(k, std::move(buf));
-        }
-        peak[d] = std::max(peak[d], live);
-      }
-      // Deliver into the receivers' target shards, then free the staging buffers.
-      for (size_t d = 0; d < n; ++d)
-        for (const auto& [k, buf] : staged[d]) {
-          const ReshardMessage& m = msgs[k];
-          copy_box(m.box, buf.data(), m.box, o[m.receiver], plan.dst_boxes[m.receiver], item);
-        }
+    const ReshardStep& st = plan.steps[si];
+    std::vector<const unsigned char*> in(n);
+    std::vector<Array> out(n);
+    std::vector<unsigned char*> o(n);
+    for (size_t d = 0; d < n; ++d) {
+      in[d] = static_cast<const unsigned char*>(cur[d].raw_data());
+      ShapedArray a = plan.aval;
+      a.shape = extent(st.to_boxes[d]);
+      a.weak_type = false;
+      out[d] = Array::allocate(a);
+      o[d] = static_cast<unsigned char*>(const_cast<void*>(out[d].raw_data()));
+      copy_box(intersect(st.from_boxes[d], st.to_boxes[d]), in[d], st.from_boxes[d], o[d],
+               st.to_boxes[d], item);
     }
+    const auto& msgs = st.messages;
+    const auto batches = plan.staging_batches(si);
+    for (int phase = 0; phase < 2; ++phase) {
+      size_t rounds = 0;
+      for (const auto& b : batches) rounds = std::max(rounds, b.size());
+      for (size_t round = 0; round < rounds; ++round) {
+        // Pack: every sender stages its batch `round` (if it is of this phase).
+        std::vector<std::vector<std::pair<size_t, std::vector<unsigned char>>>> staged(n);
+        for (size_t d = 0; d < n; ++d) {
+          if (round >= batches[d].size() || msgs[batches[d][round][0]].phase != phase) continue;
+          int64_t live = 0;
+          for (size_t k : batches[d][round]) {
+            const ReshardMessage& m = msgs[k];
+            std::vector<unsigned char> buf(size_t(m.elements * item));
+            if (phase == 0)
+              copy_box(m.box, in[d], st.from_boxes[d], buf.data(), m.box, item);
+            else
+              copy_box(m.box, o[d], st.to_boxes[d], buf.data(), m.box, item);
+            live += m.elements;
+            staged[d].emplace_back(k, std::move(buf));
+          }
+          peak[d] = std::max(peak[d], live);
+        }
+        // Deliver into the receivers' target shards, then free the staging buffers.
+        for (size_t d = 0; d < n; ++d)
+          for (const auto& [k, buf] : staged[d]) {
+            const ReshardMessage& m = msgs[k];
+            if (m.partial)
+              add_box(m.box, buf.data(), m.box, o[m.receiver], st.to_boxes[m.receiver],
+                      plan.aval.dtype);
+            else
+              copy_box(m.box, buf.data(), m.box, o[m.receiver], st.to_boxes[m.receiver], item);
+          }
+      }
+    }
+    cur = std::move(out);
   }
   if (peak_staging) *peak_staging = peak;
-  return out;
+  return cur;
 }
 
 }  // namespace minijax

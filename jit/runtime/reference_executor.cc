@@ -13,6 +13,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "sharding/plan_reshard.h"
 
 namespace minijax {
 namespace {
@@ -212,8 +213,14 @@ class Executor {
         for (int64_t r = 0; r < n; ++r) {
           size_t pos = m[size_t(r)];
           if (name == "all_reduce") {
+            // Two phases (reduce_scatter of the pieces, all_gather of the reduced pieces), the
+            // model plan_reshard's all_reduce step uses: (n-1)·piece_r + (E - piece_r) each way.
             y[size_t(r)] = acc;
-            cs.bytes_sent[pos] = cs.bytes_received[pos] = (n - 1) * bytes_of(x[0]);
+            const auto pieces = all_reduce_pieces(x[0].shape(), n);
+            const int64_t item = int64_t(itemsize(x[0].dtype())), e = x[0].aval().size();
+            const int64_t mine = pieces[size_t(r)];
+            const int64_t moved = x[0].ndim() == 0 ? (n - 1) * e : (n - 1) * mine + (e - mine);
+            cs.bytes_sent[pos] = cs.bytes_received[pos] = moved * item;
           } else {
             y[size_t(r)] = block(acc, p.get_int("scatter_dimension"), r, n);
             cs.bytes_sent[pos] = cs.bytes_received[pos] = (n - 1) * (bytes_of(x[0]) / n);

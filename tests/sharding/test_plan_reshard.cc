@@ -15,96 +15,15 @@
 #include "core/errors.h"
 #include "sharding/partition_spec.h"
 #include "sharding/plan_reshard.h"
+#include "tests/sharding/ownership.h"
 
 namespace mj = minijax;
 using minijax::AxisRef;
 using minijax::Sharding;
 
+using namespace minijax::testing;
+
 namespace {
-
-std::shared_ptr<const mj::Mesh> make_mesh(std::vector<int> ids, mj::Shape shape,
-                                          std::vector<std::string> names) {
-  return std::make_shared<const mj::Mesh>(std::move(ids), std::move(shape), std::move(names));
-}
-
-std::vector<int> iota(int n) {
-  std::vector<int> v(size_t(n), 0);
-  std::iota(v.begin(), v.end(), 0);
-  return v;
-}
-
-using Spec = std::vector<std::vector<std::string>>;  // per dim, axes major first
-
-Sharding from_spec(const std::shared_ptr<const mj::Mesh>& mesh, const Spec& spec) {
-  std::vector<mj::PDim> dims;
-  for (const auto& d : spec) dims.push_back(mj::PDim(d));
-  return mj::to_sharding(mj::NamedSharding{mesh, mj::P(dims)}, int64_t(spec.size()));
-}
-
-// The test's own ownership rule (not device_boxes): along each dim the device's shard index is
-// the mixed-radix number of its (sub-)axis coordinates, major first; a sub-axis "x":(pre)size of
-// an axis of size n has coordinate (c / (n / (pre * size))) % size; shard size ceil(dim / count).
-std::vector<std::pair<int64_t, int64_t>> own_ranges(const Sharding& s, const mj::Shape& shape,
-                                                    size_t pos) {
-  const mj::Mesh& m = *s.mesh;
-  // Row-major coordinates of position pos, computed here.
-  std::vector<int64_t> c(m.shape.size());
-  size_t rest = pos;
-  for (size_t a = m.shape.size(); a-- > 0;) {
-    c[a] = int64_t(rest % size_t(m.shape[a]));
-    rest /= size_t(m.shape[a]);
-  }
-  std::vector<std::pair<int64_t, int64_t>> r;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    int64_t idx = 0, count = 1;
-    for (const AxisRef& ax : s.dims[d].axes) {
-      size_t a = 0;
-      while (m.axis_names[a] != ax.name) ++a;
-      const int64_t n = m.shape[a];
-      const int64_t size = ax.size == 0 ? n : ax.size;
-      const int64_t coord = ax.size == 0 ? c[a] : (c[a] / (n / (ax.pre_size * size))) % size;
-      idx = idx * size + coord;
-      count *= size;
-    }
-    const int64_t len = (shape[d] + count - 1) / count;
-    r.emplace_back(std::min(idx * len, shape[d]), std::min((idx + 1) * len, shape[d]));
-  }
-  return r;
-}
-
-// Flat global indices held by a device, as a membership vector.
-std::vector<char> own_set(const std::vector<std::pair<int64_t, int64_t>>& r,
-                          const mj::Shape& shape) {
-  const int64_t total = mj::shape_size(shape);
-  std::vector<char> in(size_t(total), 0);
-  for (int64_t e = 0; e < total; ++e) {
-    int64_t rest = e;
-    bool ok = true;
-    for (size_t d = shape.size(); d-- > 0 && ok;) {
-      const int64_t i = rest % shape[d];
-      rest /= shape[d];
-      ok = i >= r[d].first && i < r[d].second;
-    }
-    in[size_t(e)] = ok;
-  }
-  return in;
-}
-
-// The elements of the global arange (value = flat index) inside ranges r, row-major.
-std::vector<int32_t> slice_arange(const std::vector<std::pair<int64_t, int64_t>>& r,
-                                  const mj::Shape& shape) {
-  std::vector<char> in = own_set(r, shape);
-  std::vector<int32_t> v;
-  for (size_t e = 0; e < in.size(); ++e)
-    if (in[e]) v.push_back(int32_t(e));
-  return v;
-}
-
-mj::Shape extent(const std::vector<std::pair<int64_t, int64_t>>& r) {
-  mj::Shape s;
-  for (auto [lo, hi] : r) s.push_back(hi - lo);
-  return s;
-}
 
 // Exact minimum over assignments of indivisible `items` to `m` senders of the largest load
 // (depth-first with pruning; items sorted largest first, equal loads tried once).
@@ -301,17 +220,17 @@ const char* own_kind(const Spec& a, const Spec& b) {
     any = any || b[d].size() < a[d].size();
   }
   if (gather && any) return "all_gather";
-  for (size_t i = 0; i < a.size(); ++i)
-    for (size_t j = 0; j < a.size(); ++j) {
-      if (i == j || !(b[i].size() < a[i].size() && is_prefix(b[i], a[i]))) continue;
-      std::vector<std::string> moved(a[i].begin() + long(b[i].size()), a[i].end());
-      std::vector<std::string> want = a[j];
-      want.insert(want.end(), moved.begin(), moved.end());
-      bool ok = b[j] == want;
-      for (size_t k = 0; k < a.size(); ++k)
-        if (k != i && k != j) ok = ok && a[k] == b[k];
-      if (ok) return "all_to_all";
-    }
+  // all_to_all: per dim, a dim keeps a common prefix and then only loses or only gains axes,
+  // and the lost axes are exactly the gained ones (one all_to_all over them moves every block).
+  std::multiset<std::string> lost, gained;
+  for (size_t d = 0; d < a.size(); ++d) {
+    size_t k = 0;
+    while (k < a[d].size() && k < b[d].size() && a[d][k] == b[d][k]) ++k;
+    if (k < a[d].size() && k < b[d].size()) return nullptr;
+    lost.insert(a[d].begin() + long(k), a[d].end());
+    gained.insert(b[d].begin() + long(k), b[d].end());
+  }
+  if (!lost.empty() && lost == gained) return "all_to_all";
   return nullptr;
 }
 
@@ -370,7 +289,8 @@ TEST(PlanReshard, SeedOneStepAtTheBound) {
   check_pair(s1, s2, {16, 16, 16});
   mj::ReshardPlan p = mj::plan_reshard(s1, s2, mj::ShapedArray{{16, 16, 16}, mj::DType::f32});
   ASSERT_EQ(p.steps.size(), 1u);
-  EXPECT_NE(p.steps[0].kind, mj::ReshardKind::all_gather);
+  // "y" leaves dim 0 and "x" leaves dim 2, both join dim 1: one all_to_all over {"x", "y"}.
+  EXPECT_EQ(p.steps[0].kind, mj::ReshardKind::all_to_all);
   for (size_t d = 0; d < 8; ++d) {
     EXPECT_EQ(p.received[d], 448);
     EXPECT_EQ(p.local_copy[d], 64);
@@ -378,8 +298,10 @@ TEST(PlanReshard, SeedOneStepAtTheBound) {
     EXPECT_LE(p.extra_memory[d], 512);
   }
   const std::string text = p.as_text();
-  EXPECT_NE(text.find("ragged_all_to_all"), std::string::npos) << text;
-  EXPECT_NE(text.find("recv 448 (1792 B)"), std::string::npos) << text;
+  EXPECT_NE(text.find("step 0: all_to_all over {\"x\", \"y\"}"), std::string::npos) << text;
+  EXPECT_EQ(text.find("step 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("recv 1792 B/device"), std::string::npos) << text;
+  EXPECT_NE(p.as_detailed_text().find("recv 448 (1792 B)"), std::string::npos);
   EXPECT_NE(text.find("max received per device: 448 elements (1792 B)"), std::string::npos);
 }
 
@@ -397,7 +319,7 @@ TEST(PlanReshard, PartiallyReplicatedTarget) {
     EXPECT_EQ(p.messages_received[d], 7);
   }
   EXPECT_EQ(p.num_messages(), 56);
-  EXPECT_NE(p.as_text().find("send 448 (1792 B)"), std::string::npos);
+  EXPECT_NE(p.as_text().find("send 1792 B/device"), std::string::npos) << p.as_text();
 }
 
 // shared/cases/uneven-shards.md: int32[17,16] over 8 devices: rows 3,3,3,3,3,2,0,0.
@@ -479,7 +401,9 @@ TEST(PlanReshard, Errors) {
                mj::ShardingError);
   Sharding u = from_spec(m1, {{"x"}, {}});
   u.unreduced = {AxisRef::axis("y")};
-  EXPECT_THROW(mj::plan_reshard(u, from_spec(m1, {{}, {"x"}}), aval), mj::ShardingError);
+  // Making partial sums (reduced -> unreduced) or moving them is not a reshard.
+  EXPECT_THROW(mj::plan_reshard(from_spec(m1, {{}, {"x"}}), u, aval), mj::ShardingError);
+  EXPECT_THROW(mj::plan_reshard(u, u, aval), mj::ShardingError);
   try {
     mj::plan_reshard(from_spec(m1, {{"x"}, {}}), from_spec(m2, {{"x"}, {}}), aval);
   } catch (const mj::ShardingError& e) {
