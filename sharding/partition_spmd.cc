@@ -14,6 +14,7 @@
 #include "core/lax.h"
 #include "core/staging.h"
 #include "core/trace.h"
+#include "sharding/factor_projection.h"
 #include "sharding/sharding_rule.h"
 
 namespace minijax {
@@ -114,6 +115,23 @@ Array lower_reshard(const Array& x, const Sharding& from, const Sharding& to, co
     throw fail("partial sums are only all-reduced to the same dims or reduce-scattered onto one dim");
   }
   const size_t rank = global.size();
+  // A dim that both releases and acquires axes (e.g. [{"x"}] -> [{"y"}]) goes in two reshards:
+  // first to the common prefix of each such dim (release only), then to the target (acquire).
+  Sharding mid = to;
+  bool split = false;
+  for (size_t d = 0; d < rank; ++d) {
+    const auto& f = from.dims[d].axes;
+    const auto& t = to.dims[d].axes;
+    size_t k = 0;
+    while (k < f.size() && k < t.size() && f[k] == t[k]) ++k;
+    if (k < f.size() && k < t.size()) {
+      mid.dims[d].axes.assign(t.begin(), t.begin() + int64_t(k));
+      split = true;
+    }
+  }
+  if (split)
+    return lower_reshard(lower_reshard(x, from, mid, global, mesh, what, loc), mid, to, global, mesh, what,
+                         loc);
   std::vector<std::vector<AxisRef>> rel(rank), acq(rank);
   for (size_t d = 0; d < rank; ++d) {
     const auto& f = from.dims[d].axes;
@@ -213,6 +231,24 @@ Array lower_reshard(const Array& x, const Sharding& from, const Sharding& to, co
   return reshape_to(y, to_local);
 }
 
+// iota along a sharded dim: the local iota plus the device's first global index there, i.e. its
+// shard index along the dim (mixed radix over the dim's axes, major first; a sub-axis
+// "a":(pre)k is (axis_index(a) / (n / (pre k))) % k) times the local size.
+Array offset_iota(const Array& local, const Sharding& s, size_t dim, const Mesh& mesh) {
+  const auto& axes = s.dims.at(dim).axes;
+  if (axes.empty()) return local;
+  auto i32 = [](int64_t v) { return lax::scalar(double(v), DType::i32); };
+  Array shard = i32(0);
+  for (auto& a : axes) {
+    Array c = lax::axis_index({a.name});
+    if (a.is_sub_axis())
+      c = lax::rem(lax::div(c, i32(mesh.axis_size(a.name) / (a.pre_size * a.size))), i32(a.size));
+    shard = lax::add(lax::mul(shard, i32(a.resolved_size(mesh))), c);
+  }
+  Array off = lax::convert_element_type(lax::mul(shard, i32(local.shape().at(dim))), local.dtype());
+  return lax::add(local, lax::broadcast_in_dim(off, local.shape(), {}));
+}
+
 // Checks that the shardings an equation runs with agree with its factor rule (see the header).
 void check_agreement(const Jaxpr& j, size_t i, const FactorRule& rule,
                      const std::vector<Sharding>& ins, const std::vector<Sharding>& outs, SL loc) {
@@ -225,9 +261,12 @@ void check_agreement(const Jaxpr& j, size_t i, const FactorRule& rule,
     for (auto& x : outs) s += " " + x.str();
     return ShardingError(s, loc);
   };
+  // Each dim's axes are dealt to its factors as propagation projects them (major first, sub-axes
+  // by gcd); a minor factor may hold axes only when every factor before it is fully sharded
+  // (else the dim's shards are not contiguous blocks of the reshaped array).
   std::map<int, std::vector<AxisRef>> assigned;
   auto visit = [&](const std::vector<std::vector<std::vector<int>>>& dims,
-                   const std::vector<Sharding>& shs, bool multi) {
+                   const std::vector<Sharding>& shs) {
     for (size_t t = 0; t < shs.size() && t < dims.size(); ++t)
       for (size_t d = 0; d < dims[t].size(); ++d) {
         const auto& fs = dims[t][d];
@@ -236,25 +275,27 @@ void check_agreement(const Jaxpr& j, size_t i, const FactorRule& rule,
           if (!axes.empty()) throw fail("a dim without factors is sharded");
           continue;
         }
-        if ((fs.size() == 1) == multi) continue;
-        auto it = assigned.find(fs[0]);
-        if (it == assigned.end()) {
-          assigned[fs[0]] = axes;
-        } else if (it->second != axes) {
-          throw fail("factor " + std::to_string(fs[0]) + " is sharded differently in two places");
+        const Mesh& m = *shs[t].mesh;
+        auto parts = project_dim_axes(axes, fs, rule.factor_sizes, m);
+        int64_t dealt = 1;
+        bool full = true;  // every factor before k is fully sharded
+        for (size_t k = 0; k < fs.size(); ++k) {
+          if (!parts[k].empty() && !full)
+            throw fail("a reshaped dim is sharded on a minor factor while a major one is not fully sharded");
+          int64_t n = 1;
+          for (auto& a : parts[k]) n *= a.resolved_size(m);
+          full = n == rule.factor_sizes[size_t(fs[k])];
+          dealt *= n;
+          auto it = assigned.find(fs[k]);
+          if (it == assigned.end()) assigned[fs[k]] = parts[k];
+          else if (it->second != parts[k])
+            throw fail("factor " + std::to_string(fs[k]) + " is sharded differently in two places");
         }
-        for (size_t k = 1; k < fs.size(); ++k) {
-          auto jt = assigned.find(fs[k]);
-          if (jt == assigned.end()) assigned[fs[k]] = {};
-          else if (!jt->second.empty())
-            throw fail("a reshaped dim is sharded on a factor other than its first");
-        }
+        if (dealt != shs[t].dims[d].num_shards(m)) throw fail("the axes of a dim do not divide among its factors");
       }
   };
-  visit(rule.operand_dims, ins, false);
-  visit(rule.result_dims, outs, false);
-  visit(rule.operand_dims, ins, true);
-  visit(rule.result_dims, outs, true);
+  visit(rule.operand_dims, ins);
+  visit(rule.result_dims, outs);
   for (int f : rule.need_replication_factors)
     if (!assigned[f].empty()) throw fail("a need-replication factor is sharded");
   std::vector<AxisRef> red;
@@ -349,7 +390,19 @@ Jaxpr partition_spmd(const Jaxpr& jaxpr, const PropagationResult& shardings, con
       if (name == "broadcast_in_dim" || name == "iota")
         params.set("shape", std::vector<int64_t>(want[0].shape));
       if (name == "reshape") params.set("new_sizes", std::vector<int64_t>(want[0].shape));
+      // slice's limits and dynamic_slice's/gather's slice sizes on the dims the rule lets be
+      // sharded (kept whole: the size is the operand's) become the local operand sizes.
+      if (name == "slice" || name == "dynamic_slice" || name == "gather") {
+        const std::string key = name == "slice" ? "limit_indices" : "slice_sizes";
+        const Shape& global = atom_aval(e.inputs[0]).shape;
+        std::vector<int64_t> v = e.params.get_ints(key);
+        for (size_t d = 0; d < v.size() && d < global.size(); ++d)
+          if (v[d] == global[d]) v[d] = ops[0].shape()[d];
+        params.set(key, v);
+      }
       std::vector<Array> res = minijax::bind(*e.primitive, ops, params, loc);
+      if (name == "iota")
+        res[0] = offset_iota(res[0], out_sh[0], size_t(e.params.get_int("dimension")), mesh);
       for (size_t k = 0; k < res.size(); ++k) {
         if (res[k].aval().shape != want[k].shape || res[k].aval().dtype != want[k].dtype)
           throw ShardingError("equation " + std::to_string(i) + " (" + eqn_to_string(jaxpr, i) +

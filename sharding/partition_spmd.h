@@ -18,7 +18,9 @@ namespace minijax {
 /// S[d] / s.dims[d].num_shards(mesh).
 ///
 /// Each equation is re-bound on local values with the params that carry shapes adjusted
-/// (broadcast_in_dim's `shape`, reshape's `new_sizes`, iota's `shape`: the local result shape),
+/// (broadcast_in_dim's `shape`, reshape's `new_sizes`, iota's `shape`: the local result shape;
+/// an iota along a sharded dim adds the device's offset, from axis_index; slice's
+/// `limit_indices` and dynamic_slice's and gather's `slice_sizes` on dims kept whole),
 /// after checking that its operand and result shardings agree with its sharding rule's factors
 /// (sharding/sharding_rule.h). Each reshard the propagation recorded is lowered to collectives
 /// (axis tuples in the sharding's major-first order):
@@ -28,15 +30,18 @@ namespace minijax {
 ///   (source) or acquired (target); axes released in one dim and acquired in another move by
 ///   ONE all_to_all over all of them; released axes acquired nowhere are all_gathered (one
 ///   untiled all_gather over all of them); acquired axes released nowhere are taken by a local
-///   dynamic_slice at axis_index; local reshapes and transposes arrange the blocks.
+///   dynamic_slice at axis_index; local reshapes and transposes arrange the blocks. A dim that
+///   both releases and acquires axes (e.g. [{"x"}] -> [{"y"}]) goes in two such reshards: to
+///   the common prefix of that dim first, then to the target.
 ///
 /// Throws ShardingError (at `loc`, naming the equation or the reshard and the shardings) when a
 /// dim does not divide evenly by its shard count (uneven shards are not supported by this
-/// partitioner); a reshard needs a dim both to release and to acquire axes, involves sub-axes,
+/// partitioner); a reshard involves sub-axes that change dims,
 /// turns sharded values into partial sums, or changes partial sums other than as above; an
 /// equation's shardings disagree with its rule (a factor sharded differently in two places, a
 /// sharded need-replication factor, result unreduced axes other than its sharded reduction
-/// factors' axes, a multi-factor (reshaped) dim sharded on a factor other than its first one);
+/// factors' axes, a multi-factor (reshaped) dim whose axes, dealt to its factors as
+/// propagation projects them, shard a minor factor while a major one is not fully sharded);
 /// an operand holds partial sums (except add/sub/neg of equally unreduced operands); the
 /// re-bound equation's local result avals differ from the sharded ones (a parameter with global
 /// sizes this partitioner does not adjust); the primitive has no sharding rule.

@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/primitive.h"
 #include "sharding/boxes.h"
+#include "sharding/factor_projection.h"
 #include "sharding/plan_reshard.h"
 #include "sharding/sharding_rule.h"
 
@@ -19,21 +20,10 @@ namespace {
 using Axes = std::vector<AxisRef>;
 using Assign = std::vector<Axes>;  // factor -> axes (major first)
 
-// (pre, size) of a ref in Shardy's sub-axis convention; a whole axis is (1, n).
-std::pair<int64_t, int64_t> pre_size(const AxisRef& a, const Mesh& m) {
-  if (a.is_sub_axis()) return {a.pre_size, a.size};
-  return {1, m.axis_size(a.name)};
-}
-
-AxisRef make_ref(const std::string& name, int64_t pre, int64_t size, const Mesh& m) {
-  if (pre == 1 && size == m.axis_size(name)) return AxisRef::axis(name);
-  return AxisRef::sub(name, pre, size);
-}
-
 bool overlap(const AxisRef& a, const AxisRef& b, const Mesh& m) {
   if (a.name != b.name) return false;
-  auto [pa, sa] = pre_size(a, m);
-  auto [pb, sb] = pre_size(b, m);
+  auto [pa, sa] = axis_pre_size(a, m);
+  auto [pb, sb] = axis_pre_size(b, m);
   return pa < pb * sb && pb < pa * sa;
 }
 
@@ -48,10 +38,10 @@ Axes normalize(const Axes& in, const Mesh& m) {
   Axes out;
   for (auto& a : in) {
     if (!out.empty() && out.back().name == a.name) {
-      auto [pb, sb] = pre_size(out.back(), m);
-      auto [pa, sa] = pre_size(a, m);
+      auto [pb, sb] = axis_pre_size(out.back(), m);
+      auto [pa, sa] = axis_pre_size(a, m);
       if (pb * sb == pa) {
-        out.back() = make_ref(a.name, pb, sb * sa, m);
+        out.back() = axis_ref_of(a.name, pb, sb * sa, m);
         continue;
       }
     }
@@ -68,42 +58,6 @@ int64_t product(const Axes& axes, const Mesh& m) {
 
 bool is_prefix(const Axes& p, const Axes& of) {
   return p.size() <= of.size() && std::equal(p.begin(), p.end(), of.begin());
-}
-
-// Deals the axes of one dim to its factors, major first (Shardy's projection): a factor takes
-// whole axes while they divide what is left of its size, and the major gcd-sized part of an
-// axis it can only take partly (a sub-axis); the rest goes on to the next factor. The last
-// factor keeps whatever is left (uneven shards). An axis no factor can take a part of ends the
-// projection (the dim's remaining axes are not visible to the factors).
-std::vector<Axes> project_dim(const Axes& axes, const std::vector<int>& factors,
-                              const std::vector<int64_t>& fsizes, const Mesh& m) {
-  std::vector<Axes> out(factors.size());
-  if (factors.empty()) return out;
-  size_t fi = 0;
-  int64_t cap = fsizes[factors[0]];
-  for (auto& a : axes) {
-    auto [pre, size] = pre_size(a, m);
-    while (size > 1) {
-      if (fi + 1 == factors.size()) {  // the last factor takes the rest
-        out[fi].push_back(make_ref(a.name, pre, size, m));
-        cap = std::max<int64_t>(1, cap / std::gcd(cap, size));
-        size = 1;
-        break;
-      }
-      if (cap == 1) {
-        ++fi;
-        cap = fsizes[factors[fi]];
-        continue;
-      }
-      int64_t g = std::gcd(cap, size);
-      if (g == 1) return out;
-      out[fi].push_back(make_ref(a.name, pre, g, m));
-      cap /= g;
-      pre *= g;
-      size /= g;
-    }
-  }
-  return out;
 }
 
 // The axes of one dim from its factors' axes: major factor first; a factor not fully sharded
@@ -153,7 +107,7 @@ Projection project(const Sharding& s, const Tensor& t, const FactorRule& r, cons
   Projection p{std::vector<std::optional<Axes>>(r.num_factors()),
                std::vector<bool>(r.num_factors(), false)};
   for (size_t d = 0; d < t.dims->size() && d < s.dims.size(); ++d) {
-    auto parts = project_dim(s.dims[d].axes, (*t.dims)[d], r.factor_sizes, m);
+    auto parts = project_dim_axes(s.dims[d].axes, (*t.dims)[d], r.factor_sizes, m);
     for (size_t i = 0; i < parts.size(); ++i) {
       int f = (*t.dims)[d][i];
       p.axes[f] = parts[i];
@@ -316,6 +270,24 @@ std::optional<std::pair<int64_t, int64_t>> reshard_cost(const Sharding& from, co
   return std::pair<int64_t, int64_t>{max_r + plan.max_received(), total + plan.total_received()};
 }
 
+// Clears, in each multi-factor dim of each tensor, the factors after one that is not fully
+// sharded: no tensor can hold them (the dim's shards would not be contiguous; unproject_dim
+// drops them), so an assignment keeping them would look satisfied by shardings that lack them.
+void drop_unrepresentable(Assign& s, const std::vector<Tensor>& ts, const FactorRule& r, const Mesh& m) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& t : ts)
+      for (auto& fs : *t.dims)
+        for (size_t i = 0; i + 1 < fs.size(); ++i)
+          if (product(s[fs[i]], m) != r.factor_sizes[fs[i]])
+            for (size_t k = i + 1; k < fs.size(); ++k)
+              if (!s[fs[k]].empty()) {
+                s[fs[k]].clear();
+                changed = true;
+              }
+  }
+}
+
 // Candidate assignments of a conflicting equation: the merged one, then the one each tensor
 // implies (its own factors as it holds them, the others merged, its own winning overlaps).
 std::vector<std::pair<std::string, Assign>> candidates(const State& st, const std::vector<Tensor>& ts,
@@ -352,6 +324,7 @@ std::vector<std::pair<std::string, Assign>> candidates(const State& st, const st
     }
     if (any) out.emplace_back(out[c].first + ", reduction factors unsharded", s);
   }
+  for (auto& c : out) drop_unrepresentable(c.second, ts, r, m);
   std::vector<std::pair<std::string, Assign>> unique;
   for (auto& c : out) {
     bool dup = false;

@@ -50,11 +50,21 @@ Registrar reg([] {
         "integer_pow", "le", "log", "log1p", "logistic", "lt", "max", "min", "mul", "name", "ne",
         "neg", "not", "or", "pow", "rem", "round", "rsqrt", "select_n", "shift_left",
         "shift_right_logical", "sign", "sin", "sqrt", "stop_gradient", "sub", "tan", "tanh",
-        "threefry2x32", "xor", "iota_2x32_shape"})
+        "threefry2x32", "xor"})
     t[n] = ew;
   // iota: no operands; every result dim is a factor of its own (the values depend on the
-  // position, but each shard computes its own offset, so any dim may be sharded).
+  // position, but each shard adds its offset: partition_spmd, from axis_index).
   t["iota"] = ew;
+  // iota_2x32_shape: the (hi, lo) words of each element's row-major linear index over the
+  // WHOLE shape; a shard would need its global linear indices, so its dims need replication
+  // (a sharded consumer takes its block by a local slice, which moves no data).
+  t["iota_2x32_shape"] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
+                            const Params&) {
+    RuleBuilder b(in, out);
+    for (size_t i = 0; i < out.size(); ++i)
+      for (size_t d = 0; d < out[i].shape.size(); ++d) b.own_result(i, d, out[i].shape[d]);
+    return b.take();
+  };
   // optimization_barrier(*xs): operand i passes through to result i.
   t["optimization_barrier"] = [](const std::vector<ShapedArray>& in,
                                  const std::vector<ShapedArray>& out, const Params&) {

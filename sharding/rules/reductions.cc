@@ -34,12 +34,17 @@ FactorRule reduce_like(const std::vector<ShapedArray>& in, const std::vector<Sha
 
 Registrar reg([] {
   auto& t = sharding_rules();
-  // Every reduction's reduced dims are reduction factors, as in Shardy: a sharded reduced dim
-  // leaves each device a partial result (a partial sum, product, max or min) that an all-reduce
-  // with the same monoid completes.
-  for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"})
+  // reduce_sum's reduced dims are reduction factors, as in Shardy: a sharded reduced dim leaves
+  // each device a partial sum (unreduced axes) that an all-reduce (sum) completes.
+  t["reduce_sum"] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
+                       const Params& p) { return reduce_like(in, out, p.get_ints("axes"), true); };
+  // reduce_max/min/prod: a Sharding's unreduced axes mean partial SUMS (Shardy's and JAX's
+  // unreduced), completed by all_reduce(sum) wherever they are resharded; partial maxima,
+  // minima or products are not sums, so their reduced dims need replication (the operand is
+  // gathered on them). Found by tests/conformance/sharded_check.cc (partial maxima were summed).
+  for (const char* n : {"reduce_max", "reduce_min", "reduce_prod"})
     t[n] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
-              const Params& p) { return reduce_like(in, out, p.get_ints("axes"), true); };
+              const Params& p) { return reduce_like(in, out, p.get_ints("axes"), false); };
   // argmax/argmin: the index of the extreme is not combinable from partial results without the
   // values, so the axis needs replication.
   for (const char* n : {"argmax", "argmin"})

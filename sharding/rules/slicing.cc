@@ -109,8 +109,9 @@ Registrar reg([] {
   };
   // scatter_add(x, indices, updates) with updates.shape = indices.shape + x.shape[1:]: the row dim
   // of x and the result needs replication; feature dims are shared by x, updates and the result;
-  // the index dims (indices and the leading dims of updates) are summed over, so they are
-  // reduction factors (each device adds its share of the updates: a partial sum).
+  // the index dims (indices and the leading dims of updates) need replication too: as reduction
+  // factors each device would compute x + its share of the updates, and summing those partial
+  // results counts x once per shard (found by tests/conformance/sharded_check.cc).
   t["scatter_add"] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
                         const Params&) {
     RuleBuilder b(in, out);
@@ -124,7 +125,7 @@ Registrar reg([] {
       int f = b.factor(idx[d]);
       b.operand(1, d, f);
       b.operand(2, d, f);
-      b.reduction(f);
+      b.need_replication(f);
     }
     for (size_t d = 1; d < x.size(); ++d) {
       int f = b.factor(x[d]);

@@ -232,13 +232,15 @@ TEST(ShardingRules, NeedReplicationOnScannedSlicedAndReversedDims) {
   EXPECT_EQ(s.str(), "([i, k])->([j, k]) {i=6, j=4, k=8} need_replication={i, j}");
 }
 
-TEST(ShardingRules, ScatterAddIndexDimsAreReductionFactors) {
+TEST(ShardingRules, ScatterAddIndexDimsNeedReplication) {
   // x [5,3], indices [2,4], updates [2,4,3]: row i=5 (need replication), index dims j=2, k=4
-  // (indices and updates only: reduction), feature l=3 shared by x, updates and the result.
+  // (indices and updates only; need replication: as reduction factors every shard would add x
+  // into its partial result, and the sum would count x once per shard), feature l=3 shared by
+  // x, updates and the result.
   ShapedArray idx{{2, 4}, DType::i32, false, mj::MemoryKind::device};
   FactorRule r = rule_of("scatter_add", {f32({5, 3}), idx, f32({2, 4, 3})}, Params{});
-  EXPECT_EQ(r.str(), "([i, l], [j, k], [j, k, l])->([i, l]) {i=5, j=2, k=4, l=3} reduction={j, k} "
-                     "need_replication={i}");
+  EXPECT_EQ(r.str(), "([i, l], [j, k], [j, k, l])->([i, l]) {i=5, j=2, k=4, l=3} "
+                     "need_replication={i, j, k}");
 }
 
 TEST(ShardingRules, CheckRejectsInconsistentRules) {
