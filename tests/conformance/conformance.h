@@ -52,4 +52,9 @@ inline std::function<std::vector<Array>(const std::vector<Array>&)> one(
 /// own suites: higher-order primitives take functions, not arrays).
 const std::vector<std::pair<std::string, std::string>>& exemptions();
 
+/// Primitives the sharded check (sharded_check.cc: every case propagated, partitioned and run on
+/// random input shardings vs eager) skips, with the reason: the ONE list of sharded exemptions.
+/// Every other registered primitive must have a case that passes it.
+const std::vector<std::pair<std::string, std::string>>& sharded_exemptions();
+
 }  // namespace conformance
