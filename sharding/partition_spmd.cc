@@ -112,7 +112,11 @@ Array lower_reshard(const Array& x, const Sharding& from, const Sharding& to, co
       if (to.dims[d].axes == expect)
         return lax::reduce_scatter(x, names_of(u), size_of(u, mesh), int64_t(d));
     }
-    throw fail("partial sums are only all-reduced to the same dims or reduce-scattered onto one dim");
+    // Any other target: all_reduce over U, then the reshard of the reduced values' dims.
+    Sharding reduced = from;
+    reduced.unreduced.clear();
+    return lower_reshard(lax::all_reduce(x, names_of(u), size_of(u, mesh), "sum"), reduced, to, global, mesh,
+                         what, loc);
   }
   const size_t rank = global.size();
   // A dim that both releases and acquires axes (e.g. [{"x"}] -> [{"y"}]) goes in two reshards:

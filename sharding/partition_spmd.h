@@ -25,7 +25,8 @@ namespace minijax {
 /// (sharding/sharding_rule.h). Each reshard the propagation recorded is lowered to collectives
 /// (axis tuples in the sharding's major-first order):
 /// - partial sums (unreduced axes U) to the same dims: all_reduce(sum) over U; to the same dims
-///   with U appended (minor) to one dim: reduce_scatter over U on that dim;
+///   with U appended (minor) to one dim: reduce_scatter over U on that dim; to anything else:
+///   all_reduce(sum) over U, then the reshard of the reduced values as below;
 /// - otherwise, per dim, the axes after the common prefix of the two shardings are released
 ///   (source) or acquired (target); axes released in one dim and acquired in another move by
 ///   ONE all_to_all over all of them; released axes acquired nowhere are all_gathered (one
@@ -37,7 +38,7 @@ namespace minijax {
 /// Throws ShardingError (at `loc`, naming the equation or the reshard and the shardings) when a
 /// dim does not divide evenly by its shard count (uneven shards are not supported by this
 /// partitioner); a reshard involves sub-axes that change dims,
-/// turns sharded values into partial sums, or changes partial sums other than as above; an
+/// turns sharded values into partial sums; an
 /// equation's shardings disagree with its rule (a factor sharded differently in two places, a
 /// sharded need-replication factor, result unreduced axes other than its sharded reduction
 /// factors' axes, a multi-factor (reshaped) dim whose axes, dealt to its factors as

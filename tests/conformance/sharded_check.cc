@@ -29,7 +29,9 @@ const std::vector<MeshSpec>& mesh_specs() {
   return m;
 }
 
-constexpr int kDrawsPerMesh = 3;
+// Draws 0..2 fix the inputs only; draw 3 also fixes every output to a random sharding.
+constexpr int kDrawsPerMesh = 4;
+constexpr int kOutputDraw = 3;
 
 std::shared_ptr<const mj::Mesh> make_mesh(const MeshSpec& spec) {
   static const bool once = [] {
@@ -44,11 +46,11 @@ std::shared_ptr<const mj::Mesh> make_mesh(const MeshSpec& spec) {
 }
 
 // A random closed sharding of `shape`: each mesh axis (in random order) goes, with probability
-// 2/3, minor to a random dim whose size its shard count still divides. With `force_dim0` the
-// first axis placed goes to some dim it divides (when any), so the draw shards the operand.
+// 2/3, minor to a random dim whose size its shard count still divides. With `force` the first
+// axis that divides some dim is always placed, so the draw shards the array when it can.
 Sharding draw_sharding(const std::shared_ptr<const mj::Mesh>& mesh, const mj::Shape& shape,
-                       std::mt19937& g, bool force) {
-  Sharding s = Sharding::replicated_on(mesh, int64_t(shape.size()));
+                       std::mt19937& g, bool force, mj::MemoryKind kind = mj::MemoryKind::device) {
+  Sharding s = Sharding::replicated_on(mesh, int64_t(shape.size()), kind);
   std::vector<size_t> axes(mesh->ndim());
   for (size_t i = 0; i < axes.size(); ++i) axes[i] = i;
   std::shuffle(axes.begin(), axes.end(), g);
@@ -88,11 +90,14 @@ std::pair<double, double> tolerance(mj::DType d) {
 struct Draw {
   std::string mesh;
   std::vector<Sharding> in;
+  std::vector<std::optional<Sharding>> out;  ///< empty: outputs left to propagation
 };
 
 std::string describe(const Draw& d) {
   std::string s = d.mesh + " inputs:";
   for (auto& x : d.in) s += " " + x.str();
+  if (!d.out.empty()) s += " outputs:";
+  for (auto& x : d.out) s += " " + x->str();
   return s;
 }
 
@@ -110,7 +115,7 @@ std::string run_draw(const Case& k, const mj::ClosedJaxpr& cj, const std::vector
   std::vector<mj::Var> inputs = j.constvars;
   inputs.insert(inputs.end(), j.invars.begin(), j.invars.end());
   try {
-    prop = mj::propagate_shardings(j, in, {}, *mesh);
+    prop = mj::propagate_shardings(j, in, draw.out, *mesh);
     program = mj::partition_spmd(j, prop, *mesh);
     std::vector<std::vector<Array>> dev(mesh->num_devices());
     for (size_t a = 0; a < globals.size(); ++a) {
@@ -126,9 +131,9 @@ std::string run_draw(const Case& k, const mj::ClosedJaxpr& cj, const std::vector
   std::ostringstream err;
   for (size_t o = 0; o < eager.size(); ++o) {
     const mj::Atom& atom = j.outvars[o];
-    Sharding s = std::holds_alternative<mj::Var>(atom)
-                     ? prop.of(std::get<mj::Var>(atom))
-                     : Sharding::replicated_on(mesh, int64_t(eager[o].ndim()));
+    Sharding s = !draw.out.empty()                       ? *draw.out[o]
+                 : std::holds_alternative<mj::Var>(atom) ? prop.of(std::get<mj::Var>(atom))
+                                                         : Sharding::replicated_on(mesh, int64_t(eager[o].ndim()));
     for (auto& u : s.unreduced)
       if (u.is_sub_axis()) return "output " + std::to_string(o) + " unreduced over a sub-axis " + s.str();
     // Assemble: each device's block (summed over the devices that differ only in the output's
@@ -224,6 +229,8 @@ TEST_P(ShardedConformance, MatchesUnshardedUnderRandomInputShardings) {
       for (size_t a = 0; a < inputs.size(); ++a)
         d.in.push_back(draw_sharding(mesh, inputs[a].aval().shape, g,
                                      draw == 0 && a == cj.jaxpr->constvars.size()));
+      if (draw == kOutputDraw)
+        for (auto& o : cj.out_avals()) d.out.push_back(draw_sharding(mesh, o.shape, g, false, o.memory_kind));
       if (!k.args.empty() && !d.in[cj.jaxpr->constvars.size()].is_fully_replicated()) ++sharded_draws;
       std::string e = run_draw(k, cj, eager, mesh, d);
       EXPECT_TRUE(e.empty()) << describe(d) << "\n" << e;
