@@ -76,8 +76,20 @@ class Staged {
   Staged(F f, std::string name, const Primitive* prim, std::source_location loc)
       : state_(std::make_shared<State>(State{std::move(f), std::move(name), prim, loc, {}, 0})) {}
 
+  /// What one signature traced to: the body jaxpr (constvars converted to leading invars), the
+  /// constants to pass as its leading operands, and the output pytree (an `R`, the function's
+  /// result type, held in a std::any: the structure for unflattening the flat outputs).
+  struct Entry {
+    ClosedJaxprPtr jaxpr;
+    std::vector<Array> consts;
+    std::any out_like;
+  };
+
+  /// The traced entry for `args`: from the per-signature cache, or traced now on a new signature
+  /// (and cached unless its constants are tracers of an enclosing trace). Used by operator() and
+  /// by the sharded jit (jit/jit.h), which partitions the same jaxpr instead of binding it.
   template <class... A>
-  auto operator()(const A&... args) const {
+  Entry traced(const A&... args) const {
     using R = std::decay_t<std::invoke_result_t<F&, const std::decay_t<A>&...>>;
     State& s = *state_;
     std::vector<Array> flat = detail::flatten_args(args...);
@@ -85,21 +97,25 @@ class Staged {
     ((key += pytree<std::decay_t<A>>::structure(args) + "|"), ...);
     key += typeid(std::tuple<std::decay_t<A>...>).name();
     auto it = s.cache.find(key);
-    Entry fresh;
-    const Entry* entry;
-    if (it != s.cache.end()) {
-      entry = &it->second;
-    } else {
-      fresh = trace<R>(flat, args...);
-      bool cacheable = true;
-      for (auto& c : fresh.consts) cacheable &= c.is_concrete();
-      if (cacheable) entry = &s.cache.emplace(key, std::move(fresh)).first->second;
-      else entry = &fresh;  // constants are tracers of an enclosing trace: valid for this call only
-    }
-    std::vector<Array> operands = entry->consts;
+    if (it != s.cache.end()) return it->second;
+    Entry fresh = trace<R>(flat, args...);
+    bool cacheable = true;
+    for (auto& c : fresh.consts) cacheable &= c.is_concrete();
+    if (cacheable) s.cache.emplace(key, fresh);
+    // else: constants are tracers of an enclosing trace, valid for this call only
+    return fresh;
+  }
+
+  template <class... A>
+  auto operator()(const A&... args) const {
+    using R = std::decay_t<std::invoke_result_t<F&, const std::decay_t<A>&...>>;
+    const State& s = *state_;
+    Entry entry = traced(args...);
+    std::vector<Array> operands = entry.consts;
+    std::vector<Array> flat = detail::flatten_args(args...);
     operands.insert(operands.end(), flat.begin(), flat.end());
-    std::vector<Array> outs = bind_call(*s.prim, entry->jaxpr, s.name, operands, s.loc);
-    return tree_unflatten(std::any_cast<const R&>(entry->out_like), outs, s.loc);
+    std::vector<Array> outs = bind_call(*s.prim, entry.jaxpr, s.name, operands, s.loc);
+    return tree_unflatten(std::any_cast<const R&>(entry.out_like), outs, s.loc);
   }
 
   /// How many times the function was traced (once per new signature).
@@ -108,11 +124,6 @@ class Staged {
   size_t cache_size() const { return state_->cache.size(); }
 
  private:
-  struct Entry {
-    ClosedJaxprPtr jaxpr;       // constvars converted to leading invars
-    std::vector<Array> consts;  // passed as the leading operands
-    std::any out_like;          // the output pytree (structure for unflattening)
-  };
   struct State {
     F f;
     std::string name;

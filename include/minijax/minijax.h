@@ -42,5 +42,6 @@
 #include "sharding/sharding_rule.h"
 #include "core/collectives.h"
 #include "jit/runtime/reference_executor.h"
+#include "jit/jit.h"
 
 namespace mj = minijax;

@@ -1,0 +1,219 @@
+// minijax jit with in_shardings/out_shardings: traces once per signature (core's Staged), then
+// propagates shardings, partitions to one SPMD program and runs it on the virtual devices.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "core/api.h"
+#include "core/jaxpr.h"
+#include "jit/runtime/reference_executor.h"
+#include "sharding/mesh.h"
+#include "sharding/partition_spec.h"
+#include "sharding/propagate_shardings.h"
+#include "sharding/sharding.h"
+
+namespace minijax {
+
+/// Options of the sharded jit (JAX's jax.jit keyword arguments).
+/// `in_shardings`: one entry per flattened argument leaf (pytree leaves of all arguments, in
+/// order), or exactly one entry applied to every leaf (JAX's pytree-prefix rule at the root);
+/// empty = none given. nullopt = unconstrained (propagation decides). `out_shardings`: the same
+/// per flattened output leaf. A spec shorter than a leaf's rank leaves its trailing dims
+/// unsharded (closed); UNCONSTRAINED entries are open dims.
+struct JitOptions {
+  std::string name = "jit";
+  std::vector<std::optional<NamedSharding>> in_shardings, out_shardings;
+};
+
+/// The partitioned form of one call signature (JAX's `jit(f).lower(...)`): the traced global
+/// program, its propagated shardings and the SPMD program every device runs.
+struct Lowered {
+  std::shared_ptr<const Mesh> mesh;
+  ClosedJaxprPtr jaxpr;  ///< the traced program; its invars are f's constants then its arguments
+  size_t num_consts = 0;
+  PropagationResult propagation;
+  Jaxpr program;                       ///< the SPMD program (local shapes, collectives)
+  std::vector<Sharding> in_shardings;  ///< per invar of `jaxpr` (constants then arguments)
+  std::vector<Sharding> out_shardings; ///< per output: the sharding each output is returned in
+
+  /// The global program annotated with its shardings and reshards (propagation.text), then the
+  /// SPMD program, then one line per collective equation of the SPMD program with the bytes each
+  /// device sends and receives under run_spmd's direct-exchange model (computed from the local
+  /// operand avals and the group size, as jit/runtime/reference_executor.h counts them).
+  std::string as_text() const;
+};
+
+/// One sharded run: the per-device outputs and what run_spmd measured.
+struct SpmdRun {
+  std::shared_ptr<const Lowered> lowered;
+  std::vector<std::vector<Array>> outputs;  ///< [mesh position][output], local shards
+  SpmdStats stats;
+};
+
+/// One line per collective of `stats`: `eqn 12 all_reduce over data: 256 B sent, 256 B received
+/// per device` (the largest over the devices; `(max; min N)` appended when devices differ), with
+/// the axes read from the equation of `program` the entry points at.
+std::string collectives_text(const SpmdStats& stats, const Jaxpr& program);
+
+namespace detail {
+
+/// The sharding each operand is given: from `given` (one per operand, or one for all, or empty;
+/// to_sharding against the operand's rank), nullopt where neither says. Operands 0..num_consts-1
+/// (f's constants) get nullopt. Throws ShardingError at `loc` when `given` has a count other than
+/// 0, 1 or the number of leaves `what` ("in_shardings"/"out_shardings"), a spec does not fit its
+/// leaf, or two shardings are on different meshes. `mesh` receives the common mesh (if any).
+std::vector<std::optional<Sharding>> resolve_shardings(
+    const std::vector<std::optional<NamedSharding>>& given, const std::vector<ShapedArray>& avals,
+    size_t num_consts, const char* what, std::shared_ptr<const Mesh>& mesh,
+    std::source_location loc);
+
+/// Propagates and partitions `jaxpr` (constvars already converted to invars) for the resolved
+/// in/out shardings on `mesh`. Outputs the user gave no sharding and that propagation leaves as
+/// partial sums (unreduced axes) are returned reduced: propagation runs again with those outputs
+/// fixed to the same dims without unreduced axes (an all_reduce or reduce_scatter is placed).
+std::shared_ptr<const Lowered> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
+                                             const std::vector<std::optional<Sharding>>& in,
+                                             const std::vector<std::optional<Sharding>>& out,
+                                             const std::shared_ptr<const Mesh>& mesh,
+                                             std::source_location loc);
+
+/// Puts each operand onto its propagated input sharding (its device_boxes blocks) and runs the
+/// SPMD program with run_spmd. Operands are concrete arrays.
+SpmdRun run_lowered(const std::shared_ptr<const Lowered>& lowered, const std::vector<Array>& operands,
+                    std::source_location loc);
+
+/// The global array of `aval` assembled from per-device `shards` laid out by `s` (device_boxes;
+/// replicas are read once). ShardingError when `s` has unreduced axes.
+Array assemble_shards(const std::vector<Array>& shards, const Sharding& s, const ShapedArray& aval,
+                      std::source_location loc);
+
+}  // namespace detail
+
+/// The object `jit(f, JitOptions)` returns. Calling it on concrete arguments: traces f once per
+/// signature (core's Staged cache), propagates the shardings (in_shardings from the options, an
+/// argument without one unconstrained), partitions the program into one SPMD program
+/// (sharding/partition_spmd.h; cached per signature), puts each argument onto its propagated
+/// input sharding, runs the program on the mesh's virtual devices (run_spmd) and returns the
+/// outputs (pytree of f's result) assembled from their shards. With no sharding given anywhere
+/// it is plain jit (one pjit equation, evaluated eagerly).
+template <class F>
+class ShardedJit {
+ public:
+  ShardedJit(F f, JitOptions opts, std::source_location loc)
+      : staged_(std::move(f), opts.name, &pjit_p(), loc),
+        state_(std::make_shared<State>(State{std::move(opts), loc, {}, nullptr})) {}
+
+  template <class... A>
+  auto operator()(const A&... args) const {
+    using R = std::decay_t<std::invoke_result_t<F&, const std::decay_t<A>&...>>;
+    auto entry = staged_.traced(args...);
+    std::shared_ptr<const Lowered> low = lowering(entry, args...);
+    if (!low) return staged_(args...);
+    SpmdRun run = run_entry(entry, low, args...);
+    std::vector<Array> outs;
+    for (size_t k = 0; k < low->out_shardings.size(); ++k) {
+      std::vector<Array> shards;
+      for (auto& dev : run.outputs) shards.push_back(dev[k]);
+      outs.push_back(detail::assemble_shards(shards, low->out_shardings[k],
+                                             low->jaxpr->jaxpr->out_avals()[k], state_->loc));
+    }
+    state_->last = std::make_shared<SpmdRun>(std::move(run));
+    return tree_unflatten(std::any_cast<const R&>(entry.out_like), outs, state_->loc);
+  }
+
+  /// Runs like operator() but returns the per-device output shards and statistics instead of
+  /// assembled arrays. ShardingError when no sharding is given anywhere (nothing to partition).
+  template <class... A>
+  SpmdRun run_spmd_shards(const A&... args) const {
+    auto entry = staged_.traced(args...);
+    std::shared_ptr<const Lowered> low = lowering(entry, args...);
+    if (!low)
+      throw ShardingError("jit '" + state_->opts.name +
+                              "': no in_shardings or out_shardings given, nothing to partition",
+                          state_->loc);
+    SpmdRun run = run_entry(entry, low, args...);
+    state_->last = std::make_shared<SpmdRun>(run);
+    return run;
+  }
+
+  /// JAX's jit(f).lower(args...): the propagated and partitioned program for this signature
+  /// (nullptr when no sharding is given anywhere).
+  template <class... A>
+  std::shared_ptr<const Lowered> lower(const A&... args) const {
+    return lowering(staged_.traced(args...), args...);
+  }
+
+  /// The last sharded run (its program, per-device outputs, collectives and bytes), or nullptr.
+  std::shared_ptr<const SpmdRun> last_run() const { return state_->last; }
+  /// How many times f was traced (once per new signature).
+  int trace_count() const { return staged_.trace_count(); }
+
+ private:
+  struct State {
+    JitOptions opts;
+    std::source_location loc;
+    std::map<std::string, std::shared_ptr<const Lowered>> lowered;  // per jaxpr + shardings
+    std::shared_ptr<const SpmdRun> last;
+  };
+
+  template <class E, class... A>
+  std::shared_ptr<const Lowered> lowering(const E& entry, const A&... args) const {
+    State& s = *state_;
+    std::vector<ShapedArray> in_avals = entry.jaxpr->jaxpr->in_avals();
+    std::vector<ShapedArray> out_avals = entry.jaxpr->jaxpr->out_avals();
+    const size_t num_consts = entry.consts.size();
+    std::shared_ptr<const Mesh> mesh;
+    auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, num_consts, "in_shardings",
+                                        mesh, s.loc);
+    auto out = detail::resolve_shardings(s.opts.out_shardings, out_avals, 0, "out_shardings", mesh,
+                                         s.loc);
+    if (!mesh) return nullptr;
+    bool concrete = true;
+    for (auto& c : entry.consts) concrete &= c.is_concrete();
+    for (auto& a : detail::flatten_args(args...)) concrete &= a.is_concrete();
+    if (!concrete)
+      throw ShardingError("jit '" + s.opts.name +
+                              "' with in_shardings/out_shardings was called under a trace (grad, "
+                              "vmap or an outer jit); only calls on concrete arrays are "
+                              "partitioned (jit the outermost function instead)",
+                          s.loc);
+    std::string key = std::to_string(reinterpret_cast<uintptr_t>(entry.jaxpr.get()));
+    auto it = s.lowered.find(key);
+    if (it != s.lowered.end()) return it->second;
+    auto low = detail::lower_sharded(entry.jaxpr, num_consts, in, out, mesh, s.loc);
+    s.lowered.emplace(key, low);
+    return low;
+  }
+
+  template <class E, class... A>
+  SpmdRun run_entry(const E& entry, const std::shared_ptr<const Lowered>& low, const A&... args) const {
+    std::vector<Array> operands = entry.consts;
+    std::vector<Array> flat = detail::flatten_args(args...);
+    operands.insert(operands.end(), flat.begin(), flat.end());
+    return detail::run_lowered(low, operands, state_->loc);
+  }
+
+  Staged<F> staged_;
+  std::shared_ptr<State> state_;
+};
+
+/// jit(f, options): jax.jit(f, in_shardings=..., out_shardings=...). See ShardedJit for what a
+/// call does, JitOptions for the prefix rule. Errors (ShardingError at the call site `loc`): a
+/// shardings list whose length is neither 0, 1 nor the number of leaves; a spec longer than its
+/// leaf's rank, naming an axis twice or an axis the mesh lacks; shardings on different meshes;
+/// a program the partitioner cannot split (uneven shards and the other cases listed in
+/// sharding/partition_spmd.h); a call under a trace (grad/vmap/an outer jit of this function:
+/// only the outermost jit is partitioned here). Source: jax.jit; JAX's pjit partitioning.
+template <class F>
+ShardedJit<F> jit(F f, JitOptions options, std::source_location loc = std::source_location::current()) {
+  return ShardedJit<F>(std::move(f), std::move(options), loc);
+}
+
+}  // namespace minijax

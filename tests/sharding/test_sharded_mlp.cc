@@ -1,0 +1,208 @@
+// Tests of jit with in_shardings/out_shardings (jit/jit.h): grad through the samples' MLP sharded
+// over a (4, 2) ("data", "model") mesh equals the unsharded gradient, collectives, errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jit/jit.h"
+#include "samples/fashion_mnist_mlp_lib.h"
+#include "sharding/boxes.h"
+
+namespace {
+
+using mj::Array;
+using mj::None;
+using mj::P;
+
+std::shared_ptr<const mj::Mesh> mesh42() {
+  return std::make_shared<const mj::Mesh>(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, mj::Shape{4, 2},
+                                          std::vector<std::string>{"data", "model"});
+}
+
+mj::NamedSharding ns(const std::shared_ptr<const mj::Mesh>& m, P spec) {
+  return mj::NamedSharding{m, std::move(spec), mj::MemoryKind::device};
+}
+
+// |got - want| <= 1e-5 + 1e-4 |want| elementwise (sharding changes the order of the batch and
+// hidden-dim sums, so the last bits of f32 may differ).
+void expect_close(const Array& got, const Array& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const float* g = got.data<float>();
+  const float* w = want.data<float>();
+  for (int64_t i = 0; i < want.aval().size(); ++i)
+    ASSERT_NEAR(g[i], w[i], 1e-5 + 1e-4 * std::fabs(w[i])) << what << " at " << i;
+}
+
+size_t count(const mj::SpmdStats& s, const mj::Jaxpr& program, const std::string& prim,
+             const std::string& axis) {
+  size_t n = 0;
+  for (auto& c : s.collectives)
+    n += c.primitive == prim &&
+         mj::param_to_string(program.eqns[c.eqn_index].params.at("axis_name")) == axis;
+  return n;
+}
+
+auto loss_grad() {
+  return mj::value_and_grad(
+      [](const fmnist::MLP& p, const Array& x, const Array& y) { return fmnist::loss_fn(p, x, y); });
+}
+
+// Megatron-style shardings of the MLP 784-16-16-10: w1 column-parallel (hidden over "model"),
+// w2 row-parallel (its input hidden dim over "model"), layer 3 replicated; the batch over "data".
+std::vector<std::optional<mj::NamedSharding>> mlp_in_shardings(const std::shared_ptr<const mj::Mesh>& m) {
+  return {ns(m, P(None{}, "model")), ns(m, P("model")), ns(m, P("model", None{})), ns(m, P()),
+          ns(m, P()),                ns(m, P()),        ns(m, P("data", None{})),  ns(m, P("data"))};
+}
+
+struct Data {
+  fmnist::MLP params;
+  Array x, y;
+};
+
+Data small_data() {
+  Data d{fmnist::init_mlp(7, 16),
+         mj::random::uniform(mj::random::PRNGKey(3), {8, 784}, mj::f32, 0.0, 1.0),
+         mj::astype(mj::random::randint(mj::random::PRNGKey(4), {8}, 0, 10), mj::i32)};
+  return d;
+}
+
+}  // namespace
+
+TEST(ShardedMlp, ValueAndGradEqualsTheUnshardedRun) {
+  auto m = mesh42();
+  Data d = small_data();
+  auto step = mj::jit(loss_grad(), mj::JitOptions{"train_step", mlp_in_shardings(m), {}});
+  auto [loss, g] = step(d.params, d.x, d.y);
+  auto [loss_ref, g_ref] = loss_grad()(d.params, d.x, d.y);  // eager, unsharded
+  expect_close(loss, loss_ref, "loss");
+  expect_close(g.w1, g_ref.w1, "dw1");
+  expect_close(g.b1, g_ref.b1, "db1");
+  expect_close(g.w2, g_ref.w2, "dw2");
+  expect_close(g.b2, g_ref.b2, "db2");
+  expect_close(g.w3, g_ref.w3, "dw3");
+  expect_close(g.b3, g_ref.b3, "db3");
+  // A loss near ln(10): the check is not vacuous (the gradients are not all zero either).
+  EXPECT_NEAR(loss.item<double>(), std::log(10.0), 0.5);
+  float gmax = 0;
+  for (int64_t i = 0; i < g_ref.w1.aval().size(); ++i) gmax = std::max(gmax, std::fabs(g_ref.w1.data<float>()[i]));
+  EXPECT_GT(gmax, 1e-4f);
+  EXPECT_EQ(step.trace_count(), 1);
+  step(d.params, d.x, d.y);  // same signature: no retrace, the partitioned program is reused
+  EXPECT_EQ(step.trace_count(), 1);
+}
+
+TEST(ShardedMlp, CollectivesAreWhatTheShardingImplies) {
+  auto m = mesh42();
+  Data d = small_data();
+  auto step = mj::jit(loss_grad(), mj::JitOptions{"train_step", mlp_in_shardings(m), {}});
+  mj::SpmdRun run = step.run_spmd_shards(d.params, d.x, d.y);
+  const mj::Jaxpr& prog = run.lowered->program;
+  // Row-parallel w2: the forward matmul contracts the "model"-sharded hidden dim, so its partial
+  // sums are all-reduced over "model".
+  EXPECT_GE(count(run.stats, prog, "all_reduce", "model"), 1u);
+  // Every weight gradient sums over the batch, which is split over "data": partial sums are
+  // reduced over "data" (the loss too, a mean over the batch).
+  EXPECT_GE(count(run.stats, prog, "all_reduce", "data"), 3u);
+  // Nothing needs the whole batch or a whole hidden dim on one device.
+  EXPECT_EQ(count(run.stats, prog, "all_gather", "data"), 0u);
+  EXPECT_EQ(count(run.stats, prog, "all_gather", "model"), 0u);
+  // dw1's local partial sum is f32[16/2, 784] (hidden over "model") = 8*784*4 = 25088 bytes;
+  // an all_reduce over the 4 "data" devices in the direct-exchange model sends and receives it
+  // from each of the 3 peers: 3 * 25088 = 75264 bytes per device.
+  bool found = false;
+  for (auto& c : run.stats.collectives)
+    if (c.primitive == "all_reduce" && c.bytes_received[0] == 75264) {
+      found = true;
+      for (size_t p = 0; p < 8; ++p) EXPECT_EQ(c.bytes_received[p], 75264) << "device " << p;
+      for (size_t p = 0; p < 8; ++p) EXPECT_EQ(c.bytes_sent[p], 75264) << "device " << p;
+    }
+  EXPECT_TRUE(found) << mj::collectives_text(run.stats, prog);
+  // dw1 comes back in its input sharding (column-parallel): each device holds its block of the
+  // unsharded gradient, [784, 8] at columns 8*model_coord.
+  auto [loss_ref, g_ref] = loss_grad()(d.params, d.x, d.y);
+  const mj::Sharding& s = run.lowered->out_shardings[1];
+  EXPECT_EQ(s.str(), "[{}, {\"model\"}]");
+  auto boxes = mj::device_boxes(s, g_ref.w1.shape());
+  for (size_t p = 0; p < 8; ++p) {
+    const Array& shard = run.outputs[p][1];
+    ASSERT_EQ(shard.shape(), (mj::Shape{784, 8}));
+    expect_close(shard, mj::lax::slice(g_ref.w1, boxes[p].lo, boxes[p].hi), "dw1 shard");
+  }
+  // The lowered text shows the SPMD program and its collectives with bytes per device.
+  std::string text = run.lowered->as_text();
+  EXPECT_NE(text.find("all_reduce over data: 75264 B sent, 75264 B received per device"),
+            std::string::npos)
+      << text;
+}
+
+TEST(ShardedJit, OneShardingForAllLeavesAndAnOutShardingThatMovesTheAxis) {
+  auto m = mesh42();
+  Array x = mj::random::uniform(mj::random::PRNGKey(1), {8, 6}, mj::f32, -1.0, 1.0);
+  Array y = mj::random::uniform(mj::random::PRNGKey(2), {8, 6}, mj::f32, -1.0, 1.0);
+  auto f = [](const Array& a, const Array& b) { return mj::sin(a) * b; };
+  // One entry applies to both arguments (JAX's prefix rule); the output also asks for "model" on
+  // dim 1: an axis only acquired, which each device takes by a local slice, no communication.
+  auto g = mj::jit(f, mj::JitOptions{"f", {ns(m, P("data", None{}))}, {ns(m, P("data", "model"))}});
+  Array out = g(x, y);
+  expect_close(out, f(x, y), "sin(x)*y");
+  auto run = g.last_run();
+  ASSERT_NE(run, nullptr);
+  EXPECT_TRUE(run->stats.collectives.empty()) << mj::collectives_text(run->stats, run->lowered->program);
+  EXPECT_EQ(run->lowered->in_shardings[1].str(), "[{\"data\"}, {}]");
+  EXPECT_EQ(run->outputs[0][0].shape(), (mj::Shape{2, 3}));
+}
+
+TEST(ShardedJit, OutShardingOnAnotherDimIsOneAllToAll) {
+  auto m = mesh42();
+  Array x = mj::random::uniform(mj::random::PRNGKey(5), {8, 16}, mj::f32, -1.0, 1.0);
+  auto f = [](const Array& a) { return mj::exp(a); };
+  auto g = mj::jit(f, mj::JitOptions{"f", {ns(m, P("data", None{}))}, {ns(m, P(None{}, "data"))}});
+  expect_close(g(x), f(x), "exp");
+  auto run = g.last_run();
+  ASSERT_EQ(run->stats.collectives.size(), 1u);
+  EXPECT_EQ(run->stats.collectives[0].primitive, "all_to_all");
+  // Each device holds [2,16] and keeps the quarter it still owns: 3 of its 4 [2,4] blocks
+  // (3*8 f32 = 96 bytes) leave it, and 3 arrive.
+  EXPECT_EQ(run->stats.collectives[0].bytes_received[0], 96);
+}
+
+TEST(ShardedJit, NoShardingIsPlainJit) {
+  auto f = [](const Array& a) { return a * 2.0f; };
+  auto g = mj::jit(f, mj::JitOptions{});
+  Array x = mj::arange(6, mj::f32);
+  expect_close(g(x), f(x), "2x");
+  EXPECT_EQ(g.last_run(), nullptr);
+  EXPECT_EQ(g.lower(x), nullptr);
+}
+
+TEST(ShardedJit, BadShardingsAreShardingErrors) {
+  auto m = mesh42();
+  auto other = std::make_shared<const mj::Mesh>(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, mj::Shape{8},
+                                                std::vector<std::string>{"data"});
+  Array x = mj::ones({8, 4}, mj::f32);
+  auto f = [](const Array& a, const Array& b) { return a + b; };
+  // Three entries for two leaves.
+  auto g1 = mj::jit(f, mj::JitOptions{"f", {ns(m, P()), ns(m, P()), ns(m, P())}, {}});
+  EXPECT_THROW(g1(x, x), mj::ShardingError);
+  // Two meshes in one program.
+  auto g2 = mj::jit(f, mj::JitOptions{"f", {ns(m, P("data")), ns(other, P("data"))}, {}});
+  try {
+    g2(x, x);
+    FAIL() << "expected ShardingError";
+  } catch (const mj::ShardingError& e) {
+    EXPECT_NE(std::string(e.what()).find("one mesh"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("test_sharded_mlp.cc"), std::string::npos) << e.what();
+  }
+  // A spec longer than the rank, and an axis used twice.
+  auto g3 = mj::jit(f, mj::JitOptions{"f", {ns(m, P("data", None{}, None{}))}, {}});
+  EXPECT_THROW(g3(x, x), mj::ShardingError);
+  auto g4 = mj::jit(f, mj::JitOptions{"f", {ns(m, P("data", "data"))}, {}});
+  EXPECT_THROW(g4(x, x), mj::ShardingError);
+  // Uneven: 6 rows over 4 "data" devices is refused by the partitioner, not run replicated.
+  Array z = mj::ones({6, 4}, mj::f32);
+  auto g5 = mj::jit(f, mj::JitOptions{"f", {ns(m, P("data"))}, {}});
+  EXPECT_THROW(g5(z, z), mj::ShardingError);
+}
