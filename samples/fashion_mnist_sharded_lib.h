@@ -1,0 +1,53 @@
+// minijax samples: the Fashion-MNIST MLP trained with a sharded jit'ed train step on a (4, 2)
+// ("data", "model") mesh of virtual devices, next to the same steps run on one device.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <minijax/minijax.h>
+
+#include "samples/fashion_mnist_mlp_lib.h"
+
+namespace fmnist {
+
+/// One training step's report.
+struct StepReport {
+  int64_t step = 0;               ///< 1-based
+  double loss_sharded = 0;        ///< the batch loss computed by the sharded program
+  double loss_single = 0;         ///< the same step on one device (NaN when not run)
+  std::string collectives;        ///< mj::collectives_text of the sharded step (bytes per device)
+  size_t num_collectives = 0;
+  int64_t max_bytes_received = 0; ///< per device: the largest, summed over the step's collectives
+};
+
+/// What the sharded training runs.
+struct ShardedConfig {
+  int64_t steps = 20;    ///< training steps (each on the next batch of the set, cycling)
+  int64_t batch = 128;   ///< examples per step; must divide by the "data" axis size
+  int64_t hidden = 512;  ///< hidden width; must divide by the "model" axis size
+  double lr = 0.1;       ///< plain SGD step size (the update is part of the jit'ed step)
+  uint32_t seed = 0;
+  bool single_device = true;  ///< also run the same steps unsharded and compare the losses
+  /// Called after each step (e.g. to print the step line).
+  std::function<void(const StepReport&)> on_step;
+};
+
+/// The shardings of the train step on `mesh` (axes "data" and "model"): w1 [784, H] column
+/// parallel P(None, "model"), b1 P("model"), w2 [H, H] row parallel P("model", None), b2, w3, b3
+/// replicated; x [B, 784] P("data", None), y [B] P("data"). Outputs: the loss replicated and the
+/// updated parameters in their input shardings.
+mj::JitOptions train_step_options(const std::shared_ptr<const mj::Mesh>& mesh);
+
+/// Trains an MLP 784-H-H-10 (init_mlp(seed, hidden)) with SGD for cfg.steps steps: the step
+/// (loss, value_and_grad, update) is one jit'ed function, run partitioned on `mesh` and, when
+/// cfg.single_device, also as plain jit on one device from the same initial parameters. Batches
+/// are consecutive rows of `train_set` (full batches only; the set must hold at least one).
+/// Throws mj::ValueError for a batch or hidden width the mesh axes do not divide, or a set
+/// smaller than one batch.
+std::vector<StepReport> train_sharded(const Dataset& train_set, const ShardedConfig& cfg,
+                                      const std::shared_ptr<const mj::Mesh>& mesh);
+
+}  // namespace fmnist
