@@ -44,9 +44,10 @@ struct Lowered {
   std::vector<Sharding> out_shardings; ///< per output: the sharding each output is returned in
 
   /// The global program annotated with its shardings and reshards (propagation.text), then the
-  /// SPMD program, then one line per collective equation of the SPMD program with the bytes each
-  /// device sends and receives under run_spmd's direct-exchange model (computed from the local
-  /// operand avals and the group size, as jit/runtime/reference_executor.h counts them).
+  /// SPMD program, then one line per collective equation of the SPMD program with the most bytes
+  /// a device sends and receives under run_spmd's traffic model (computed from the local operand
+  /// avals and the group size, as jit/runtime/reference_executor.h counts them; all_reduce in
+  /// its two-phase form, sharding/plan_reshard.h all_reduce_pieces).
   std::string as_text() const;
 };
 

@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
                 cfg.lr, (long long)cfg.batch, cfg.seed, (long long)cfg.steps, mesh->str().c_str());
     std::fflush(stdout);
     double max_diff = 0;
+    std::string last_collectives;
     cfg.on_step = [&](const fmnist::StepReport& r) {
       std::printf("step %lld  loss %.6f", (long long)r.step, r.loss_sharded);
       if (!std::isnan(r.loss_single)) {
@@ -96,8 +97,12 @@ int main(int argc, char** argv) {
         max_diff = std::max(max_diff, d);
         std::printf("  single-device %.6f  |diff| %.2e", r.loss_single, d);
       }
-      std::printf("  %zu collectives, %lld B received per device\n%s", r.num_collectives,
-                  (long long)r.max_bytes_received, r.collectives.c_str());
+      // The full list when it changes (the first step, or a new program), else a summary.
+      const bool same = r.collectives == last_collectives;
+      std::printf("  %zu collectives, %lld B received per device%s\n%s", r.num_collectives,
+                  (long long)r.max_bytes_received, same ? " (same as the step before)" : "",
+                  same ? "" : r.collectives.c_str());
+      last_collectives = r.collectives;
       std::fflush(stdout);
     };
     auto reports = fmnist::train_sharded(train_set, cfg, mesh);
