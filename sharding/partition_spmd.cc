@@ -15,6 +15,7 @@
 #include "core/staging.h"
 #include "core/trace.h"
 #include "sharding/factor_projection.h"
+#include "sharding/partition_bodies.h"
 #include "sharding/sharding_rule.h"
 
 namespace minijax {
@@ -329,16 +330,23 @@ void check_agreement(const Jaxpr& j, size_t i, const FactorRule& rule,
 Jaxpr partition_spmd(const Jaxpr& jaxpr, const PropagationResult& shardings, const Mesh& mesh, SL loc) {
   std::vector<Var> inputs = jaxpr.constvars;
   inputs.insert(inputs.end(), jaxpr.invars.begin(), jaxpr.invars.end());
+  // A body input resharded at the body's start (partition_bodies.h) arrives in `from`.
+  std::map<size_t, const ReshardPlacement*> at_input;
+  for (auto& r : shardings.reshards_in(jaxpr))
+    if (r.on_input) at_input[jaxpr.constvars.size() + r.index] = &r;
   std::vector<ShapedArray> in_avals;
-  for (auto& v : inputs) {
-    ShapedArray a = v.aval();
-    a.shape = local_shape(shardings.of(v), a.shape, mesh, "input", loc);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    ShapedArray a = inputs[k].aval();
+    auto it = at_input.find(k);
+    a.shape = local_shape(it != at_input.end() ? it->second->from : shardings.of(inputs[k]), a.shape, mesh,
+                          "input", loc);
     in_avals.push_back(a);
   }
   // Reshards by position: (eqn, operand) before, (eqn, result) after, output index.
   std::map<std::pair<size_t, size_t>, const ReshardPlacement*> before, after;
   std::map<size_t, const ReshardPlacement*> at_output;
-  for (auto& r : shardings.reshards) {
+  for (auto& r : shardings.reshards_in(jaxpr)) {
+    if (r.on_input) continue;
     if (r.on_output) at_output[r.index] = &r;
     else if (r.on_result) after[{r.eqn, r.index}] = &r;
     else before[{r.eqn, r.index}] = &r;
@@ -354,6 +362,9 @@ Jaxpr partition_spmd(const Jaxpr& jaxpr, const PropagationResult& shardings, con
   FlatFn body = [&](const std::vector<Array>& args) {
     std::unordered_map<Var, Array, VarHash> env;
     for (size_t k = 0; k < inputs.size(); ++k) env[inputs[k]] = args[k];
+    for (auto& [k, r] : at_input)
+      env[inputs[k]] = lower_reshard(args[k], r->from, r->to, inputs[k].aval().shape, mesh,
+                                     "reshard at body input " + std::to_string(r->index), loc);
     auto read = [&](const Atom& a) -> Array {
       if (auto* l = std::get_if<Literal>(&a)) return l->value;
       return env.at(std::get<Var>(a));
@@ -382,7 +393,7 @@ Jaxpr partition_spmd(const Jaxpr& jaxpr, const PropagationResult& shardings, con
         auto it = after.find({i, k});
         out_sh.push_back(it != after.end() ? it->second->from : shardings.of(e.outputs[k]));
       }
-      check_agreement(jaxpr, i, sharding_rule_of(e), in_sh, out_sh, loc);
+      if (!partitions_bodies(e)) check_agreement(jaxpr, i, sharding_rule_of(e), in_sh, out_sh, loc);
       std::vector<ShapedArray> want;
       for (size_t k = 0; k < e.outputs.size(); ++k) {
         ShapedArray a = e.outputs[k].aval();
@@ -404,7 +415,8 @@ Jaxpr partition_spmd(const Jaxpr& jaxpr, const PropagationResult& shardings, con
           if (v[d] == global[d]) v[d] = ops[0].shape()[d];
         params.set(key, v);
       }
-      std::vector<Array> res = minijax::bind(*e.primitive, ops, params, loc);
+      std::vector<Array> res = partitions_bodies(e) ? partition_body_eqn(e, ops, shardings, mesh, loc)
+                                                    : minijax::bind(*e.primitive, ops, params, loc);
       if (name == "iota")
         res[0] = offset_iota(res[0], out_sh[0], size_t(e.params.get_int("dimension")), mesh);
       for (size_t k = 0; k < res.size(); ++k) {

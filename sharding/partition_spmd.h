@@ -17,7 +17,11 @@ namespace minijax {
 /// the output reshards). Local shapes: dim d of a value of global shape S with sharding s has
 /// S[d] / s.dims[d].num_shards(mesh).
 ///
-/// Each equation is re-bound on local values with the params that carry shapes adjusted
+/// Equations with bodies (pjit, closed_call, checkpoint, custom_jvp_call, custom_vjp_call, scan,
+/// while, cond) are partitioned by partition_body_eqn (sharding/partition_bodies.h): each body
+/// recursively by this function with its own propagated reshards (`reshards_in`), including
+/// those at a body's inputs (`on_input`) and outputs.
+/// Each other equation is re-bound on local values with the params that carry shapes adjusted
 /// (broadcast_in_dim's `shape`, reshape's `new_sizes`, iota's `shape`: the local result shape;
 /// an iota along a sharded dim adds the device's offset, from axis_index; slice's
 /// `limit_indices` and dynamic_slice's and gather's `slice_sizes` on dims kept whole),

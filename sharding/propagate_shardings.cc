@@ -3,6 +3,7 @@
 #include "sharding/propagate_shardings.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <sstream>
@@ -12,13 +13,11 @@
 #include "sharding/boxes.h"
 #include "sharding/factor_projection.h"
 #include "sharding/plan_reshard.h"
+#include "sharding/propagate_bodies.h"
 #include "sharding/sharding_rule.h"
 
 namespace minijax {
-namespace {
-
-using Axes = std::vector<AxisRef>;
-using Assign = std::vector<Axes>;  // factor -> axes (major first)
+namespace prop_detail {
 
 bool overlap(const AxisRef& a, const AxisRef& b, const Mesh& m) {
   if (a.name != b.name) return false;
@@ -73,20 +72,6 @@ Axes unproject_dim(const std::vector<int>& factors, const Assign& s,
   return normalize(out, m);
 }
 
-// One operand (with a variable) or result of an equation, as the rule sees it.
-struct Tensor {
-  bool is_result = false;
-  size_t index = 0;
-  Var var;
-  const std::vector<std::vector<int>>* dims = nullptr;
-};
-
-struct State {
-  std::shared_ptr<const Mesh> mesh;
-  std::unordered_map<Var, Sharding, VarHash> sh;
-  std::unordered_map<Var, bool, VarHash> user;  // fixed by the user
-};
-
 std::vector<Tensor> tensors_of(const Eqn& e, const FactorRule& r) {
   std::vector<Tensor> ts;
   for (size_t i = 0; i < e.inputs.size() && i < r.operand_dims.size(); ++i) {
@@ -121,17 +106,34 @@ bool contains(const std::vector<int>& v, int f) {
   return std::find(v.begin(), v.end(), f) != v.end();
 }
 
-// Drops, factor by factor in `order`, every axis from the first one a previous factor uses.
-void truncate_conflicts(Assign& s, const std::vector<int>& order, const Mesh& m) {
-  Axes used;
+// Drops, factor by factor in `order`, every axis from the first one that a previous factor held
+// by a same tensor uses (an axis shards a tensor once; factors of unrelated tensors, as the
+// operands of optimization_barrier, may use the same axis).
+void truncate_conflicts(Assign& s, const std::vector<int>& order, const Mesh& m, const FactorRule& r) {
+  const size_t n = r.num_factors();
+  std::vector<std::vector<bool>> together(n, std::vector<bool>(n, false));
+  auto mark = [&](const std::vector<std::vector<std::vector<int>>>& tensors) {
+    for (auto& t : tensors) {
+      std::vector<int> fs;
+      for (auto& d : t) fs.insert(fs.end(), d.begin(), d.end());
+      for (int a : fs)
+        for (int b : fs) together[size_t(a)][size_t(b)] = true;
+    }
+  };
+  mark(r.operand_dims);
+  mark(r.result_dims);
+  std::vector<int> done;
   for (int f : order) {
+    Axes used;
+    for (int g : done)
+      if (together[size_t(f)][size_t(g)]) used.insert(used.end(), s[size_t(g)].begin(), s[size_t(g)].end());
     Axes kept;
     for (auto& a : s[f]) {
       if (overlaps_any(a, used, m)) break;
       kept.push_back(a);
     }
     s[f] = kept;
-    used.insert(used.end(), kept.begin(), kept.end());
+    done.push_back(f);
   }
 }
 
@@ -168,8 +170,14 @@ Assign merge(const FactorRule& r, const std::vector<Projection>& ps, const Mesh&
     }
     s[f] = common;
   }
-  truncate_conflicts(s, iota_factors(r.num_factors()), m);
+  truncate_conflicts(s, iota_factors(r.num_factors()), m, r);
   return s;
+}
+
+Assign merged_assignment(const State& st, const std::vector<Tensor>& ts, const FactorRule& r) {
+  std::vector<Projection> ps;
+  for (auto& t : ts) ps.push_back(project(st.sh.at(t.var), t, r, *st.mesh));
+  return merge(r, ps, *st.mesh);
 }
 
 // The sharding a tensor needs under the factor assignment `s` (dims closed; results carry the
@@ -309,7 +317,7 @@ std::vector<std::pair<std::string, Assign>> candidates(const State& st, const st
       }
     }
     order.insert(order.end(), rest.begin(), rest.end());
-    truncate_conflicts(s, order, m);
+    truncate_conflicts(s, order, m, r);
     out.emplace_back((ts[i].is_result ? "result " : "operand ") + std::to_string(ts[i].index), s);
   }
   // Each candidate with sharded reduction factors also without them (operands gathered on
@@ -348,7 +356,9 @@ Sharding closed_copy(Sharding s) {
   return s;
 }
 
-}  // namespace
+}  // namespace prop_detail
+
+using namespace prop_detail;
 
 const Sharding& PropagationResult::of(const Var& v) const {
   auto it = shardings.find(v);
@@ -357,6 +367,11 @@ const Sharding& PropagationResult::of(const Var& v) const {
                         (v.defined() ? v.aval().str() : std::string("<undefined>")) +
                         " is not a variable of the propagated jaxpr");
   return it->second;
+}
+
+const std::vector<ReshardPlacement>& PropagationResult::reshards_in(const Jaxpr& j) const {
+  auto it = body_reshards.find(&j);
+  return it == body_reshards.end() ? reshards : it->second;
 }
 
 PropagationResult propagate_shardings(const Jaxpr& jaxpr,
@@ -403,9 +418,51 @@ PropagationResult propagate_shardings(const Jaxpr& jaxpr,
       fresh(ins[i]);
     }
   }
+  // Every jaxpr (the program, then the bodies, recursively; a shared body once), the rule of
+  // each equation without a body and the data-flow edges of each equation with one.
+  std::vector<const Jaxpr*> jaxprs;
+  std::unordered_map<const Jaxpr*, std::vector<FactorRule>> rules;
+  std::unordered_map<const Jaxpr*, std::vector<std::vector<BodyEdge>>> edges;
+  std::unordered_map<const Jaxpr*, int64_t> loop_length;  // scan bodies: length; while: -1
+  std::function<void(const Jaxpr&)> visit = [&](const Jaxpr& j) {
+    if (rules.count(&j)) return;
+    jaxprs.push_back(&j);
+    auto& rs = rules[&j];
+    auto& es = edges[&j];
+    rs.resize(j.eqns.size());
+    es.resize(j.eqns.size());
+    for (auto& e : j.eqns)
+      for (auto& v : e.outputs)
+        if (!st.sh.count(v)) fresh(v);
+    for (size_t i = 0; i < j.eqns.size(); ++i) {
+      const Eqn& e = j.eqns[i];
+      if (has_body(e)) {
+        for (const ClosedJaxpr* b : bodies_of(e)) {
+          for (auto& v : b->jaxpr->constvars) {  // concrete constants: replicated
+            st.sh.emplace(v, Sharding::replicated_on(st.mesh, int64_t(v.aval().shape.size()), v.aval().memory_kind));
+            st.user.emplace(v, true);
+          }
+          for (auto& v : b->jaxpr->invars)
+            if (!st.sh.count(v)) fresh(v);
+          if (e.primitive->name == "scan") loop_length[b->jaxpr.get()] = e.params.get_int("length");
+          if (e.primitive->name == "while") loop_length[b->jaxpr.get()] = -1;
+          visit(*b->jaxpr);
+        }
+        es[i] = body_edges(e);
+        continue;
+      }
+      FactorRule r = sharding_rule_of(e);
+      std::vector<ShapedArray> in_avals, out_avals;
+      for (auto& a : e.inputs) in_avals.push_back(atom_aval(a));
+      for (auto& v : e.outputs) out_avals.push_back(v.aval());
+      check_factor_rule(r, in_avals, out_avals, "sharding rule of '" + e.primitive->name + "'");
+      rs[i] = std::move(r);
+    }
+  };
   for (auto& e : jaxpr.eqns)
     for (auto& v : e.outputs)
       if (!st.sh.count(v)) fresh(v);
+  visit(jaxpr);
 
   PropagationResult res;
   // Output shardings fix their variables; a variable already fixed differently (an input
@@ -427,86 +484,116 @@ PropagationResult propagate_shardings(const Jaxpr& jaxpr,
     st.user[v] = true;
   }
 
-  std::vector<FactorRule> rules;
-  for (auto& e : jaxpr.eqns) {
-    FactorRule r = sharding_rule_of(e);
-    std::vector<ShapedArray> in_avals, out_avals;
-    for (auto& a : e.inputs) in_avals.push_back(atom_aval(a));
-    for (auto& v : e.outputs) out_avals.push_back(v.aval());
-    check_factor_rule(r, in_avals, out_avals, "sharding rule of '" + e.primitive->name + "'");
-    rules.push_back(std::move(r));
-  }
-
-  // Fixed point: each change strictly extends some open dim, so this terminates.
-  for (;;) {
-    bool changed = false;
-    for (size_t i = 0; i < jaxpr.eqns.size(); ++i) changed = update_eqn(st, jaxpr.eqns[i], rules[i]) || changed;
-    ++res.sweeps;
-    for (size_t i = jaxpr.eqns.size(); i-- > 0;) changed = update_eqn(st, jaxpr.eqns[i], rules[i]) || changed;
-    ++res.sweeps;
-    if (!changed) break;
-  }
-
-  // Placement.
-  const Mesh& m = *st.mesh;
-  std::vector<std::vector<ReshardPlacement>> before(jaxpr.eqns.size()), after(jaxpr.eqns.size());
-  for (size_t i = 0; i < jaxpr.eqns.size(); ++i) {
-    const Eqn& e = jaxpr.eqns[i];
-    const FactorRule& r = rules[i];
-    auto ts = tensors_of(e, r);
-    PlacementDecision dec;
-    dec.eqn = i;
-    bool conflict = false;
-    for (auto& [src, s] : candidates(st, ts, r)) {
-      PlacementCandidate c;
-      c.source = src;
-      bool valid = true;
-      for (auto& t : ts) {
-        const Sharding& have = st.sh.at(t.var);
-        Sharding need = needed(closed_copy(have), t, r, s, m);
-        if (same_layout(have, need)) continue;
-        ReshardPlacement p;
-        p.eqn = i;
-        p.on_result = t.is_result;
-        p.index = t.index;
-        p.var = t.var;
-        p.from = t.is_result ? need : closed_copy(have);
-        p.to = t.is_result ? closed_copy(have) : need;
-        auto cost = reshard_cost(p.from, p.to, t.var.aval());
-        if (!cost) {
-          valid = false;
-          break;
-        }
-        p.max_received = cost->first;
-        p.total_received = cost->second;
-        c.max_received += p.max_received;
-        c.total_received += p.total_received;
-        c.reshards.push_back(std::move(p));
+  // The propagation items in program order: an equation's entering edges, its bodies' items,
+  // then its loop-back and leaving edges.
+  std::vector<std::pair<const Eqn*, const FactorRule*>> items;
+  std::vector<const BodyEdge*> stacked_enters;
+  std::function<void(const Jaxpr&)> emit = [&](const Jaxpr& j) {
+    for (size_t i = 0; i < j.eqns.size(); ++i) {
+      if (!has_body(j.eqns[i])) {
+        items.emplace_back(&j.eqns[i], &rules.at(&j)[i]);
+        continue;
       }
-      if (!valid) continue;
-      if (src == "merged" && c.reshards.empty()) break;  // no conflict
-      conflict = true;
-      dec.candidates.push_back(std::move(c));
+      const auto& es = edges.at(&j)[i];
+      for (auto& b : es)
+        if (b.kind == BodyEdge::enter) {
+          items.emplace_back(&b.view, &b.rule);
+          if (b.stacked) stacked_enters.push_back(&b);
+        }
+      for (const ClosedJaxpr* b : bodies_of(j.eqns[i])) emit(*b->jaxpr);
+      for (auto& b : es)
+        if (b.kind != BodyEdge::enter) items.emplace_back(&b.view, &b.rule);
     }
-    if (!conflict) continue;
-    if (dec.candidates.empty())
-      throw ShardingError("propagate_shardings: no valid sharding for equation " +
-                              std::to_string(i) + " ('" + e.primitive->name + "', rule " +
-                              r.str() + ")",
-                          loc);
-    for (size_t k = 1; k < dec.candidates.size(); ++k) {
-      auto& a = dec.candidates[k];
-      auto& b = dec.candidates[dec.chosen];
-      if (std::pair(a.max_received, a.total_received) < std::pair(b.max_received, b.total_received))
-        dec.chosen = k;
+  };
+  emit(jaxpr);
+
+  // Fixed point: each change strictly extends some open dim, so this terminates. Then scan xs
+  // sharded on their length dim get the cheapest unsharded-length target (which may grow body
+  // values) and propagation runs again.
+  for (;;) {
+    for (;;) {
+      bool changed = false;
+      for (auto& [e, r] : items) changed = update_eqn(st, *e, *r) || changed;
+      ++res.sweeps;
+      for (size_t i = items.size(); i-- > 0;) changed = update_eqn(st, *items[i].first, *items[i].second) || changed;
+      ++res.sweeps;
+      if (!changed) break;
     }
-    for (auto& p : dec.candidates[dec.chosen].reshards) (p.on_result ? after : before)[i].push_back(p);
-    res.decisions.push_back(std::move(dec));
+    if (!choose_unstacked(st, stacked_enters)) break;
+  }
+
+  const Mesh& m = *st.mesh;
+  std::unordered_map<const Jaxpr*, std::vector<std::vector<ReshardPlacement>>> before_of, after_of;
+  std::unordered_map<const Jaxpr*, BodyBoundary> bounds;
+  for (const Jaxpr* jp : jaxprs) {
+    const Jaxpr& body = *jp;
+    auto& before = before_of[jp];
+    auto& after = after_of[jp];
+    before.resize(body.eqns.size());
+    after.resize(body.eqns.size());
+    for (size_t i = 0; i < body.eqns.size(); ++i) {
+      const Eqn& e = body.eqns[i];
+      if (has_body(e)) {
+        place_edges(st, e, i, edges.at(jp)[i], before[i], after[i], bounds, loc);
+        continue;
+      }
+      const FactorRule& r = rules.at(jp)[i];
+      auto ts = tensors_of(e, r);
+      PlacementDecision dec;
+      dec.eqn = i;
+      bool conflict = false;
+      for (auto& [src, s] : candidates(st, ts, r)) {
+        PlacementCandidate c;
+        c.source = src;
+        bool valid = true;
+        for (auto& t : ts) {
+          const Sharding& have = st.sh.at(t.var);
+          Sharding need = needed(closed_copy(have), t, r, s, m);
+          if (same_layout(have, need)) continue;
+          ReshardPlacement p;
+          p.eqn = i;
+          p.on_result = t.is_result;
+          p.index = t.index;
+          p.var = t.var;
+          p.from = t.is_result ? need : closed_copy(have);
+          p.to = t.is_result ? closed_copy(have) : need;
+          auto cost = reshard_cost(p.from, p.to, t.var.aval());
+          if (!cost) {
+            valid = false;
+            break;
+          }
+          p.max_received = cost->first;
+          p.total_received = cost->second;
+          c.max_received += p.max_received;
+          c.total_received += p.total_received;
+          c.reshards.push_back(std::move(p));
+        }
+        if (!valid) continue;
+        if (src == "merged" && c.reshards.empty()) break;  // no conflict
+        conflict = true;
+        dec.candidates.push_back(std::move(c));
+      }
+      if (!conflict) continue;
+      if (dec.candidates.empty())
+        throw ShardingError("propagate_shardings: no valid sharding for equation " +
+                                std::to_string(i) + " ('" + e.primitive->name + "', rule " +
+                                r.str() + ")",
+                            loc);
+      for (size_t k = 1; k < dec.candidates.size(); ++k) {
+        auto& a = dec.candidates[k];
+        auto& b = dec.candidates[dec.chosen];
+        if (std::pair(a.max_received, a.total_received) < std::pair(b.max_received, b.total_received))
+          dec.chosen = k;
+      }
+      for (auto& p : dec.candidates[dec.chosen].reshards) (p.on_result ? after : before)[i].push_back(p);
+      if (jp == &jaxpr) res.decisions.push_back(std::move(dec));
+    }
   }
 
   for (auto& [v, s] : st.sh) res.shardings.emplace(v, closed_copy(s));
 
-  // Text, and the reshards in program order.
+  // Text, and the reshards in program order (the program's in res.reshards, each body's in
+  // res.body_reshards).
   std::unordered_map<Var, std::string, VarHash> names;
   size_t next = 0;
   auto name = [&](const Var& v) -> std::string {
@@ -520,55 +607,80 @@ PropagationResult propagate_shardings(const Jaxpr& jaxpr,
     return "lit:" + atom_aval(a).str();
   };
   auto decl = [&](const Var& v) { return name(v) + ":" + v.aval().str() + res.of(v).str(); };
-  auto line = [&](const ReshardPlacement& p) {
-    return "    reshard " + name(p.var) + ": " + p.from.str() + " -> " + p.to.str() + " (" +
-           std::to_string(p.max_received) + " elements/device, " +
-           std::to_string(p.total_received) + " total)\n";
-  };
   std::ostringstream os;
-  os << "{ lambda ";
-  for (size_t i = 0; i < jaxpr.constvars.size(); ++i) os << (i ? " " : "") << decl(jaxpr.constvars[i]);
-  os << "; ";
-  for (size_t i = 0; i < jaxpr.invars.size(); ++i) os << (i ? " " : "") << decl(jaxpr.invars[i]);
-  os << ". let\n";
-  for (size_t i = 0; i < jaxpr.eqns.size(); ++i) {
-    const Eqn& e = jaxpr.eqns[i];
-    for (auto& p : before[i]) {
-      os << line(p);
-      res.reshards.push_back(p);
+  auto line = [&](const std::string& ind, const ReshardPlacement& p, const std::string& repeat) {
+    os << ind << "    reshard " << name(p.var) << ": " << p.from.str() << " -> " << p.to.str() << " ("
+       << p.max_received << " elements/device, " << p.total_received << " total" << repeat << ")\n";
+  };
+  std::function<void(const Jaxpr&, const std::string&)> print = [&](const Jaxpr& j, const std::string& ind) {
+    const bool top = &j == &jaxpr;
+    std::vector<ReshardPlacement>& list = top ? res.reshards : res.body_reshards[&j];
+    if (!top) list.clear();  // a body shared by several equations is printed (and listed) again
+    std::string repeat;
+    if (auto it = loop_length.find(&j); it != loop_length.end())
+      repeat = it->second >= 0 ? ", in the loop: x" + std::to_string(it->second) : ", in the loop: per iteration";
+    os << (top ? "" : ind) << "{ lambda ";
+    for (size_t i = 0; i < j.constvars.size(); ++i) os << (i ? " " : "") << decl(j.constvars[i]);
+    os << "; ";
+    for (size_t i = 0; i < j.invars.size(); ++i) os << (i ? " " : "") << decl(j.invars[i]);
+    os << ". let\n";
+    const BodyBoundary* bb = top || !bounds.count(&j) ? nullptr : &bounds.at(&j);
+    if (bb)
+      for (auto& p : bb->at_input) {
+        line(ind, p, repeat);
+        list.push_back(p);
+      }
+    for (size_t i = 0; i < j.eqns.size(); ++i) {
+      const Eqn& e = j.eqns[i];
+      for (auto& p : before_of.at(&j)[i]) {
+        line(ind, p, repeat);
+        list.push_back(p);
+      }
+      os << ind << "   ";
+      for (auto& v : e.outputs) os << " " << decl(v);
+      os << " = " << e.primitive->name;
+      for (auto& a : e.inputs) os << " " << atom(a);
+      os << "\n";
+      if (has_body(e))
+        for (const ClosedJaxpr* b : bodies_of(e)) {
+          print(*b->jaxpr, ind + "      ");
+          os << "\n";
+        }
+      for (auto& p : after_of.at(&j)[i]) {
+        line(ind, p, repeat);
+        list.push_back(p);
+      }
     }
-    os << "   ";
-    for (auto& v : e.outputs) os << " " << decl(v);
-    os << " = " << e.primitive->name;
-    for (auto& a : e.inputs) os << " " << atom(a);
-    os << "\n";
-    for (auto& p : after[i]) {
-      os << line(p);
-      res.reshards.push_back(p);
-    }
-  }
-  for (auto& [idx, s] : output_reshards) {
-    ReshardPlacement p;
-    p.eqn = jaxpr.eqns.size();
-    p.on_output = true;
-    p.index = idx;
-    p.var = atom_var(jaxpr.outvars[idx]);
-    p.from = res.of(p.var);
-    p.to = closed_copy(s);
-    auto cost = reshard_cost(p.from, p.to, p.var.aval());
-    if (!cost)
-      throw ShardingError("propagate_shardings: output " + std::to_string(idx) + " needs " +
-                              p.to.str() + " with partial sums its value " + p.from.str() +
-                              " does not hold",
-                          loc);
-    p.max_received = cost->first;
-    p.total_received = cost->second;
-    os << line(p);
-    res.reshards.push_back(p);
-  }
-  os << "  in (";
-  for (size_t i = 0; i < jaxpr.outvars.size(); ++i) os << (i ? ", " : "") << atom(jaxpr.outvars[i]);
-  os << ") }";
+    if (bb)
+      for (auto& p : bb->at_output) {
+        line(ind, p, repeat);
+        list.push_back(p);
+      }
+    if (top)
+      for (auto& [idx, s] : output_reshards) {
+        ReshardPlacement p;
+        p.eqn = jaxpr.eqns.size();
+        p.on_output = true;
+        p.index = idx;
+        p.var = atom_var(jaxpr.outvars[idx]);
+        p.from = res.of(p.var);
+        p.to = closed_copy(s);
+        auto cost = reshard_cost(p.from, p.to, p.var.aval());
+        if (!cost)
+          throw ShardingError("propagate_shardings: output " + std::to_string(idx) + " needs " +
+                                  p.to.str() + " with partial sums its value " + p.from.str() +
+                                  " does not hold",
+                              loc);
+        p.max_received = cost->first;
+        p.total_received = cost->second;
+        line(ind, p, "");
+        list.push_back(p);
+      }
+    os << ind << "  in (";
+    for (size_t i = 0; i < j.outvars.size(); ++i) os << (i ? ", " : "") << atom(j.outvars[i]);
+    os << ") }";
+  };
+  print(jaxpr, "");
   res.text = os.str();
   return res;
 }

@@ -51,6 +51,9 @@ struct ReshardPlacement {
   size_t eqn = 0;
   bool on_result = false;
   bool on_output = false;
+  /// Inside a body only: at the start of the body, on its input `index` (a value entering one
+  /// body of several in another sharding than the one it was resharded to before the equation).
+  bool on_input = false;
   size_t index = 0;
   Var var;
   Sharding from, to;
@@ -77,6 +80,10 @@ struct PlacementDecision {
 struct PropagationResult {
   std::unordered_map<Var, Sharding, VarHash> shardings;  ///< every variable's sharding
   std::vector<ReshardPlacement> reshards;                ///< the chosen reshards, in program order
+  /// The reshards inside each body jaxpr (every body of every equation with one, recursively,
+  /// keyed by the body's Jaxpr; empty lists included), in the body's program order; `eqn` and
+  /// `index` refer to the body. See docs/sharding.md "Bodies".
+  std::unordered_map<const Jaxpr*, std::vector<ReshardPlacement>> body_reshards;
   std::vector<PlacementDecision> decisions;              ///< equations that had conflicts
   int sweeps = 0;  ///< forward + backward sweeps run until the fixed point (each counts 1)
   /// The jaxpr with each variable's sharding, one equation a line:
@@ -88,7 +95,13 @@ struct PropagationResult {
 
   /// The sharding of `v`. ShardingError if `v` is not a variable of the jaxpr.
   const Sharding& of(const Var& v) const;
+  /// The reshards of `j`: body_reshards[&j] when `j` is a body, else `reshards` (the program).
+  const std::vector<ReshardPlacement>& reshards_in(const Jaxpr& j) const;
 };
+
+/// Whether propagation enters the bodies of primitive `name` instead of applying a factor rule:
+/// pjit, closed_call, checkpoint, custom_jvp_call, custom_vjp_call, scan, while, cond.
+bool propagation_enters_bodies(const std::string& name);
 
 /// Propagates shardings through `jaxpr` on `mesh` (see the paragraph above for the algorithm).
 /// `in_shardings` has one entry per constvar then invar (or is empty: none given);
@@ -98,8 +111,10 @@ struct PropagationResult {
 /// has no sharding rule (the message names it); no candidate of a conflicting equation is valid.
 /// An output sharding on a variable the user already fixed differently (an input returned, or a
 /// value returned twice) is not an error: it becomes a reshard at the output (`on_output`).
-/// Equations with bodies (pjit, scan, ...) are one equation each here, by their rule; bodies are
-/// not entered.
+/// Equations with bodies (pjit, closed_call, checkpoint, custom_jvp_call, custom_vjp_call, scan,
+/// while, cond) are entered: their values and the bodies' values are tied by data-flow edges
+/// (sharding/propagate_bodies.h) and propagated to one global fixed point; each body's
+/// variables are in `shardings` and its reshards in `body_reshards`.
 PropagationResult propagate_shardings(
     const Jaxpr& jaxpr, const std::vector<std::optional<Sharding>>& in_shardings,
     const std::vector<std::optional<Sharding>>& out_shardings, const Mesh& mesh,

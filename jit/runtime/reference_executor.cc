@@ -154,18 +154,158 @@ class Executor {
   std::vector<std::vector<Array>> eval_eqn(const Eqn& e, const std::vector<std::vector<Array>>& args, size_t idx) {
     const std::string& name = e.primitive->name;
     if (is_collective(name)) return collective(e, args, idx);
-    if (name == "pjit" || name == "closed_call") {
-      const ClosedJaxprPtr& body = e.params.get_jaxpr(name == "pjit" ? "jaxpr" : "call_jaxpr");
-      std::vector<std::vector<Array>> ins(n_);
-      for (size_t d = 0; d < n_; ++d) {
-        ins[d] = body->consts;
-        ins[d].insert(ins[d].end(), args[d].begin(), args[d].end());
-      }
-      return run(*body->jaxpr, ins, false, idx);
+    if (name == "pjit" || name == "closed_call" || name == "checkpoint" || name == "custom_jvp_call" ||
+        name == "custom_vjp_call") {
+      const bool j = name == "pjit" || name == "checkpoint";
+      return call(*e.params.get_jaxpr(j ? "jaxpr" : "call_jaxpr"), args, 0, args.empty() ? 0 : args[0].size(), idx);
     }
+    if (name == "scan") return scan(e, args, idx);
+    if (name == "while") return while_loop(e, args, idx);
+    if (name == "cond") return cond(e, args, idx);
     std::vector<std::vector<Array>> outs(n_);
     for (size_t d = 0; d < n_; ++d) outs[d] = minijax::bind(*e.primitive, args[d], e.params);
     return outs;
+  }
+
+  // Runs `body` in lockstep on operands [from, to) of every device (its consts first).
+  std::vector<std::vector<Array>> call(const ClosedJaxpr& body, const std::vector<std::vector<Array>>& args,
+                                       size_t from, size_t to, size_t idx) {
+    std::vector<std::vector<Array>> ins(n_);
+    for (size_t d = 0; d < n_; ++d) {
+      ins[d] = body.consts;
+      ins[d].insert(ins[d].end(), args[d].begin() + std::ptrdiff_t(from), args[d].begin() + std::ptrdiff_t(to));
+    }
+    return run(*body.jaxpr, ins, false, idx);
+  }
+
+  // The one value every device holds for a scalar (a cond index or a while predicate), as i32.
+  // Lockstep needs all devices to agree (the partitioner keeps scalars replicated).
+  int32_t agreed_scalar(const std::vector<Array>& per_device, const std::string& what) {
+    int32_t v = 0;
+    for (size_t d = 0; d < n_; ++d) {
+      int32_t x = lax::convert_element_type(per_device[d], DType::i32).data<int32_t>()[0];
+      if (d == 0) v = x;
+      else if (x != v)
+        throw ValueError("run_spmd: the " + what + " differs across devices (" + std::to_string(v) + " on device " +
+                         std::to_string(mesh_.device_ids[0]) + ", " + std::to_string(x) + " on device " +
+                         std::to_string(mesh_.device_ids[d]) + "); bodies run in lockstep, so it must be replicated");
+    }
+    return v;
+  }
+
+  void add_live(const std::vector<std::vector<Array>>& vals, int64_t sign) {
+    for (size_t d = 0; d < n_; ++d)
+      for (auto& a : vals[d]) live_[d] += sign * bytes_of(a);
+    bump();
+  }
+
+  // scan (layout: consts, carry, xs; core/control_flow/scan.cc) with the body run in lockstep
+  // each iteration. Counted while the loop runs: the current x slices, the carries it produced
+  // and the ys stacked so far.
+  std::vector<std::vector<Array>> scan(const Eqn& e, const std::vector<std::vector<Array>>& args, size_t idx) {
+    const ClosedJaxpr& body = *e.params.get_jaxpr("jaxpr");
+    const size_t nc = size_t(e.params.get_int("num_consts")), ncar = size_t(e.params.get_int("num_carry"));
+    const int64_t length = e.params.get_int("length");
+    const bool reverse = e.params.get_bool("reverse");
+    const auto& invars = body.jaxpr->invars;
+    const size_t nx = args.empty() ? 0 : args[0].size() - nc - ncar;
+    const size_t ny = e.outputs.size() - ncar;
+    std::vector<std::vector<Array>> carry(n_), produced(n_);
+    std::vector<std::vector<std::vector<Array>>> ys(n_, std::vector<std::vector<Array>>(ny, std::vector<Array>(size_t(length))));
+    for (size_t d = 0; d < n_; ++d) carry[d].assign(args[d].begin() + std::ptrdiff_t(nc), args[d].begin() + std::ptrdiff_t(nc + ncar));
+    for (int64_t t = 0; t < length; ++t) {
+      const int64_t i = reverse ? length - 1 - t : t;
+      std::vector<std::vector<Array>> ins(n_), xs(n_);
+      for (size_t d = 0; d < n_; ++d) {
+        ins[d] = body.consts;
+        ins[d].insert(ins[d].end(), args[d].begin(), args[d].begin() + std::ptrdiff_t(nc));
+        ins[d].insert(ins[d].end(), carry[d].begin(), carry[d].end());
+        for (size_t k = 0; k < nx; ++k) {
+          const Array& x = args[d][nc + ncar + k];
+          std::vector<int64_t> lo(size_t(x.ndim()), 0), hi = x.shape();
+          lo[0] = i;
+          hi[0] = i + 1;
+          xs[d].push_back(lax::reshape(lax::slice(x, lo, hi), invars[nc + ncar + k].aval().shape));
+        }
+        ins[d].insert(ins[d].end(), xs[d].begin(), xs[d].end());
+      }
+      add_live(xs, 1);
+      std::vector<std::vector<Array>> outs = run(*body.jaxpr, ins, false, idx);
+      add_live(xs, -1);
+      add_live(produced, -1);
+      for (size_t d = 0; d < n_; ++d) {
+        carry[d].assign(outs[d].begin(), outs[d].begin() + std::ptrdiff_t(ncar));
+        produced[d] = carry[d];
+        for (size_t k = 0; k < ny; ++k) {
+          ys[d][k][size_t(i)] = outs[d][ncar + k];
+          live_[d] += bytes_of(outs[d][ncar + k]);
+        }
+      }
+      add_live(produced, 1);
+    }
+    add_live(produced, -1);
+    std::vector<std::vector<Array>> res(n_);
+    for (size_t d = 0; d < n_; ++d) {
+      res[d] = carry[d];
+      for (size_t k = 0; k < ny; ++k) {
+        const ShapedArray& oaval = e.outputs[ncar + k].aval();
+        if (length == 0) {
+          res[d].push_back(lax::zeros_like_aval(oaval));
+          continue;
+        }
+        std::vector<Array> rows;
+        for (auto& y : ys[d][k]) {
+          live_[d] -= bytes_of(y);
+          Shape s = y.shape();
+          s.insert(s.begin(), 1);
+          rows.push_back(lax::reshape(y, s));
+        }
+        res[d].push_back(lax::concatenate(rows, 0));
+      }
+    }
+    return res;
+  }
+
+  // while (operands: cond consts, body consts, carry): the predicate and the body run in
+  // lockstep; the predicate must agree across devices.
+  std::vector<std::vector<Array>> while_loop(const Eqn& e, const std::vector<std::vector<Array>>& args,
+                                             size_t idx) {
+    const ClosedJaxpr& cj = *e.params.get_jaxpr("cond_jaxpr");
+    const ClosedJaxpr& bj = *e.params.get_jaxpr("body_jaxpr");
+    const size_t cn = size_t(e.params.get_int("cond_nconsts")), bn = size_t(e.params.get_int("body_nconsts"));
+    std::vector<std::vector<Array>> carry(n_);
+    for (size_t d = 0; d < n_; ++d) carry[d].assign(args[d].begin() + std::ptrdiff_t(cn + bn), args[d].end());
+    bool produced = false;
+    for (;;) {
+      std::vector<std::vector<Array>> cin(n_), bin(n_);
+      for (size_t d = 0; d < n_; ++d) {
+        cin[d].assign(args[d].begin(), args[d].begin() + std::ptrdiff_t(cn));
+        cin[d].insert(cin[d].end(), carry[d].begin(), carry[d].end());
+        bin[d].assign(args[d].begin() + std::ptrdiff_t(cn), args[d].begin() + std::ptrdiff_t(cn + bn));
+        bin[d].insert(bin[d].end(), carry[d].begin(), carry[d].end());
+      }
+      auto pred = call(cj, cin, 0, cin.empty() ? 0 : cin[0].size(), idx);
+      std::vector<Array> p(n_);
+      for (size_t d = 0; d < n_; ++d) p[d] = pred[d][0];
+      if (!agreed_scalar(p, "while predicate")) break;
+      auto next = call(bj, bin, 0, bin.empty() ? 0 : bin[0].size(), idx);
+      if (produced) add_live(carry, -1);
+      carry = next;
+      add_live(carry, 1);
+      produced = true;
+    }
+    if (produced) add_live(carry, -1);
+    return carry;
+  }
+
+  // cond (operands: index, branch operands): the selected branch (index clamped as the eager
+  // cond does) runs in lockstep; the index must agree across devices.
+  std::vector<std::vector<Array>> cond(const Eqn& e, const std::vector<std::vector<Array>>& args, size_t idx) {
+    const auto& branches = e.params.get_jaxprs("branches");
+    std::vector<Array> index(n_);
+    for (size_t d = 0; d < n_; ++d) index[d] = args[d][0];
+    int64_t b = std::clamp<int64_t>(agreed_scalar(index, "cond index"), 0, int64_t(branches.size()) - 1);
+    return call(*branches[size_t(b)], args, 1, args.empty() ? 1 : args[0].size(), idx);
   }
 
   std::vector<std::vector<Array>> collective(const Eqn& e, const std::vector<std::vector<Array>>& args, size_t idx) {

@@ -22,8 +22,8 @@ namespace minijax {
 /// ragged_all_to_all: the rows sent to / received from other ranks. Self-transfers count 0;
 /// axis_index moves nothing and gets no entry.
 struct CollectiveStats {
-  /// Index of the equation in the program's (top-level) eqns; for a collective inside a
-  /// pjit/closed_call body, the index of the enclosing top-level call equation.
+  /// Index of the equation in the program's (top-level) eqns; for a collective inside a body
+  /// (a call, a loop, a cond branch), the index of the enclosing top-level equation.
   size_t eqn_index = 0;
   std::string primitive;
   std::vector<int64_t> bytes_sent, bytes_received;
@@ -35,7 +35,8 @@ struct SpmdStats {
   /// start; an equation's outputs become alive when it runs, while its inputs still are; a value
   /// dies after its last use (unused outputs die at once); program outputs live to the end.
   std::vector<int64_t> peak_live_bytes;
-  /// One entry per collective equation executed, in program order.
+  /// One entry per collective equation executed, in execution order (a collective inside a loop
+  /// once per iteration).
   std::vector<CollectiveStats> collectives;
 };
 
@@ -46,9 +47,14 @@ struct SpmdStats {
 /// values (so call this from the eval trace). A collective over axes A runs once per group:
 /// the devices sharing all mesh coordinates outside A, ranked row-major over A's coordinates in
 /// the order the equation names them; its axis_size must equal the product of A's sizes.
-/// axis_index yields each device's rank along its axes. pjit/closed_call bodies run in lockstep
-/// the same way (collectives inside them work); other primitives with bodies (scan, while,
-/// cond) run per device, so a collective inside them throws the eager ValueError.
+/// axis_index yields each device's rank along its axes. Bodies run in lockstep the same way, so
+/// collectives inside them work: pjit/closed_call/checkpoint/custom_jvp_call/custom_vjp_call
+/// bodies once; scan's body once per iteration (x slices cut per device, ys stacked per device);
+/// while's predicate and body once per iteration; cond's selected branch. The while predicate
+/// and the cond index must agree across devices (ValueError naming two devices otherwise: the
+/// partitioner keeps scalars replicated). A collective inside a loop gets one CollectiveStats
+/// entry per iteration (eqn_index: the enclosing top-level equation). Live bytes inside a loop
+/// also count the current x slices, the carries it produced and the ys stacked so far.
 /// Throws: ValueError if the program has constvars (use the ClosedJaxpr overload), if the
 /// argument count per device or the device count differs from the program / mesh, if an
 /// argument's shape/dtype differs from its invar's; ShardingError (naming the mesh) for an axis

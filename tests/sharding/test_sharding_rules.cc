@@ -12,6 +12,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/random.h"
+#include "sharding/propagate_shardings.h"
 #include "sharding/sharding_rule.h"
 
 namespace {
@@ -38,13 +39,16 @@ bool has(const std::vector<int>& v, int f) { return std::find(v.begin(), v.end()
 
 // ---- registry -----------------------------------------------------------------------------------
 
+// A primitive has a factor rule, or propagation enters its bodies (sharding/propagate_bodies.h),
+// or it declares why it has neither; exactly one of the three.
 TEST(ShardingRules, EveryPrimitiveHasARuleOrADeclaredReason) {
   std::vector<std::string> missing, both;
   for (const auto& n : mj::primitive_names()) {
     const bool rule = mj::sharding_rules().count(n) != 0;
     const bool reason = mj::no_sharding_rule_reasons().count(n) != 0;
-    if (!rule && !reason) missing.push_back(n);
-    if (rule && reason) both.push_back(n);
+    const bool bodies = mj::propagation_enters_bodies(n);
+    if (!rule && !reason && !bodies) missing.push_back(n);
+    if (int(rule) + int(reason) + int(bodies) > 1) both.push_back(n);
   }
   EXPECT_TRUE(missing.empty()) << "no sharding rule and no declared reason: " << testing::PrintToString(missing);
   EXPECT_TRUE(both.empty()) << "both a rule and a reason: " << testing::PrintToString(both);
@@ -53,12 +57,14 @@ TEST(ShardingRules, EveryPrimitiveHasARuleOrADeclaredReason) {
 
 TEST(ShardingRules, PrimitiveWithoutRuleThrowsWithTheReason) {
   try {
-    mj::sharding_rule_for("scan", {}, {}, Params{});
+    mj::sharding_rule_for("all_gather", {}, {}, Params{});
     FAIL() << "expected ShardingError";
   } catch (const mj::ShardingError& e) {
-    EXPECT_NE(std::string(e.what()).find("'scan'"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("body"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'all_gather'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("collective"), std::string::npos) << e.what();
   }
+  // scan has no factor rule either (propagation enters its body instead).
+  EXPECT_THROW(mj::sharding_rule_for("scan", {}, {}, Params{}), mj::ShardingError);
   EXPECT_THROW(mj::sharding_rule_for("no_such_primitive", {}, {}, Params{}), mj::ShardingError);
 }
 
