@@ -46,13 +46,14 @@ const std::vector<std::pair<std::string, std::string>>& exemptions() {
 const std::vector<std::pair<std::string, std::string>>& sharded_exemptions() {
   static const std::vector<std::pair<std::string, std::string>> e = [] {
     std::vector<std::pair<std::string, std::string>> v;
-    const std::string body = "has a body: exempt until propagation through bodies lands";
-    for (const char* n : {"scan", "while", "cond", "pjit", "closed_call", "checkpoint",
-                          "custom_jvp_call", "custom_vjp_call"})
-      v.emplace_back(n, body);
+    for (const char* n : {"pjit", "closed_call", "custom_jvp_call", "custom_vjp_call"})
+      v.emplace_back(n,
+                     "takes a jaxpr or functions, so no conformance case binds it (exempt from "
+                     "the unsharded suite too); checked sharded vs eager in "
+                     "tests/sharding/test_bodies.cc");
     v.emplace_back("custom_lin",
-                   "autodiff-internal placeholder inside custom_vjp's linearization: exempt with "
-                   "custom_vjp_call until propagation through bodies lands");
+                   "autodiff-internal placeholder that exists only while linearize runs; no "
+                   "conformance case binds it (exempt from the unsharded suite too)");
     const std::string coll =
         "collective: needs a mesh context (runs only under run_spmd); checked sharded in "
         "tests/sharding/test_collectives_executor.cc and test_partition_spmd.cc";

@@ -342,6 +342,22 @@ TEST(Bodies, CustomJvpCallEqualsEager) {
   expect_shards(r, *cj.jaxpr);
 }
 
+// custom_vjp: its call body is partitioned like custom_jvp's (a closed_call of the body).
+TEST(Bodies, CustomVjpCallEqualsEager) {
+  auto m = mesh42();
+  auto scaled = mj::custom_vjp(
+      [](const Array& x) { return lax::mul(lax::sin(x), x); },
+      [](const Array& x) { return std::pair{lax::mul(lax::sin(x), x), x}; },
+      [](const Array& x, const Array& ct) { return lax::mul(ct, x); }, "scaled");
+  auto f = [scaled](Array x) { return lax::add(scaled(x), x); };
+  Array x = wave({8, 4});
+  auto cj = mj::make_jaxpr(f)(x);
+  ASSERT_NE(mj::to_string(*cj.jaxpr).find("custom_vjp_call"), std::string::npos) << mj::to_string(*cj.jaxpr);
+  Ran r = run(cj, {x}, {named(m, mj::P("y", "x"), 2)}, {}, m);
+  EXPECT_TRUE(r.prop.reshards.empty()) << r.prop.text;
+  expect_shards(r, *cj.jaxpr);
+}
+
 // while (fori_loop with traced bounds) over a sharded carry: the predicate is replicated, the
 // body runs in lockstep.
 TEST(Bodies, WhileLoopOverShardedCarryEqualsEager) {
