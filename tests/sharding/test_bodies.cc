@@ -161,6 +161,25 @@ TEST(Bodies, ShardedScanEqualsEager) {
   expect_shards(r, *cj.jaxpr);
 }
 
+// A carry conflict: the init is fixed on dim 0, the final carry on dim 1. The carry keeps the
+// init's sharding through the loop and ONE reshard after the loop gives the final carry its
+// sharding; nothing is resharded per iteration.
+TEST(Bodies, CarryConflictIsOneReshardAfterTheLoop) {
+  auto m = mesh42();
+  auto f = [](Array c, Array xs) { return mj::scan(step, c, xs).first; };
+  Array c = wave({8, 4}), xs = wave({5, 8, 4}, 0.21f, -0.4f);
+  auto cj = mj::make_jaxpr(f)(c, xs);
+  Ran r = run(cj, {c, xs}, {named(m, mj::P("x", mj::None{}), 2), std::nullopt},
+              {named(m, mj::P(mj::None{}, "x"), 2)}, m);
+  const mj::Eqn* scan = find_eqn(*cj.jaxpr, "scan");
+  ASSERT_NE(scan, nullptr);
+  EXPECT_TRUE(r.prop.reshards_in(*scan->params.get_jaxpr("jaxpr")->jaxpr).empty()) << r.prop.text;
+  ASSERT_EQ(r.prop.reshards.size(), 1u) << r.prop.text;
+  EXPECT_TRUE(r.prop.reshards[0].on_result) << r.prop.text;
+  ASSERT_EQ(r.stats.collectives.size(), 1u) << mj::to_string(r.program);  // once, not per iteration
+  expect_shards(r, *cj.jaxpr);
+}
+
 // Reverse-mode through that scan: the transposed scan (reverse=True, carries of cotangents) is
 // partitioned like any other code; gradients equal the unsharded ones.
 TEST(Bodies, GradOfShardedScanEqualsEager) {
@@ -258,6 +277,35 @@ TEST(Bodies, CondWithShardedOperandsEqualsEager) {
     ASSERT_NE(pc, nullptr);
     for (auto& br : pc->params.get_jaxprs("branches")) EXPECT_EQ(br->jaxpr->invars[0].aval().shape, (mj::Shape{2, 2}));
     EXPECT_TRUE(r.stats.collectives.empty());
+    expect_shards(r, *cj.jaxpr);
+  }
+}
+
+// A cond whose operand is fixed on dim 0 and whose result is fixed on dim 1 ("x" both): the
+// result has one sharding, so each branch reshards its own output (one all_to_all per branch,
+// inside the branch), and nothing is resharded outside.
+TEST(Bodies, CondConflictReshardsInsideEachBranch) {
+  auto m = mesh42();
+  auto f = [](Array p, Array a) {
+    return mj::cond(
+        p, [](const Array& u) { return lax::sin(u); }, [](const Array& u) { return lax::mul(u, u); }, a);
+  };
+  Array a = wave({8, 4});
+  for (bool pv : {true, false}) {
+    Array p = lax::full({}, pv ? 1.0 : 0.0, mj::DType::bool_);
+    auto cj = mj::make_jaxpr(f)(p, a);
+    Ran r = run(cj, {p, a}, {std::nullopt, named(m, mj::P("x", mj::None{}), 2)},
+                {named(m, mj::P(mj::None{}, "x"), 2)}, m);
+    EXPECT_TRUE(r.prop.reshards.empty()) << r.prop.text;
+    const mj::Eqn* c = find_eqn(*cj.jaxpr, "cond");
+    ASSERT_NE(c, nullptr);
+    for (auto& br : c->params.get_jaxprs("branches")) {
+      const auto& rs = r.prop.reshards_in(*br->jaxpr);
+      ASSERT_EQ(rs.size(), 1u) << r.prop.text;
+      EXPECT_EQ(dim_axes(rs[0].to), (AxesList{{}, {X}})) << r.prop.text;
+    }
+    ASSERT_EQ(r.stats.collectives.size(), 1u);  // the selected branch's exchange
+    EXPECT_EQ(r.stats.collectives[0].primitive, "all_to_all");
     expect_shards(r, *cj.jaxpr);
   }
 }
