@@ -12,7 +12,50 @@
 namespace minijax {
 
 ConcreteArray::ConcreteArray(ShapedArray aval, std::shared_ptr<Buffer> buffer)
-    : aval_(std::move(aval)), buffers_{std::move(buffer)} {}
+    : aval_(std::move(aval)), buffers_{std::move(buffer)} {
+  gathered_ = true;
+}
+
+ConcreteArray::ConcreteArray(ShapedArray aval, std::vector<StoredShard> shards,
+                             ParamObjectPtr sharding)
+    : aval_(std::move(aval)), shards_(std::move(shards)), sharding_(std::move(sharding)) {
+  if (shards_.empty()) throw ValueError("a sharded " + aval_.str() + " array needs at least one shard");
+  const size_t r = aval_.shape.size();
+  for (auto& sh : shards_) {
+    bool ok = sh.start.size() == r && sh.stop.size() == r && sh.buffer;
+    for (size_t i = 0; ok && i < r; ++i)
+      ok = 0 <= sh.start[i] && sh.start[i] <= sh.stop[i] && sh.stop[i] <= aval_.shape[i];
+    if (!ok)
+      throw ValueError("the shard of device " + std::to_string(sh.device_id) +
+                       " does not lie in the " + aval_.str() + " array (or has no buffer)");
+    int64_t bytes = shape_size(sh.extent()) * int64_t(itemsize(aval_.dtype));
+    if (int64_t(sh.buffer->nbytes()) != bytes)
+      throw ValueError("the shard of device " + std::to_string(sh.device_id) + " of a " +
+                       aval_.str() + " array holds " + std::to_string(sh.buffer->nbytes()) +
+                       " bytes; its box " + shape_str(sh.extent()) + " needs " +
+                       std::to_string(bytes));
+  }
+}
+
+const std::shared_ptr<Buffer>& ConcreteArray::buffer() const { return buffers().front(); }
+
+const std::vector<std::shared_ptr<Buffer>>& ConcreteArray::buffers() const {
+  if (shards_.empty()) return buffers_;
+  // Gather once: copy every shard's box into one global buffer (replicas write equal values).
+  std::call_once(gather_once_, [&] {
+    auto g = std::make_shared<Buffer>(size_t(checked_nbytes(aval_.shape, aval_.dtype)),
+                                      aval_.memory_kind, shards_.front().device_id);
+    std::vector<int64_t> zero(aval_.shape.size(), 0);
+    for (auto& sh : shards_)
+      copy_region(sh.buffer->data(), sh.start, sh.stop, g->data(), zero, aval_.shape, sh.start,
+                  sh.stop, itemsize(aval_.dtype));
+    buffers_ = {std::move(g)};
+    gathered_ = true;
+  });
+  return buffers_;
+}
+
+bool ConcreteArray::is_gathered() const { return gathered_; }
 
 std::optional<Array> Tracer::concrete_value() const { return std::nullopt; }
 
@@ -98,6 +141,34 @@ Array::operator bool() const {
 }
 
 // Array::str() (numpy-style printing) lives in core/array_print.cc.
+
+bool Array::is_sharded() const {
+  return is_concrete() && static_cast<const ConcreteArray*>(impl_.get())->is_sharded();
+}
+
+std::vector<Shard> Array::addressable_shards(std::source_location loc) const {
+  Array c = concrete(loc, "the shards of a concrete array");
+  const ConcreteArray& ci = *static_cast<const ConcreteArray*>(c.impl());
+  std::vector<Shard> out;
+  if (!ci.is_sharded()) {
+    Shard s;
+    s.device = ci.buffer()->device_id();
+    for (int64_t d : ci.aval().shape) s.index.push_back({0, d});
+    s.data = c;
+    out.push_back(std::move(s));
+    return out;
+  }
+  for (auto& sh : ci.shards()) {
+    Shard s;
+    s.device = sh.device_id;
+    for (size_t i = 0; i < sh.start.size(); ++i) s.index.push_back({sh.start[i], sh.stop[i]});
+    ShapedArray a = ci.aval();
+    a.shape = sh.extent();
+    s.data = Array::from_buffer(a, sh.buffer);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
 
 std::ostream& operator<<(std::ostream& os, const Array& a) { return os << a.str(); }
 

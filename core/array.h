@@ -1,21 +1,30 @@
 // minijax Array: a cheap handle to a concrete value (device buffers) or to a tracer of some trace.
 // Owns Array, ArrayImpl, ConcreteArray and the Tracer base class.
 #pragma once
+#include <atomic>
 #include <iosfwd>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <source_location>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/aval.h"
 #include "core/buffer.h"
 #include "core/errors.h"
+#include "core/params.h"
+#include "core/shards.h"
 
 namespace minijax {
 
 class Trace;
 class Array;
+struct Shard;
+/// What Array::sharding() returns; defined in sharding/sharded_array.h (core/ does not know
+/// meshes or shardings, see docs/sharding.md "Sharded arrays and constraints").
+struct ArraySharding;
 
 /// What an Array handle points to: a concrete value or a tracer.
 class ArrayImpl {
@@ -25,18 +34,42 @@ class ArrayImpl {
   virtual bool is_tracer() const { return false; }
 };
 
-/// A concrete array: its aval and one buffer per device holding it (one device for now).
-/// Layout is dense row-major.
+/// A concrete array: its aval and where its elements live. Layout is dense row-major.
+///
+/// Either one buffer holding the whole array (unsharded), or per-device shards (sharded): each
+/// a StoredShard (device id, index box, buffer of that box's elements) plus an opaque handle to
+/// the sharding they follow (a ParamObject; sharding/sharded_array.h knows its type). A sharded
+/// array has no global buffer until something reads it: buffer() then assembles it from the
+/// shards, once (thread-safe), and keeps it. Every element read (raw_data, data<T>, item,
+/// printing, xtensor, eager kernels) goes through buffer(), so nothing reads a sharded array's
+/// value without gathering it.
 class ConcreteArray final : public ArrayImpl {
  public:
   ConcreteArray(ShapedArray aval, std::shared_ptr<Buffer> buffer);
+  /// A sharded array. Throws ValueError when `shards` is empty, a shard's box does not lie in
+  /// aval.shape or its buffer's size differs from its box's bytes. Coverage of the whole array
+  /// by the boxes is the caller's contract (make_sharded_array checks it against the sharding).
+  ConcreteArray(ShapedArray aval, std::vector<StoredShard> shards, ParamObjectPtr sharding);
   const ShapedArray& aval() const override { return aval_; }
-  const std::shared_ptr<Buffer>& buffer() const { return buffers_.at(0); }
-  const std::vector<std::shared_ptr<Buffer>>& buffers() const { return buffers_; }
+  /// The global buffer (assembled from the shards on first use when sharded).
+  const std::shared_ptr<Buffer>& buffer() const;
+  /// The global buffer as a one-element list (assembled on first use when sharded).
+  const std::vector<std::shared_ptr<Buffer>>& buffers() const;
+  bool is_sharded() const { return !shards_.empty(); }
+  /// The per-device shards (empty when unsharded).
+  const std::vector<StoredShard>& shards() const { return shards_; }
+  /// The sharding handle given at construction (null when unsharded).
+  const ParamObjectPtr& sharding() const { return sharding_; }
+  /// Whether the global buffer exists (always for unsharded arrays; for sharded ones once read).
+  bool is_gathered() const;
 
  private:
   ShapedArray aval_;
-  std::vector<std::shared_ptr<Buffer>> buffers_;
+  mutable std::vector<std::shared_ptr<Buffer>> buffers_;
+  std::vector<StoredShard> shards_;
+  ParamObjectPtr sharding_;
+  mutable std::once_flag gather_once_;
+  mutable std::atomic<bool> gathered_{false};
 };
 
 /// Base class of the tracers of every trace (JVP, staging, batching, linearize).
@@ -117,7 +150,24 @@ class Array {
   explicit operator bool() const;
 
   /// numpy-style printing: `Array([[1., 2.], [3., 4.]], dtype=float32)`; tracers print their type.
+  /// A sharded array prints its global value (gathered).
   std::string str() const;
+
+  /// Whether this is a concrete array held as per-device shards (device_put to a sharding, or a
+  /// jit output). Tracers are not sharded arrays (false).
+  bool is_sharded() const;
+  /// JAX's `x.sharding`: the NamedSharding (or the Shardy Sharding when PartitionSpec cannot
+  /// express it) the array is laid out with; an unsharded array reports a fully replicated
+  /// sharding on a one-device, zero-axis mesh of the device holding it (JAX's
+  /// SingleDeviceSharding). Include sharding/sharded_array.h to use it (defined there).
+  /// Throws ConcretizationError for staged values.
+  ArraySharding sharding(std::source_location loc = std::source_location::current()) const;
+  /// JAX's `x.addressable_shards`: per device (mesh order), its id, its index (per dim
+  /// [start, stop)) and its data as an ordinary unsharded Array of the box's shape (sharing the
+  /// shard's buffer, no copy). An unsharded array has one shard: device of its buffer, the whole
+  /// index, itself. Throws ConcretizationError for staged values.
+  std::vector<Shard> addressable_shards(
+      std::source_location loc = std::source_location::current()) const;
 
  private:
   const void* raw_data(DType expect, std::source_location loc) const;
@@ -125,5 +175,14 @@ class Array {
 };
 
 std::ostream& operator<<(std::ostream& os, const Array& a);
+
+/// One device's piece of a concrete array, as JAX's jax.Shard: `device` (virtual device id),
+/// `index` (per dim the [start, stop) of global indices held) and `data` (the elements of that
+/// box, an unsharded Array of shape stop - start).
+struct Shard {
+  int device = 0;
+  std::vector<std::pair<int64_t, int64_t>> index;
+  Array data;
+};
 
 }  // namespace minijax

@@ -71,6 +71,8 @@ std::vector<ShapedArray> abstract_eval(const Primitive& p, const std::vector<Sha
     throw IndexError(describe_call(p, in, params) + ": " + e.message(), loc);
   } catch (const ValueError& e) {
     throw ValueError(describe_call(p, in, params) + ": " + e.message(), loc);
+  } catch (const ShardingError& e) {
+    throw ShardingError(describe_call(p, in, params) + ": " + e.message(), loc);
   }
 }
 

@@ -40,7 +40,9 @@ Shape local_shape(const Sharding& s, const Shape& global, const Mesh& mesh, cons
     if (global[d] % n != 0)
       throw ShardingError(what + ": dim " + std::to_string(d) + " of shape " + shape_str(global) +
                               " does not divide evenly into " + std::to_string(n) + " shards of " +
-                              s.str() + " (uneven shards are not supported by partition_spmd)",
+                              s.str() + " on " + mesh.str() + " (" +
+                              std::to_string(mesh.num_devices()) +
+                              " devices; uneven shards are not supported by partition_spmd)",
                           loc);
     out[d] = global[d] / n;
   }
@@ -415,8 +417,10 @@ Jaxpr partition_spmd(const Jaxpr& jaxpr, const PropagationResult& shardings, con
           if (v[d] == global[d]) v[d] = ops[0].shape()[d];
         params.set(key, v);
       }
-      std::vector<Array> res = partitions_bodies(e) ? partition_body_eqn(e, ops, shardings, mesh, loc)
-                                                    : minijax::bind(*e.primitive, ops, params, loc);
+      // sharding_constraint: identity on the local value (its reshard is already placed).
+      std::vector<Array> res = name == "sharding_constraint" ? std::vector<Array>{ops[0]}
+                               : partitions_bodies(e) ? partition_body_eqn(e, ops, shardings, mesh, loc)
+                                                      : minijax::bind(*e.primitive, ops, params, loc);
       if (name == "iota")
         res[0] = offset_iota(res[0], out_sh[0], size_t(e.params.get_int("dimension")), mesh);
       for (size_t k = 0; k < res.size(); ++k) {

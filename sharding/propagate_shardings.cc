@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "sharding/sharded_array.h"
 #include "core/primitive.h"
 #include "sharding/boxes.h"
 #include "sharding/factor_projection.h"
@@ -394,7 +395,8 @@ PropagationResult propagate_shardings(const Jaxpr& jaxpr,
   st.mesh = std::make_shared<const Mesh>(mesh);
   auto check_given = [&](const Sharding& s, const ShapedArray& aval, const std::string& what) {
     if (!s.mesh || !(*s.mesh == mesh))
-      throw ShardingError("propagate_shardings: " + what + " sharding " + s.str() + " is on " +
+      throw ShardingError("propagate_shardings: " + what + " sharding " + s.str() + " of a " +
+                              aval.str() + " value is on " +
                               (s.mesh ? s.mesh->str() : std::string("no mesh")) +
                               ", not the program's " + mesh.str(),
                           loc);
@@ -436,6 +438,15 @@ PropagationResult propagate_shardings(const Jaxpr& jaxpr,
         if (!st.sh.count(v)) fresh(v);
     for (size_t i = 0; i < j.eqns.size(); ++i) {
       const Eqn& e = j.eqns[i];
+      // with_sharding_constraint: the result is fixed by the user like an out_sharding (never
+      // moves; the operand gets a reshard if it disagrees).
+      if (e.primitive->name == "sharding_constraint") {
+        Sharding s = sharding_of_param(e.params.get_object("sharding"), "sharding_constraint");
+        check_given(s, e.outputs[0].aval(), "sharding_constraint (equation " + std::to_string(i) + ")");
+        s.mesh = st.mesh;
+        st.sh[e.outputs[0]] = s;
+        st.user[e.outputs[0]] = true;
+      }
       if (has_body(e)) {
         for (const ClosedJaxpr* b : bodies_of(e)) {
           for (auto& v : b->jaxpr->constvars) {  // concrete constants: replicated

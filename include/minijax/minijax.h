@@ -40,6 +40,7 @@
 #include "sharding/sharding.h"
 #include "sharding/plan_reshard.h"
 #include "sharding/sharding_rule.h"
+#include "sharding/sharded_array.h"
 #include "core/collectives.h"
 #include "jit/runtime/reference_executor.h"
 #include "jit/jit.h"

@@ -74,6 +74,13 @@ Add cases({
     Case{"iota", "", one([](const V&) { return lax::iota(mj::i32, {2, 3}, 1); }), {}, false, false, false},
     Case{"device_put", "pinned_host",
          one([](const V& a) { return lax::device_put(a[0], mj::MemoryKind::pinned_host); }), {rnd({2, 3}, 78)}},
+    Case{"sharding_constraint", "x_of_2",
+         one([](const V& a) {
+           static auto m = std::make_shared<const mj::Mesh>(std::vector<int>{0, 1}, mj::Shape{2},
+                                                            std::vector<std::string>{"x"});
+           return mj::with_sharding_constraint(a[0], mj::NamedSharding{m, mj::P(mj::None{}, "x")});
+         }),
+         {rnd({3, 4}, 81)}},
     Case{"optimization_barrier", "",
          [](const V& a) { return lax::optimization_barrier({a[0], a[1]}); }, {rnd({3}, 79), rnd({2, 2}, 80)}},
     Case{"threefry2x32", "",

@@ -114,6 +114,11 @@ std::vector<Sample> samples() {
     auto [o1, o2] = lax::threefry2x32(a[0], a[0], a[1], l);
     return V{h, o1, o2};
   }});
+  v.push_back({"sharding_constraint", {x}, [](const V& a) {
+    auto m = std::make_shared<const mj::Mesh>(std::vector<int>{0, 1}, mj::Shape{2},
+                                              std::vector<std::string>{"x"});
+    return V{mj::with_sharding_constraint(a[0], mj::NamedSharding{m, mj::P("x")})};
+  }});
   v.push_back({"select/clamp", {x, b, s}, [](const V& a) {
     return V{lax::select_n(a[1], {a[0], a[0]}), lax::clamp(a[2], a[0], a[2]),
              lax::device_put(a[0], mj::MemoryKind::pinned_host), mj::checkpoint_name(a[0], "h"),
