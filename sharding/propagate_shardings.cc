@@ -375,10 +375,20 @@ const std::vector<ReshardPlacement>& PropagationResult::reshards_in(const Jaxpr&
   return it == body_reshards.end() ? reshards : it->second;
 }
 
-PropagationResult propagate_shardings(const Jaxpr& jaxpr,
-                                      const std::vector<std::optional<Sharding>>& in_shardings,
-                                      const std::vector<std::optional<Sharding>>& out_shardings,
-                                      const Mesh& mesh, std::source_location loc) {
+namespace {
+
+// What one propagation run costs with loops weighted (a reshard inside a scan body counts
+// `length` times, nested loops multiply), and the scan carries whose loop-back needs a reshard.
+struct Outcome {
+  int64_t weighted_max = 0, weighted_total = 0;
+  std::vector<Var> loop_conflicts;
+};
+
+// One propagation run; `pinned` body variables are fixed replicated (the carries tried outside
+// the loop by propagate_shardings).
+PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::optional<Sharding>>& in_shardings,
+                                 const std::vector<std::optional<Sharding>>& out_shardings, const Mesh& mesh,
+                                 std::source_location loc, const std::vector<Var>& pinned, Outcome& oc) {
   std::vector<Var> ins = jaxpr.constvars;
   ins.insert(ins.end(), jaxpr.invars.begin(), jaxpr.invars.end());
   if (!in_shardings.empty() && in_shardings.size() != ins.size())
@@ -420,12 +430,17 @@ PropagationResult propagate_shardings(const Jaxpr& jaxpr,
       fresh(ins[i]);
     }
   }
+  for (auto& v : pinned) {
+    st.sh[v] = Sharding::replicated_on(st.mesh, int64_t(v.aval().shape.size()), v.aval().memory_kind);
+    st.user[v] = true;
+  }
   // Every jaxpr (the program, then the bodies, recursively; a shared body once), the rule of
   // each equation without a body and the data-flow edges of each equation with one.
   std::vector<const Jaxpr*> jaxprs;
   std::unordered_map<const Jaxpr*, std::vector<FactorRule>> rules;
   std::unordered_map<const Jaxpr*, std::vector<std::vector<BodyEdge>>> edges;
   std::unordered_map<const Jaxpr*, int64_t> loop_length;  // scan bodies: length; while: -1
+  std::unordered_map<const Jaxpr*, int64_t> weight{{&jaxpr, 1}};  // product of enclosing scan lengths
   std::function<void(const Jaxpr&)> visit = [&](const Jaxpr& j) {
     if (rules.count(&j)) return;
     jaxprs.push_back(&j);
@@ -456,6 +471,8 @@ PropagationResult propagate_shardings(const Jaxpr& jaxpr,
           for (auto& v : b->jaxpr->invars)
             if (!st.sh.count(v)) fresh(v);
           if (e.primitive->name == "scan") loop_length[b->jaxpr.get()] = e.params.get_int("length");
+          if (!weight.count(b->jaxpr.get()))
+            weight[b->jaxpr.get()] = weight.at(&j) * (e.primitive->name == "scan" ? e.params.get_int("length") : 1);
           if (e.primitive->name == "while") loop_length[b->jaxpr.get()] = -1;
           visit(*b->jaxpr);
         }
@@ -692,8 +709,41 @@ PropagationResult propagate_shardings(const Jaxpr& jaxpr,
     os << ") }";
   };
   print(jaxpr, "");
+
+  for (auto& p : res.reshards) oc.weighted_max += p.max_received, oc.weighted_total += p.total_received;
+  for (auto& [j, list] : res.body_reshards)
+    for (auto& p : list)
+      oc.weighted_max += weight.at(j) * p.max_received, oc.weighted_total += weight.at(j) * p.total_received;
+  for (const Jaxpr* jp : jaxprs)
+    for (size_t i = 0; i < jp->eqns.size(); ++i)
+      if (jp->eqns[i].primitive->name == "scan")
+        for (auto& b : edges.at(jp)[i]) {
+          Var src = atom_var(b.view.inputs[0]);
+          if (b.kind == BodyEdge::loop_back && src.defined() && !same_layout(st.sh.at(src), st.sh.at(b.view.outputs[0])))
+            oc.loop_conflicts.push_back(b.view.outputs[0]);
+        }
   res.text = os.str();
   return res;
+}
+
+}  // namespace
+
+// A scan carry whose loop-back needs a reshard pays it every iteration; replicating that carry
+// instead pays once before the loop (and whatever the replicated body then needs). Both are
+// costed with reshards inside scan bodies counted `length` times; the cheaper wins (ties: the
+// first, loop-carried, run).
+PropagationResult propagate_shardings(const Jaxpr& jaxpr,
+                                      const std::vector<std::optional<Sharding>>& in_shardings,
+                                      const std::vector<std::optional<Sharding>>& out_shardings,
+                                      const Mesh& mesh, std::source_location loc) {
+  Outcome first;
+  PropagationResult a = propagate_impl(jaxpr, in_shardings, out_shardings, mesh, loc, {}, first);
+  if (first.loop_conflicts.empty()) return a;
+  Outcome second;
+  PropagationResult b = propagate_impl(jaxpr, in_shardings, out_shardings, mesh, loc, first.loop_conflicts, second);
+  if (std::pair(second.weighted_max, second.weighted_total) < std::pair(first.weighted_max, first.weighted_total))
+    return b;
+  return a;
 }
 
 }  // namespace minijax

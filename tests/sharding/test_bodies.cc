@@ -180,6 +180,46 @@ TEST(Bodies, CarryConflictIsOneReshardAfterTheLoop) {
   expect_shards(r, *cj.jaxpr);
 }
 
+// A carry that the body transposes: on "x" in dim 0 it comes back on "x" in dim 1, so keeping it
+// sharded needs a reshard every iteration (an all_to_all: each device holds 4 of the 16
+// elements and keeps 1 of those it needs, 3 received), while replicating the carry costs one
+// gather before the loop (12 of 16 received per device) and nothing inside. Reshards inside a
+// scan count `length` times: 6 iterations x 3 = 18 > 12 -> replicate; 2 x 3 = 6 < 12 -> keep
+// the carry sharded and reshard in the loop.
+TEST(Bodies, LoopCarriedReshardCostsLengthTimes) {
+  auto m = mesh42();
+  for (int64_t length : {6, 2}) {
+    auto f = [length](Array c) {
+      mj::ScanOptions o;
+      o.length = length;
+      return mj::scan([](const Array& v, const mj::None&) { return std::pair{lax::sin(lax::transpose(v, {1, 0})), mj::None{}}; },
+                      c, o)
+          .first;
+    };
+    Array c = wave({4, 4});
+    auto cj = mj::make_jaxpr(f)(c);
+    Ran r = run(cj, {c}, {named(m, mj::P("x", mj::None{}), 2)}, {}, m);
+    const mj::Eqn* scan = find_eqn(*cj.jaxpr, "scan");
+    ASSERT_NE(scan, nullptr);
+    const mj::Jaxpr& body = *scan->params.get_jaxpr("jaxpr")->jaxpr;
+    const auto& inside = r.prop.reshards_in(body);
+    if (length == 6) {
+      EXPECT_TRUE(inside.empty()) << r.prop.text;
+      ASSERT_EQ(r.prop.reshards.size(), 1u) << r.prop.text;
+      EXPECT_EQ(r.prop.reshards[0].max_received, 12);
+      EXPECT_EQ(dim_axes(r.prop.of(body.invars[0])), (AxesList{{}, {}}));
+      EXPECT_EQ(r.stats.collectives.size(), 1u);
+    } else {
+      EXPECT_TRUE(r.prop.reshards.empty()) << r.prop.text;
+      ASSERT_EQ(inside.size(), 1u) << r.prop.text;
+      EXPECT_EQ(inside[0].max_received, 3);
+      EXPECT_EQ(dim_axes(r.prop.of(body.invars[0])), (AxesList{{X}, {}}));
+      EXPECT_EQ(r.stats.collectives.size(), 2u);  // once per iteration
+    }
+    expect_shards(r, *cj.jaxpr);
+  }
+}
+
 // Reverse-mode through that scan: the transposed scan (reverse=True, carries of cotangents) is
 // partitioned like any other code; gradients equal the unsharded ones.
 TEST(Bodies, GradOfShardedScanEqualsEager) {
