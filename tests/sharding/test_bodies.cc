@@ -20,6 +20,7 @@
 #include "sharding/partition_spec.h"
 #include "sharding/partition_spmd.h"
 #include "sharding/propagate_shardings.h"
+#include "sharding/sharded_array.h"
 
 namespace mj = minijax;
 namespace lax = minijax::lax;
@@ -346,6 +347,37 @@ TEST(Bodies, CondConflictReshardsInsideEachBranch) {
     }
     ASSERT_EQ(r.stats.collectives.size(), 1u);  // the selected branch's exchange
     EXPECT_EQ(r.stats.collectives[0].primitive, "all_to_all");
+    expect_shards(r, *cj.jaxpr);
+  }
+}
+
+// Branches that disagree on their input: branch 0 constrains it to "x" on dim 0, branch 1 to "y".
+// The operand is resharded before the cond to the primary branch's (0) sharding, and branch 1
+// reshards at its own start (on_input); values equal eager for both predicates.
+TEST(Bodies, CondBranchesDisagreeingOnAnInputReshardAtTheBranchStart) {
+  auto m = mesh42();
+  Sharding sx = named(m, mj::P("x", mj::None{}), 2), sy = named(m, mj::P("y", mj::None{}), 2);
+  auto f = [sx, sy](Array p, Array a) {
+    return mj::cond(
+        p, [sy](const Array& u) { return lax::mul(mj::with_sharding_constraint(u, sy), u); },
+        [sx](const Array& u) { return lax::sin(mj::with_sharding_constraint(u, sx)); }, a);
+  };
+  Array a = wave({8, 4});
+  for (bool pv : {true, false}) {
+    Array p = lax::full({}, pv ? 1.0 : 0.0, mj::DType::bool_);
+    auto cj = mj::make_jaxpr(f)(p, a);
+    Ran r = run(cj, {p, a}, {}, {}, m);
+    const mj::Eqn* c = find_eqn(*cj.jaxpr, "cond");
+    ASSERT_NE(c, nullptr);
+    const auto& branches = c->params.get_jaxprs("branches");
+    // Branch 0 is cond's false branch (sin, constrained to "x"); branch 1 the true one ("y").
+    EXPECT_EQ(dim_axes(r.prop.of(branches[0]->jaxpr->invars[0])), (AxesList{{X}, {}})) << r.prop.text;
+    EXPECT_EQ(dim_axes(r.prop.of(branches[1]->jaxpr->invars[0])), (AxesList{{Y}, {}})) << r.prop.text;
+    const auto& in1 = r.prop.reshards_in(*branches[1]->jaxpr);
+    ASSERT_FALSE(in1.empty()) << r.prop.text;
+    EXPECT_TRUE(in1[0].on_input) << r.prop.text;
+    EXPECT_EQ(dim_axes(in1[0].from), (AxesList{{X}, {}}));
+    EXPECT_EQ(dim_axes(in1[0].to), (AxesList{{Y}, {}}));
     expect_shards(r, *cj.jaxpr);
   }
 }
