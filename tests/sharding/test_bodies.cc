@@ -497,6 +497,45 @@ TEST(Bodies, WhileLoopOverShardedCarryEqualsEager) {
   expect_shards(r, *cj.jaxpr);
 }
 
+// A while whose predicate reads the whole sharded carry: the sum's partial sums are all-reduced
+// inside the cond jaxpr (a collective inside the loop, every test), so every device takes the
+// same decision; the loop runs until the total reaches 40 (ramp values 0..31 / 32, doubling).
+TEST(Bodies, WhilePredicateOnShardedCarryIsAllReducedInTheLoop) {
+  auto m = mesh42();
+  auto f = [](Array c) {
+    return mj::while_loop([](const Array& v) { return lax::lt(lax::reduce_sum(v, {0, 1}), lax::full({}, 40.0, mj::DType::f32)); },
+                          [](const Array& v) { return lax::add(v, v); }, c);
+  };
+  Array c = Array::allocate(ShapedArray{{8, 4}, mj::DType::f32});
+  for (int i = 0; i < 32; ++i) c.mutable_data<float>()[i] = float(i) / 32.0f;
+  auto cj = mj::make_jaxpr(f)(c);
+  Ran r = run(cj, {c}, {named(m, mj::P("x", "y"), 2)}, {}, m);
+  // sum = 15.5, 31, 62: two doublings, three predicate evaluations, each with its all_reduce.
+  size_t reduces = 0;
+  for (auto& s : r.stats.collectives) reduces += s.primitive == "all_reduce";
+  EXPECT_EQ(reduces, 3u) << mj::to_string(r.program);
+  EXPECT_FLOAT_EQ(r.per_device[0][0].data<float>()[1], 4.0f / 32.0f);  // element 1 doubled twice
+  expect_shards(r, *cj.jaxpr);
+}
+
+// ys wanted sharded on the length dim by the program's out_sharding: the body computes
+// unsharded-length slices and ONE reshard after the loop shards the stacked ys (a local slice).
+TEST(Bodies, YsShardedOnTheLengthDimAreReshardedAfterTheLoop) {
+  auto m = mesh42();
+  auto f = [](Array c, Array xs) { return mj::scan(step, c, xs).second; };
+  Array c = wave({8, 4}), xs = wave({4, 8, 4}, 0.21f, -0.4f);
+  auto cj = mj::make_jaxpr(f)(c, xs);
+  Ran r = run(cj, {c, xs}, {named(m, mj::P(mj::None{}, "y"), 2), std::nullopt},
+              {named(m, mj::P("x", mj::None{}, "y"), 3)}, m);
+  const mj::Eqn* scan = find_eqn(*cj.jaxpr, "scan");
+  ASSERT_NE(scan, nullptr);
+  EXPECT_TRUE(r.prop.reshards_in(*scan->params.get_jaxpr("jaxpr")->jaxpr).empty()) << r.prop.text;
+  ASSERT_EQ(r.prop.reshards.size(), 1u) << r.prop.text;
+  EXPECT_TRUE(r.prop.reshards[0].on_result);
+  EXPECT_EQ(r.prop.reshards[0].max_received, 0);  // acquiring "x" is a local slice
+  expect_shards(r, *cj.jaxpr);
+}
+
 // The printed text shows bodies indented under their equation.
 TEST(Bodies, TextShowsBodiesIndented) {
   auto m = mesh42();
