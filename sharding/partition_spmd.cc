@@ -16,6 +16,8 @@
 #include "core/trace.h"
 #include "sharding/factor_projection.h"
 #include "sharding/partition_bodies.h"
+#include "sharding/lower_reshard_ragged.h"
+#include "sharding/plan_reshard.h"
 #include "sharding/sharding_rule.h"
 
 namespace minijax {
@@ -115,30 +117,34 @@ Array lower_reshard(const Array& x, const Sharding& from, const Sharding& to, co
       if (to.dims[d].axes == expect)
         return lax::reduce_scatter(x, names_of(u), size_of(u, mesh), int64_t(d));
     }
-    // Any other target: all_reduce over U, then the reshard of the reduced values' dims.
+    // Otherwise the planner's cheapest reduction (sharding/plan_reshard.h): a reduce_scatter onto
+    // an intermediate (when it divides evenly) or the all_reduce, then the move to `to`.
+    const ReshardStep s0 = plan_reshard(from, to, ShapedArray{global, x.dtype()}, loc).steps.at(0);
+    const int64_t k = size_of(s0.axes, mesh);
+    if (s0.kind == ReshardKind::reduce_scatter && from_local[size_t(s0.split_dim)] % k == 0)
+      return lower_reshard(lax::reduce_scatter(x, names_of(s0.axes), k, s0.split_dim), s0.to, to, global,
+                           mesh, what, loc);
     Sharding reduced = from;
     reduced.unreduced.clear();
     return lower_reshard(lax::all_reduce(x, names_of(u), size_of(u, mesh), "sum"), reduced, to, global, mesh,
                          what, loc);
   }
   const size_t rank = global.size();
-  // A dim that both releases and acquires axes (e.g. [{"x"}] -> [{"y"}]) goes in two reshards:
-  // first to the common prefix of each such dim (release only), then to the target (acquire).
-  Sharding mid = to;
-  bool split = false;
+  // A dim that both releases and acquires axes (e.g. [{"x"}] -> [{"y"}], [{"x","y"}] ->
+  // [{"y","x"}]) has no structured lowering here.
+  bool split = false, ragged = false;
   for (size_t d = 0; d < rank; ++d) {
     const auto& f = from.dims[d].axes;
     const auto& t = to.dims[d].axes;
     size_t k = 0;
     while (k < f.size() && k < t.size() && f[k] == t[k]) ++k;
-    if (k < f.size() && k < t.size()) {
-      mid.dims[d].axes.assign(t.begin(), t.begin() + int64_t(k));
-      split = true;
-    }
+    if (k < f.size() && k < t.size()) split = true;
+    for (size_t i = k; i < f.size(); ++i) ragged = ragged || f[i].is_sub_axis();
+    for (size_t i = k; i < t.size(); ++i) ragged = ragged || t[i].is_sub_axis();
   }
-  if (split)
-    return lower_reshard(lower_reshard(x, from, mid, global, mesh, what, loc), mid, to, global, mesh, what,
-                         loc);
+  // Such reshards, and sub-axes changing dims, follow the plan: one ragged_all_to_all (or a
+  // collective_permute) over the whole mesh (sharding/lower_reshard_ragged.h).
+  if (split || ragged) return lower_reshard_ragged(x, from, to, global, mesh, loc);
   std::vector<std::vector<AxisRef>> rel(rank), acq(rank);
   for (size_t d = 0; d < rank; ++d) {
     const auto& f = from.dims[d].axes;

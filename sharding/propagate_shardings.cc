@@ -245,9 +245,9 @@ bool update_eqn(State& st, const Eqn& e, const FactorRule& r) {
   return changed;
 }
 
-// Cost of changing `from` into `to` for `aval`: partial sums are first all-reduced over the
-// unreduced axes (2(k-1)/k of the shard received per device, the all_reduce bound of issue 4),
-// then the reduced data moves by plan_reshard. nullopt when `to` needs partial sums `from`
+// Cost of changing `from` into `to` for `aval`, by plan_reshard: partial sums are reduced by
+// the planner's cheapest reduction (a reduce_scatter onto an intermediate, or the two-phase
+// all_reduce) followed by the move of reduced data. nullopt when `to` needs partial sums `from`
 // lacks.
 std::optional<std::pair<int64_t, int64_t>> reshard_cost(const Sharding& from, const Sharding& to,
                                                         const ShapedArray& aval) {
@@ -258,25 +258,13 @@ std::optional<std::pair<int64_t, int64_t>> reshard_cost(const Sharding& from, co
     t.unreduced.clear();
     return reshard_cost(f, t, aval);
   }
-  int64_t max_r = 0, total = 0;
-  Sharding reduced = from;
-  if (!from.unreduced.empty()) {
-    int64_t k = 1;
-    for (auto& a : from.unreduced) k *= a.resolved_size(*from.mesh);
-    reduced.unreduced.clear();
-    for (auto& b : device_boxes(reduced, aval.shape)) {
-      int64_t r = (2 * (k - 1) * b.volume() + k - 1) / k;
-      max_r = std::max(max_r, r);
-      total += r;
-    }
-  }
-  Sharding f = reduced, t = to;
+  Sharding f = from, t = to;
   for (auto& d : f.dims) d.closed = true, d.priority = -1;
   for (auto& d : t.dims) d.closed = true, d.priority = -1;
   f.replicated.clear();
   t.replicated.clear();
   ReshardPlan plan = plan_reshard(f, t, aval);
-  return std::pair<int64_t, int64_t>{max_r + plan.max_received(), total + plan.total_received()};
+  return std::pair<int64_t, int64_t>{plan.max_received(), plan.total_received()};
 }
 
 // Clears, in each multi-factor dim of each tensor, the factors after one that is not fully

@@ -40,9 +40,9 @@ namespace minijax {
 // before the equation; result: the computed one -> its sharding, after it), each costed by
 // plan_reshard (sharding/plan_reshard.h); cost = sum of each reshard's largest per-device
 // receive, ties by total elements received; the cheapest wins (first in candidate order on
-// equal cost). A candidate that would leave partial sums in a result whose sharding is reduced
-// instead leaves its reduction factors unsharded (operands gathered): reducing partial sums is
-// not costed by plan_reshard yet.
+// equal cost). Partial sums in a result whose sharding is reduced are costed by plan_reshard's
+// reduction (reduce_scatter onto the cheapest intermediate, or all_reduce, then the move);
+// each candidate is also tried with its reduction factors unsharded (operands gathered).
 
 /// One reshard the program needs: the value of `var` changes sharding from `from` to `to`,
 /// at operand `index` of equation `eqn` (before it runs), or at its result `index` (after it;
