@@ -79,9 +79,10 @@ Array lower_reshard_ragged(const Array& x, const Sharding& from, const Sharding&
   const AxisNames all(mesh.axis_names.begin(), mesh.axis_names.end());
   const ReshardStep& step = plan.steps.at(0);
 
-  // A collective_permute: every device receives its whole target shard from one sender, or
-  // neither receives nor sends (it keeps its shard: a (d, d) pair, which moves nothing).
-  bool permute = step.kind == ReshardKind::collective_permute;
+  // A collective_permute: source and target shards of one shape, and every device receives its
+  // whole target shard from one sender, or neither receives nor sends (it keeps its shard: a
+  // (d, d) pair, which moves nothing).
+  bool permute = step.kind == ReshardKind::collective_permute && x.shape() == to_local;
   for (size_t d = 0; d < n; ++d)
     permute = permute && (plan.messages_received[d] == 1 ||
                           (plan.messages_received[d] == 0 && plan.messages_sent[d] == 0));

@@ -12,7 +12,7 @@ namespace minijax {
 /// Lowers, inside the SPMD program being traced, the reshard of the local shard `x` (of the
 /// array of global shape `global` and x's dtype) from `from` to `to` (both reduced, every dim
 /// dividing evenly into its shards) following plan_reshard(from, to): when the plan is a
-/// collective_permute (every device receives its whole shard from one sender, or keeps its own
+/// collective_permute between shards of one shape (every device receives its whole shard from one sender, or keeps its own
 /// and sends nothing: a (d, d) pair), one `collective_permute` over all mesh axes; otherwise
 /// ONE `ragged_all_to_all` over all mesh axes (rank = mesh position) inside a `closed_call`
 /// named `reshard_ragged`, whose body:

@@ -195,3 +195,18 @@ TEST(ReshardLowering, PartialSumsReduceScatterThenMove) {
   EXPECT_EQ(count(r.text, "all_reduce"), 0u) << r.text << r.prop.text;
   EXPECT_EQ(count(r.text, "reduce_scatter["), 1u) << r.text << r.prop.text;
 }
+
+// [{"y"}, {}] -> [{"x", "y"}, {}] on (4,2), f32[16,4]: the planner names it a collective_permute
+// (one whole target shard per receiver) but the local shapes differ (8 rows -> 2), so it is
+// lowered as the ragged exchange; the devices whose target block lies in their own receive 0.
+TEST(ReshardLowering, PermutePlanWithShrinkingShardsIsRagged) {
+  auto m = make_mesh(iota(8), {4, 2}, {"x", "y"});
+  Array x = ramp({16, 4}, 1, 2);
+  auto cj = mj::make_jaxpr([](Array v) { return mj::lax::sin(v); })(x);
+  Sharding a = from_spec(m, {{"y"}, {}}), b = from_spec(m, {{"x", "y"}, {}});
+  Lowered r = run(cj, {x}, {a}, {b}, m);
+  ASSERT_EQ(r.stats.collectives.size(), 1u) << r.text;
+  EXPECT_EQ(r.stats.collectives[0].primitive, "ragged_all_to_all");
+  auto want = bound(a, b, {16, 4});
+  for (size_t d = 0; d < 8; ++d) EXPECT_EQ(r.stats.collectives[0].bytes_received[d], 4 * want[d]) << d;
+}
