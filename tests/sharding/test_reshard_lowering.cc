@@ -2,6 +2,7 @@
 // collective_permute) for reshards without a structured form, and partial sums reduced by plan.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "sharding/partition_spmd.h"
 #include "sharding/plan_reshard.h"
 #include "sharding/propagate_shardings.h"
+#include "sharding/reshard_api.h"
 #include "tests/sharding/ownership.h"
 
 namespace mj = minijax;
@@ -209,4 +211,57 @@ TEST(ReshardLowering, PermutePlanWithShrinkingShardsIsRagged) {
   EXPECT_EQ(r.stats.collectives[0].primitive, "ragged_all_to_all");
   auto want = bound(a, b, {16, 4});
   for (size_t d = 0; d < 8; ++d) EXPECT_EQ(r.stats.collectives[0].bytes_received[d], 4 * want[d]) << d;
+}
+
+// mj::reshard_plan on NamedShardings: the seed case's plan text is one all_to_all step with
+// 1792 bytes received per device (448 f32 elements = 512 − 64, by hand in test_plan_reshard).
+TEST(ReshardApi, SeedPlanTextIsOneAllToAllStep) {
+  auto m = make_mesh(iota(8), {4, 2}, {"x", "y"});
+  mj::ReshardPlan p = mj::reshard_plan(mj::NamedSharding{m, mj::P("y", mj::None{}, "x")},
+                                       mj::NamedSharding{m, mj::P(mj::None{}, {"x", "y"}, mj::None{})},
+                                       ShapedArray{{16, 16, 16}, mj::DType::f32});
+  const std::string text = p.as_text();
+  EXPECT_EQ(count(text, "step "), 1u) << text;
+  EXPECT_NE(text.find("step 0: all_to_all over {\"x\", \"y\"}"), std::string::npos) << text;
+  EXPECT_NE(text.find("recv 1792 B/device, send 1792 B/device, 56 messages"), std::string::npos) << text;
+}
+
+// spmd_as_text annotates every collective with the bytes run_spmd measures, the ragged
+// exchange inside its closed_call included (sizes read from its constant tables).
+TEST(ReshardApi, SpmdTextMatchesMeasuredTraffic) {
+  auto m = make_mesh(iota(8), {4, 2}, {"x", "y"});
+  Array x = ramp({16, 8}, 0.5f, 1);
+  auto cj = mj::make_jaxpr([](Array v) { return mj::lax::sin(v); })(x);
+  Lowered r = run(cj, {x}, {from_spec(m, {{"x"}, {}})}, {from_spec(m, {{"y"}, {}})}, m);
+  const std::string text = mj::spmd_as_text(r.program, *m);
+  ASSERT_EQ(r.stats.collectives.size(), 1u);
+  const auto& c = r.stats.collectives[0];
+  const int64_t lo = *std::min_element(c.bytes_received.begin(), c.bytes_received.end());
+  const int64_t hi = *std::max_element(c.bytes_received.begin(), c.bytes_received.end());
+  EXPECT_NE(text.find("reshard_ragged / ragged_all_to_all over ('x', 'y'): recv " + std::to_string(lo) + ".." +
+                      std::to_string(hi) + " B"),
+            std::string::npos)
+      << text;
+  // Each device's traffic, equation by equation, equals the measured one.
+  for (size_t i = 0; i < r.program.eqns.size(); ++i) {
+    const auto& e = r.program.eqns[i];
+    if (e.primitive->name != "closed_call") continue;
+    const auto& body = e.params.get_jaxpr("call_jaxpr");
+    for (size_t k = 0; k < body->jaxpr->eqns.size(); ++k) {
+      auto t = mj::collective_traffic(*body->jaxpr, k, body->consts, *m);
+      if (!t) continue;
+      ASSERT_TRUE(t->known);
+      EXPECT_EQ(t->bytes_received, c.bytes_received);
+      EXPECT_EQ(t->bytes_sent, c.bytes_sent);
+    }
+  }
+  // The seed reshard as an all_to_all: 1792 B and 7 messages each way per device.
+  Array a = ramp({16, 16, 16});
+  auto seed = mj::make_jaxpr([](Array u, Array v) { return mj::lax::add(u, v); })(a, a);
+  Lowered s = run(seed, {a, a}, {from_spec(m, {{"y"}, {}, {"x"}}), from_spec(m, {{}, {"x", "y"}, {}})},
+                  {from_spec(m, {{}, {"x", "y"}, {}})}, m);
+  const std::string st = mj::spmd_as_text(s.program, *m);
+  EXPECT_NE(st.find("all_to_all over ('x', 'y'): recv 1792 B, send 1792 B, 7 msgs in, 7 msgs out per device"),
+            std::string::npos)
+      << st;
 }

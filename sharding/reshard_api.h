@@ -1,0 +1,54 @@
+// minijax's public resharding API: mj::reshard_plan (the planner's steps for a source -> target
+// pair) and spmd_as_text (an SPMD program with each collective's per-device bytes and messages).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "core/collectives.h"
+#include "core/jaxpr.h"
+#include "sharding/partition_spec.h"
+#include "sharding/plan_reshard.h"
+
+namespace minijax {
+
+/// JAX-style entry point to the resharding planner: the plan (steps with their collective kind,
+/// axes, messages; per device the elements received and sent, messages and extra memory) for
+/// moving an array of `aval` from `src` to `dst`. `plan.as_text()` prints one line per step with
+/// bytes per device. The NamedSharding overload converts both with to_sharding(ns, rank of
+/// aval). Throws what to_sharding and plan_reshard throw (ShardingError at `loc` naming the
+/// shardings, the shape and the mesh).
+ReshardPlan reshard_plan(const NamedSharding& src, const NamedSharding& dst, const ShapedArray& aval,
+                         std::source_location loc = std::source_location::current());
+ReshardPlan reshard_plan(const Sharding& src, const Sharding& dst, const ShapedArray& aval,
+                         std::source_location loc = std::source_location::current());
+
+/// Traffic of one collective equation on `mesh`, per mesh position (device_ids order), under
+/// run_spmd's model (jit/runtime/reference_executor.h): all_gather (n−1)·operand;
+/// reduce_scatter and all_to_all (n−1)·operand/n; all_reduce two-phase (all_reduce_pieces:
+/// (n−1)·piece[r] + (E − piece[r])); collective_permute the operand from each source to its
+/// target (no self-transfer); ragged_all_to_all its size operands' rows when they are rows of
+/// constant tables selected by axis_index (what partition_spmd's ragged lowering emits).
+/// Bytes sent/received and messages (sender -> receiver transfers with data) sent/received.
+struct CollectiveTraffic {
+  std::string primitive;
+  AxisNames axes;
+  bool known = true;  ///< false: a ragged_all_to_all whose sizes are computed at run time
+  std::vector<int64_t> bytes_sent, bytes_received, messages_sent, messages_received;
+};
+
+/// The traffic of equation `i` of `j` (a collective other than axis_index; nullopt otherwise),
+/// with `consts` the values of j's constvars (for ragged size tables; may be empty).
+/// Throws ShardingError for an axis `mesh` lacks.
+std::optional<CollectiveTraffic> collective_traffic(const Jaxpr& j, size_t i, const std::vector<Array>& consts,
+                                                    const Mesh& mesh);
+
+/// The SPMD program (to_string) followed by one line per collective, in program order,
+/// including those inside closed_call/pjit bodies (named by the enclosing top-level equation):
+/// `eqn 3 all_to_all over ('x', 'y'): recv 1792 B, send 1792 B, 7 msgs in, 7 msgs out per device`
+/// with `lo..hi` where devices differ. Throws ShardingError for an axis `mesh` lacks.
+std::string spmd_as_text(const Jaxpr& program, const Mesh& mesh);
+
+}  // namespace minijax
