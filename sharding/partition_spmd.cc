@@ -369,6 +369,7 @@ Jaxpr partition_spmd(const Jaxpr& jaxpr, const PropagationResult& shardings, con
   };
   FlatFn body = [&](const std::vector<Array>& args) {
     std::unordered_map<Var, Array, VarHash> env;
+    std::map<std::pair<uint64_t, std::string>, Array> resharded;  // (variable, target) -> value
     for (size_t k = 0; k < inputs.size(); ++k) env[inputs[k]] = args[k];
     for (auto& [k, r] : at_input)
       env[inputs[k]] = lower_reshard(args[k], r->from, r->to, inputs[k].aval().shape, mesh,
@@ -390,8 +391,12 @@ Jaxpr partition_spmd(const Jaxpr& jaxpr, const PropagationResult& shardings, con
                                int64_t(atom_aval(e.inputs[k]).shape.size()));
         auto it = before.find({i, k});
         if (it != before.end()) {
-          v = lower_reshard(v, it->second->from, it->second->to, atom_aval(e.inputs[k]).shape, mesh,
-                            reshard_name(*it->second), loc);
+          // A value resharded to the same target before an earlier operand is reused.
+          auto [at, fresh] = resharded.try_emplace({var.defined() ? var.id() : 0, it->second->to.str()});
+          if (fresh || !var.defined())
+            at->second = lower_reshard(v, it->second->from, it->second->to, atom_aval(e.inputs[k]).shape, mesh,
+                                       reshard_name(*it->second), loc);
+          v = at->second;
           s = it->second->to;
         }
         ops.push_back(v);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <sstream>
@@ -547,6 +548,8 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
     auto& after = after_of[jp];
     before.resize(body.eqns.size());
     after.resize(body.eqns.size());
+    // Operand reshards placed so far, by (variable, target sharding): the equation they precede.
+    std::map<std::pair<uint64_t, std::string>, size_t> placed;
     for (size_t i = 0; i < body.eqns.size(); ++i) {
       const Eqn& e = body.eqns[i];
       if (has_body(e)) {
@@ -573,6 +576,13 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
           p.var = t.var;
           p.from = t.is_result ? need : closed_copy(have);
           p.to = t.is_result ? closed_copy(have) : need;
+          // The same value already resharded the same way before an earlier equation of this
+          // jaxpr: reused.
+          if (auto pl = placed.find({t.var.id(), p.to.str()}); !t.is_result && pl != placed.end()) {
+            p.shared_with = int64_t(pl->second);
+            c.reshards.push_back(std::move(p));
+            continue;
+          }
           auto cost = reshard_cost(p.from, p.to, t.var.aval());
           if (!cost) {
             valid = false;
@@ -601,7 +611,10 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
         if (std::pair(a.max_received, a.total_received) < std::pair(b.max_received, b.total_received))
           dec.chosen = k;
       }
-      for (auto& p : dec.candidates[dec.chosen].reshards) (p.on_result ? after : before)[i].push_back(p);
+      for (auto& p : dec.candidates[dec.chosen].reshards) {
+        if (!p.on_result && p.shared_with < 0) placed.emplace(std::pair(p.var.id(), p.to.str()), i);
+        (p.on_result ? after : before)[i].push_back(p);
+      }
       if (jp == &jaxpr) res.decisions.push_back(std::move(dec));
     }
   }
@@ -625,8 +638,11 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
   auto decl = [&](const Var& v) { return name(v) + ":" + v.aval().str() + res.of(v).str(); };
   std::ostringstream os;
   auto line = [&](const std::string& ind, const ReshardPlacement& p, const std::string& repeat) {
-    os << ind << "    reshard " << name(p.var) << ": " << p.from.str() << " -> " << p.to.str() << " ("
-       << p.max_received << " elements/device, " << p.total_received << " total" << repeat << ")\n";
+    os << ind << "    reshard " << name(p.var) << ": " << p.from.str() << " -> " << p.to.str() << " (";
+    if (p.shared_with >= 0)
+      os << "shared with the reshard before equation " << p.shared_with << ")\n";
+    else
+      os << p.max_received << " elements/device, " << p.total_received << " total" << repeat << ")\n";
   };
   std::function<void(const Jaxpr&, const std::string&)> print = [&](const Jaxpr& j, const std::string& ind) {
     const bool top = &j == &jaxpr;

@@ -21,7 +21,10 @@ namespace minijax {
 // minor axes); every returned sharding is valid for its variable's shape (Sharding::check) and
 // fully closed; a program whose shardings agree everywhere (e.g. only out_shardings, propagated
 // back to the inputs) gets no reshard; every conflict left after propagation becomes exactly
-// one reshard per mismatching operand or result, placed where it costs least.
+// one reshard per mismatching operand or result, placed where it costs least; an operand
+// reshard identical to one placed before an earlier equation (same variable, same target)
+// reuses it at no cost (ReshardPlacement::shared_with), so e.g. two dynamic_slices with traced
+// indices on a sharded dim gather their operand once.
 //
 // Algorithm (Shardy, docs/propagation.md "Factor propagation"): each equation's sharding rule
 // (sharding/sharding_rule.h) maps its dims to factors. For an equation, each operand and result
@@ -59,6 +62,9 @@ struct ReshardPlacement {
   Sharding from, to;
   int64_t max_received = 0;    ///< largest per-device receive (elements), from plan_reshard
   int64_t total_received = 0;  ///< elements received over all devices
+  /// >= 0: the same variable is already resharded to the same `to` before equation
+  /// `shared_with` (an earlier one); this placement reuses that value (no collective, cost 0).
+  int64_t shared_with = -1;
 };
 
 /// One costed way of running a conflicting equation: the reshards it needs and their cost.

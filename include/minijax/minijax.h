@@ -39,6 +39,7 @@
 #include "sharding/partition_spec.h"
 #include "sharding/sharding.h"
 #include "sharding/plan_reshard.h"
+#include "sharding/reshard_api.h"
 #include "sharding/sharding_rule.h"
 #include "sharding/sharded_array.h"
 #include "core/collectives.h"
