@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <minijax/minijax.h>
@@ -101,6 +102,16 @@ TEST(ShardedArrays, UnevenDevicePutHoldsPaddedRowsWithRightValues) {
   for (int64_t i = 0; i < 17; ++i)
     for (int64_t j = 0; j < 16; ++j) ASSERT_EQ(p[i * 16 + j], 100 * i + j);
   EXPECT_EQ(y.data<int32_t>(), p) << "the global buffer is assembled once";
+}
+
+TEST(ShardedArrays, ConcurrentReadersGatherOnce) {
+  Array y = mj::device_put(grid_i32(17, 16), mj::NamedSharding{mesh8(), mj::P("data")});
+  std::vector<const int32_t*> seen(4, nullptr);
+  std::vector<std::thread> readers;
+  for (size_t t = 0; t < seen.size(); ++t) readers.emplace_back([&, t] { seen[t] = y.data<int32_t>(); });
+  for (auto& r : readers) r.join();
+  for (auto* p : seen) EXPECT_EQ(p, seen[0]) << "one global buffer for every reader";
+  for (int64_t k = 0; k < 17 * 16; ++k) ASSERT_EQ(seen[0][k], 100 * (k / 16) + k % 16);
 }
 
 TEST(ShardedArrays, TwoAxisMeshWithPermutedDevicesAndUnevenColumns) {
