@@ -366,18 +366,22 @@ const std::vector<ReshardPlacement>& PropagationResult::reshards_in(const Jaxpr&
 
 namespace {
 
+// A body variable fixed to a sharding for one propagation run (nullopt: replicated).
+using Pin = std::pair<Var, std::optional<Sharding>>;
+
 // What one propagation run costs with loops weighted (a reshard inside a scan body counts
-// `length` times, nested loops multiply), and the scan carries whose loop-back needs a reshard.
+// `length` times, nested loops multiply); the scan carries whose loop-back needs a reshard; and
+// the scan consts resharded inside the body (loop invariants), with the sharding they get there.
 struct Outcome {
   int64_t weighted_max = 0, weighted_total = 0;
-  std::vector<Var> loop_conflicts;
+  std::vector<Pin> loop_conflicts, invariant_reshards;
 };
 
-// One propagation run; `pinned` body variables are fixed replicated (the carries tried outside
-// the loop by propagate_shardings).
+// One propagation run; `pinned` body variables are fixed (the alternatives propagate_shardings
+// tries: carries replicated, loop-invariant consts in the sharding the body needs).
 PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::optional<Sharding>>& in_shardings,
                                  const std::vector<std::optional<Sharding>>& out_shardings, const Mesh& mesh,
-                                 std::source_location loc, const std::vector<Var>& pinned, Outcome& oc) {
+                                 std::source_location loc, const std::vector<Pin>& pinned, Outcome& oc) {
   std::vector<Var> ins = jaxpr.constvars;
   ins.insert(ins.end(), jaxpr.invars.begin(), jaxpr.invars.end());
   if (!in_shardings.empty() && in_shardings.size() != ins.size())
@@ -419,8 +423,9 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
       fresh(ins[i]);
     }
   }
-  for (auto& v : pinned) {
-    st.sh[v] = Sharding::replicated_on(st.mesh, int64_t(v.aval().shape.size()), v.aval().memory_kind);
+  for (auto& [v, s] : pinned) {
+    st.sh[v] = s ? *s : Sharding::replicated_on(st.mesh, int64_t(v.aval().shape.size()), v.aval().memory_kind);
+    st.sh[v].mesh = st.mesh;
     st.user[v] = true;
   }
   // Every jaxpr (the program, then the bodies, recursively; a shared body once), the rule of
@@ -719,35 +724,57 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
     for (auto& p : list)
       oc.weighted_max += weight.at(j) * p.max_received, oc.weighted_total += weight.at(j) * p.total_received;
   for (const Jaxpr* jp : jaxprs)
-    for (size_t i = 0; i < jp->eqns.size(); ++i)
-      if (jp->eqns[i].primitive->name == "scan")
-        for (auto& b : edges.at(jp)[i]) {
-          Var src = atom_var(b.view.inputs[0]);
-          if (b.kind == BodyEdge::loop_back && src.defined() && !same_layout(st.sh.at(src), st.sh.at(b.view.outputs[0])))
-            oc.loop_conflicts.push_back(b.view.outputs[0]);
-        }
+    for (size_t i = 0; i < jp->eqns.size(); ++i) {
+      const Eqn& e = jp->eqns[i];
+      if (e.primitive->name != "scan") continue;
+      for (auto& b : edges.at(jp)[i]) {
+        Var src = atom_var(b.view.inputs[0]);
+        if (b.kind == BodyEdge::loop_back && src.defined() && !same_layout(st.sh.at(src), st.sh.at(b.view.outputs[0])))
+          oc.loop_conflicts.emplace_back(b.view.outputs[0], std::nullopt);
+      }
+      const Jaxpr& body = *e.params.get_jaxpr("jaxpr")->jaxpr;
+      const auto nc = std::ptrdiff_t(e.params.get_int("num_consts"));
+      for (auto& p : res.body_reshards.at(&body)) {
+        bool is_const = std::find(body.invars.begin(), body.invars.begin() + nc, p.var) != body.invars.begin() + nc;
+        bool seen = std::any_of(oc.invariant_reshards.begin(), oc.invariant_reshards.end(),
+                                [&](const Pin& q) { return q.first == p.var; });
+        if (is_const && !p.on_result && !p.on_output && !p.on_input && !seen && !st.user.at(p.var))
+          oc.invariant_reshards.emplace_back(p.var, p.to);
+      }
+    }
   res.text = os.str();
   return res;
 }
 
 }  // namespace
 
-// A scan carry whose loop-back needs a reshard pays it every iteration; replicating that carry
-// instead pays once before the loop (and whatever the replicated body then needs). Both are
-// costed with reshards inside scan bodies counted `length` times; the cheaper wins (ties: the
-// first, loop-carried, run).
+// Reshards inside a scan body pay every iteration. Two alternatives are tried, each kept when it
+// is cheaper with reshards inside scan bodies counted `length` times (ties keep the earlier run):
+// (1) the carries whose loop-back needs a reshard fixed replicated (one reshard before the loop);
+// (2) then the consts resharded inside the body (loop invariants) fixed in the sharding the body
+// resharded them to, so the enter edge reshards them once before the loop (hoisting).
 PropagationResult propagate_shardings(const Jaxpr& jaxpr,
                                       const std::vector<std::optional<Sharding>>& in_shardings,
                                       const std::vector<std::optional<Sharding>>& out_shardings,
                                       const Mesh& mesh, std::source_location loc) {
-  Outcome first;
-  PropagationResult a = propagate_impl(jaxpr, in_shardings, out_shardings, mesh, loc, {}, first);
-  if (first.loop_conflicts.empty()) return a;
-  Outcome second;
-  PropagationResult b = propagate_impl(jaxpr, in_shardings, out_shardings, mesh, loc, first.loop_conflicts, second);
-  if (std::pair(second.weighted_max, second.weighted_total) < std::pair(first.weighted_max, first.weighted_total))
-    return b;
-  return a;
+  Outcome best_oc;
+  std::vector<Pin> pins;
+  PropagationResult best = propagate_impl(jaxpr, in_shardings, out_shardings, mesh, loc, pins, best_oc);
+  auto attempt = [&](const std::vector<Pin>& more) {
+    if (more.empty()) return;
+    std::vector<Pin> tried = pins;
+    tried.insert(tried.end(), more.begin(), more.end());
+    Outcome oc;
+    PropagationResult r = propagate_impl(jaxpr, in_shardings, out_shardings, mesh, loc, tried, oc);
+    if (std::pair(oc.weighted_max, oc.weighted_total) < std::pair(best_oc.weighted_max, best_oc.weighted_total)) {
+      best = std::move(r);
+      best_oc = std::move(oc);
+      pins = std::move(tried);
+    }
+  };
+  attempt(best_oc.loop_conflicts);
+  attempt(std::vector<Pin>(best_oc.invariant_reshards));
+  return best;
 }
 
 }  // namespace minijax

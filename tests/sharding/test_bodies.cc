@@ -221,6 +221,33 @@ TEST(Bodies, LoopCarriedReshardCostsLengthTimes) {
   }
 }
 
+// A loop-invariant const the body needs in another sharding: the carry holds "x" on dim 0, W is
+// fixed on "x" in dim 1, and c + W needs W like c. Resharding W inside the body costs 6 per
+// device per iteration (each device holds 8 of W's 32 elements, needs another 8, has 2 of
+// them); hoisting it (the body's W fixed in the needed sharding, so the reshard happens once
+// before the loop) costs 6 once: with length 5, 6 < 30 -> one reshard outside, none inside.
+TEST(Bodies, LoopInvariantConstReshardIsHoisted) {
+  auto m = mesh42();
+  auto f = [](Array c, Array w) {
+    mj::ScanOptions o;
+    o.length = 5;
+    return mj::scan([&w](const Array& v, const mj::None&) { return std::pair{lax::add(lax::sin(v), w), mj::None{}}; },
+                    c, o)
+        .first;
+  };
+  Array c = wave({8, 4}), w = wave({8, 4}, 0.3f, 1.0f);
+  auto cj = mj::make_jaxpr(f)(c, w);
+  Ran r = run(cj, {c, w}, {named(m, mj::P("x", mj::None{}), 2), named(m, mj::P(mj::None{}, "x"), 2)}, {}, m);
+  const mj::Eqn* scan = find_eqn(*cj.jaxpr, "scan");
+  ASSERT_NE(scan, nullptr);
+  EXPECT_TRUE(r.prop.reshards_in(*scan->params.get_jaxpr("jaxpr")->jaxpr).empty()) << r.prop.text;
+  ASSERT_EQ(r.prop.reshards.size(), 1u) << r.prop.text;
+  EXPECT_EQ(r.prop.reshards[0].max_received, 6) << r.prop.text;
+  EXPECT_EQ(dim_axes(r.prop.reshards[0].to), (AxesList{{X}, {}})) << r.prop.text;
+  EXPECT_EQ(r.stats.collectives.size(), 1u) << mj::to_string(r.program);
+  expect_shards(r, *cj.jaxpr);
+}
+
 // Reverse-mode through that scan: the transposed scan (reverse=True, carries of cotangents) is
 // partitioned like any other code; gradients equal the unsharded ones.
 TEST(Bodies, GradOfShardedScanEqualsEager) {
