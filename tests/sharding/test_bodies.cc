@@ -297,6 +297,33 @@ TEST(Bodies, ReshapeCaseOneReshardBeforeTheLoopNoneInside) {
   EXPECT_NE(prop.text.find("reshard"), std::string::npos);
 }
 
+// The same case partitioned and run: the scan body of the SPMD program has no collective and
+// the one collective run_spmd records is the reshard before the loop (64 f32 = 256 bytes received
+// per device), values equal eager.
+TEST(Bodies, ReshapeCaseRunsWithNoCollectiveInTheLoop) {
+  auto m = mesh42();
+  auto f = [](Array a, Array c0) {
+    Array b = lax::reshape(a, {2, 4, 64});
+    return mj::scan([](const Array& c, const Array& x) { return std::pair{lax::add(c, x), lax::sin(x)}; }, c0, b);
+  };
+  Array a = wave({8, 64}), c0 = wave({4, 64}, 0.05f, 1.0f);
+  auto cj = mj::make_jaxpr(f)(a, c0);
+  Ran r = run(cj, {a, c0}, {named(m, mj::P("x", mj::None{}), 2), std::nullopt}, {}, m);
+  const mj::Eqn* pscan = find_eqn(r.program, "scan");
+  ASSERT_NE(pscan, nullptr);
+  EXPECT_FALSE(has_collective(*pscan->params.get_jaxpr("jaxpr")->jaxpr)) << mj::to_string(r.program);
+  size_t scan_index = size_t(pscan - r.program.eqns.data());
+  int64_t received = 0;
+  for (auto& c : r.stats.collectives) {
+    EXPECT_LT(c.eqn_index, scan_index) << c.primitive;
+    for (auto b : c.bytes_received) received = std::max(received, b);
+  }
+  // One exchange, 64 f32 = 256 bytes received per device (the case's number).
+  EXPECT_EQ(r.stats.collectives.size(), 1u) << mj::to_string(r.program);
+  EXPECT_EQ(received, 256);
+  expect_shards(r, *cj.jaxpr);
+}
+
 // A collective inside a loop: x_t sharded on "x" contracted with W (rows on "x") gives partial
 // sums inside the body, all-reduced there before they join the replicated carry. run_spmd runs
 // the body in lockstep and records the all_reduce once per iteration.
