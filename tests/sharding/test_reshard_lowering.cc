@@ -116,7 +116,13 @@ TEST(ReshardLowering, ReleaseAndAcquireIsOneRaggedAllToAll) {
   // B(d) = 8 rows x 8 = 64; A(d) = 4 rows: devices whose x-block lies inside their y-block keep
   // 32 (receive 32), the others keep none (receive 64) -- counted by brute force.
   auto want = bound(a, b, {16, 8});
-  for (size_t d = 0; d < 8; ++d) EXPECT_EQ(r.stats.collectives[0].bytes_received[d], 4 * want[d]) << d;
+  // ... which is also what the plan says each device receives and sends.
+  mj::ReshardPlan plan = mj::plan_reshard(a, b, ShapedArray{{16, 8}, mj::DType::f32});
+  for (size_t d = 0; d < 8; ++d) {
+    EXPECT_EQ(r.stats.collectives[0].bytes_received[d], 4 * want[d]) << d;
+    EXPECT_EQ(r.stats.collectives[0].bytes_received[d], 4 * plan.received[d]) << d;
+    EXPECT_EQ(r.stats.collectives[0].bytes_sent[d], 4 * plan.sent[d]) << d;
+  }
 }
 
 // A sub-axis moves between dims: [{"x"}, {}] -> [{"x":(1)2}, {"x":(2)2}] on (4,2), f32[16,8].
