@@ -12,6 +12,7 @@
 #include "sharding/boxes.h"
 #include "sharding/partition_spmd.h"
 #include "sharding/plan_reshard.h"
+#include "sharding/reshard_api.h"
 
 namespace minijax {
 
@@ -57,28 +58,6 @@ Sharding output_sharding(const PropagationResult& prop, const Jaxpr& j, size_t k
     if (r.on_output && r.index == k) return r.to;
   if (auto* v = std::get_if<Var>(&j.outvars[k])) return prop.of(*v);
   return Sharding::replicated_on(mesh, int64_t(j.out_avals()[k].shape.size()));
-}
-
-// The most bytes one device sends (= receives) in a collective equation under run_spmd's model,
-// from its local operand aval and group size n; -1 when it depends on the data or the device
-// (collective_permute, ragged_all_to_all). all_reduce: the two-phase pieces of
-// all_reduce_pieces (rank r: (n-1)·piece[r] + (E - piece[r]) elements).
-int64_t exchange_bytes(const std::string& prim, const ShapedArray& a, int64_t n) {
-  const int64_t b = a.nbytes();
-  if (prim == "all_gather") return (n - 1) * b;
-  if (prim == "reduce_scatter" || prim == "all_to_all") return (n - 1) * (b / n);
-  if (prim == "all_reduce") {
-    int64_t most = 0;
-    for (int64_t piece : all_reduce_pieces(a.shape, n))
-      most = std::max(most, (n - 1) * piece + (a.size() - piece));
-    return most * int64_t(itemsize(a.dtype));
-  }
-  return -1;
-}
-
-bool is_collective(const std::string& prim) {
-  return prim == "all_gather" || prim == "all_reduce" || prim == "reduce_scatter" ||
-         prim == "all_to_all" || prim == "collective_permute" || prim == "ragged_all_to_all";
 }
 
 }  // namespace
@@ -201,19 +180,8 @@ std::string Lowered::as_text() const {
   std::ostringstream os;
   os << "# global program on " << mesh->str() << " with propagated shardings\n"
      << propagation.text << "\n# SPMD program (one per device, local shapes)\n"
-     << to_string(program) << "\n# collectives (most bytes per device, run_spmd's traffic model)\n";
-  for (size_t i = 0; i < program.eqns.size(); ++i) {
-    const Eqn& e = program.eqns[i];
-    const std::string& prim = e.primitive->name;
-    if (!detail::is_collective(prim)) continue;
-    int64_t x = -1;
-    const int64_t n = e.params.has("axis_size") ? e.params.get_int("axis_size") : 1;
-    if (auto* v = std::get_if<Var>(&e.inputs[0])) x = detail::exchange_bytes(prim, v->aval(), n);
-    os << "eqn " << i << " " << prim << " over " << param_to_string(e.params.at("axis_name"))
-       << ": " << (x < 0 ? std::string("data-dependent") : std::to_string(x) + " B sent, " +
-                                                                std::to_string(x) + " B received")
-       << " per device\n";
-  }
+     << to_string(program) << "\n# collectives (bytes and messages per device, run_spmd's traffic model)\n"
+     << spmd_collectives_text(program, *mesh);
   return os.str();
 }
 

@@ -44,10 +44,10 @@ struct Lowered {
   std::vector<Sharding> out_shardings; ///< per output: the sharding each output is returned in
 
   /// The global program annotated with its shardings and reshards (propagation.text), then the
-  /// SPMD program, then one line per collective equation of the SPMD program with the most bytes
-  /// a device sends and receives under run_spmd's traffic model (computed from the local operand
-  /// avals and the group size, as jit/runtime/reference_executor.h counts them; all_reduce in
-  /// its two-phase form, sharding/plan_reshard.h all_reduce_pieces).
+  /// SPMD program, then one line per collective of the SPMD program (bodies included) with the
+  /// bytes and messages each device sends and receives under run_spmd's traffic model
+  /// (spmd_collectives_text, sharding/reshard_api.h: all_reduce in its two-phase form,
+  /// collective_permute from its pairs, the partitioner's ragged exchange from its tables).
   std::string as_text() const;
 };
 

@@ -92,14 +92,13 @@ void annotate(const Jaxpr& j, const std::vector<Array>& consts, const Mesh& mesh
     }
     auto t = collective_traffic(j, i, consts, mesh);
     if (!t) continue;
-    os << "  " << here << " " << t->primitive << " over " << param_to_string(e.params.at("axis_name")) << ": ";
+    os << here << " " << t->primitive << " over " << param_to_string(e.params.at("axis_name")) << ": ";
     if (!t->known) {
       os << "sizes computed at run time\n";
       continue;
     }
-    os << "recv " << range(t->bytes_received, " B") << ", send " << range(t->bytes_sent, " B") << ", "
-       << range(t->messages_received, " msgs in") << ", " << range(t->messages_sent, " msgs out")
-       << " per device\n";
+    os << range(t->bytes_sent, " B") << " sent, " << range(t->bytes_received, " B") << " received per device, "
+       << range(t->messages_received, " msgs in") << ", " << range(t->messages_sent, " msgs out") << "\n";
   }
 }
 
@@ -174,11 +173,15 @@ std::optional<CollectiveTraffic> collective_traffic(const Jaxpr& j, size_t i, co
   return t;
 }
 
-std::string spmd_as_text(const Jaxpr& program, const Mesh& mesh) {
+std::string spmd_collectives_text(const Jaxpr& program, const Mesh& mesh) {
   std::ostringstream os;
-  os << to_string(program) << "\ncollectives on " << mesh.str() << " (run_spmd's traffic model):\n";
   annotate(program, {}, mesh, "", os);
   return os.str();
+}
+
+std::string spmd_as_text(const Jaxpr& program, const Mesh& mesh) {
+  return to_string(program) + "\ncollectives on " + mesh.str() + " (run_spmd's traffic model):\n" +
+         spmd_collectives_text(program, mesh);
 }
 
 }  // namespace minijax

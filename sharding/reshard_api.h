@@ -45,10 +45,14 @@ struct CollectiveTraffic {
 std::optional<CollectiveTraffic> collective_traffic(const Jaxpr& j, size_t i, const std::vector<Array>& consts,
                                                     const Mesh& mesh);
 
-/// The SPMD program (to_string) followed by one line per collective, in program order,
-/// including those inside closed_call/pjit bodies (named by the enclosing top-level equation):
-/// `eqn 3 all_to_all over ('x', 'y'): recv 1792 B, send 1792 B, 7 msgs in, 7 msgs out per device`
-/// with `lo..hi` where devices differ. Throws ShardingError for an axis `mesh` lacks.
+/// One line per collective of the SPMD `program`, in program order, including those inside
+/// closed_call/pjit bodies (named by the enclosing top-level equation, e.g. `eqn 1 closed_call
+/// reshard_ragged / ragged_all_to_all over ...`), with the bytes and messages each device sends
+/// and receives: `eqn 3 all_to_all over ('x', 'y'): 1792 B sent, 1792 B received per device,
+/// 7 msgs in, 7 msgs out` (`lo..hi` where devices differ). Throws ShardingError for an axis
+/// `mesh` lacks.
+std::string spmd_collectives_text(const Jaxpr& program, const Mesh& mesh);
+/// The SPMD program (to_string), a header line, then spmd_collectives_text.
 std::string spmd_as_text(const Jaxpr& program, const Mesh& mesh);
 
 }  // namespace minijax

@@ -244,8 +244,9 @@ TEST(ReshardApi, SpmdTextMatchesMeasuredTraffic) {
   const auto& c = r.stats.collectives[0];
   const int64_t lo = *std::min_element(c.bytes_received.begin(), c.bytes_received.end());
   const int64_t hi = *std::max_element(c.bytes_received.begin(), c.bytes_received.end());
-  EXPECT_NE(text.find("reshard_ragged / ragged_all_to_all over ('x', 'y'): recv " + std::to_string(lo) + ".." +
-                      std::to_string(hi) + " B"),
+  EXPECT_NE(text.find("reshard_ragged / ragged_all_to_all over ('x', 'y'): " + std::to_string(lo) + ".." +
+                      std::to_string(hi) + " B sent, " + std::to_string(lo) + ".." + std::to_string(hi) +
+                      " B received per device"),
             std::string::npos)
       << text;
   // Each device's traffic, equation by equation, equals the measured one.
@@ -267,7 +268,7 @@ TEST(ReshardApi, SpmdTextMatchesMeasuredTraffic) {
   Lowered s = run(seed, {a, a}, {from_spec(m, {{"y"}, {}, {"x"}}), from_spec(m, {{}, {"x", "y"}, {}})},
                   {from_spec(m, {{}, {"x", "y"}, {}})}, m);
   const std::string st = mj::spmd_as_text(s.program, *m);
-  EXPECT_NE(st.find("all_to_all over ('x', 'y'): recv 1792 B, send 1792 B, 7 msgs in, 7 msgs out per device"),
+  EXPECT_NE(st.find("all_to_all over ('x', 'y'): 1792 B sent, 1792 B received per device, 7 msgs in, 7 msgs out"),
             std::string::npos)
       << st;
 }
