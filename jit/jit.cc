@@ -3,13 +3,10 @@
 #include "jit/jit.h"
 
 #include <algorithm>
-#include <cstring>
-#include <set>
 #include <sstream>
 
 #include "core/errors.h"
-#include "core/lax.h"
-#include "sharding/boxes.h"
+#include "core/staging.h"
 #include "sharding/partition_spmd.h"
 #include "sharding/plan_reshard.h"
 #include "sharding/reshard_api.h"
@@ -20,30 +17,40 @@ namespace detail {
 
 std::vector<std::optional<Sharding>> resolve_shardings(
     const std::vector<std::optional<NamedSharding>>& given, const std::vector<ShapedArray>& avals,
-    size_t num_consts, const char* what, std::shared_ptr<const Mesh>& mesh,
-    std::source_location loc) {
+    const std::vector<Array>& values, size_t num_consts, const char* what,
+    std::shared_ptr<const Mesh>& mesh, std::source_location loc) {
   const size_t leaves = avals.size() - num_consts;
   std::vector<std::optional<Sharding>> out(avals.size());
-  if (given.empty()) return out;
-  if (given.size() != 1 && given.size() != leaves)
+  auto same_mesh = [&](const Sharding& s, size_t i, const std::string& shown) {
+    if (mesh && !(*mesh == *s.mesh))
+      throw ShardingError(std::string("jit: ") + what + " entry " + std::to_string(i) + " (" +
+                              shown + ") is on " + s.mesh->str() +
+                              ", but another sharding of the call is on " + mesh->str() +
+                              "; one program runs on one mesh",
+                          loc);
+    if (!mesh) mesh = s.mesh;
+  };
+  if (given.empty() && values.empty()) return out;
+  if (given.size() > 1 && given.size() != leaves)
     throw ShardingError(std::string("jit: ") + what + " has " + std::to_string(given.size()) +
                             " entries but the function has " + std::to_string(leaves) +
                             " flattened leaves (give one per leaf, or one for all)",
                         loc);
   for (size_t i = 0; i < leaves; ++i) {
-    const std::optional<NamedSharding>& ns = given.size() == 1 ? given[0] : given[i];
-    if (!ns) continue;
+    const std::optional<NamedSharding> none;
+    const std::optional<NamedSharding>& ns =
+        given.empty() ? none : given.size() == 1 ? given[0] : given[i];
     const ShapedArray& aval = avals[num_consts + i];
-    Sharding s = to_sharding(*ns, int64_t(aval.shape.size()), loc);
-    s.check(aval.shape, loc);
-    if (mesh && !(*mesh == *s.mesh))
-      throw ShardingError(std::string("jit: ") + what + " entry " + std::to_string(i) + " (" +
-                              ns->str() + ") is on " + s.mesh->str() +
-                              ", but another sharding of the call is on " + mesh->str() +
-                              "; one program runs on one mesh",
-                          loc);
-    if (!mesh) mesh = s.mesh;
-    out[num_consts + i] = std::move(s);
+    if (ns) {
+      Sharding s = to_sharding(*ns, int64_t(aval.shape.size()), loc);
+      s.check(aval.shape, loc);
+      same_mesh(s, i, ns->str());
+      out[num_consts + i] = std::move(s);
+    } else if (i < values.size() && values[i].is_sharded()) {
+      Sharding s = values[i].sharding(loc).sharding;
+      same_mesh(s, i, "the argument's own sharding " + s.str());
+      out[num_consts + i] = std::move(s);
+    }
   }
   return out;
 }
@@ -103,14 +110,8 @@ SpmdRun run_lowered(const std::shared_ptr<const Lowered>& lowered, const std::ve
                      loc);
   std::vector<std::vector<Array>> dev(n);
   for (size_t k = 0; k < operands.size(); ++k) {
-    const Array& x = operands[k];
-    std::vector<Box> boxes = device_boxes(low.in_shardings[k], x.shape(), loc);
-    for (size_t p = 0; p < n; ++p) {
-      bool whole = true;
-      for (size_t d = 0; d < boxes[p].lo.size(); ++d)
-        whole &= boxes[p].lo[d] == 0 && boxes[p].hi[d] == x.shape()[d];
-      dev[p].push_back(whole ? x : lax::slice(x, boxes[p].lo, boxes[p].hi));
-    }
+    std::vector<Array> shards = local_shards(operands[k], low.in_shardings[k], loc);
+    for (size_t p = 0; p < n; ++p) dev[p].push_back(std::move(shards[p]));
   }
   SpmdRun run;
   run.lowered = lowered;
@@ -118,40 +119,24 @@ SpmdRun run_lowered(const std::shared_ptr<const Lowered>& lowered, const std::ve
   return run;
 }
 
-Array assemble_shards(const std::vector<Array>& shards, const Sharding& s, const ShapedArray& aval,
-                      std::source_location loc) {
-  if (!s.unreduced.empty())
-    throw ShardingError("jit: cannot assemble an output of " + aval.str() + " with sharding " +
-                            s.str() + ": it holds unreduced partial sums",
-                        loc);
-  std::vector<Box> boxes = device_boxes(s, aval.shape, loc);
-  Array g = Array::allocate(aval);
-  auto* dst = static_cast<uint8_t*>(const_cast<void*>(g.raw_data(loc)));
-  const size_t es = itemsize(aval.dtype);
-  const size_t rank = aval.shape.size();
-  std::set<std::string> done;  // replicas hold the same box: copy it once
-  for (size_t p = 0; p < boxes.size(); ++p) {
-    const Box& b = boxes[p];
-    if (b.volume() == 0 || !done.insert(b.str()).second) continue;
-    const auto* src = static_cast<const uint8_t*>(shards[p].raw_data(loc));
-    if (rank == 0) {
-      std::memcpy(dst, src, es);
-      continue;
-    }
-    // Copy one innermost row of the box at a time; `idx` walks the outer dims row-major.
-    const int64_t row = b.hi[rank - 1] - b.lo[rank - 1];
-    std::vector<int64_t> idx(b.lo.begin(), b.lo.end());
-    for (int64_t copied = 0; copied < b.volume(); copied += row) {
-      int64_t off = 0;
-      for (size_t d = 0; d < rank; ++d) off = off * aval.shape[d] + idx[d];
-      std::memcpy(dst + size_t(off) * es, src + size_t(copied) * es, size_t(row) * es);
-      for (int64_t d = int64_t(rank) - 2; d >= 0; --d) {
-        if (++idx[size_t(d)] < b.hi[size_t(d)]) break;
-        idx[size_t(d)] = b.lo[size_t(d)];
-      }
-    }
-  }
-  return g;
+std::pair<ClosedJaxprPtr, std::vector<Array>> constrained_body(
+    const ClosedJaxprPtr& body, const std::vector<std::optional<Sharding>>& in,
+    const std::vector<std::optional<Sharding>>& out, std::source_location loc) {
+  const Jaxpr& j = *body->jaxpr;
+  ClosedJaxpr cj = trace_to_jaxpr(
+      [&](const std::vector<Array>& ins) {
+        std::vector<Array> args = ins;
+        for (size_t i = 0; i < args.size(); ++i)
+          if (in[i]) args[i] = with_sharding_constraint(args[i], *in[i], loc);
+        std::vector<Array> outs = eval_jaxpr(*body, args);
+        for (size_t k = 0; k < outs.size(); ++k)
+          if (out[k]) outs[k] = with_sharding_constraint(outs[k], *out[k], loc);
+        return outs;
+      },
+      j.in_avals(), loc);
+  auto wrapped = std::make_shared<ClosedJaxpr>();
+  wrapped->jaxpr = std::make_shared<Jaxpr>(convert_constvars_jaxpr(*cj.jaxpr));
+  return {wrapped, cj.consts};
 }
 
 }  // namespace detail

@@ -17,6 +17,7 @@
 #include "sharding/mesh.h"
 #include "sharding/partition_spec.h"
 #include "sharding/propagate_shardings.h"
+#include "sharding/sharded_array.h"
 #include "sharding/sharding.h"
 
 namespace minijax {
@@ -65,15 +66,16 @@ std::string collectives_text(const SpmdStats& stats, const Jaxpr& program);
 
 namespace detail {
 
-/// The sharding each operand is given: from `given` (one per operand, or one for all, or empty;
-/// to_sharding against the operand's rank), nullopt where neither says. Operands 0..num_consts-1
-/// (f's constants) get nullopt. Throws ShardingError at `loc` when `given` has a count other than
-/// 0, 1 or the number of leaves `what` ("in_shardings"/"out_shardings"), a spec does not fit its
+/// The sharding each operand is given: from `given` (one per leaf, or one for all, or empty;
+/// to_sharding against the leaf's rank), else the sharding of the leaf's value in `values` when
+/// it is a sharded Array (`values` empty: none), else nullopt. Operands 0..num_consts-1 (f's
+/// constants) get nullopt. Throws ShardingError at `loc` when `given` has a count other than 0, 1
+/// or the number of leaves `what` ("in_shardings"/"out_shardings"), a spec does not fit its
 /// leaf, or two shardings are on different meshes. `mesh` receives the common mesh (if any).
 std::vector<std::optional<Sharding>> resolve_shardings(
     const std::vector<std::optional<NamedSharding>>& given, const std::vector<ShapedArray>& avals,
-    size_t num_consts, const char* what, std::shared_ptr<const Mesh>& mesh,
-    std::source_location loc);
+    const std::vector<Array>& values, size_t num_consts, const char* what,
+    std::shared_ptr<const Mesh>& mesh, std::source_location loc);
 
 /// Propagates and partitions `jaxpr` (constvars already converted to invars) for the resolved
 /// in/out shardings on `mesh`. Outputs the user gave no sharding and that propagation leaves as
@@ -85,25 +87,34 @@ std::shared_ptr<const Lowered> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t
                                              const std::shared_ptr<const Mesh>& mesh,
                                              std::source_location loc);
 
-/// Puts each operand onto its propagated input sharding (its device_boxes blocks) and runs the
+/// Puts each operand onto its propagated input sharding (local_shards: an unsharded operand is
+/// sliced, a sharded one keeps its shards or is resharded without being gathered) and runs the
 /// SPMD program with run_spmd. Operands are concrete arrays.
 SpmdRun run_lowered(const std::shared_ptr<const Lowered>& lowered, const std::vector<Array>& operands,
                     std::source_location loc);
 
-/// The global array of `aval` assembled from per-device `shards` laid out by `s` (device_boxes;
-/// replicas are read once). ShardingError when `s` has unreduced axes.
-Array assemble_shards(const std::vector<Array>& shards, const Sharding& s, const ShapedArray& aval,
-                      std::source_location loc);
+/// Under a trace: the body of the pjit a sharded jit binds. `body` (constvars converted) wrapped
+/// so that each operand i with in[i] passes through sharding_constraint(in[i]) before the body
+/// and each output k with out[k] after it (JAX's pjit inside a trace: autodiff and vmap carry
+/// the constraints, their JVP/transpose constrain tangents and cotangents the same way). Returns
+/// the wrapped jaxpr (constvars converted) and its extra constants (leading operands).
+std::pair<ClosedJaxprPtr, std::vector<Array>> constrained_body(
+    const ClosedJaxprPtr& body, const std::vector<std::optional<Sharding>>& in,
+    const std::vector<std::optional<Sharding>>& out, std::source_location loc);
 
 }  // namespace detail
 
 /// The object `jit(f, JitOptions)` returns. Calling it on concrete arguments: traces f once per
-/// signature (core's Staged cache), propagates the shardings (in_shardings from the options, an
-/// argument without one unconstrained), partitions the program into one SPMD program
-/// (sharding/partition_spmd.h; cached per signature), puts each argument onto its propagated
-/// input sharding, runs the program on the mesh's virtual devices (run_spmd) and returns the
-/// outputs (pytree of f's result) assembled from their shards. With no sharding given anywhere
-/// it is plain jit (one pjit equation, evaluated eagerly).
+/// signature (core's Staged cache), propagates the shardings (in_shardings from the options; an
+/// argument without one keeps its own sharding when it is a sharded Array, else is
+/// unconstrained), partitions the program into one SPMD program (sharding/partition_spmd.h;
+/// cached per signature and argument shardings), puts each argument onto its propagated input
+/// sharding (local_shards), runs the program on the mesh's virtual devices (run_spmd) and
+/// returns the outputs (pytree of f's result) as sharded Arrays in their propagated (or given)
+/// out shardings (make_sharded_array; reading one gathers it). With no sharding anywhere (options
+/// or sharded arguments) it is plain jit (one pjit equation, evaluated eagerly). Called under a
+/// trace (grad, vmap, an outer jit or make_jaxpr) it binds one pjit whose body constrains the
+/// inputs and outputs that have shardings (sharding_constraint), as JAX does.
 template <class F>
 class ShardedJit {
  public:
@@ -115,25 +126,34 @@ class ShardedJit {
   auto operator()(const A&... args) const {
     using R = std::decay_t<std::invoke_result_t<F&, const std::decay_t<A>&...>>;
     auto entry = staged_.traced(args...);
+    if (!all_concrete(entry, args...)) {
+      std::vector<Array> outs = bind_constrained(entry, args...);
+      return tree_unflatten(std::any_cast<const R&>(entry.out_like), outs, state_->loc);
+    }
     std::shared_ptr<const Lowered> low = lowering(entry, args...);
     if (!low) return staged_(args...);
     SpmdRun run = run_entry(entry, low, args...);
     std::vector<Array> outs;
+    const std::vector<ShapedArray> out_avals = low->jaxpr->jaxpr->out_avals();
     for (size_t k = 0; k < low->out_shardings.size(); ++k) {
       std::vector<Array> shards;
       for (auto& dev : run.outputs) shards.push_back(dev[k]);
-      outs.push_back(detail::assemble_shards(shards, low->out_shardings[k],
-                                             low->jaxpr->jaxpr->out_avals()[k], state_->loc));
+      outs.push_back(make_sharded_array(out_avals[k], low->out_shardings[k], std::move(shards),
+                                        state_->loc));
     }
     state_->last = std::make_shared<SpmdRun>(std::move(run));
     return tree_unflatten(std::any_cast<const R&>(entry.out_like), outs, state_->loc);
   }
 
   /// Runs like operator() but returns the per-device output shards and statistics instead of
-  /// assembled arrays. ShardingError when no sharding is given anywhere (nothing to partition).
+  /// sharded Arrays. ShardingError when no sharding is given anywhere (nothing to partition) or
+  /// when called under a trace.
   template <class... A>
   SpmdRun run_spmd_shards(const A&... args) const {
     auto entry = staged_.traced(args...);
+    if (!all_concrete(entry, args...))
+      throw ShardingError("jit '" + state_->opts.name + "': run_spmd_shards needs concrete arguments",
+                          state_->loc);
     std::shared_ptr<const Lowered> low = lowering(entry, args...);
     if (!low)
       throw ShardingError("jit '" + state_->opts.name +
@@ -145,10 +165,15 @@ class ShardedJit {
   }
 
   /// JAX's jit(f).lower(args...): the propagated and partitioned program for this signature
-  /// (nullptr when no sharding is given anywhere).
+  /// and these argument shardings (nullptr when no sharding is given anywhere). Arguments may be
+  /// abstract only in their values: they must be concrete Arrays (ShardingError otherwise).
   template <class... A>
   std::shared_ptr<const Lowered> lower(const A&... args) const {
-    return lowering(staged_.traced(args...), args...);
+    auto entry = staged_.traced(args...);
+    if (!all_concrete(entry, args...))
+      throw ShardingError("jit '" + state_->opts.name + "': lower needs concrete arguments",
+                          state_->loc);
+    return lowering(entry, args...);
   }
 
   /// The last sharded run (its program, per-device outputs, collectives and bytes), or nullptr.
@@ -165,27 +190,53 @@ class ShardedJit {
   };
 
   template <class E, class... A>
+  static bool all_concrete(const E& entry, const A&... args) {
+    bool concrete = true;
+    for (auto& c : entry.consts) concrete &= c.is_concrete();
+    for (auto& a : detail::flatten_args(args...)) concrete &= a.is_concrete();
+    return concrete;
+  }
+
+  // Under a trace: one pjit whose body constrains the inputs/outputs given shardings.
+  template <class E, class... A>
+  std::vector<Array> bind_constrained(const E& entry, const A&... args) const {
+    State& s = *state_;
+    std::vector<ShapedArray> in_avals = entry.jaxpr->jaxpr->in_avals();
+    std::vector<ShapedArray> out_avals = entry.jaxpr->jaxpr->out_avals();
+    std::shared_ptr<const Mesh> mesh;
+    auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, {}, entry.consts.size(),
+                                        "in_shardings", mesh, s.loc);
+    auto out = detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings",
+                                         mesh, s.loc);
+    std::vector<Array> operands;
+    ClosedJaxprPtr body = entry.jaxpr;
+    if (mesh) {
+      auto [wrapped, consts] = detail::constrained_body(entry.jaxpr, in, out, s.loc);
+      body = wrapped;
+      operands = consts;
+    }
+    operands.insert(operands.end(), entry.consts.begin(), entry.consts.end());
+    std::vector<Array> flat = detail::flatten_args(args...);
+    operands.insert(operands.end(), flat.begin(), flat.end());
+    return bind_call(pjit_p(), body, s.opts.name, operands, s.loc);
+  }
+
+  template <class E, class... A>
   std::shared_ptr<const Lowered> lowering(const E& entry, const A&... args) const {
     State& s = *state_;
     std::vector<ShapedArray> in_avals = entry.jaxpr->jaxpr->in_avals();
     std::vector<ShapedArray> out_avals = entry.jaxpr->jaxpr->out_avals();
     const size_t num_consts = entry.consts.size();
+    std::vector<Array> flat = detail::flatten_args(args...);
     std::shared_ptr<const Mesh> mesh;
-    auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, num_consts, "in_shardings",
-                                        mesh, s.loc);
-    auto out = detail::resolve_shardings(s.opts.out_shardings, out_avals, 0, "out_shardings", mesh,
-                                         s.loc);
+    auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, flat, num_consts,
+                                        "in_shardings", mesh, s.loc);
+    auto out = detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings",
+                                         mesh, s.loc);
     if (!mesh) return nullptr;
-    bool concrete = true;
-    for (auto& c : entry.consts) concrete &= c.is_concrete();
-    for (auto& a : detail::flatten_args(args...)) concrete &= a.is_concrete();
-    if (!concrete)
-      throw ShardingError("jit '" + s.opts.name +
-                              "' with in_shardings/out_shardings was called under a trace (grad, "
-                              "vmap or an outer jit); only calls on concrete arrays are "
-                              "partitioned (jit the outermost function instead)",
-                          s.loc);
+    // One lowering per traced program and input shardings (those of sharded arguments vary).
     std::string key = std::to_string(reinterpret_cast<uintptr_t>(entry.jaxpr.get()));
+    for (auto& sh : in) key += "|" + (sh ? sh->mesh->str() + sh->str() : std::string("-"));
     auto it = s.lowered.find(key);
     if (it != s.lowered.end()) return it->second;
     auto low = detail::lower_sharded(entry.jaxpr, num_consts, in, out, mesh, s.loc);
@@ -210,8 +261,7 @@ class ShardedJit {
 /// shardings list whose length is neither 0, 1 nor the number of leaves; a spec longer than its
 /// leaf's rank, naming an axis twice or an axis the mesh lacks; shardings on different meshes;
 /// a program the partitioner cannot split (uneven shards and the other cases listed in
-/// sharding/partition_spmd.h); a call under a trace (grad/vmap/an outer jit of this function:
-/// only the outermost jit is partitioned here). Source: jax.jit; JAX's pjit partitioning.
+/// sharding/partition_spmd.h). Source: jax.jit; JAX's pjit partitioning.
 template <class F>
 ShardedJit<F> jit(F f, JitOptions options, std::source_location loc = std::source_location::current()) {
   return ShardedJit<F>(std::move(f), std::move(options), loc);

@@ -89,9 +89,53 @@ TEST(ShardedMlp, ValueAndGradEqualsTheUnshardedRun) {
   float gmax = 0;
   for (int64_t i = 0; i < g_ref.w1.aval().size(); ++i) gmax = std::max(gmax, std::fabs(g_ref.w1.data<float>()[i]));
   EXPECT_GT(gmax, 1e-4f);
+  // The outputs are sharded Arrays: dw1 in w1's column-parallel sharding, the loss replicated.
+  EXPECT_TRUE(g.w1.is_sharded());
+  EXPECT_TRUE(g.w1.sharding().spec().equivalent(P(None{}, "model"))) << g.w1.sharding().str();
+  EXPECT_TRUE(loss.sharding().sharding.is_fully_replicated());
+  EXPECT_EQ(g.w1.addressable_shards().size(), 8u);
   EXPECT_EQ(step.trace_count(), 1);
   step(d.params, d.x, d.y);  // same signature: no retrace, the partitioned program is reused
   EXPECT_EQ(step.trace_count(), 1);
+}
+
+TEST(ShardedJit, ShardedArgumentsKeepTheirShardingsWithoutOptions) {
+  auto m = mesh42();
+  Array x = mj::random::uniform(mj::random::PRNGKey(8), {8, 4}, mj::f32, -1.0, 1.0);
+  Array xs = mj::device_put(x, ns(m, P("data", "model")));
+  auto f = [](const Array& a) { return mj::tanh(a) * 3.0f; };
+  auto g = mj::jit(f, mj::JitOptions{});
+  Array out = g(xs);
+  expect_close(out, f(x), "tanh(x)*3");
+  ASSERT_NE(g.last_run(), nullptr);  // partitioned: the argument's sharding gave the mesh
+  EXPECT_TRUE(g.last_run()->stats.collectives.empty());
+  EXPECT_TRUE(out.sharding().spec().equivalent(P("data", "model"))) << out.sharding().str();
+  // Fed back in: the same program (one lowering for one argument sharding), no collective.
+  Array again = g(out);
+  expect_close(again, f(f(x)), "f(f(x))");
+  EXPECT_EQ(g.trace_count(), 1);
+}
+
+TEST(ShardedJit, UnderGradTheShardingsBecomeConstraintsOfThePjitBody) {
+  auto m = mesh42();
+  Array x = mj::random::uniform(mj::random::PRNGKey(9), {8, 4}, mj::f32, -1.0, 1.0);
+  auto f = [](const Array& a) { return mj::sum(mj::sin(a) * a); };
+  auto fj = mj::jit(f, mj::JitOptions{"f", {ns(m, P("data", None{}))}, {}});
+  // d/dx sum(sin(x) x) = cos(x) x + sin(x), elementwise.
+  Array g = mj::grad(fj)(x);
+  const float* xp = x.data<float>();
+  const float* gp = g.data<float>();
+  for (int64_t i = 0; i < 32; ++i)
+    ASSERT_NEAR(gp[i], std::cos(xp[i]) * xp[i] + std::sin(xp[i]), 1e-5) << i;
+  // The traced gradient holds the constraint on the input (forward) and on its cotangent
+  // (the transpose of sharding_constraint), both inside pjit bodies.
+  std::string text = mj::to_string(mj::make_jaxpr(mj::grad(fj))(x));
+  size_t n = 0;
+  for (size_t at = text.find("sharding_constraint"); at != std::string::npos;
+       at = text.find("sharding_constraint", at + 1))
+    ++n;
+  EXPECT_GE(n, 2u) << text;
+  EXPECT_NE(text.find("pjit"), std::string::npos) << text;
 }
 
 TEST(ShardedMlp, CollectivesAreWhatTheShardingImplies) {
