@@ -117,6 +117,10 @@ bool propagation_enters_bodies(const std::string& name);
 /// has no sharding rule (the message names it); no candidate of a conflicting equation is valid.
 /// An output sharding on a variable the user already fixed differently (an input returned, or a
 /// value returned twice) is not an error: it becomes a reshard at the output (`on_output`).
+/// Reshards inside scan bodies count `length` times: when a scan carry needs a reshard every
+/// iteration, or a scan const is resharded inside the body, propagation also runs with that
+/// carry replicated / that const fixed in the needed sharding (resharded once before the loop)
+/// and keeps the cheaper result (docs/sharding.md "Bodies").
 /// Equations with bodies (pjit, closed_call, checkpoint, custom_jvp_call, custom_vjp_call, scan,
 /// while, cond) are entered: their values and the bodies' values are tied by data-flow edges
 /// (sharding/propagate_bodies.h) and propagated to one global fixed point; each body's
