@@ -248,6 +248,28 @@ TEST(Bodies, LoopInvariantConstReshardIsHoisted) {
   expect_shards(r, *cj.jaxpr);
 }
 
+// Nested loops: a scan whose body scans again (and calls a jit'ed function). Shardings reach the
+// innermost body and back; no reshard anywhere; values equal eager.
+TEST(Bodies, NestedScansEqualEager) {
+  auto m = mesh42();
+  auto inner = mj::jit([](Array v) { return lax::tanh(v); }, "inner");
+  auto f = [inner](Array c, Array xss) {
+    return mj::scan(
+        [inner](const Array& c1, const Array& xs) {
+          auto [cf, ys] = mj::scan(step, c1, xs);
+          return std::pair{inner(cf), lax::reduce_sum(ys, {0})};
+        },
+        c, xss);
+  };
+  Array c = wave({8, 4}), xss = wave({3, 2, 8, 4}, 0.13f, 0.2f);
+  auto cj = mj::make_jaxpr(f)(c, xss);
+  Ran r = run(cj, {c, xss}, {named(m, mj::P("x", "y"), 2), std::nullopt}, {}, m);
+  EXPECT_TRUE(r.prop.reshards.empty()) << r.prop.text;
+  EXPECT_EQ(dim_axes(r.prop.of(cj.jaxpr->invars[1])), (AxesList{{}, {}, {X}, {Y}})) << r.prop.text;
+  EXPECT_TRUE(r.stats.collectives.empty()) << mj::to_string(r.program);
+  expect_shards(r, *cj.jaxpr);
+}
+
 // Reverse-mode through that scan: the transposed scan (reverse=True, carries of cotangents) is
 // partitioned like any other code; gradients equal the unsharded ones.
 TEST(Bodies, GradOfShardedScanEqualsEager) {
