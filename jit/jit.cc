@@ -1,5 +1,5 @@
 // minijax jit with in_shardings/out_shardings: resolving the user's shardings, lowering (propagate
-// + partition), putting arguments on their shardings, running run_spmd and assembling outputs.
+// + partition), putting arguments on their shardings, run_spmd, and the constrained pjit under a trace.
 #include "jit/jit.h"
 
 #include <algorithm>
