@@ -83,11 +83,28 @@ void annotate(const Jaxpr& j, const std::vector<Array>& consts, const Mesh& mesh
     const Eqn& e = j.eqns[i];
     const std::string here = where.empty() ? "eqn " + std::to_string(i) : where;
     const std::string& name = e.primitive->name;
-    if (name == "pjit" || name == "closed_call") {
-      const ClosedJaxprPtr& body = e.params.get_jaxpr(name == "pjit" ? "jaxpr" : "call_jaxpr");
-      std::string label = here + " " + name;
-      if (e.params.has("name")) label += " " + e.params.get_string("name");
-      annotate(*body->jaxpr, body->consts, mesh, label + " /", os);
+    // Bodies: the collectives of each (a loop body's once, for one iteration; each cond branch).
+    std::string label = here + " " + name;
+    if (e.params.has("name") && (name == "pjit" || name == "closed_call")) label += " " + e.params.get_string("name");
+    auto body = [&](const ClosedJaxprPtr& b, const std::string& which) {
+      annotate(*b->jaxpr, b->consts, mesh, label + which + " /", os);
+    };
+    if (name == "pjit" || name == "checkpoint" || name == "scan") {
+      body(e.params.get_jaxpr("jaxpr"), "");
+      continue;
+    }
+    if (name == "closed_call" || name == "custom_jvp_call" || name == "custom_vjp_call") {
+      body(e.params.get_jaxpr("call_jaxpr"), "");
+      continue;
+    }
+    if (name == "while") {
+      body(e.params.get_jaxpr("cond_jaxpr"), " cond_jaxpr");
+      body(e.params.get_jaxpr("body_jaxpr"), " body_jaxpr");
+      continue;
+    }
+    if (name == "cond") {
+      const auto& branches = e.params.get_jaxprs("branches");
+      for (size_t b = 0; b < branches.size(); ++b) body(branches[b], " branch " + std::to_string(b));
       continue;
     }
     auto t = collective_traffic(j, i, consts, mesh);

@@ -46,8 +46,11 @@ std::optional<CollectiveTraffic> collective_traffic(const Jaxpr& j, size_t i, co
                                                     const Mesh& mesh);
 
 /// One line per collective of the SPMD `program`, in program order, including those inside
-/// closed_call/pjit bodies (named by the enclosing top-level equation, e.g. `eqn 1 closed_call
-/// reshard_ragged / ragged_all_to_all over ...`), with the bytes and messages each device sends
+/// bodies, named by the enclosing top-level equation: pjit / closed_call (with the call's name,
+/// e.g. `eqn 1 closed_call reshard_ragged / ragged_all_to_all over ...`), checkpoint,
+/// custom_jvp_call / custom_vjp_call, scan (`eqn 0 scan / ...`: one iteration's traffic),
+/// while (`eqn 2 while cond_jaxpr / ...`, `... body_jaxpr / ...`: one iteration) and cond
+/// (`eqn 3 cond branch 1 / ...`: each branch, taken or not), with the bytes and messages each device sends
 /// and receives: `eqn 3 all_to_all over ('x', 'y'): 1792 B sent, 1792 B received per device,
 /// 7 msgs in, 7 msgs out` (`lo..hi` where devices differ). Throws ShardingError for an axis
 /// `mesh` lacks.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/api.h"
+#include "core/control_flow.h"
 #include "core/errors.h"
 #include "core/lax.h"
 #include "jit/runtime/reference_executor.h"
@@ -271,4 +272,40 @@ TEST(ReshardApi, SpmdTextMatchesMeasuredTraffic) {
   EXPECT_NE(st.find("all_to_all over ('x', 'y'): 1792 B sent, 1792 B received per device, 7 msgs in, 7 msgs out"),
             std::string::npos)
       << st;
+}
+
+// spmd_collectives_text names the collectives inside every kind of body, not only call bodies:
+// here an all_reduce in a scan body and one in a cond branch, in a hand-written SPMD program.
+// Each is a psum of f32[4] over "x" (4 devices of the (4, 2) mesh): all_reduce_pieces splits
+// the 4 elements into pieces of 1, so each device receives (4-1)*1 partial sums of its piece,
+// then the 4-1 other reduced pieces: 6 f32 = 24 B each way, from 3 + 3 = 6 messages. run_spmd
+// measures the same bytes (once per scan iteration).
+TEST(ReshardApi, SpmdTextDescendsIntoLoopAndCondBodies) {
+  auto m = make_mesh(iota(8), {4, 2}, {"x", "y"});
+  auto f = [](Array c, Array xs, Array p) {
+    auto [cf, ys] = mj::scan(
+        [](const Array& carry, const Array& x) {
+          return std::pair{mj::lax::psum(mj::lax::add(carry, x), {"x"}, 4), x};
+        },
+        c, xs);
+    return mj::cond(
+        p, [](const Array& v) { return mj::lax::psum(v, {"x"}, 4); }, [](const Array& v) { return v; }, cf);
+  };
+  Array c = ramp({4}), xs = ramp({3, 4}, 0.5f), p = mj::lax::scalar(1, mj::DType::bool_);
+  auto cj = mj::make_jaxpr(f)(c, xs, p);
+  const std::string text = mj::spmd_collectives_text(*cj.jaxpr, *m);
+  const std::string line = "all_reduce over x: 24 B sent, 24 B received per device, 6 msgs in, 6 msgs out";
+  EXPECT_NE(text.find("eqn 0 scan / " + line), std::string::npos) << text;
+  EXPECT_NE(text.find("cond branch 1 / " + line), std::string::npos) << text;
+  EXPECT_EQ(count(text, "all_reduce"), 2u) << text;
+  // The measured traffic: 3 iterations of the scan's psum, then the taken branch's psum.
+  mj::SpmdStats stats;
+  std::vector<std::vector<Array>> dev(8, std::vector<Array>{c, xs, p});
+  mj::run_spmd(*cj.jaxpr, *m, dev, &stats);
+  ASSERT_EQ(stats.collectives.size(), 4u);
+  for (auto& s : stats.collectives)
+    for (size_t d = 0; d < 8; ++d) {
+      EXPECT_EQ(s.bytes_sent[d], 24);
+      EXPECT_EQ(s.bytes_received[d], 24);
+    }
 }
