@@ -8,16 +8,17 @@
 
 #include <minijax/minijax.h>
 
-#include "autodiff/checkpoint.h"
 #include "core/lax.h"
 #include "core/primitive.h"
-#include "core/random.h"
 #include "sharding/propagate_shardings.h"
 #include "sharding/sharding_rule.h"
+#include "rule_samples.h"
 
 namespace {
 
 using mj::Array;
+using rule_samples::Sample;
+using rule_samples::samples;
 using mj::DType;
 using mj::FactorRule;
 using mj::Params;
@@ -25,7 +26,6 @@ using mj::ShapedArray;
 namespace lax = mj::lax;
 
 ShapedArray f32(mj::Shape s) { return ShapedArray{std::move(s), DType::f32, false, mj::MemoryKind::device}; }
-Array filled(mj::Shape s, DType d = DType::f32) { return lax::full(s, 1, d); }
 
 // Rule of one primitive on operand avals, with the result avals from its own shape rule.
 FactorRule rule_of(const std::string& name, const std::vector<ShapedArray>& in, const Params& p) {
@@ -69,90 +69,6 @@ TEST(ShardingRules, PrimitiveWithoutRuleThrowsWithTheReason) {
 }
 
 // ---- every rule on traced sample equations --------------------------------------------------------
-
-struct Sample {
-  std::string label;
-  std::vector<Array> args;
-  std::function<std::vector<Array>(const std::vector<Array>&)> body;
-};
-
-std::vector<Sample> samples() {
-  using V = std::vector<Array>;
-  const Array x = filled({4, 6}), y = filled({4, 6}), s = filled({});
-  const Array u = filled({4, 6}, DType::u32), b = lax::full({4, 6}, 1, DType::bool_);
-  std::vector<Sample> v;
-  v.push_back({"unary", {x}, [](const V& a) {
-    V r;
-    for (auto f : {lax::neg, lax::sin, lax::cos, lax::tan, lax::exp, lax::log, lax::log1p, lax::expm1,
-                   lax::tanh, lax::logistic, lax::sqrt, lax::rsqrt, lax::erf, lax::abs, lax::sign,
-                   lax::floor, lax::ceil, lax::stop_gradient})
-      r.push_back(f(a[0], std::source_location::current()));
-    r.push_back(lax::round(a[0], 1));
-    r.push_back(lax::integer_pow(a[0], 3));
-    r.push_back(lax::convert_element_type(a[0], DType::i32));
-    r.push_back(lax::erf_inv(lax::mul(a[0], lax::full({4, 6}, 0.5, DType::f32))));
-    return r;
-  }});
-  v.push_back({"binary", {x, y, s}, [](const V& a) {
-    V r;
-    for (auto f : {lax::add, lax::add_any, lax::sub, lax::mul, lax::div, lax::rem, lax::pow, lax::max,
-                   lax::min, lax::atan2, lax::eq, lax::ne, lax::lt, lax::le, lax::gt, lax::ge})
-      r.push_back(f(a[0], a[1], std::source_location::current()));
-    r.push_back(lax::mul(a[0], lax::broadcast_in_dim(a[2], {4, 6}, {})));
-    return r;
-  }});
-  v.push_back({"bits", {u, b}, [](const V& a) {
-    return V{lax::and_(a[1], a[1]), lax::or_(a[1], a[1]), lax::not_(a[1]),
-             lax::shift_left(a[0], a[0]), lax::shift_right_logical(a[0], a[0]), lax::xor_(a[0], a[0]),
-             lax::bitcast_convert_type(a[0], DType::f32)};
-  }});
-  v.push_back({"bitcast 4<->8", {filled({3, 2}, DType::u32), filled({3}, DType::f64)}, [](const V& a) {
-    return V{lax::bitcast_convert_type(a[0], DType::f64), lax::bitcast_convert_type(a[1], DType::u32)};
-  }});
-  v.push_back({"random", {filled({}, DType::u32), filled({2, 3}, DType::u32)}, [](const V& a) {
-    auto [h, l] = lax::iota_2x32_shape({2, 3});
-    auto [o1, o2] = lax::threefry2x32(a[0], a[0], a[1], l);
-    return V{h, o1, o2};
-  }});
-  v.push_back({"sharding_constraint", {x}, [](const V& a) {
-    auto m = std::make_shared<const mj::Mesh>(std::vector<int>{0, 1}, mj::Shape{2},
-                                              std::vector<std::string>{"x"});
-    return V{mj::with_sharding_constraint(a[0], mj::NamedSharding{m, mj::P("x")})};
-  }});
-  v.push_back({"select/clamp", {x, b, s}, [](const V& a) {
-    return V{lax::select_n(a[1], {a[0], a[0]}), lax::clamp(a[2], a[0], a[2]),
-             lax::device_put(a[0], mj::MemoryKind::pinned_host), mj::checkpoint_name(a[0], "h"),
-             lax::optimization_barrier({a[0], a[2]})[0], lax::iota(DType::i32, {3, 5}, 1)};
-  }});
-  v.push_back({"shape ops", {filled({8, 2048}), filled({1, 3}), filled({2, 3, 8})}, [](const V& a) {
-    return V{lax::reshape(a[0], {2, 4, 2048}), lax::reshape(a[0], {16384}),
-             lax::reshape(a[2], {3, 2, 8}), lax::reshape(a[2], {6, 4, 2}), lax::reshape(a[1], {3}),
-             lax::broadcast_in_dim(a[1], {4, 3}, {0, 1}), lax::broadcast_in_dim(a[1], {5, 1, 3}, {1, 2}),
-             lax::squeeze(a[1], {0}), lax::expand_dims(a[1], {0, 3}), lax::transpose(a[2], {2, 0, 1}),
-             lax::rev(a[2], {1})};
-  }});
-  v.push_back({"reductions", {filled({4, 6, 2})}, [](const V& a) {
-    return V{lax::reduce_sum(a[0], {1}), lax::reduce_max(a[0], {0, 2}), lax::reduce_min(a[0], {2}),
-             lax::reduce_prod(a[0], {0}), lax::argmax(a[0], 1), lax::argmin(a[0], 0),
-             lax::cumsum(a[0], 2, true)};
-  }});
-  v.push_back({"dot_general", {filled({3, 4, 5}), filled({3, 5, 6}), filled({5, 7})}, [](const V& a) {
-    return V{lax::dot_general(a[0], a[1], {{2}, {1}, {0}, {0}}),
-             lax::dot_general(a[0], a[2], {{2}, {0}, {}, {}})};
-  }});
-  v.push_back({"slicing", {filled({6, 8}), filled({2, 8}), filled({}, DType::i32), filled({5, 3}),
-                           filled({2, 4}, DType::i32)},
-               [](const V& a) {
-                 return V{lax::slice(a[0], {1, 0}, {5, 8}), lax::slice(a[0], {0, 0}, {6, 8}, {2, 1}),
-                          lax::dynamic_slice(a[0], {a[2], a[2]}, {3, 8}),
-                          lax::dynamic_update_slice(a[0], a[1], {a[2], a[2]}),
-                          lax::concatenate({a[0], a[1]}, 0),
-                          lax::pad(a[0], lax::full({}, 0, DType::f32), {{1, 2, 0}, {0, 0, 0}}),
-                          lax::gather(a[3], a[4]),
-                          lax::scatter_add(a[3], a[4], lax::full({2, 4, 3}, 1, DType::f32))};
-               }});
-  return v;
-}
 
 TEST(ShardingRules, EveryRuleIsConsistentOnSampleEquations) {
   std::set<std::string> covered;
