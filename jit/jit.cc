@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/dce.h"
 #include "core/errors.h"
 #include "core/staging.h"
 #include "sharding/partition_spmd.h"
@@ -74,10 +75,16 @@ std::shared_ptr<const Lowered> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t
                                              const std::vector<std::optional<Sharding>>& out_given,
                                              const std::shared_ptr<const Mesh>& mesh,
                                              std::source_location loc) {
-  const Jaxpr& j = *jaxpr->jaxpr;
+  // Dead equations (e.g. the zeros relu's derivative builds and drops) are removed before
+  // propagation: they would get shardings, maybe reshards, and buffers on every device. Every
+  // input stays (one per operand) and every output is used.
+  auto live = std::make_shared<ClosedJaxpr>(*jaxpr);
+  live->jaxpr = std::make_shared<Jaxpr>(
+      dce_jaxpr(*jaxpr->jaxpr, std::vector<bool>(jaxpr->jaxpr->outvars.size(), true), true).first);
+  const Jaxpr& j = *live->jaxpr;
   auto low = std::make_shared<Lowered>();
   low->mesh = mesh;
-  low->jaxpr = jaxpr;
+  low->jaxpr = live;
   low->num_consts = num_consts;
   std::vector<std::optional<Sharding>> out = out_given;
   low->propagation = propagate_shardings(j, in, out, *mesh, loc);

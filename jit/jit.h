@@ -37,7 +37,9 @@ struct JitOptions {
 /// program, its propagated shardings and the SPMD program every device runs.
 struct Lowered {
   std::shared_ptr<const Mesh> mesh;
-  ClosedJaxprPtr jaxpr;  ///< the traced program; its invars are f's constants then its arguments
+  /// The traced program after dead-code elimination (every input kept); its invars are f's
+  /// constants then its arguments.
+  ClosedJaxprPtr jaxpr;
   size_t num_consts = 0;
   PropagationResult propagation;
   Jaxpr program;                       ///< the SPMD program (local shapes, collectives)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/collectives.h"
+#include "core/dce.h"
 #include "core/errors.h"
 #include "core/lax.h"
 #include "core/staging.h"
@@ -461,7 +462,10 @@ Jaxpr partition_spmd(const Jaxpr& jaxpr, const PropagationResult& shardings, con
   ClosedJaxpr cj = trace_to_jaxpr(body, in_avals, loc);
   if (!cj.consts.empty())
     throw ShardingError("partition_spmd: the partitioned program captured constants", loc);
-  return *cj.jaxpr;
+  // The trace records every bound equation, including those whose results nothing reads (e.g. a
+  // dead equation of the input left at its propagated, possibly replicated, shape): drop them so
+  // no device allocates them. All inputs stay (the caller passes every argument).
+  return dce_jaxpr(*cj.jaxpr, std::vector<bool>(cj.jaxpr->outvars.size(), true), true).first;
 }
 
 }  // namespace minijax

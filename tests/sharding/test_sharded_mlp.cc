@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "core/dce.h"
 #include "jit/jit.h"
 #include "samples/fashion_mnist_mlp_lib.h"
 #include "sharding/boxes.h"
+#include "sharding/partition_spmd.h"
 
 namespace {
 
@@ -67,6 +69,43 @@ Data small_data() {
          mj::random::uniform(mj::random::PRNGKey(3), {8, 784}, mj::f32, 0.0, 1.0),
          mj::astype(mj::random::randint(mj::random::PRNGKey(4), {8}, 0, 10), mj::i32)};
   return d;
+}
+
+// The equations of `j` none of whose outputs is read by a later equation or is an output of `j`
+// (a use count over the program text; bodies in params are checked the same way, their outputs
+// counting as read). Written independently of core/dce so it can judge it.
+size_t dead_equations(const mj::Jaxpr& j) {
+  size_t dead = 0;
+  for (size_t i = 0; i < j.eqns.size(); ++i) {
+    bool used = false;
+    for (auto& v : j.eqns[i].outputs) {
+      if (v.is_dropvar()) continue;
+      for (size_t k = i + 1; k < j.eqns.size() && !used; ++k)
+        for (auto& a : j.eqns[k].inputs) used = used || (std::holds_alternative<mj::Var>(a) && std::get<mj::Var>(a) == v);
+      for (auto& a : j.outvars) used = used || (std::holds_alternative<mj::Var>(a) && std::get<mj::Var>(a) == v);
+    }
+    dead += !used;
+    for (auto& [key, p] : j.eqns[i].params.items()) {
+      if (auto* cj = std::get_if<mj::ClosedJaxprPtr>(&p)) dead += dead_equations(*(*cj)->jaxpr);
+      if (auto* cjs = std::get_if<std::vector<mj::ClosedJaxprPtr>>(&p))
+        for (auto& c : *cjs) dead += dead_equations(*c->jaxpr);
+    }
+  }
+  return dead;
+}
+
+// The largest element count of any value an equation of `j` produces (bodies included).
+int64_t largest_value(const mj::Jaxpr& j) {
+  int64_t n = 0;
+  for (auto& e : j.eqns) {
+    for (auto& v : e.outputs) n = std::max(n, v.aval().size());
+    for (auto& [key, p] : e.params.items()) {
+      if (auto* cj = std::get_if<mj::ClosedJaxprPtr>(&p)) n = std::max(n, largest_value(*(*cj)->jaxpr));
+      if (auto* cjs = std::get_if<std::vector<mj::ClosedJaxprPtr>>(&p))
+        for (auto& c : *cjs) n = std::max(n, largest_value(*c->jaxpr));
+    }
+  }
+  return n;
 }
 
 }  // namespace
@@ -284,4 +323,33 @@ TEST(ShardedJit, AnInnerShardedJitConstrainsTheOuterPartitionedProgram) {
   for (auto& c : run->stats.collectives)
     gathered |= c.primitive == "all_gather" && c.bytes_received[0] == 48;
   EXPECT_TRUE(gathered) << run->lowered->as_text();
+}
+
+// relu's derivative builds zeros it never reads (`_:f32[8,16] = broadcast_in_dim 0.0`, at the
+// global batch x hidden shape): the traced program has such dead equations, the lowered global
+// program and the SPMD program have none, so no device allocates them. Every value of the SPMD
+// program is at most the largest local shard of an argument or output: w1 / dw1 in
+// P(None, "model") are [784, 16/2] = 6272 elements per device.
+TEST(ShardedMlp, ThePartitionedProgramHasNoDeadEquations) {
+  auto m = mesh42();
+  Data d = small_data();
+  mj::ClosedJaxpr traced = mj::make_jaxpr(loss_grad())(d.params, d.x, d.y);
+  ASSERT_GE(dead_equations(*traced.jaxpr), 2u) << mj::to_string(traced);  // one per relu layer
+  auto step = mj::jit(loss_grad(), mj::JitOptions{"train_step", mlp_in_shardings(m), {}});
+  mj::SpmdRun run = step.run_spmd_shards(d.params, d.x, d.y);
+  EXPECT_EQ(dead_equations(*run.lowered->jaxpr->jaxpr), 0u) << mj::to_string(*run.lowered->jaxpr);
+  EXPECT_EQ(dead_equations(run.lowered->program), 0u) << mj::to_string(run.lowered->program);
+  EXPECT_LE(largest_value(run.lowered->program), 784 * 8) << mj::to_string(run.lowered->program);
+  EXPECT_EQ(run.lowered->program.invars.size(), 8u);  // every argument stays an input
+
+  // partition_spmd alone (no DCE before propagation): the dead equations are propagated and
+  // traced, and still leave the SPMD program.
+  std::vector<std::optional<mj::Sharding>> in(traced.jaxpr->constvars.size());
+  auto given = mlp_in_shardings(m);
+  for (size_t i = 0; i < traced.jaxpr->invars.size(); ++i)
+    in.push_back(mj::to_sharding(*given[i], int64_t(traced.jaxpr->invars[i].aval().shape.size())));
+  mj::PropagationResult prop = mj::propagate_shardings(*traced.jaxpr, in, {}, *m);
+  mj::Jaxpr prog = mj::partition_spmd(*traced.jaxpr, prop, *m);
+  EXPECT_EQ(dead_equations(prog), 0u) << mj::to_string(prog);
+  EXPECT_EQ(prog.invars.size(), in.size());
 }
