@@ -43,8 +43,15 @@ std::vector<std::optional<Sharding>> resolve_shardings(
         given.empty() ? none : given.size() == 1 ? given[0] : given[i];
     const ShapedArray& aval = avals[num_consts + i];
     if (ns) {
-      Sharding s = to_sharding(*ns, int64_t(aval.shape.size()), loc);
-      s.check(aval.shape, loc);
+      Sharding s;
+      try {
+        s = to_sharding(*ns, int64_t(aval.shape.size()), loc);
+        s.check(aval.shape, loc);
+      } catch (const ShardingError& e) {  // name the leaf and its shape (the spec is in e)
+        throw ShardingError(std::string("jit: ") + what + " entry " + std::to_string(i) + " for a " +
+                                aval.str() + " leaf: " + e.message(),
+                            loc);
+      }
       same_mesh(s, i, ns->str());
       out[num_consts + i] = std::move(s);
     } else if (i < values.size() && values[i].is_sharded()) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "sharding/partition_bodies.h"
 #include "sharding/lower_reshard_ragged.h"
 #include "sharding/plan_reshard.h"
+#include "sharding/propagate_detail.h"
 #include "sharding/sharding_rule.h"
 
 namespace minijax {
@@ -91,6 +93,16 @@ Array permute(const Array& x, std::vector<WDim>& w, const std::vector<size_t>& o
 
 Array reshape_to(const Array& x, const Shape& s) { return x.shape() == s ? x : lax::reshape(x, s); }
 
+// Unreduced axes in a canonical order (by axis, then major sub-axis first) with adjacent sub-axes
+// of one axis merged: partial sums over "x":(1)2 and "x":(2)2 are partial sums over "x" (a sum
+// does not depend on the order its parts are added in), so they are reduced over the whole axis.
+std::vector<AxisRef> merged_unreduced(std::vector<AxisRef> v, const Mesh& mesh) {
+  std::sort(v.begin(), v.end(), [](const AxisRef& a, const AxisRef& b) {
+    return std::tie(a.name, a.pre_size, a.size) < std::tie(b.name, b.pre_size, b.size);
+  });
+  return prop_detail::normalize(v, mesh);
+}
+
 // The collectives for one reshard of a value of global shape `global` (see the header).
 Array lower_reshard(const Array& x, const Sharding& from, const Sharding& to, const Shape& global,
                     const Mesh& mesh, const std::string& what, SL loc) {
@@ -104,6 +116,11 @@ Array lower_reshard(const Array& x, const Sharding& from, const Sharding& to, co
   if (from.memory_kind != to.memory_kind) throw fail("memory kinds differ");
   if (from.unreduced != to.unreduced) {
     if (!to.unreduced.empty()) throw fail("cannot turn values into partial sums");
+    if (std::vector<AxisRef> merged = merged_unreduced(from.unreduced, mesh); merged != from.unreduced) {
+      Sharding canonical = from;
+      canonical.unreduced = std::move(merged);
+      return lower_reshard(x, canonical, to, global, mesh, what, loc);
+    }
     const auto& u = from.unreduced;
     for (auto& a : u)
       if (a.is_sub_axis()) throw fail("partial sums over a sub-axis");
@@ -321,16 +338,10 @@ void check_agreement(const Jaxpr& j, size_t i, const FactorRule& rule,
     if (!linear || s.unreduced != in_unreduced)
       throw fail("an operand holds partial sums (unreduced) that this equation cannot consume");
   }
-  auto sorted = [](std::vector<AxisRef> v) {
-    std::sort(v.begin(), v.end(), [](const AxisRef& a, const AxisRef& b) {
-      return std::tie(a.name, a.pre_size, a.size) < std::tie(b.name, b.pre_size, b.size);
-    });
-    return v;
-  };
   std::vector<AxisRef> want = red;
   if (linear) want.insert(want.end(), in_unreduced.begin(), in_unreduced.end());
   for (auto& s : outs)
-    if (sorted(s.unreduced) != sorted(want))
+    if (merged_unreduced(s.unreduced, *s.mesh) != merged_unreduced(want, *s.mesh))
       throw fail("result unreduced axes differ from the sharded reduction factors' axes");
 }
 

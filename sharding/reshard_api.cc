@@ -15,7 +15,16 @@ namespace minijax {
 ReshardPlan reshard_plan(const NamedSharding& src, const NamedSharding& dst, const ShapedArray& aval,
                          std::source_location loc) {
   const int64_t rank = int64_t(aval.shape.size());
-  return plan_reshard(to_sharding(src, rank, loc), to_sharding(dst, rank, loc), aval, loc);
+  auto convert = [&](const NamedSharding& ns, const char* which) {
+    try {
+      return to_sharding(ns, rank, loc);
+    } catch (const ShardingError& e) {  // name the array's shape (the spec is in e)
+      throw ShardingError(std::string("reshard_plan of a ") + aval.str() + " array, " + which + ": " +
+                              e.message(),
+                          loc);
+    }
+  };
+  return plan_reshard(convert(src, "source"), convert(dst, "target"), aval, loc);
 }
 
 ReshardPlan reshard_plan(const Sharding& src, const Sharding& dst, const ShapedArray& aval,
