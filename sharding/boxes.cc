@@ -12,6 +12,12 @@ int64_t Box::volume() const {
   return v;
 }
 
+Shape Box::extent() const {
+  Shape e(lo.size());
+  for (size_t i = 0; i < e.size(); ++i) e[i] = hi[i] - lo[i];
+  return e;
+}
+
 bool Box::contains(const std::vector<int64_t>& idx) const {
   if (idx.size() != lo.size()) return false;
   for (size_t i = 0; i < lo.size(); ++i)

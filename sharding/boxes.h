@@ -18,6 +18,8 @@ struct Box {
 
   /// Number of elements: prod(hi - lo) (1 for rank 0).
   int64_t volume() const;
+  /// The shape of a dense buffer holding the box: hi[i] - lo[i] per dim.
+  Shape extent() const;
   /// Whether index `idx` (one per dim) lies in the box.
   bool contains(const std::vector<int64_t>& idx) const;
   /// `[0:3, 0:16]` (numpy-style slices).

@@ -51,19 +51,13 @@ Array table(const std::vector<std::vector<int64_t>>& rows, int64_t width) {
   return t;
 }
 
-std::string shape_text(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 }  // namespace
 
 Array lower_reshard_ragged(const Array& x, const Sharding& from, const Sharding& to,
                            const Shape& global, const Mesh& mesh, std::source_location loc) {
   auto fail = [&](const std::string& why) {
     return ShardingError("ragged reshard " + from.str() + " -> " + to.str() + " of shape " +
-                             shape_text(global) + " on " + mesh.str() + ": " + why,
+                             shape_str(global) + " on " + mesh.str() + ": " + why,
                          loc);
   };
   if (!from.unreduced.empty() || !to.unreduced.empty()) throw fail("partial sums are reduced first");

@@ -124,12 +124,6 @@ bool assign(Rule rule, const std::vector<Item>& items, const std::vector<size_t>
   return true;
 }
 
-std::vector<int64_t> extent(const Box& b) {
-  std::vector<int64_t> e(b.lo.size());
-  for (size_t i = 0; i < e.size(); ++i) e[i] = b.hi[i] - b.lo[i];
-  return e;
-}
-
 /// Calls f(idx) for the first index of every innermost row of `box` (non-empty boxes only).
 template <class F>
 void for_each_row(const Box& box, F&& f) {
@@ -160,14 +154,12 @@ int64_t offset_in(const Box& holder, const std::vector<int64_t>& idx, int64_t it
   return off * item;
 }
 
-/// Copies the elements of `box` from a buffer holding `from` to one holding `to`.
+/// Copies the elements of `box` from a buffer holding `from` to one holding `to` (core's
+/// copy_region, the one box-copy loop of the code base).
 void copy_box(const Box& box, const unsigned char* src, const Box& from, unsigned char* dst,
               const Box& to, int64_t item) {
-  const int64_t row = box.lo.empty() ? 1 : box.hi.back() - box.lo.back();
-  for_each_row(box, [&](const std::vector<int64_t>& idx) {
-    std::memcpy(dst + offset_in(to, idx, item), src + offset_in(from, idx, item),
-                size_t(row * item));
-  });
+  if (box.volume() == 0) return;
+  copy_region(src, from.lo, from.hi, dst, to.lo, to.hi, box.lo, box.hi, size_t(item));
 }
 
 
@@ -521,10 +513,10 @@ std::vector<Array> execute_reshard(const ReshardPlan& plan, const std::vector<Ar
   const int64_t item = int64_t(itemsize(plan.aval.dtype));
   for (size_t d = 0; d < n; ++d) {
     const Array& s = src_shards[d];
-    if (!s.defined() || s.dtype() != plan.aval.dtype || s.shape() != extent(plan.src_boxes[d]))
+    if (!s.defined() || s.dtype() != plan.aval.dtype || s.shape() != plan.src_boxes[d].extent())
       throw ValueError("execute_reshard: shard " + std::to_string(d) + " is " +
                        (s.defined() ? s.aval().str() : std::string("empty")) + ", expected " +
-                       dtype_name(plan.aval.dtype) + shape_str(extent(plan.src_boxes[d])));
+                       dtype_name(plan.aval.dtype) + shape_str(plan.src_boxes[d].extent()));
   }
   std::vector<Array> cur = src_shards;
   std::vector<int64_t> peak(n, 0);
@@ -536,7 +528,7 @@ std::vector<Array> execute_reshard(const ReshardPlan& plan, const std::vector<Ar
     for (size_t d = 0; d < n; ++d) {
       in[d] = static_cast<const unsigned char*>(cur[d].raw_data());
       ShapedArray a = plan.aval;
-      a.shape = extent(st.to_boxes[d]);
+      a.shape = st.to_boxes[d].extent();
       a.weak_type = false;
       out[d] = Array::allocate(a);
       o[d] = static_cast<unsigned char*>(const_cast<void*>(out[d].raw_data()));

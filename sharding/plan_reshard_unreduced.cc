@@ -102,8 +102,7 @@ ReshardStep all_reduce_step(const Sharding& src, const Sharding& reduced, const 
   for (size_t r = 0; r < st.to_boxes.size(); ++r) {
     const Box& a = st.to_boxes[r];
     if (a.volume() == 0) continue;
-    std::vector<int64_t> ext(a.lo.size());
-    for (size_t i = 0; i < ext.size(); ++i) ext[i] = a.hi[i] - a.lo[i];
+    const Shape ext = a.extent();
     const int64_t sd = all_reduce_split_dim(ext, k);
     const auto& members = g.members[g.group[r]];
     if (sd < 0) {  // rank 0: every peer's partial sum, directly

@@ -69,12 +69,6 @@ void check_reduced(const Sharding& s, const Shape& shape, const char* what,
                         loc);
 }
 
-Shape box_extent(const Box& b) {
-  Shape e(b.lo.size());
-  for (size_t i = 0; i < e.size(); ++i) e[i] = b.hi[i] - b.lo[i];
-  return e;
-}
-
 // A fresh buffer of `kind` on `device` holding region [0, extent) of `a`'s elements.
 std::shared_ptr<Buffer> copy_leading(const Array& a, const Shape& extent, MemoryKind kind,
                                      int device) {
@@ -114,7 +108,7 @@ Array make_sharded_array(const ShapedArray& global, const Sharding& s_in, std::v
       throw TypeError("make_sharded_array: shard " + std::to_string(p) + " is " + a.aval().str() +
                           " but the array is " + global.str(),
                       loc);
-    Shape ext = box_extent(boxes[p]);
+    Shape ext = boxes[p].extent();
     bool exact = a.shape() == ext, padded = a.ndim() == int64_t(ext.size());
     for (size_t i = 0; padded && i < ext.size(); ++i) padded = a.shape()[i] >= ext[i];
     if (!padded)
@@ -155,7 +149,7 @@ std::vector<Array> local_shards(const Array& x_in, const Sharding& s_in, std::so
     std::vector<int64_t> zero(size_t(x.ndim()), 0);
     const void* src = x.raw_data(loc);
     for (size_t p = 0; p < dst.size(); ++p) {
-      Shape ext = box_extent(dst[p]);
+      Shape ext = dst[p].extent();
       auto buf = std::make_shared<Buffer>(size_t(shape_size(ext)) * isz, s.memory_kind,
                                           mesh.device_ids[p]);
       copy_region(src, zero, x.shape(), buf->data(), dst[p].lo, dst[p].hi, dst[p].lo, dst[p].hi,
@@ -186,7 +180,7 @@ std::vector<Array> local_shards(const Array& x_in, const Sharding& s_in, std::so
       moved = execute_reshard(plan, src_shards);
     }
     for (size_t p = 0; p < moved.size(); ++p) {
-      Shape ext = box_extent(dst[p]);
+      Shape ext = dst[p].extent();
       const ConcreteArray& m = moved[p].concrete_impl(loc);
       if (m.buffer()->memory_kind() == s.memory_kind && m.buffer()->device_id() == mesh.device_ids[p])
         out.push_back(shard_array(global, ext, m.buffer()));
@@ -198,7 +192,7 @@ std::vector<Array> local_shards(const Array& x_in, const Sharding& s_in, std::so
   }
   // Another mesh: each target box is assembled from the source shards that intersect it.
   for (size_t p = 0; p < dst.size(); ++p) {
-    Shape ext = box_extent(dst[p]);
+    Shape ext = dst[p].extent();
     auto buf = std::make_shared<Buffer>(size_t(shape_size(ext)) * isz, s.memory_kind,
                                         mesh.device_ids[p]);
     for (auto& sh : c.shards()) {
