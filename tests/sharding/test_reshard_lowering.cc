@@ -309,3 +309,41 @@ TEST(ReshardApi, SpmdTextDescendsIntoLoopAndCondBodies) {
       EXPECT_EQ(s.bytes_received[d], 24);
     }
 }
+
+// collective_traffic (the static model spmd_as_text prints) and run_spmd's measurement are two
+// implementations of one traffic model: they must agree per device for every collective kind,
+// including an all_reduce whose pieces are uneven (f32[6,4] over 8 devices splits dim 0 into
+// ceil(6/8) = 1-row pieces: 6 pieces of 4 elements, 2 empty), a rank-0 all_reduce and a
+// collective_permute with a self pair (which moves nothing). One value by hand as an anchor:
+// all_gather of f32[6,4] (96 B) over the 4 "x" devices sends and receives (4-1)*96 = 288 B.
+TEST(ReshardApi, StaticTrafficEqualsMeasuredForEveryCollective) {
+  namespace lax = mj::lax;
+  auto m = make_mesh(iota(8), {4, 2}, {"x", "y"});
+  auto f = [](Array x) {
+    return std::vector<Array>{lax::all_gather(x, {"x"}, 4, 0, true),
+                              lax::all_reduce(x, {"x", "y"}, 8, "sum"),
+                              lax::psum(lax::reduce_sum(x, {0, 1}), {"y"}, 2),
+                              lax::reduce_scatter(x, {"y"}, 2, 0),
+                              lax::all_to_all(x, {"x"}, 4, 1, 0),
+                              lax::collective_permute(x, {"x"}, 4, {0, 1, 1, 2, 3, 3})};
+  };
+  Array x = ramp({6, 4});
+  auto cj = mj::make_jaxpr(f)(x);
+  mj::SpmdStats stats;
+  mj::run_spmd(*cj.jaxpr, *m, std::vector<std::vector<Array>>(8, std::vector<Array>{x}), &stats);
+  size_t next = 0;
+  for (size_t i = 0; i < cj.jaxpr->eqns.size(); ++i) {
+    auto t = mj::collective_traffic(*cj.jaxpr, i, {}, *m);
+    if (!t) continue;
+    ASSERT_LT(next, stats.collectives.size());
+    const auto& c = stats.collectives[next++];
+    EXPECT_EQ(c.eqn_index, i);
+    EXPECT_EQ(c.primitive, t->primitive);
+    EXPECT_EQ(c.bytes_sent, t->bytes_sent) << t->primitive;
+    EXPECT_EQ(c.bytes_received, t->bytes_received) << t->primitive;
+    if (t->primitive == "all_gather")
+      for (size_t d = 0; d < 8; ++d) EXPECT_EQ(t->bytes_received[d], 288);
+  }
+  EXPECT_EQ(next, 6u);
+  EXPECT_EQ(stats.collectives.size(), 6u);
+}
