@@ -93,20 +93,8 @@ std::shared_ptr<const Lowered> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t
   low->mesh = mesh;
   low->jaxpr = live;
   low->num_consts = num_consts;
-  std::vector<std::optional<Sharding>> out = out_given;
-  low->propagation = propagate_shardings(j, in, out, *mesh, loc);
-  // Outputs left as partial sums are returned reduced (JAX never returns unreduced values unless
-  // asked): fix them to the same dims without unreduced axes and propagate again.
-  bool again = false;
-  for (size_t k = 0; k < out.size(); ++k) {
-    if (out[k]) continue;
-    Sharding s = output_sharding(low->propagation, j, k, mesh);
-    if (s.unreduced.empty()) continue;
-    s.unreduced.clear();
-    out[k] = std::move(s);
-    again = true;
-  }
-  if (again) low->propagation = propagate_shardings(j, in, out, *mesh, loc);
+  // Outputs are reduced by propagation itself (no partial sums unless an out_sharding asks).
+  low->propagation = propagate_shardings(j, in, out_given, *mesh, loc);
   low->program = partition_spmd(j, low->propagation, *mesh, loc);
   for (auto& v : j.invars) low->in_shardings.push_back(low->propagation.of(v));
   for (size_t k = 0; k < j.outvars.size(); ++k)

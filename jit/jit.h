@@ -80,9 +80,8 @@ std::vector<std::optional<Sharding>> resolve_shardings(
     std::shared_ptr<const Mesh>& mesh, std::source_location loc);
 
 /// Propagates and partitions `jaxpr` (constvars already converted to invars) for the resolved
-/// in/out shardings on `mesh`. Outputs the user gave no sharding and that propagation leaves as
-/// partial sums (unreduced axes) are returned reduced: propagation runs again with those outputs
-/// fixed to the same dims without unreduced axes (an all_reduce or reduce_scatter is placed).
+/// in/out shardings on `mesh`. Dead equations are removed first (dce_jaxpr, every input kept).
+/// Outputs are never partial sums unless an out_sharding asks: propagate_shardings reduces them.
 std::shared_ptr<const Lowered> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
                                              const std::vector<std::optional<Sharding>>& in,
                                              const std::vector<std::optional<Sharding>>& out,

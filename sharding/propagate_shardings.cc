@@ -16,6 +16,7 @@
 #include "sharding/factor_projection.h"
 #include "sharding/plan_reshard.h"
 #include "sharding/propagate_bodies.h"
+#include "sharding/propagate_outputs.h"
 #include "sharding/sharding_rule.h"
 
 namespace minijax {
@@ -543,6 +544,7 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
     }
     if (!choose_unstacked(st, stacked_enters)) break;
   }
+  reduce_outputs(st, jaxpr, out_shardings);  // outputs are returned reduced unless asked
 
   const Mesh& m = *st.mesh;
   std::unordered_map<const Jaxpr*, std::vector<std::vector<ReshardPlacement>>> before_of, after_of;

@@ -43,7 +43,9 @@ namespace minijax {
 // before the equation; result: the computed one -> its sharding, after it), each costed by
 // plan_reshard (sharding/plan_reshard.h); cost = sum of each reshard's largest per-device
 // receive, ties by total elements received; the cheapest wins (first in candidate order on
-// equal cost). Partial sums in a result whose sharding is reduced are costed by plan_reshard's
+// equal cost). Before placement, program outputs left as partial sums without an out_sharding
+// are fixed to their cheapest reduced sharding (sharding/propagate_outputs.h): outputs are
+// returned reduced unless asked. Partial sums in a result whose sharding is reduced are costed by plan_reshard's
 // reduction (reduce_scatter onto the cheapest intermediate, or all_reduce, then the move);
 // each candidate is also tried with its reduction factors unsharded (operands gathered).
 

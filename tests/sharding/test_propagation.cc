@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/lax.h"
 #include "sharding/partition_spec.h"
+#include "sharding/plan_reshard.h"
 #include "sharding/propagate_shardings.h"
 
 namespace mj = minijax;
@@ -99,21 +100,49 @@ TEST(Propagation, OutShardingsOnlyPropagateToInputsWithoutReshards) {
   EXPECT_GE(r.sweeps, 2);
 }
 
-TEST(Propagation, ShardedContractingDimGivesUnreducedResult) {
+// The dot's result holds partial sums; with no out_sharding the output is still returned
+// reduced, at the cheapest reduced target. c = a @ b, a [8,16] in P("y","x"), b [16,4] in
+// P("x",None) on (x=4, y=2): c is computed [{"y"}, {}] with partial sums over "x", local [4,4] =
+// 16 elements. Reduced targets: the same dims, an all_reduce over the 4 devices of "x" (two-phase:
+// 2*(4-1)/4 * 16 = 24 received per device); "x" appended to dim 0 ([8] / (2*4) = 1 row) or to
+// dim 1 ([4] / 4 = 1 column), a reduce_scatter ((4-1)/4 * 16 = 12 per device). 12 < 24, dim 0
+// first on the tie: [{"y","x"}, {}], one reshard after the dot, 12 per device, 8 * 12 in all.
+TEST(Propagation, ShardedContractingDimGivesPartialSumsReducedAtTheOutput) {
   auto m = mesh42();
   auto cj = mj::make_jaxpr([](Array a, Array b) { return matmul(a, b); })(
       zeros({8, 16}), zeros({16, 4}));
   const auto& j = *cj.jaxpr;
-  auto r = mj::propagate_shardings(
-      j, {named(m, mj::P("y", "x"), 2), named(m, mj::P("x", mj::None{}), 2)}, {}, *m);
+  std::vector<std::optional<Sharding>> in{named(m, mj::P("y", "x"), 2), named(m, mj::P("x", mj::None{}), 2)};
+  auto r = mj::propagate_shardings(j, in, {}, *m);
   const Sharding& c = r.of(j.eqns[0].outputs[0]);
-  // m keeps "y"; the contracting factor is on "x" in both operands, so the result holds partial
-  // sums over "x"; n is unsharded.
-  EXPECT_EQ(dim_axes(c), (AxesList{{Y}, {}}));
-  EXPECT_EQ(c.unreduced, (std::vector<AxisRef>{X}));
+  EXPECT_EQ(dim_axes(c), (AxesList{{Y, X}, {}})) << r.text;
+  EXPECT_TRUE(c.unreduced.empty());
   expect_all_valid(r, j);
-  EXPECT_TRUE(r.reshards.empty()) << r.text;
-  EXPECT_NE(r.text.find(R"(unreduced={"x"})"), std::string::npos) << r.text;
+  ASSERT_EQ(r.reshards.size(), 1u) << r.text;
+  const auto& p = r.reshards[0];
+  EXPECT_TRUE(p.on_result);
+  EXPECT_EQ(p.eqn, 0u);
+  // m keeps "y"; the contracting factor is on "x" in both operands: partial sums over "x".
+  EXPECT_EQ(dim_axes(p.from), (AxesList{{Y}, {}}));
+  EXPECT_EQ(p.from.unreduced, (std::vector<AxisRef>{X}));
+  EXPECT_EQ(dim_axes(p.to), (AxesList{{Y, X}, {}}));
+  EXPECT_TRUE(p.to.unreduced.empty());
+  EXPECT_EQ(p.max_received, 12);
+  EXPECT_EQ(p.total_received, 96);
+  // The planner agrees, and its all_reduce to the same dims costs the 24 derived above.
+  ShapedArray aval{{8, 4}, mj::DType::f32};
+  EXPECT_EQ(mj::plan_reshard(p.from, p.to, aval).max_received(), 12);
+  Sharding same = p.from;
+  same.unreduced.clear();
+  EXPECT_EQ(mj::plan_reshard(p.from, same, aval).max_received(), 24);
+  EXPECT_NE(r.text.find(R"(unreduced={"x"})"), std::string::npos) << r.text;  // on the reshard line
+
+  // Partial sums asked for by the out_sharding are kept: no reshard.
+  Sharding asked = named(m, mj::P("y", mj::None{}), 2);
+  asked.unreduced = {X};
+  auto kept = mj::propagate_shardings(j, in, {asked}, *m);
+  EXPECT_EQ(kept.of(j.eqns[0].outputs[0]).unreduced, (std::vector<AxisRef>{X}));
+  EXPECT_TRUE(kept.reshards.empty()) << kept.text;
 }
 
 TEST(Propagation, ReducedOutputOfShardedContractionIsCostedAsAllReduce) {
@@ -279,15 +308,43 @@ TEST(Propagation, Errors) {
   EXPECT_THROW(mj::propagate_shardings(*ok.jaxpr, {bad}, {}, *m), mj::ShardingError);
 }
 
-TEST(Propagation, ReduceSumOverAShardedDimGivesUnreducedResult) {
+// reduce_sum over dim 0 of x [8,16] in P("x","y"): the result [16] is computed in [{"y"}] with
+// partial sums over "x", local 8 elements. Only returned: reduce_scatter onto [{"y","x"}]
+// (16 / 8 = 2 elements each), (4-1)/4 * 8 = 6 received per device, 48 in all (an all_reduce
+// would receive 2*(4-1)/4 * 8 = 12).
+TEST(Propagation, ReduceSumOverAShardedDimIsReducedAtTheOutput) {
   auto m = mesh42();
-  auto cj = mj::make_jaxpr([](Array x) { return mj::lax::reduce_sum(x, {0}); })(zeros({8, 4}));
+  auto cj = mj::make_jaxpr([](Array x) { return mj::lax::reduce_sum(x, {0}); })(zeros({8, 16}));
   const auto& j = *cj.jaxpr;
   auto r = mj::propagate_shardings(j, {named(m, mj::P("x", "y"), 2)}, {}, *m);
-  const Sharding& s = r.of(j.eqns[0].outputs[0]);
-  EXPECT_EQ(dim_axes(s), (AxesList{{Y}}));
-  EXPECT_EQ(s.unreduced, (std::vector<AxisRef>{X}));
-  EXPECT_TRUE(r.reshards.empty()) << r.text;
+  ASSERT_EQ(r.reshards.size(), 1u) << r.text;
+  EXPECT_EQ(dim_axes(r.reshards[0].from), (AxesList{{Y}}));
+  EXPECT_EQ(r.reshards[0].from.unreduced, (std::vector<AxisRef>{X}));
+  EXPECT_EQ(dim_axes(r.reshards[0].to), (AxesList{{Y, X}}));
+  EXPECT_EQ(r.reshards[0].max_received, 6);
+  EXPECT_EQ(r.reshards[0].total_received, 48);
+  EXPECT_TRUE(r.of(j.eqns[0].outputs[0]).unreduced.empty());
+}
+
+// The same sum returned and read by sin: only the same dims are a target (a reduce_scatter
+// would change what sin reads), so one all_reduce after the sum, 12 per device (derived above),
+// 96 in all, shared by sin and the output.
+TEST(Propagation, AReducedOutputThatIsAlsoReadIsAllReducedOnce) {
+  auto m = mesh42();
+  auto cj = mj::make_jaxpr([](Array x) {
+    Array s = mj::lax::reduce_sum(x, {0});
+    return std::vector<Array>{s, unary(s)};
+  })(zeros({8, 16}));
+  const auto& j = *cj.jaxpr;
+  auto r = mj::propagate_shardings(j, {named(m, mj::P("x", "y"), 2)}, {}, *m);
+  ASSERT_EQ(r.reshards.size(), 1u) << r.text;
+  EXPECT_TRUE(r.reshards[0].on_result);
+  EXPECT_EQ(r.reshards[0].eqn, 0u);
+  EXPECT_EQ(dim_axes(r.reshards[0].to), (AxesList{{Y}}));
+  EXPECT_TRUE(r.reshards[0].to.unreduced.empty());
+  EXPECT_EQ(r.reshards[0].max_received, 12);
+  EXPECT_EQ(r.reshards[0].total_received, 96);
+  EXPECT_EQ(dim_axes(r.of(j.eqns[1].outputs[0])), (AxesList{{Y}}));
 }
 
 TEST(Propagation, PartialSumsAreReducedBeforeANonLinearConsumer) {
