@@ -1,5 +1,5 @@
 // minijax global configuration (the only mutable globals besides the registries).
-// Owns switches such as jaxpr verification after every transformation.
+// Owns switches such as jaxpr verification after every transformation and the device count.
 #pragma once
 
 namespace minijax {
@@ -12,6 +12,12 @@ struct Config {
 #else
   bool verify_jaxprs = true;
 #endif
+  /// The number of virtual devices (JAX's `jax_num_cpu_devices`), read at the first use of
+  /// mj::devices() (sharding/mesh.h) when set_num_devices was not called; 0 = not set (then
+  /// MINIJAX_NUM_DEVICES, else 1). Changing it to another count after that first use makes the
+  /// next devices()/num_devices() throw ShardingError (the count cannot change once meshes may
+  /// have been built from it).
+  int num_cpu_devices = 0;
 };
 
 /// The process-wide configuration.

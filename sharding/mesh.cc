@@ -1,5 +1,5 @@
 // minijax device meshes: validation, coordinate arithmetic and printing of Mesh.
-// Owns the process-wide virtual device count (set_num_devices / MINIJAX_NUM_DEVICES).
+// Owns the process-wide virtual device count (set_num_devices / config / MINIJAX_NUM_DEVICES).
 #include "sharding/mesh.h"
 
 #include <cstdlib>
@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/config.h"
 #include "core/errors.h"
 
 namespace minijax {
@@ -139,6 +140,12 @@ int num_devices(std::source_location loc) {
   if (g_num_devices == 0) {
     if (g_requested > 0) {
       g_num_devices = g_requested;
+    } else if (const int c = config().num_cpu_devices; c != 0) {
+      if (c < 1)
+        throw ShardingError("config().num_cpu_devices = " + std::to_string(c) +
+                                " is not a device count (an integer >= 1)",
+                            loc);
+      g_num_devices = c;
     } else if (const char* env = std::getenv("MINIJAX_NUM_DEVICES"); env && *env) {
       char* end = nullptr;
       long n = std::strtol(env, &end, 10);
@@ -150,6 +157,10 @@ int num_devices(std::source_location loc) {
     } else {
       g_num_devices = 1;
     }
+  } else if (const int c = config().num_cpu_devices; c != 0 && c != g_num_devices) {
+    throw ShardingError("config().num_cpu_devices = " + std::to_string(c) + ", but devices() was already used with " +
+                            std::to_string(g_num_devices) + " devices; set the count before first use",
+                        loc);
   }
   return g_num_devices;
 }

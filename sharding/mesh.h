@@ -56,9 +56,10 @@ struct Mesh {
 };
 
 /// The process's virtual devices: ids 0..N-1. N is fixed at first use: set_num_devices(n) if it
-/// was called before, else the environment variable MINIJAX_NUM_DEVICES, else 1 (as XLA's
-/// forced host platform device count). ShardingError if MINIJAX_NUM_DEVICES is not an integer
-/// >= 1.
+/// was called before, else mj::config().num_cpu_devices when non-zero (core/config.h), else the
+/// environment variable MINIJAX_NUM_DEVICES, else 1 (as XLA's forced host platform device
+/// count). ShardingError if MINIJAX_NUM_DEVICES or the config is not an integer >= 1, or if the
+/// config was changed to another count after first use.
 std::vector<int> devices(std::source_location loc = std::source_location::current());
 /// Number of virtual devices (devices().size()).
 int num_devices(std::source_location loc = std::source_location::current());

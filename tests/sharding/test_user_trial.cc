@@ -183,3 +183,17 @@ TEST(UserTrial, BadInputListNamesSpecShapeAndCallSite) {
                           jf(u); },
       {"17", "8", "\"d\""});
 }
+
+// Issue 4: N is "set by MINIJAX_NUM_DEVICES or mj::config before first use". Here N is already
+// fixed (this binary's other tests use devices()), so a different config count must throw at the
+// next devices() call, naming the call site, and the same count must not.
+TEST(UserTrial, ConfigDeviceCountCannotChangeAfterFirstUse) {
+  const int n = mj::num_devices();
+  mj::config().num_cpu_devices = n;
+  EXPECT_EQ(mj::devices().size(), size_t(n));
+  mj::config().num_cpu_devices = n + 1;
+  expect_sharding_error(__LINE__, [&] { mj::devices(); },
+                        {"num_cpu_devices = " + std::to_string(n + 1), std::to_string(n) + " devices"});
+  mj::config().num_cpu_devices = 0;
+  EXPECT_EQ(mj::num_devices(), n);
+}
