@@ -63,7 +63,11 @@ Lowered run(const mj::ClosedJaxpr& cj, const std::vector<Array>& args, const std
   auto got = mj::run_spmd(r.program, *m, dev, &r.stats);
   auto want = mj::eval_jaxpr(cj, args);
   for (size_t k = 0; k < want.size(); ++k) {
-    auto blocks = cut(want[k], r.prop.of(std::get<mj::Var>(cj.jaxpr->outvars[k])));
+    // The output's sharding: an output reshard's target, else the variable's.
+    Sharding os = r.prop.of(std::get<mj::Var>(cj.jaxpr->outvars[k]));
+    for (auto& rs : r.prop.reshards)
+      if (rs.on_output && rs.index == k) os = rs.to;
+    auto blocks = cut(want[k], os);
     for (size_t p = 0; p < blocks.size(); ++p) {
       EXPECT_EQ(got[p][k].shape(), blocks[p].shape()) << "device " << p;
       if (got[p][k].shape() != blocks[p].shape()) continue;
@@ -203,6 +207,23 @@ TEST(ReshardLowering, PartialSumsReduceScatterThenMove) {
               {from_spec(m, {{}, {"y", "x"}})}, m);
   EXPECT_EQ(count(r.text, "all_reduce"), 0u) << r.text << r.prop.text;
   EXPECT_EQ(count(r.text, "reduce_scatter["), 1u) << r.text << r.prop.text;
+}
+
+// A user-fixed value returned in another sharding: the identity with in_sharding [{"x"}, {}]
+// and out_sharding [{}, {"x"}]. The input cannot move (user sharding), so propagation places
+// ONE reshard at the output (on_output), costed by the planner: f32[8,8] on 4 "x" devices,
+// each device holds rows 2x..2x+1 and needs columns 2x..2x+1: of its 16 target elements it
+// has 4, so it receives 12 (the all_to_all over "x"). Values equal eager.
+TEST(ReshardLowering, UserFixedValueReturnedInAnotherShardingIsReshardedAtTheOutput) {
+  auto m = make_mesh(iota(8), {4, 2}, {"x", "y"});
+  Array x = ramp({8, 8}, 0.5f);
+  auto cj = mj::make_jaxpr([](Array v) { return v; })(x);
+  Lowered r = run(cj, {x}, {from_spec(m, {{"x"}, {}})}, {from_spec(m, {{}, {"x"}})}, m);
+  ASSERT_EQ(r.prop.reshards.size(), 1u) << r.prop.text;
+  EXPECT_TRUE(r.prop.reshards[0].on_output) << r.prop.text;
+  EXPECT_EQ(r.prop.reshards[0].max_received, 12) << r.prop.text;
+  ASSERT_EQ(r.stats.collectives.size(), 1u) << r.text;
+  EXPECT_EQ(r.stats.collectives[0].primitive, "all_to_all") << r.text;
 }
 
 // [{"y"}, {}] -> [{"x", "y"}, {}] on (4,2), f32[16,4]: the planner names it a collective_permute
