@@ -348,7 +348,7 @@ Jaxpr partition_spmd(const Jaxpr& jaxpr, const PropagationResult& shardings, con
     ShapedArray a = inputs[k].aval();
     auto it = at_input.find(k);
     a.shape = local_shape(it != at_input.end() ? it->second->from : shardings.of(inputs[k]), a.shape, mesh,
-                          "input", loc);
+                          "input " + std::to_string(k) + " (its given or propagated sharding)", loc);
     in_avals.push_back(a);
   }
   // Reshards by position: (eqn, operand) before, (eqn, result) after, output index.

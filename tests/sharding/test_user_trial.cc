@@ -181,7 +181,14 @@ TEST(UserTrial, BadInputListNamesSpecShapeAndCallSite) {
   expect_sharding_error(
       __LINE__, [&] { auto jf = mj::jit([](const Array& t) { return t + 1; }, {.in_shardings = {NamedSharding{m8, P("d")}}});
                           jf(u); },
-      {"17", "8", "\"d\""});
+      {"17", "8", "\"d\"", "input 0"});
+  // The same uneven sharding asked by a constraint inside the function: propagation moves it back
+  // to the argument (t * 2 is elementwise), and the error says which input and why it has it.
+  expect_sharding_error(
+      __LINE__, [&] { auto jf = mj::jit([&](const Array& t) { return mj::with_sharding_constraint(t * 2, NamedSharding{m8, P("d")}); },
+                                        {.out_shardings = {NamedSharding{m8, P()}}});
+                      jf(u); },
+      {"17", "8", "\"d\"", "input 0 (its given or propagated sharding)"});
 }
 
 // Issue 4: N is "set by MINIJAX_NUM_DEVICES or mj::config before first use". Here N is already
