@@ -253,3 +253,27 @@ TEST(PlanReshardUnreduced, RankZeroAllReduce) {
   for (size_t d = 0; d < 8; ++d) shards.push_back(mj::lax::scalar(double(d / 2 + 1), mj::DType::f32));
   for (auto& o : mj::execute_reshard(p, shards)) EXPECT_EQ(o.data<float>()[0], 10.0f);
 }
+
+// execute_reshard adds partial sums in their own dtype: f64, u32 and bf16 (f32 and i32 above).
+// Device d of the (4,2) mesh has x coordinate d/2 and holds d/2 + 1 in every element of an
+// f?[4] shard; the sum over "x" is 1 + 2 + 3 + 4 = 10 everywhere (exact in bf16 too). Partial
+// sums of bool cannot be added: ValueError.
+TEST(PlanReshardUnreduced, PartialSumsOfEveryAddableDtype) {
+  auto mesh = make_mesh(iota(8), {4, 2}, {"x", "y"});
+  Sharding src = from_spec(mesh, {{}});
+  src.unreduced = {AxisRef::axis("x")};
+  for (mj::DType dt : {mj::DType::f64, mj::DType::u32, mj::DType::bf16, mj::DType::bool_}) {
+    mj::ReshardPlan p = mj::plan_reshard(src, from_spec(mesh, {{}}), mj::ShapedArray{{4}, dt});
+    std::vector<mj::Array> shards;
+    for (size_t d = 0; d < 8; ++d)
+      shards.push_back(mj::lax::full({4}, double(d / 2 + 1), dt));
+    if (dt == mj::DType::bool_) {
+      EXPECT_THROW(mj::execute_reshard(p, shards), mj::ValueError);
+      continue;
+    }
+    for (auto& o : mj::execute_reshard(p, shards)) {
+      mj::Array f = mj::lax::convert_element_type(o, mj::DType::f64);
+      for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(f.data<double>()[i], 10.0) << mj::dtype_name(dt);
+    }
+  }
+}
