@@ -2,6 +2,7 @@
 // over a (4, 2) ("data", "model") mesh equals the unsharded gradient, collectives, errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -251,6 +252,10 @@ TEST(ShardedJit, OutShardingOnAnotherDimIsOneAllToAll) {
   // Each device holds [2,16] and keeps the quarter it still owns: 3 of its 4 [2,4] blocks
   // (3*8 f32 = 96 bytes) leave it, and 3 arrive.
   EXPECT_EQ(run->stats.collectives[0].bytes_received[0], 96);
+  // collectives_text prints the measured bytes: 96 each way on every device (one line).
+  const std::string text = mj::collectives_text(run->stats, run->lowered->program);
+  EXPECT_NE(text.find("all_to_all over data: 96 B sent, 96 B received per device\n"), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
 }
 
 TEST(ShardedJit, NoShardingIsPlainJit) {
