@@ -45,6 +45,13 @@ Sharding needed(const Sharding& base, const Tensor& t, const FactorRule& r, cons
 /// One propagation step over equation `e`: merge, then grow every non-user tensor. Returns
 /// whether anything changed.
 bool update_eqn(State& st, const Eqn& e, const FactorRule& r);
+/// Keeps in the reduction factors of `s` only whole mesh axes: an axis the reduction factors
+/// hold only part of together (a sub-axis such as "x":(2)2 that a reshape split off, with no
+/// other reduction factor holding the rest) is cut from each of them (its axes from that piece
+/// on), so results are never unreduced over a sub-axis (the all_reduce/reduce_scatter
+/// collectives group devices by whole axes); the operands are then resharded before the
+/// equation. Returns whether `s` changed.
+bool keep_whole_reductions(Assign& s, const FactorRule& r, const Mesh& m);
 /// Grows the open dims of `cur` towards `want` (extensions only, no axis twice).
 bool grow(Sharding& cur, const Sharding& want, const Mesh& m);
 /// Same dims' axes and unreduced axes (closedness and priorities ignored).

@@ -174,6 +174,7 @@ Assign merge(const FactorRule& r, const std::vector<Projection>& ps, const Mesh&
     s[f] = common;
   }
   truncate_conflicts(s, iota_factors(r.num_factors()), m, r);
+  keep_whole_reductions(s, r, m);
   return s;
 }
 
@@ -323,7 +324,9 @@ std::vector<std::pair<std::string, Assign>> candidates(const State& st, const st
     }
     if (any) out.emplace_back(out[c].first + ", reduction factors unsharded", s);
   }
-  for (auto& c : out) drop_unrepresentable(c.second, ts, r, m);
+  for (auto& c : out)
+    do drop_unrepresentable(c.second, ts, r, m);
+    while (keep_whole_reductions(c.second, r, m));
   std::vector<std::pair<std::string, Assign>> unique;
   for (auto& c : out) {
     bool dup = false;

@@ -204,3 +204,58 @@ TEST(UserTrial, ConfigDeviceCountCannotChangeAfterFirstUse) {
   mj::config().num_cpu_devices = 0;
   EXPECT_EQ(mj::num_devices(), n);
 }
+
+// A sum over a reshape factor that holds only part of a sharded axis: [8,64] on P("x") reshaped
+// to [2,4,64] puts "x":(1)2 on dim 0 and "x":(2)2 on dim 1; summing dim 1 alone would leave
+// partial sums over the sub-axis "x":(2)2, which no collective reduces (they group devices by
+// whole axes). Propagation keeps reduction factors to whole axes, so dim 1 is gathered over
+// "x":(2)2 before the sum instead (one exchange: a gather over a sub-axis is lowered by the
+// partitioner's ragged exchange, sharding/lower_reshard_ragged.h), and the values equal eager.
+TEST(UserTrial, SumOverReshapeFactorHoldingASubAxis) {
+  auto m = mesh42();
+  Array a = ramp({8, 64}, 1.f);
+  auto f = [](const Array& x) { return mj::sum(mj::reshape(x, {2, 4, 64}), 1); };
+  auto jf = mj::jit(f, {.in_shardings = {NamedSharding{m, P("x", mj::None{})}}});
+  Array r = jf(a);
+  EXPECT_EQ(max_diff(r, f(a)), 0.0);
+  // By hand: out[i, j] = sum_k (256 i + 64 k + j) = 1024 i + 384 + 4 j.
+  Array expect = mj::reshape(mj::arange(0, 64, 1, mj::DType::f32) * 4.0, {1, 64}) +
+                 mj::reshape(mj::arange(0, 2, 1, mj::DType::f32) * 1024.0 + 384.0, {2, 1});
+  EXPECT_EQ(max_diff(r, expect), 0.0);
+  auto run = jf.last_run();
+  ASSERT_NE(run, nullptr);
+  ASSERT_EQ(run->stats.collectives.size(), 1u) << run->lowered->as_text();
+  EXPECT_EQ(run->stats.collectives[0].primitive, "ragged_all_to_all") << run->lowered->as_text();
+  // Each device holds [1,2,64] of the reshaped [2,4,64] (4 / "x":(2)2 = 2 rows of dim 1) and
+  // receives its "x":(2)2 partner's 2 * 64 f32 = 512 B.
+  EXPECT_EQ(run->stats.collectives[0].bytes_received[0], 512) << run->lowered->as_text();
+  EXPECT_NE(run->lowered->as_text().find("reshard b: [{\"x\":(1)2}, {\"x\":(2)2}, {}] -> [{\"x\":(1)2}, {}, {}]"),
+            std::string::npos) << run->lowered->as_text();
+  EXPECT_EQ(run->lowered->as_text().find("unreduced={\"x\":(2)2"), std::string::npos);
+}
+
+// The attention-like function of AttentionWithReshapesAndTransposesMatchesEager sharded on the
+// hidden dim over ("x","y"): the head split puts "x":(1)2 on the heads and "x":(2)2, "y" on the
+// head dim, which q k^T contracts: those partial sums would be over the sub-axis "x":(2)2 and
+// "y". Values equal the eager run, and no partial sum over a sub-axis is left.
+TEST(UserTrial, AttentionShardedOnHiddenOverBothAxes) {
+  auto m = mesh42();
+  auto attn = [](const Array& q, const Array& k, const Array& v) {
+    auto heads = [](const Array& t) { return mj::transpose(mj::reshape(t, {4, 8, 2, 8}), {0, 2, 1, 3}); };
+    Array s = mj::matmul(heads(q), mj::transpose(heads(k), {0, 1, 3, 2})) * 0.35;
+    Array o = mj::matmul(mj::softmax(s, -1), heads(v));
+    return mj::reshape(mj::transpose(o, {0, 2, 1, 3}), {4, 8, 16});
+  };
+  Array q = ramp({4, 8, 16}, 0.003f), k = mj::cos(ramp({4, 8, 16}, 0.01f)), v = mj::sin(ramp({4, 8, 16}, 0.02f));
+  Array expect = attn(q, k, v);
+  NamedSharding s{m, P(mj::None{}, mj::None{}, {"x", "y"})};
+  auto jf = mj::jit(attn, {.in_shardings = {s}, .out_shardings = {s}});
+  Array r = jf(q, k, v);
+  EXPECT_TRUE(r.sharding() == s) << r.sharding().str();
+  EXPECT_LT(max_diff(r, expect), 1e-5);
+  auto run = jf.last_run();
+  ASSERT_NE(run, nullptr);
+  const std::string text = run->lowered->as_text();
+  EXPECT_EQ(text.find("unreduced={\"x\":(2)2"), std::string::npos) << text;
+  EXPECT_FALSE(run->stats.collectives.empty()) << text;
+}
