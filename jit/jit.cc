@@ -102,9 +102,22 @@ std::shared_ptr<const Lowered> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t
   return low;
 }
 
+std::shared_ptr<const Lowered> lower_unsharded(const ClosedJaxprPtr& jaxpr, size_t num_consts) {
+  auto live = std::make_shared<ClosedJaxpr>(*jaxpr);
+  live->jaxpr = std::make_shared<Jaxpr>(
+      dce_jaxpr(*jaxpr->jaxpr, std::vector<bool>(jaxpr->jaxpr->outvars.size(), true), true).first);
+  auto low = std::make_shared<Lowered>();
+  low->jaxpr = live;
+  low->num_consts = num_consts;
+  low->program = *live->jaxpr;
+  return low;
+}
+
 SpmdRun run_lowered(const std::shared_ptr<const Lowered>& lowered, const std::vector<Array>& operands,
                     std::source_location loc) {
   const Lowered& low = *lowered;
+  if (!low.mesh)
+    throw ShardingError("jit: run_lowered on an unpartitioned Lowered (no sharding given, no mesh)", loc);
   const size_t n = low.mesh->num_devices();
   if (operands.size() != low.in_shardings.size())
     throw ValueError("jit: " + std::to_string(operands.size()) + " operands for a program of " +
@@ -165,6 +178,10 @@ std::string collectives_text(const SpmdStats& stats, const Jaxpr& program) {
 
 std::string Lowered::as_text() const {
   std::ostringstream os;
+  if (!mesh) {
+    os << "# unpartitioned program (no sharding given: one device)\n" << to_string(program);
+    return os.str();
+  }
   os << "# global program on " << mesh->str() << " with propagated shardings\n"
      << propagation.text << "\n# SPMD program (one per device, local shapes)\n"
      << to_string(program) << "\n# collectives (bytes and messages per device, run_spmd's traffic model)\n"

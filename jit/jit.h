@@ -34,9 +34,11 @@ struct JitOptions {
 };
 
 /// The partitioned form of one call signature (JAX's `jit(f).lower(...)`): the traced global
-/// program, its propagated shardings and the SPMD program every device runs.
+/// program, its propagated shardings and the SPMD program every device runs. With no sharding
+/// given anywhere it is the traced program unpartitioned, on one device: `mesh` is null,
+/// `program` is the traced program itself, the shardings and `propagation` are empty.
 struct Lowered {
-  std::shared_ptr<const Mesh> mesh;
+  std::shared_ptr<const Mesh> mesh;  ///< null when unpartitioned (no sharding given)
   /// The traced program after dead-code elimination (every input kept); its invars are f's
   /// constants then its arguments.
   ClosedJaxprPtr jaxpr;
@@ -51,6 +53,7 @@ struct Lowered {
   /// bytes and messages each device sends and receives under run_spmd's traffic model
   /// (spmd_collectives_text, sharding/reshard_api.h: all_reduce in its two-phase form,
   /// collective_permute from its pairs, the partitioner's ragged exchange from its tables).
+  /// Unpartitioned (no mesh): a header line, then the traced program.
   std::string as_text() const;
 };
 
@@ -88,9 +91,15 @@ std::shared_ptr<const Lowered> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t
                                              const std::shared_ptr<const Mesh>& mesh,
                                              std::source_location loc);
 
+/// The unpartitioned Lowered of `jaxpr` (constvars already converted to invars, `num_consts`
+/// of them leading): dead equations removed (dce_jaxpr, every input kept), no mesh, `program`
+/// the traced program itself. What lower() returns when no sharding is given anywhere.
+std::shared_ptr<const Lowered> lower_unsharded(const ClosedJaxprPtr& jaxpr, size_t num_consts);
+
 /// Puts each operand onto its propagated input sharding (local_shards: an unsharded operand is
 /// sliced, a sharded one keeps its shards or is resharded without being gathered) and runs the
-/// SPMD program with run_spmd. Operands are concrete arrays.
+/// SPMD program with run_spmd. Operands are concrete arrays. ShardingError for an unpartitioned
+/// Lowered (no mesh).
 SpmdRun run_lowered(const std::shared_ptr<const Lowered>& lowered, const std::vector<Array>& operands,
                     std::source_location loc);
 
@@ -166,15 +175,18 @@ class ShardedJit {
   }
 
   /// JAX's jit(f).lower(args...): the propagated and partitioned program for this signature
-  /// and these argument shardings (nullptr when no sharding is given anywhere). Arguments may be
-  /// abstract only in their values: they must be concrete Arrays (ShardingError otherwise).
+  /// and these argument shardings; never null: with no sharding given anywhere, the traced
+  /// program unpartitioned on one device (detail::lower_unsharded; as JAX's lower, which always
+  /// works). Arguments may be abstract only in their values: they must be concrete Arrays
+  /// (ShardingError otherwise).
   template <class... A>
   std::shared_ptr<const Lowered> lower(const A&... args) const {
     auto entry = staged_.traced(args...);
     if (!all_concrete(entry, args...))
       throw ShardingError("jit '" + state_->opts.name + "': lower needs concrete arguments",
                           state_->loc);
-    return lowering(entry, args...);
+    if (auto low = lowering(entry, args...)) return low;
+    return detail::lower_unsharded(entry.jaxpr, entry.consts.size());
   }
 
   /// The last sharded run (its program, per-device outputs, collectives and bytes), or nullptr.

@@ -264,7 +264,21 @@ TEST(ShardedJit, NoShardingIsPlainJit) {
   Array x = mj::arange(6, mj::f32);
   expect_close(g(x), f(x), "2x");
   EXPECT_EQ(g.last_run(), nullptr);
-  EXPECT_EQ(g.lower(x), nullptr);
+  // lower() always works (as JAX's): the traced program, unpartitioned, on one device.
+  auto low = g.lower(x);
+  ASSERT_NE(low, nullptr);
+  EXPECT_EQ(low->mesh, nullptr);
+  EXPECT_TRUE(low->in_shardings.empty());
+  const std::string text = low->as_text();
+  EXPECT_NE(text.find("unpartitioned"), std::string::npos) << text;
+  EXPECT_NE(text.find("mul"), std::string::npos) << text;
+  EXPECT_EQ(text.find("all_"), std::string::npos) << text;
+  // The program is f's: one input, one output, one equation (a * 2).
+  EXPECT_EQ(low->program.invars.size(), 1u);
+  EXPECT_EQ(low->program.outvars.size(), 1u);
+  ASSERT_EQ(low->program.eqns.size(), 1u);
+  EXPECT_EQ(low->program.eqns[0].primitive->name, "mul");
+  EXPECT_THROW(mj::detail::run_lowered(low, {x}, std::source_location::current()), mj::ShardingError);
 }
 
 TEST(ShardedJit, BadShardingsAreShardingErrors) {
