@@ -24,6 +24,9 @@ struct State {
   std::shared_ptr<const Mesh> mesh;
   std::unordered_map<Var, Sharding, VarHash> sh;
   std::unordered_map<Var, bool, VarHash> user;
+  /// The user-priority round being propagated (sharding/propagate_priorities.h); -1: the last
+  /// round, where every sharding is an opinion.
+  int64_t round = -1;
 };
 
 /// One operand (with a variable) or result of an equation, as its rule sees it.

@@ -17,6 +17,7 @@
 #include "sharding/plan_reshard.h"
 #include "sharding/propagate_bodies.h"
 #include "sharding/propagate_outputs.h"
+#include "sharding/propagate_priorities.h"
 #include "sharding/sharding_rule.h"
 
 namespace minijax {
@@ -180,7 +181,7 @@ Assign merge(const FactorRule& r, const std::vector<Projection>& ps, const Mesh&
 
 Assign merged_assignment(const State& st, const std::vector<Tensor>& ts, const FactorRule& r) {
   std::vector<Projection> ps;
-  for (auto& t : ts) ps.push_back(project(st.sh.at(t.var), t, r, *st.mesh));
+  for (auto& t : ts) ps.push_back(project(opinion_in_round(st, t.var), t, r, *st.mesh));
   return merge(r, ps, *st.mesh);
 }
 
@@ -233,7 +234,7 @@ bool update_eqn(State& st, const Eqn& e, const FactorRule& r) {
   const Mesh& m = *st.mesh;
   auto ts = tensors_of(e, r);
   std::vector<Projection> ps;
-  for (auto& t : ts) ps.push_back(project(st.sh.at(t.var), t, r, m));
+  for (auto& t : ts) ps.push_back(project(opinion_in_round(st, t.var), t, r, m));
   Assign s = merge(r, ps, m);
   bool changed = false;
   for (auto& t : ts) {
@@ -294,7 +295,7 @@ std::vector<std::pair<std::string, Assign>> candidates(const State& st, const st
                                                        const FactorRule& r) {
   const Mesh& m = *st.mesh;
   std::vector<Projection> ps;
-  for (auto& t : ts) ps.push_back(project(st.sh.at(t.var), t, r, m));
+  for (auto& t : ts) ps.push_back(project(opinion_in_round(st, t.var), t, r, m));
   Assign merged = merge(r, ps, m);
   std::vector<std::pair<std::string, Assign>> out{{"merged", merged}};
   for (size_t i = 0; i < ts.size(); ++i) {
@@ -536,14 +537,18 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
   // Fixed point: each change strictly extends some open dim, so this terminates. Then scan xs
   // sharded on their length dim get the cheapest unsharded-length target (which may grow body
   // values) and propagation runs again.
+  // User priorities: one fixed point per priority round, lowest first, then the last round.
   for (;;) {
-    for (;;) {
-      bool changed = false;
-      for (auto& [e, r] : items) changed = update_eqn(st, *e, *r) || changed;
-      ++res.sweeps;
-      for (size_t i = items.size(); i-- > 0;) changed = update_eqn(st, *items[i].first, *items[i].second) || changed;
-      ++res.sweeps;
-      if (!changed) break;
+    for (int64_t round : priority_rounds(st)) {
+      st.round = round;
+      for (;;) {
+        bool changed = false;
+        for (auto& [e, r] : items) changed = update_eqn(st, *e, *r) || changed;
+        ++res.sweeps;
+        for (size_t i = items.size(); i-- > 0;) changed = update_eqn(st, *items[i].first, *items[i].second) || changed;
+        ++res.sweeps;
+        if (!changed) break;
+      }
     }
     if (!choose_unstacked(st, stacked_enters)) break;
   }

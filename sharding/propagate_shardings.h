@@ -36,7 +36,9 @@ namespace minijax {
 // stay empty; an axis already used by an earlier factor truncates a later one) and projected
 // back; a variable's sharding only grows (a dim's new axes must extend its old ones) and never
 // changes where the user fixed it. Sharded reduction factors make the results unreduced over
-// their axes. Sweeps run forward then backward over the equations until nothing changes.
+// their axes. Sweeps run forward then backward over the equations until nothing changes; with
+// user priorities (pN on user dims) that fixed point is reached once per priority round, lowest
+// first, a user dim counting only from its own round (sharding/propagate_priorities.h).
 // Then per equation, when some operand's or result's sharding differs from what one factor
 // assignment needs, the candidate assignments (the one each operand and result implies, and the
 // merged one) are costed: the reshards they need (operand: its sharding -> the needed one,
