@@ -14,6 +14,7 @@
 #include "sharding/partition_spec.h"
 #include "sharding/partition_spmd.h"
 #include "sharding/propagate_shardings.h"
+#include "sharding/sharded_array.h"
 
 namespace mj = minijax;
 using minijax::Array;
@@ -141,4 +142,34 @@ TEST(Priorities, WithoutPrioritiesTheConflictMergesToNothing) {
   EXPECT_TRUE(rows_axes(prop, cj.jaxpr->eqns[0].outputs[0]).empty()) << prop.text;
   EXPECT_TRUE(rows_axes(prop, cj.jaxpr->eqns[1].outputs[0]).empty()) << prop.text;
   run_and_check(cj, rows_on(m, "x", -1), rows_on(m, "y", -1), m);
+}
+
+// A with_sharding_constraint is a user sharding too: sin(x) constrained to [{"y"}p0, {}] with x in
+// [{"x"}p1, {}]. Round 0: only the constraint counts, so sin's result (the constraint's operand)
+// gets {"y"} backward; round 1: x's {"x"} conflicts with it and nothing grows. Without
+// priorities the forward sweep reaches sin first and its result takes x's {"x"}; the constraint's
+// {"y"} then conflicts with it. Either way the partitioned program equals eager.
+TEST(Priorities, ShardingConstraintPriorityDecidesTheProducer) {
+  auto m = mesh42();
+  for (int64_t pc : {int64_t(0), int64_t(-1)}) {
+    Sharding c = rows_on(m, "y", pc), sx = rows_on(m, "x", pc < 0 ? -1 : 1);
+    Array x = ramp({8, 4}, 0.25f, -3);
+    auto cj = mj::make_jaxpr([&](Array a) { return mj::with_sharding_constraint(mj::lax::sin(a), c); })(x);
+    mj::PropagationResult prop = mj::propagate_shardings(*cj.jaxpr, {sx}, {}, *m);
+    const Var sin_out = cj.jaxpr->eqns[0].outputs[0];
+    EXPECT_EQ(rows_axes(prop, sin_out), std::vector<AxisRef>{AxisRef::axis(pc == 0 ? "y" : "x")})
+        << "constraint priority " << pc << "\n" << prop.text;
+    ASSERT_EQ(prop.reshards.size(), 1u) << prop.text;
+    mj::Jaxpr program = mj::partition_spmd(*cj.jaxpr, prop, *m);
+    auto pieces = cut(x, sx);
+    std::vector<std::vector<Array>> dev;
+    for (auto& p : pieces) dev.push_back({p});
+    auto got = mj::run_spmd(program, *m, dev, nullptr);
+    auto blocks = cut(mj::eval_jaxpr(cj, {x})[0], prop.of(std::get<Var>(cj.jaxpr->outvars[0])));
+    for (size_t p = 0; p < blocks.size(); ++p) {
+      ASSERT_EQ(got[p][0].shape(), blocks[p].shape()) << "device " << p;
+      for (int64_t i = 0; i < blocks[p].aval().size(); ++i)
+        EXPECT_FLOAT_EQ(got[p][0].data<float>()[i], blocks[p].data<float>()[i]) << "device " << p;
+    }
+  }
 }
