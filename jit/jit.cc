@@ -2,7 +2,6 @@
 // + partition), putting arguments on their shardings, run_spmd, and the constrained pjit under a trace.
 #include "jit/jit.h"
 
-#include <algorithm>
 #include <sstream>
 
 #include "core/dce.h"
@@ -157,23 +156,28 @@ std::pair<ClosedJaxprPtr, std::vector<Array>> constrained_body(
 }  // namespace detail
 
 std::string collectives_text(const SpmdStats& stats, const Jaxpr& program) {
-  std::ostringstream os;
+  std::string out;
   for (auto& c : stats.collectives) {
-    std::string axes = "?";
+    // Where: the top-level equation; one holding the collective in a body is named as
+    // spmd_collectives_text names it (`eqn 1 closed_call reshard_ragged /`).
+    std::string where = "eqn " + std::to_string(c.eqn_index);
     if (c.eqn_index < program.eqns.size()) {
       const Eqn& e = program.eqns[c.eqn_index];
-      if (e.params.has("axis_name")) axes = param_to_string(e.params.at("axis_name"));
-      else axes = e.primitive->name + " body";
+      if (!is_collective(e.primitive->name)) {
+        where += " " + e.primitive->name;
+        if (e.params.has("name") && (e.primitive->name == "pjit" || e.primitive->name == "closed_call"))
+          where += " " + e.params.get_string("name");
+        where += " /";
+      }
     }
-    auto range = [](const std::vector<int64_t>& v) {
-      int64_t hi = v.empty() ? 0 : *std::max_element(v.begin(), v.end());
-      int64_t lo = v.empty() ? 0 : *std::min_element(v.begin(), v.end());
-      return std::to_string(hi) + " B" + (lo == hi ? "" : " (max; min " + std::to_string(lo) + ")");
-    };
-    os << "eqn " << c.eqn_index << " " << c.primitive << " over " << axes << ": "
-       << range(c.bytes_sent) << " sent, " << range(c.bytes_received) << " received per device\n";
+    CollectiveTraffic t;
+    t.primitive = c.primitive;
+    t.axes = c.axes;
+    t.bytes_sent = c.bytes_sent;
+    t.bytes_received = c.bytes_received;
+    out += collective_line(where, t);
   }
-  return os.str();
+  return out;
 }
 
 std::string Lowered::as_text() const {

@@ -64,9 +64,13 @@ struct SpmdRun {
   SpmdStats stats;
 };
 
-/// One line per collective of `stats`: `eqn 12 all_reduce over data: 256 B sent, 256 B received
-/// per device` (the largest over the devices; `(max; min N)` appended when devices differ), with
-/// the axes read from the equation of `program` the entry points at.
+/// One line per collective run_spmd measured (`stats`, in run order; a loop's once per
+/// iteration), printed by collective_line (sharding/reshard_api.h) as spmd_collectives_text
+/// prints the static model, without message counts: `eqn 12 all_reduce over data: 256 B sent,
+/// 256 B received per device` (`lo..hi B` when devices differ). The axes are the collective's
+/// own, also inside a body; a collective inside a body is placed by its top-level equation of
+/// `program` (`eqn 1 closed_call reshard_ragged / ragged_all_to_all over ('x', 'y'): ...`;
+/// loops and conds without naming the body or branch).
 std::string collectives_text(const SpmdStats& stats, const Jaxpr& program);
 
 namespace detail {

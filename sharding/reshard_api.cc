@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "core/params.h"
 #include "core/primitive.h"
+#include "sharding/collective_groups.h"
 
 namespace minijax {
 
@@ -33,22 +34,6 @@ ReshardPlan reshard_plan(const Sharding& src, const Sharding& dst, const ShapedA
 }
 
 namespace {
-
-// Each device's rank over `axes` (row-major in the order named) and the group size.
-std::vector<int64_t> ranks_of(const Mesh& mesh, const AxisNames& axes, int64_t& size) {
-  std::vector<int64_t> idx;
-  size = 1;
-  for (auto& a : axes) {
-    idx.push_back(mesh.axis_index(a));
-    size *= mesh.shape[size_t(idx.back())];
-  }
-  std::vector<int64_t> r(mesh.num_devices(), 0);
-  for (size_t p = 0; p < r.size(); ++p) {
-    auto c = mesh.coords_of(p);
-    for (int64_t i : idx) r[p] = r[p] * mesh.shape[size_t(i)] + c[size_t(i)];
-  }
-  return r;
-}
 
 // The per-rank rows of an i32 value defined as reshape(dynamic_slice(T, rank, 0)) with T a
 // constvar of known value and rank = axis_index over `axes`; nullopt for anything else.
@@ -82,6 +67,7 @@ std::optional<std::vector<std::vector<int64_t>>> table_rows(const Jaxpr& j, cons
 }
 
 std::string range(const std::vector<int64_t>& v, const char* unit) {
+  if (v.empty()) return std::string("0") + unit;
   const int64_t lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
   return (lo == hi ? std::to_string(hi) : std::to_string(lo) + ".." + std::to_string(hi)) + unit;
 }
@@ -116,19 +102,20 @@ void annotate(const Jaxpr& j, const std::vector<Array>& consts, const Mesh& mesh
       for (size_t b = 0; b < branches.size(); ++b) body(branches[b], " branch " + std::to_string(b));
       continue;
     }
-    auto t = collective_traffic(j, i, consts, mesh);
-    if (!t) continue;
-    os << here << " " << t->primitive << " over " << param_to_string(e.params.at("axis_name")) << ": ";
-    if (!t->known) {
-      os << "sizes computed at run time\n";
-      continue;
-    }
-    os << range(t->bytes_sent, " B") << " sent, " << range(t->bytes_received, " B") << " received per device, "
-       << range(t->messages_received, " msgs in") << ", " << range(t->messages_sent, " msgs out") << "\n";
+    if (auto t = collective_traffic(j, i, consts, mesh)) os << collective_line(here, *t);
   }
 }
 
 }  // namespace
+
+std::string collective_line(const std::string& where, const CollectiveTraffic& t) {
+  std::string s = where + " " + t.primitive + " over " + param_to_string(axis_name_param(t.axes)) + ": ";
+  if (!t.known) return s + "sizes computed at run time\n";
+  s += range(t.bytes_sent, " B") + " sent, " + range(t.bytes_received, " B") + " received per device";
+  if (!t.messages_received.empty() && !t.messages_sent.empty())
+    s += ", " + range(t.messages_received, " msgs in") + ", " + range(t.messages_sent, " msgs out");
+  return s + "\n";
+}
 
 std::optional<CollectiveTraffic> collective_traffic(const Jaxpr& j, size_t i, const std::vector<Array>& consts,
                                                     const Mesh& mesh) {
@@ -138,8 +125,9 @@ std::optional<CollectiveTraffic> collective_traffic(const Jaxpr& j, size_t i, co
   CollectiveTraffic t;
   t.primitive = name;
   t.axes = axis_names_of(e.params);
-  int64_t n = 1;
-  const std::vector<int64_t> rank = ranks_of(mesh, t.axes, n);
+  const CollectiveGroups groups = collective_groups(mesh, t.axes);
+  const int64_t n = groups.size;
+  const std::vector<int64_t>& rank = groups.rank;
   const size_t devs = mesh.num_devices();
   t.bytes_sent.assign(devs, 0);
   t.bytes_received.assign(devs, 0);

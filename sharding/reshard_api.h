@@ -45,6 +45,16 @@ struct CollectiveTraffic {
 std::optional<CollectiveTraffic> collective_traffic(const Jaxpr& j, size_t i, const std::vector<Array>& consts,
                                                     const Mesh& mesh);
 
+/// One printed line of a collective's traffic, shared by spmd_collectives_text (the static model)
+/// and jit's collectives_text (run_spmd's measured bytes), so the two read alike:
+/// `<where> <primitive> over <axes>: <sent> sent, <received> received per device, <in> msgs in,
+/// <out> msgs out\n`, each amount `N B` when every device has the same, else `lo..hi B`
+/// (bytes); the message counts only when `t.messages_sent` / `t.messages_received` are
+/// non-empty; `... over <axes>: sizes computed at run time` when `!t.known`. `<axes>` is the
+/// collective's own axis_name as the jaxpr prints it (`data`, `('x', 'y')`). Throws ValueError
+/// for empty `t.axes` (a collective names at least one axis).
+std::string collective_line(const std::string& where, const CollectiveTraffic& t);
+
 /// One line per collective of the SPMD `program`, in program order, including those inside
 /// bodies, named by the enclosing top-level equation: pjit / closed_call (with the call's name,
 /// e.g. `eqn 1 closed_call reshard_ragged / ragged_all_to_all over ...`), checkpoint,

@@ -35,6 +35,7 @@
 #include "autodiff/checkpoint.h"
 #include "autodiff/saved_residuals.h"
 #include "sharding/boxes.h"
+#include "sharding/collective_groups.h"
 #include "sharding/mesh.h"
 #include "sharding/partition_spec.h"
 #include "sharding/sharding.h"

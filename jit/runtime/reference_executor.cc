@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <unordered_map>
 
 #include "core/collectives.h"
@@ -13,6 +12,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "sharding/collective_groups.h"
 #include "sharding/plan_reshard.h"
 
 namespace minijax {
@@ -20,38 +20,6 @@ namespace {
 
 constexpr size_t kNever = std::numeric_limits<size_t>::max();
 using Env = std::unordered_map<Var, Array, VarHash>;
-
-// The devices of each group of a collective over `axes`, ranked row-major over those axes.
-struct Groups {
-  int64_t size = 1;
-  std::vector<std::vector<size_t>> members;  // group -> rank -> mesh position
-  std::vector<int64_t> rank;                 // mesh position -> rank in its group
-};
-
-Groups groups_of(const Mesh& mesh, const AxisNames& axes) {
-  Groups g;
-  std::vector<int64_t> idx;
-  for (auto& a : axes) {
-    idx.push_back(mesh.axis_index(a));
-    g.size *= mesh.shape[size_t(idx.back())];
-  }
-  std::map<size_t, size_t> group_of_key;
-  g.rank.resize(mesh.num_devices());
-  for (size_t p = 0; p < mesh.num_devices(); ++p) {
-    std::vector<int64_t> c = mesh.coords_of(p);
-    int64_t r = 0;
-    for (int64_t i : idx) {
-      r = r * mesh.shape[size_t(i)] + c[size_t(i)];
-      c[size_t(i)] = 0;
-    }
-    size_t key = mesh.position_of(c);
-    auto [it, fresh] = group_of_key.emplace(key, g.members.size());
-    if (fresh) g.members.emplace_back(size_t(g.size));
-    g.members[it->second][size_t(r)] = p;
-    g.rank[p] = r;
-  }
-  return g;
-}
 
 // Block `b` of `n` equal blocks of x along dim d.
 Array block(const Array& x, int64_t d, int64_t b, int64_t n) {
@@ -311,14 +279,14 @@ class Executor {
   std::vector<std::vector<Array>> collective(const Eqn& e, const std::vector<std::vector<Array>>& args, size_t idx) {
     const std::string& name = e.primitive->name;
     const Params& p = e.params;
-    Groups g = groups_of(mesh_, axis_names_of(p));
+    CollectiveGroups g = collective_groups(mesh_, axis_names_of(p));
     if (name != "axis_index" && p.get_int("axis_size") != g.size)
       throw ShardingError(name + ": axis_size=" + std::to_string(p.get_int("axis_size")) + " but the axes " +
                           param_to_string(p.at("axis_name")) + " of " + mesh_.str() + " hold " +
                           std::to_string(g.size) + " devices");
     const int64_t n = g.size;
     std::vector<std::vector<Array>> outs(n_);
-    CollectiveStats cs{idx, name, std::vector<int64_t>(n_, 0), std::vector<int64_t>(n_, 0)};
+    CollectiveStats cs{idx, name, std::vector<int64_t>(n_, 0), std::vector<int64_t>(n_, 0), axis_names_of(p)};
     const ShapedArray& oaval = e.outputs[0].aval();
     for (auto& m : g.members) {
       std::vector<Array> x;

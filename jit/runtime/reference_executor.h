@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/array.h"
+#include "core/collectives.h"
 #include "core/jaxpr.h"
 #include "sharding/mesh.h"
 
@@ -26,7 +27,8 @@ struct CollectiveStats {
   /// (a call, a loop, a cond branch), the index of the enclosing top-level equation.
   size_t eqn_index = 0;
   std::string primitive;
-  std::vector<int64_t> bytes_sent, bytes_received;
+  std::vector<int64_t> bytes_sent, bytes_received;  ///< per mesh position (device_ids order)
+  AxisNames axes;  ///< the collective's own axis_name (also for one inside a body)
 };
 
 /// What run_spmd measured.

@@ -22,6 +22,28 @@ bool contains(const std::string& s, const std::string& sub) {
 
 // ---------------- Mesh ----------------
 
+// collective_groups on Mesh('x': 2, 'y': 3, 'z': 2) over ('z', 'x'): a group is the devices
+// sharing a y coordinate (3 groups of 2*2); the rank is z*2 + x (row-major in the named order).
+// Checked against the row-major coordinates spelled out: position p = x*6 + y*2 + z.
+TEST(Mesh, CollectiveGroupsRankRowMajorOverTheNamedAxes) {
+  Mesh m({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {2, 3, 2}, {"x", "y", "z"});
+  CollectiveGroups g = collective_groups(m, {"z", "x"});
+  EXPECT_EQ(g.size, 4);
+  ASSERT_EQ(g.members.size(), 3u);
+  ASSERT_EQ(g.rank.size(), 12u);
+  for (int64_t x = 0; x < 2; ++x)
+    for (int64_t y = 0; y < 3; ++y)
+      for (int64_t z = 0; z < 2; ++z) {
+        const size_t p = size_t(x * 6 + y * 2 + z);
+        EXPECT_EQ(g.rank[p], z * 2 + x) << p;
+        // groups are numbered by their first member: y = 0, 1, 2 in turn
+        EXPECT_EQ(g.members[size_t(y)][size_t(z * 2 + x)], p) << p;
+      }
+  // Over no axes every device is its own group of one; an unknown axis is a ShardingError.
+  EXPECT_EQ(collective_groups(m, {}).members.size(), 12u);
+  EXPECT_THROW(collective_groups(m, {"w"}), ShardingError);
+}
+
 TEST(Mesh, WrongDeviceCountNamesShapeCountAndCallSite) {
   int line = 0;
   try {

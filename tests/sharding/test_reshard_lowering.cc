@@ -12,6 +12,7 @@
 #include "core/control_flow.h"
 #include "core/errors.h"
 #include "core/lax.h"
+#include "jit/jit.h"
 #include "jit/runtime/reference_executor.h"
 #include "sharding/boxes.h"
 #include "sharding/partition_spmd.h"
@@ -271,6 +272,15 @@ TEST(ReshardApi, SpmdTextMatchesMeasuredTraffic) {
                       " B received per device"),
             std::string::npos)
       << text;
+  // jit's collectives_text prints the measured bytes with the same line as the static model:
+  // the ragged exchange's own axes (not its closed_call), then the static line's messages.
+  const std::string range = std::to_string(lo) + ".." + std::to_string(hi) + " B";
+  const std::string measured = mj::collectives_text(r.stats, r.program);
+  const std::string line = "closed_call reshard_ragged / ragged_all_to_all over ('x', 'y'): " + range + " sent, " +
+                           range + " received per device";
+  EXPECT_NE(measured.find(line + "\n"), std::string::npos) << measured;
+  EXPECT_EQ(count(measured, "\n"), 1u) << measured;
+  EXPECT_NE(text.find(measured.substr(0, measured.size() - 1) + ", "), std::string::npos) << measured << text;
   // Each device's traffic, equation by equation, equals the measured one.
   for (size_t i = 0; i < r.program.eqns.size(); ++i) {
     const auto& e = r.program.eqns[i];
