@@ -2,6 +2,7 @@
 // Owns argument flattening, the per-signature trace cache of jit, and binding pjit/closed_call.
 #pragma once
 #include <any>
+#include <concepts>
 #include <map>
 #include <memory>
 #include <source_location>
@@ -173,9 +174,15 @@ class Staged {
 /// concrete inputs (no compilation yet). Constants f closes over are passed as leading operands.
 /// A C++ branch on a traced value inside f throws ConcretizationError naming the call site.
 /// Source: jax.jit.
-template <class F>
-Staged<F> jit(F f, std::string name = "jit", std::source_location loc = std::source_location::current()) {
-  return Staged<F>(std::move(f), std::move(name), &pjit_p(), loc);
+/// `name` is anything a std::string is constructible from. It is a template parameter so that
+/// `jit(f, {})` (and `jit(f, {"n"})`) is not ambiguous once jit/jit.h's `jit(F, JitOptions)` is
+/// visible: a braced list deduces nothing here, and for equally good conversions C++ prefers the
+/// more specialized template, the JitOptions one (plain jit all the same when no sharding is
+/// given). With only this header, `jit(f, {})` is a jit named "".
+template <class F, class Name = std::string>
+  requires std::constructible_from<std::string, Name>
+Staged<F> jit(F f, Name name = "jit", std::source_location loc = std::source_location::current()) {
+  return Staged<F>(std::move(f), std::string(std::move(name)), &pjit_p(), loc);
 }
 
 /// closed_call(f, name): f staged as one `closed_call` equation (params call_jaxpr, name), for

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/dce.h"
@@ -256,6 +257,22 @@ TEST(ShardedJit, OutShardingOnAnotherDimIsOneAllToAll) {
   const std::string text = mj::collectives_text(run->stats, run->lowered->program);
   EXPECT_NE(text.find("all_to_all over data: 96 B sent, 96 B received per device\n"), std::string::npos) << text;
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+}
+
+// jit(f, {}) is not ambiguous between core's jit(F, name) and jit(F, JitOptions): the braced
+// list picks JitOptions (the more specialized overload); a name still picks the plain Staged jit.
+TEST(ShardedJit, EmptyBracesAreJitOptions) {
+  auto f = [](const Array& a) { return a + 1.0f; };
+  using F = decltype(f);
+  static_assert(std::is_same_v<decltype(mj::jit(f, {})), mj::ShardedJit<F>>);
+  static_assert(std::is_same_v<decltype(mj::jit(f, {"named"})), mj::ShardedJit<F>>);
+  static_assert(std::is_same_v<decltype(mj::jit(f)), mj::Staged<F>>);
+  static_assert(std::is_same_v<decltype(mj::jit(f, "named")), mj::Staged<F>>);
+  static_assert(std::is_same_v<decltype(mj::jit(f, std::string("named"))), mj::Staged<F>>);
+  auto g = mj::jit(f, {});
+  Array x = mj::arange(4, mj::f32);
+  expect_close(g(x), f(x), "x+1");
+  EXPECT_EQ(g.last_run(), nullptr);  // no sharding given: the plain jit, no SPMD run
 }
 
 TEST(ShardedJit, NoShardingIsPlainJit) {
