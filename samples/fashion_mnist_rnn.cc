@@ -8,6 +8,7 @@
 #include <string>
 
 #include "samples/common/idx_reader.h"
+#include "samples/common/options.h"
 #include "samples/fashion_mnist_rnn_lib.h"
 
 namespace {
@@ -34,66 +35,29 @@ int main(int argc, char** argv) {
   int64_t limit = -1, hidden = 128;
   bool print_steps = false;
   std::string data_dir;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    // --name=value is accepted as well as --name value.
-    std::string inline_value;
-    bool has_inline = false;
-    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
-      inline_value = a.substr(a.find('=') + 1);
-      a = a.substr(0, a.find('='));
-      has_inline = true;
-    }
-    auto value = [&]() -> std::string {
-      if (has_inline) return inline_value;
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        usage(argv[0]);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    // A number that spans the whole argument ("5x" and "" are rejected, not read as 5 / 0).
-    auto number = [&](auto parse) {
-      std::string v = value();
-      size_t used = 0;
-      auto r = parse(v, &used);
-      if (used != v.size()) throw std::invalid_argument(v);
-      return r;
-    };
-    auto to_ll = [](const std::string& v, size_t* used) { return std::stoll(v, used); };
-    auto to_d = [](const std::string& v, size_t* used) { return std::stod(v, used); };
-    try {
-      if (a == "--epochs") cfg.epochs = int(number(to_ll));
-      else if (a == "--limit") {
-        limit = number(to_ll);
-        if (limit <= 0) throw std::invalid_argument("limit");
-      } else if (a == "--data-dir") data_dir = value();
-      else if (a == "--seed") {
-        long long s = number(to_ll);
-        if (s < 0 || s > 0xffffffffLL) throw std::out_of_range("seed");
-        cfg.seed = uint32_t(s);
-      } else if (a == "--batch") cfg.batch = number(to_ll);
-      else if (a == "--lr") cfg.lr = number(to_d);
-      else if (a == "--hidden") hidden = number(to_ll);
-      else if (a == "--remat") {
+  try {
+    for (minijax::samples::OptionReader o(argc, argv); o.next();) {
+      if (o.is("--epochs")) cfg.epochs = int(o.integer(0, 1 << 30));
+      else if (o.is("--limit")) limit = o.integer(1);
+      else if (o.is("--data-dir")) data_dir = o.value();
+      else if (o.is("--seed")) cfg.seed = uint32_t(o.integer(0, 0xffffffffLL));
+      else if (o.is("--batch")) cfg.batch = o.integer(1);
+      else if (o.is("--lr")) cfg.lr = o.real(true);
+      else if (o.is("--hidden")) hidden = o.integer(1);
+      else if (o.is("--remat")) {
         try {
-          cfg.remat = fmnist::rnn::parse_remat(value());
+          cfg.remat = fmnist::rnn::parse_remat(o.value());
         } catch (const mj::ValueError& e) {
-          std::fprintf(stderr, "%s\n", e.what());
-          return 2;
+          throw minijax::samples::OptionError(e.what());
         }
-      } else if (a == "--print-steps" && !has_inline) print_steps = true;
-      else if (a == "--no-eval" && !has_inline) cfg.skip_eval = true;
-      else if (a == "--help" || a == "-h") { usage(argv[0]); return 0; }
-      else { std::fprintf(stderr, "unknown option %s\n", argv[i]); usage(argv[0]); return 2; }
-    } catch (const std::logic_error&) {
-      std::fprintf(stderr, "bad value for %s\n", a.c_str());
-      return 2;
+      } else if (o.is("--print-steps")) { o.flag(); print_steps = true; }
+      else if (o.is("--no-eval")) { o.flag(); cfg.skip_eval = true; }
+      else if (o.is("--help") || o.is("-h")) { usage(argv[0]); return 0; }
+      else o.unknown();
     }
-  }
-  if (cfg.epochs < 0 || cfg.batch <= 0 || !(cfg.lr > 0) || hidden <= 0) {
-    std::fprintf(stderr, "--epochs must be >= 0, --batch > 0, --lr > 0, --hidden > 0\n");
+  } catch (const minijax::samples::OptionError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    usage(argv[0]);
     return 2;
   }
   try {

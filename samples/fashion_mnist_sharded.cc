@@ -10,6 +10,7 @@
 #include <string>
 
 #include "samples/common/idx_reader.h"
+#include "samples/common/options.h"
 #include "samples/fashion_mnist_sharded_lib.h"
 
 namespace {
@@ -32,49 +33,22 @@ int main(int argc, char** argv) {
   fmnist::ShardedConfig cfg;
   int64_t limit = -1;
   std::string data_dir;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        usage(argv[0]);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    // A number that spans the whole argument ("5x" and "" are rejected).
-    auto integer = [&]() {
-      std::string v = value();
-      size_t used = 0;
-      long long r = std::stoll(v, &used);
-      if (used != v.size()) throw std::invalid_argument(v);
-      return r;
-    };
-    try {
-      if (a == "--steps") cfg.steps = integer();
-      else if (a == "--limit") limit = integer();
-      else if (a == "--batch") cfg.batch = integer();
-      else if (a == "--hidden") cfg.hidden = integer();
-      else if (a == "--seed") {
-        long long s = integer();
-        if (s < 0 || s > 0xffffffffLL) throw std::out_of_range("seed");
-        cfg.seed = uint32_t(s);
-      } else if (a == "--lr") {
-        std::string v = value();
-        size_t used = 0;
-        cfg.lr = std::stod(v, &used);
-        if (used != v.size()) throw std::invalid_argument(v);
-      } else if (a == "--data-dir") data_dir = value();
-      else if (a == "--no-single") cfg.single_device = false;
-      else if (a == "--help" || a == "-h") { usage(argv[0]); return 0; }
-      else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); usage(argv[0]); return 2; }
-    } catch (const std::logic_error&) {
-      std::fprintf(stderr, "bad value for %s\n", a.c_str());
-      return 2;
+  try {
+    for (minijax::samples::OptionReader o(argc, argv); o.next();) {
+      if (o.is("--steps")) cfg.steps = o.integer(0);
+      else if (o.is("--limit")) limit = o.integer(1);
+      else if (o.is("--batch")) cfg.batch = o.integer(1);
+      else if (o.is("--hidden")) cfg.hidden = o.integer(1);
+      else if (o.is("--seed")) cfg.seed = uint32_t(o.integer(0, 0xffffffffLL));
+      else if (o.is("--lr")) cfg.lr = o.real(true);
+      else if (o.is("--data-dir")) data_dir = o.value();
+      else if (o.is("--no-single")) { o.flag(); cfg.single_device = false; }
+      else if (o.is("--help") || o.is("-h")) { usage(argv[0]); return 0; }
+      else o.unknown();
     }
-  }
-  if (cfg.steps < 0 || (limit != -1 && limit <= 0) || !(cfg.lr > 0)) {
-    std::fprintf(stderr, "--steps must be >= 0, --limit > 0, --lr > 0\n");
+  } catch (const minijax::samples::OptionError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    usage(argv[0]);
     return 2;
   }
   try {
