@@ -21,6 +21,7 @@
 #include "sharding/partition_spmd.h"
 #include "sharding/propagate_shardings.h"
 #include "sharding/sharded_array.h"
+#include "tests/sharding/spmd_helpers.h"
 
 namespace mj = minijax;
 namespace lax = minijax::lax;
@@ -31,14 +32,9 @@ using OptSh = std::optional<Sharding>;
 
 namespace {
 
-std::shared_ptr<const mj::Mesh> mesh42() {
-  return std::make_shared<const mj::Mesh>(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, mj::Shape{4, 2},
-                                          std::vector<std::string>{"x", "y"});
-}
-
-Sharding named(const std::shared_ptr<const mj::Mesh>& m, const mj::P& spec, int64_t rank) {
-  return mj::to_sharding(mj::NamedSharding{m, spec, mj::MemoryKind::device}, rank);
-}
+using minijax::testing::mesh42;
+using minijax::testing::named;
+using minijax::testing::cut;
 
 // sin(i * scale + offset) reshaped to `shape`, f32: values of both signs, no pattern a wrong
 // block could match.
@@ -47,12 +43,6 @@ Array wave(mj::Shape shape, float scale = 0.37f, float offset = 0.1f) {
   float* p = a.mutable_data<float>();
   for (int64_t i = 0; i < a.aval().size(); ++i) p[i] = std::sin(float(i) * scale + offset);
   return a;
-}
-
-std::vector<Array> cut(const Array& global, const Sharding& s) {
-  std::vector<Array> out;
-  for (auto& b : mj::device_boxes(s, global.shape())) out.push_back(lax::slice(global, b.lo, b.hi));
-  return out;
 }
 
 struct Ran {

@@ -14,6 +14,7 @@
 #include "sharding/partition_spec.h"
 #include "sharding/partition_spmd.h"
 #include "sharding/propagate_shardings.h"
+#include "tests/sharding/spmd_helpers.h"
 
 namespace mj = minijax;
 using minijax::Array;
@@ -22,29 +23,10 @@ using minijax::Sharding;
 
 namespace {
 
-std::shared_ptr<const mj::Mesh> mesh42() {
-  return std::make_shared<const mj::Mesh>(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7},
-                                          mj::Shape{4, 2}, std::vector<std::string>{"x", "y"});
-}
-
-Sharding named(const std::shared_ptr<const mj::Mesh>& m, const mj::P& spec, int64_t rank) {
-  return mj::to_sharding(mj::NamedSharding{m, spec, mj::MemoryKind::device}, rank);
-}
-
-// arange(n) * scale + offset reshaped to `shape`, f32.
-Array ramp(mj::Shape shape, float scale = 1, float offset = 0) {
-  Array a = Array::allocate(ShapedArray{shape, mj::DType::f32});
-  float* p = a.mutable_data<float>();
-  for (int64_t i = 0; i < a.aval().size(); ++i) p[i] = float(i) * scale + offset;
-  return a;
-}
-
-// The device's block of `global` under `s`.
-std::vector<Array> cut(const Array& global, const Sharding& s) {
-  std::vector<Array> out;
-  for (auto& b : mj::device_boxes(s, global.shape())) out.push_back(mj::lax::slice(global, b.lo, b.hi));
-  return out;
-}
+using minijax::testing::mesh42;
+using minijax::testing::named;
+using minijax::testing::ramp;
+using minijax::testing::cut;
 
 struct Partitioned {
   mj::Jaxpr program;

@@ -15,6 +15,7 @@
 #include "sharding/partition_spmd.h"
 #include "sharding/propagate_shardings.h"
 #include "sharding/sharded_array.h"
+#include "tests/sharding/spmd_helpers.h"
 
 namespace mj = minijax;
 using minijax::Array;
@@ -25,30 +26,15 @@ using minijax::Var;
 
 namespace {
 
-std::shared_ptr<const mj::Mesh> mesh42() {
-  return std::make_shared<const mj::Mesh>(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7},
-                                          mj::Shape{4, 2}, std::vector<std::string>{"x", "y"});
-}
+using minijax::testing::mesh42;
+using minijax::testing::ramp;
+using minijax::testing::cut;
 
 // [{axis}pN, {}] on `m` for an f32[8,4] value (priority -1: none).
 Sharding rows_on(const std::shared_ptr<const mj::Mesh>& m, const std::string& axis, int64_t priority) {
   Sharding s = mj::to_sharding(mj::NamedSharding{m, mj::P(axis, mj::None{}), mj::MemoryKind::device}, 2);
   s.dims[0].priority = priority;
   return s;
-}
-
-Array ramp(mj::Shape shape, float scale, float offset) {
-  Array a = Array::allocate(ShapedArray{shape, mj::DType::f32});
-  float* p = a.mutable_data<float>();
-  for (int64_t i = 0; i < a.aval().size(); ++i) p[i] = float(i) * scale + offset;
-  return a;
-}
-
-// The device's block of `global` under `s`.
-std::vector<Array> cut(const Array& global, const Sharding& s) {
-  std::vector<Array> out;
-  for (auto& b : mj::device_boxes(s, global.shape())) out.push_back(mj::lax::slice(global, b.lo, b.hi));
-  return out;
 }
 
 // sin(x + y) on f32[8,4]: the add's two operands share every factor.

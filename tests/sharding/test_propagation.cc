@@ -14,6 +14,7 @@
 #include "sharding/partition_spec.h"
 #include "sharding/plan_reshard.h"
 #include "sharding/propagate_shardings.h"
+#include "tests/sharding/spmd_helpers.h"
 
 namespace mj = minijax;
 using minijax::Array;
@@ -25,6 +26,9 @@ using minijax::Var;
 
 namespace {
 
+using minijax::testing::mesh42;
+using minijax::testing::named;
+
 // Real primitives with the rules of sharding/rules/: sin (unary), add (binary), dot_general,
 // reshape, cumsum (the scanned axis needs replication), and jit's pjit (declared without a rule).
 Array unary(const Array& x) { return mj::lax::sin(x); }
@@ -34,15 +38,6 @@ Array matmul(const Array& x, const Array& y) {
 }
 
 Array zeros(mj::Shape s) { return Array::allocate(ShapedArray{s, mj::DType::f32}); }
-
-std::shared_ptr<const mj::Mesh> mesh42() {
-  return std::make_shared<const mj::Mesh>(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7},
-                                          mj::Shape{4, 2}, std::vector<std::string>{"x", "y"});
-}
-
-Sharding named(const std::shared_ptr<const mj::Mesh>& m, const mj::P& spec, int64_t rank) {
-  return mj::to_sharding(mj::NamedSharding{m, spec, mj::MemoryKind::device}, rank);
-}
 
 std::vector<std::vector<AxisRef>> dim_axes(const Sharding& s) {
   std::vector<std::vector<AxisRef>> out;

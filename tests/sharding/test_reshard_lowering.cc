@@ -20,6 +20,7 @@
 #include "sharding/propagate_shardings.h"
 #include "sharding/reshard_api.h"
 #include "tests/sharding/ownership.h"
+#include "tests/sharding/spmd_helpers.h"
 
 namespace mj = minijax;
 using minijax::Array;
@@ -28,18 +29,6 @@ using minijax::Sharding;
 using namespace minijax::testing;
 
 namespace {
-
-Array ramp(mj::Shape shape, float scale = 1, float offset = 0) {
-  Array a = Array::allocate(ShapedArray{shape, mj::DType::f32});
-  for (int64_t i = 0; i < a.aval().size(); ++i) a.mutable_data<float>()[i] = float(i) * scale + offset;
-  return a;
-}
-
-std::vector<Array> cut(const Array& global, const Sharding& s) {
-  std::vector<Array> out;
-  for (auto& b : mj::device_boxes(s, global.shape())) out.push_back(mj::lax::slice(global, b.lo, b.hi));
-  return out;
-}
 
 struct Lowered {
   mj::PropagationResult prop;

@@ -14,6 +14,7 @@
 #include "samples/fashion_mnist_mlp_lib.h"
 #include "sharding/boxes.h"
 #include "sharding/partition_spmd.h"
+#include "tests/sharding/spmd_helpers.h"
 
 namespace {
 
@@ -21,10 +22,8 @@ using mj::Array;
 using mj::None;
 using mj::P;
 
-std::shared_ptr<const mj::Mesh> mesh42() {
-  return std::make_shared<const mj::Mesh>(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, mj::Shape{4, 2},
-                                          std::vector<std::string>{"data", "model"});
-}
+// Mesh (4, 2) with the sample's axis names.
+std::shared_ptr<const mj::Mesh> mesh42() { return mj::testing::mesh42({"data", "model"}); }
 
 mj::NamedSharding ns(const std::shared_ptr<const mj::Mesh>& m, P spec) {
   return mj::NamedSharding{m, std::move(spec), mj::MemoryKind::device};
