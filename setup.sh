@@ -12,6 +12,8 @@ PACKAGES=(
   libdnnl-dev            # oneDNN: f32 GEMM
   libopenblas-dev        # OpenBLAS: f64 GEMM (cblas)
   libgtest-dev           # googletest
+  llvm-19-dev            # LLVM 19: code generation (ORC LLJIT)
+  libtbb-dev             # oneTBB: the kernels' thread pool
   zlib1g-dev             # gzip'd IDX files
   dataset-fashion-mnist  # the main job's data: /usr/share/datasets/fashion-mnist
 )

@@ -7,3 +7,17 @@ find_library(OPENBLAS_LIB NAMES openblas REQUIRED)
 find_path(CBLAS_INCLUDE cblas.h PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas REQUIRED)
 set(MINIJAX_GEMM_LIBS ${DNNL_LIB} ${OPENBLAS_LIB})
 set(MINIJAX_GEMM_INCLUDES ${DNNL_INCLUDE} ${CBLAS_INCLUDE})
+
+# LLVM 19 (Debian's llvm-19-dev): the code generator behind jit (ORC LLJIT), linked as the one
+# shared libLLVM. oneTBB (libtbb-dev): the thread pool kernels run on.
+find_package(LLVM REQUIRED CONFIG HINTS /usr/lib/llvm-19/lib/cmake/llvm NO_DEFAULT_PATH)
+if(NOT LLVM_VERSION_MAJOR EQUAL 19)
+  message(FATAL_ERROR "minijax needs LLVM 19 (Debian's llvm-19-dev), found ${LLVM_PACKAGE_VERSION} at ${LLVM_DIR}")
+endif()
+separate_arguments(LLVM_DEFINITIONS_LIST NATIVE_COMMAND ${LLVM_DEFINITIONS})
+if(LLVM_LINK_LLVM_DYLIB)
+  set(MINIJAX_LLVM_LIBS LLVM)
+else()
+  llvm_map_components_to_libnames(MINIJAX_LLVM_LIBS orcjit native passes)
+endif()
+find_package(TBB REQUIRED)
