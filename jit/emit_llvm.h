@@ -1,0 +1,52 @@
+// minijax code generation: a KIR module translated to LLVM IR, verified, optimized at O2 for the
+// host CPU and compiled to an object file. One of the two files that include LLVM headers.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "jit/kir.h"
+
+namespace minijax {
+
+/// An LLVM verification or code-generation failure: names the KIR function (and through its
+/// comment the jaxpr equation it lowers) and LLVM's message. Thrown by compile_to_object.
+class CompileError : public Error { using Error::Error; };
+
+/// The host the code is generated for: LLVM's target triple, CPU name and feature string, the
+/// widest native vector register in bytes (64 with AVX-512, 32 with AVX2, 16 otherwise) and
+/// LLVM's version. `str()` is part of every persistent-cache key.
+struct HostTarget {
+  std::string triple, cpu, features, llvm_version;
+  int vector_bytes = 16;
+  std::string str() const;
+};
+/// The host's description (computed once).
+const HostTarget& host_target();
+
+/// Relocatable object code of one module, as LLVM's code generator wrote it (ELF on Linux).
+struct ObjectCode {
+  std::vector<char> bytes;
+};
+
+/// What compile_to_object did, for Compiled::as_text and the benchmarks.
+struct CodegenReport {
+  std::string llvm_ir;         ///< the optimized LLVM IR (only when asked for)
+  double translate_seconds = 0, optimize_seconds = 0, codegen_seconds = 0;
+};
+
+/// Translates `m` to LLVM IR, verifies it (CompileError with the function, its comment and
+/// LLVM's message on failure), runs LLVM's O2 pipeline for the host CPU (host_target()) and
+/// emits object code. No fast-math flags are set: results are IEEE-exact per operation.
+/// `keep_ir` fills report->llvm_ir with the optimized IR text. Thread-safe (one LLVMContext per
+/// call).
+ObjectCode compile_to_object(const kir::Module& m, bool keep_ir = false, CodegenReport* report = nullptr);
+
+/// The unoptimized LLVM IR of `m` as text (for tests and dumps). Throws CompileError as above.
+std::string to_llvm_ir(const kir::Module& m);
+
+/// SHA-256 of `data` as 64 lowercase hex digits (LLVM's implementation of FIPS 180-4).
+std::string sha256_hex(const std::string& data);
+
+}  // namespace minijax

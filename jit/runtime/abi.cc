@@ -1,0 +1,107 @@
+// minijax runtime ABI: the runtime functions compiled code calls (oneTBB parallel loops, GEMM
+// through core/gemm.h) and their symbol table. Errors are recorded per thread, never thrown.
+#include "jit/runtime/abi.h"
+
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+
+#include "core/dtype.h"
+#include "core/gemm.h"
+
+namespace minijax {
+
+namespace {
+thread_local std::string runtime_error;
+
+void record(const char* where, const std::exception& e) {
+  if (runtime_error.empty()) runtime_error = std::string(where) + ": " + e.what();
+}
+
+template <class T>
+void gemm_generic(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* A, int64_t lda, const T* B,
+                  int64_t ldb, T* C, int64_t ldc) {
+  // bf16: products accumulated in f32 per output element, rounded once; ints wrap mod 2^32.
+  using Acc = std::conditional_t<std::is_same_v<T, bfloat16>, float,
+                                 std::conditional_t<std::is_integral_v<T>, uint32_t, T>>;
+  auto get = [](T v) -> Acc {
+    if constexpr (std::is_same_v<T, bfloat16>) return float(v);
+    else return Acc(v);
+  };
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      Acc s = Acc(0);
+      for (int64_t p = 0; p < k; ++p) {
+        Acc a = get(ta ? A[p * lda + i] : A[i * lda + p]);
+        Acc bv = get(tb ? B[j * ldb + p] : B[p * ldb + j]);
+        s += a * bv;
+      }
+      if constexpr (std::is_same_v<T, bfloat16>) C[i * ldc + j] = bfloat16(s);
+      else C[i * ldc + j] = T(s);
+    }
+}
+}  // namespace
+
+std::string take_runtime_error() {
+  std::string e;
+  e.swap(runtime_error);
+  return e;
+}
+
+const std::vector<RuntimeSymbol>& runtime_symbols() {
+  static const std::vector<RuntimeSymbol> table = {
+      {"mj_rt_parallel_for", reinterpret_cast<void*>(&mj_rt_parallel_for)},
+      {"mj_rt_gemm", reinterpret_cast<void*>(&mj_rt_gemm)},
+  };
+  return table;
+}
+
+}  // namespace minijax
+
+extern "C" void mj_rt_parallel_for(mj_rt_kernel kernel, void** bufs, int64_t n, int64_t grain) {
+  if (n <= grain) return kernel(bufs, 0, n);
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, size_t(grain)),
+                    [&](const tbb::blocked_range<int64_t>& r) { kernel(bufs, r.begin(), r.end()); },
+                    tbb::simple_partitioner());
+}
+
+extern "C" void mj_rt_gemm(int32_t dtype, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
+                           const void* A, int64_t lda, int64_t stride_a, const void* B, int64_t ldb,
+                           int64_t stride_b, void* C, int64_t ldc, int64_t stride_c, int64_t batch) {
+  using namespace minijax;
+  try {
+    const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
+    for (int64_t bi = 0; bi < batch; ++bi) {
+      switch (DType(dtype)) {
+        case DType::f32:
+          gemm(ta, tb, m, n, k, 1.0f, static_cast<const float*>(A) + bi * stride_a, lda,
+               static_cast<const float*>(B) + bi * stride_b, ldb, 0.0f, static_cast<float*>(C) + bi * stride_c, ldc);
+          break;
+        case DType::f64:
+          gemm(ta, tb, m, n, k, 1.0, static_cast<const double*>(A) + bi * stride_a, lda,
+               static_cast<const double*>(B) + bi * stride_b, ldb, 0.0, static_cast<double*>(C) + bi * stride_c, ldc);
+          break;
+        case DType::bf16:
+          gemm_generic(trans_a, trans_b, m, n, k, static_cast<const bfloat16*>(A) + bi * stride_a, lda,
+                       static_cast<const bfloat16*>(B) + bi * stride_b, ldb, static_cast<bfloat16*>(C) + bi * stride_c, ldc);
+          break;
+        case DType::i32:
+          gemm_generic(trans_a, trans_b, m, n, k, static_cast<const int32_t*>(A) + bi * stride_a, lda,
+                       static_cast<const int32_t*>(B) + bi * stride_b, ldb, static_cast<int32_t*>(C) + bi * stride_c, ldc);
+          break;
+        case DType::u32:
+          gemm_generic(trans_a, trans_b, m, n, k, static_cast<const uint32_t*>(A) + bi * stride_a, lda,
+                       static_cast<const uint32_t*>(B) + bi * stride_b, ldb, static_cast<uint32_t*>(C) + bi * stride_c, ldc);
+          break;
+        default:
+          throw std::runtime_error(std::string("no GEMM for dtype ") + dtype_name(DType(dtype)));
+      }
+    }
+  } catch (const std::exception& e) {
+    record("mj_rt_gemm", e);
+  }
+}

@@ -1,0 +1,40 @@
+// minijax runtime ABI: the C functions compiled code calls (threads, GEMM, copies), and the table
+// of their addresses the ORC wrapper defines in every executable's JITDylib.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace minijax {
+
+/// An address the compiled code may call by name.
+struct RuntimeSymbol {
+  std::string name;
+  void* address = nullptr;
+};
+
+/// Every runtime function compiled code may call (names as in the extern "C" block below).
+const std::vector<RuntimeSymbol>& runtime_symbols();
+
+/// The error a runtime function called from compiled code recorded on this thread (runtime
+/// functions never throw through compiled frames); empty when none. take_runtime_error clears it.
+std::string take_runtime_error();
+
+}  // namespace minijax
+
+extern "C" {
+/// A kernel's type: computes outer indices [begin, end) with the buffer addresses in bufs.
+typedef void (*mj_rt_kernel)(void** bufs, int64_t begin, int64_t end);
+/// Runs kernel over [0, n) in chunks of `grain` outer indices on the oneTBB pool (the calling
+/// thread takes part). Chunks are fixed by n and grain, not by the thread count, and each outer
+/// index is computed by one chunk, so results do not depend on scheduling.
+void mj_rt_parallel_for(mj_rt_kernel kernel, void** bufs, int64_t n, int64_t grain);
+/// Batched row-major GEMM: for b in [0, batch): C_b = op(A_b) op(B_b), op(X) = X or X^T
+/// (trans_* = 0 or 1), A_b = A + b * stride_a elements (likewise B, C); op(A) is [m, k], op(B)
+/// is [k, n], C is [m, n] with row strides lda, ldb, ldc (elements). `dtype` is a minijax DType
+/// (f32: oneDNN's dnnl_sgemm; f64: OpenBLAS's cblas_dgemm; bf16: f32 products rounded to bf16;
+/// i32/u32: wrapping integer products).
+void mj_rt_gemm(int32_t dtype, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
+                const void* A, int64_t lda, int64_t stride_a, const void* B, int64_t ldb, int64_t stride_b,
+                void* C, int64_t ldc, int64_t stride_c, int64_t batch);
+}

@@ -1,0 +1,131 @@
+// Tests of the kernel IR, its LLVM translation and the ORC wrapper: kernels built by hand, compiled,
+// loaded and run; type errors, verifier errors and unknown symbols reported as exceptions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "jit/emit_llvm.h"
+#include "jit/kir.h"
+#include "jit/orc.h"
+
+namespace minijax {
+namespace {
+
+using namespace kir;
+
+// out[i] = a[i] * b[i] + 1 over n floats: a vector loop of `lanes` and a scalar tail.
+Module saxpy_module(int lanes) {
+  Module m;
+  m.name = "test";
+  Function f;
+  f.name = "kernel";
+  f.linkage = Linkage::external;
+  f.params = {kPtr, kPtr, kPtr, kI64};
+  Builder b(f);
+  Value a = b.arg(0), bb = b.arg(1), out = b.arg(2), n = b.arg(3);
+  Value vec_end = b.mul(b.binop(Op::SDiv, n, b.i64(lanes)), b.i64(lanes));
+  Type vt = kF32.with_lanes(lanes);
+  b.for_(b.i64(0), vec_end, b.i64(lanes), [&](Value i) {
+    Value x = b.load(vt, a, i), y = b.load(vt, bb, i);
+    b.store(out, i, b.fadd(b.fmul(x, y), b.splat(b.f32(1), lanes)));
+  });
+  b.for_(vec_end, n, b.i64(1), [&](Value i) {
+    Value x = b.load(kF32, a, i), y = b.load(kF32, bb, i);
+    b.store(out, i, b.fadd(b.fmul(x, y), b.f32(1)));
+  });
+  b.ret();
+  m.functions.push_back(std::move(f));
+  return m;
+}
+
+TEST(Kir, VectorLoopWithTailComputesEveryElement) {
+  const int lanes = host_target().vector_bytes / 4;
+  Module m = saxpy_module(lanes);
+  auto obj = compile_to_object(m);
+  auto lib = load_object(obj, {}, "saxpy");
+  using Fn = void (*)(const float*, const float*, float*, int64_t);
+  auto fn = reinterpret_cast<Fn>(lib->lookup("kernel"));
+  for (int64_t n : {0, 1, 15, 16, 17, 100}) {
+    std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n)), out(static_cast<size_t>(n), -7.f);
+    for (int64_t i = 0; i < n; ++i) {
+      a[size_t(i)] = 0.5f * float(i) - 3.f;
+      b[size_t(i)] = 1.f / float(i + 1);
+    }
+    fn(a.data(), b.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i)  // oracle: the same two roundings done by C++ (no FMA)
+      EXPECT_EQ(out[size_t(i)], a[size_t(i)] * b[size_t(i)] + 1.f) << "n=" << n << " i=" << i;
+  }
+}
+
+TEST(Kir, PrinterShowsLoopsAndTypes) {
+  Module m = saxpy_module(8);
+  std::string s = to_string(m);
+  EXPECT_NE(s.find("define void @kernel(ptr, ptr, ptr, i64)"), std::string::npos) << s;
+  EXPECT_NE(s.find("load <8 x f32>"), std::string::npos) << s;
+  EXPECT_NE(s.find("for %"), std::string::npos) << s;
+}
+
+TEST(Kir, BuilderRejectsMismatchedTypes) {
+  Function f;
+  f.name = "bad";
+  f.params = {kF32, kI32};
+  Builder b(f);
+  Value x = b.arg(0), y = b.arg(1);
+  EXPECT_THROW(b.fadd(x, y), ValueError);
+  EXPECT_THROW(b.add(x, x), ValueError);          // integer add of floats
+  EXPECT_THROW(b.cast(Op::FPExt, kF32, x), ValueError);
+  EXPECT_THROW(b.load(kF32, x, b.i64(0)), ValueError);  // address is not a ptr
+}
+
+TEST(Kir, ValueUsedOutsideItsBlockIsACompileError) {
+  Module m;
+  Function f;
+  f.name = "scoped";
+  f.linkage = Linkage::external;
+  f.params = {kPtr};
+  Builder b(f);
+  Value inner;
+  b.for_(b.i64(0), b.i64(4), b.i64(1), [&](Value i) { inner = b.add(i, i); });
+  b.store(b.arg(0), b.i64(0), inner);  // `inner` belongs to the loop body
+  b.ret();
+  m.functions.push_back(std::move(f));
+  try {
+    compile_to_object(m);
+    FAIL() << "expected CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("outside the block"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Kir, RuntimeSymbolsResolveAndMissingOnesThrow) {
+  Module m;
+  m.declare(Extern{"mj_test_twice", {kF64}, kF64});
+  Function f;
+  f.name = "calls";
+  f.linkage = Linkage::external;
+  f.params = {kF64};
+  f.ret = kF64;
+  Builder b(f);
+  b.ret(b.call("mj_test_twice", kF64, {b.arg(0)}));
+  m.functions.push_back(std::move(f));
+  auto obj = compile_to_object(m);
+  static double (*twice)(double) = [](double x) { return 2 * x; };
+  auto lib = load_object(obj, {{"mj_test_twice", reinterpret_cast<void*>(twice)}}, "calls");
+  auto fn = reinterpret_cast<double (*)(double)>(lib->lookup("calls"));
+  EXPECT_EQ(fn(21.0), 42.0);
+  EXPECT_THROW(lib->lookup("no_such_function"), CompileError);
+  auto unresolved = load_object(obj, {}, "calls_unresolved");  // mj_test_twice is not defined
+  EXPECT_THROW(unresolved->lookup("calls"), CompileError);
+}
+
+TEST(Kir, HostTargetDescribesTheCpu) {
+  const HostTarget& h = host_target();
+  EXPECT_FALSE(h.triple.empty());
+  EXPECT_FALSE(h.cpu.empty());
+  EXPECT_TRUE(h.vector_bytes == 16 || h.vector_bytes == 32 || h.vector_bytes == 64);
+  EXPECT_EQ(h.llvm_version.substr(0, 3), "19.");
+}
+
+}  // namespace
+}  // namespace minijax
