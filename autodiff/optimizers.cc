@@ -1,46 +1,79 @@
-// minijax optimizers: the per-leaf update formulas of SGD, Adam and AdamW.
+// minijax optimizers: the flat (per-leaf) steps of SGD, Adam and AdamW.
 // Written with the numpy-level API (runs eagerly and under tracing); Adam has a fused one-pass
 // loop for concrete f32/f64 leaves that computes the same expressions in the same order.
 #include "autodiff/optimizers.h"
 
 #include <cmath>
+#include <utility>
 
 #include "core/numpy.h"
 
 namespace minijax::optim {
 
-Array SGD::zeros_like_leaf(const Array& p) { return zeros_like(p); }
+namespace detail {
 
-Array sgd_leaf(const Array& g_in, const Array& p, Array& buf, bool first, double lr, double momentum,
-               double dampening, double weight_decay, bool nesterov) {
-  Array g = g_in.defined() ? g_in : zeros_like(p);
-  if (weight_decay != 0.0) g = g + weight_decay * p;
-  if (momentum != 0.0) {
-    buf = first ? g : momentum * buf + (1.0 - dampening) * g;
-    g = nesterov ? g + momentum * buf : buf;
-  }
-  return p - lr * g;
-}
+Array zeros_like_leaf(const Array& p) { return zeros_like(p); }
+
+Array zero_step() { return scalar(0, DType::i32); }
+
+}  // namespace detail
 
 namespace {
 
+// TypeError unless step is the i32[] step count and every parameter leaf is floating point.
+void check_inputs(const char* who, const std::vector<Array>& p, const Array& step,
+                  std::source_location loc) {
+  if (!step.defined() || step.dtype() != DType::i32 || step.ndim() != 0)
+    throw TypeError(std::string(who) + ".update: state.step must be an i32[] array (the number of " +
+                        "steps taken), got " + (step.defined() ? step.aval().str() : "an empty array"),
+                    loc);
+  for (size_t i = 0; i < p.size(); ++i)
+    if (!is_floating(p[i].dtype()))
+      throw TypeError(std::string(who) + ".update: parameter leaf " + std::to_string(i) + " is " +
+                          p[i].aval().str() + "; optimizers update floating-point parameters only",
+                      loc);
+}
+
+Array grad_or_zeros(const Array& g, const Array& p) { return g.defined() ? g : zeros_like(p); }
+
+// ---- Adam ---------------------------------------------------------------------------------------
+
+// The bias-corrected factors of one dtype at step t (i32[]): step_size = lr / (1 - b1^t) and
+// sqrt_bc2 = sqrt(1 - b2^t), rank-0 arrays of dtype computed with minijax ops (so a traced t
+// stays symbolic). b1, b2 are rounded to dtype first, as PyTorch's tensors of that dtype are.
+struct Correction {
+  DType dtype;
+  Array step_size, sqrt_bc2;
+};
+
+Correction adam_correction(const Array& t, DType dtype, const Adam& o) {
+  Array tf = lax::convert_element_type(t, dtype);
+  Array bc1 = 1.0 - lax::pow(scalar(o.b1, dtype), tf);
+  Array bc2 = 1.0 - lax::pow(scalar(o.b2, dtype), tf);
+  return Correction{dtype, o.lr / bc1, sqrt(bc2)};
+}
+
 // True when every operand is a concrete (untraced) array of p's shape, dtype (f32 or f64) and
-// memory kind: then the fused loop below may read their buffers directly.
-bool fusable(const Array& g, const Array& p, const Array& mu, const Array& nu) {
+// memory kind, and the corrections are concrete: then the fused loop may read their buffers.
+bool fusable(const Array& g, const Array& p, const Array& mu, const Array& nu, const Correction& c) {
   if (!g.defined() || !p.is_concrete() || !g.is_concrete() || !mu.is_concrete() || !nu.is_concrete())
     return false;
+  if (!c.step_size.is_concrete() || !c.sqrt_bc2.is_concrete()) return false;
   if (p.dtype() != DType::f32 && p.dtype() != DType::f64) return false;
   for (const Array* a : {&g, &mu, &nu})
     if (!a->aval().same_type(p.aval())) return false;
   return true;
 }
 
+struct LeafOut {
+  Array p, mu, nu;
+};
+
 // One pass over the elements with the expressions of the generic path, in p's precision (the
-// constants rounded to it as weakly typed scalars are).
+// constants rounded to it as weakly typed scalars are; the corrections read from their arrays).
 template <class T>
-Array adam_fused(const Array& g, const Array& p, Array& mu, Array& nu, double step_size,
-                 double sqrt_bc2, double b1, double b2, double eps, double lr, double weight_decay,
-                 bool decoupled) {
+LeafOut adam_fused(const Array& g, const Array& p, const Array& mu, const Array& nu,
+                   const Correction& c, const Adam& o) {
   Array p_out = Array::allocate(p.aval());
   Array mu_out = Array::allocate(mu.aval());
   Array nu_out = Array::allocate(nu.aval());
@@ -51,15 +84,16 @@ Array adam_fused(const Array& g, const Array& p, Array& mu, Array& nu, double st
   T* po = p_out.mutable_data<T>();
   T* mo = mu_out.mutable_data<T>();
   T* vo = nu_out.mutable_data<T>();
-  const T cb1 = T(b1), c1b1 = T(1.0 - b1), cb2 = T(b2), c1b2 = T(1.0 - b2);
-  const T css = T(step_size), csb = T(sqrt_bc2), ceps = T(eps), cwd = T(weight_decay);
-  const T decay = T(1.0 - lr * weight_decay);
-  const bool wd = weight_decay != 0.0;
+  const T cb1 = T(o.b1), c1b1 = T(1.0 - o.b1), cb2 = T(o.b2), c1b2 = T(1.0 - o.b2);
+  const T css = c.step_size.data<T>()[0], csb = c.sqrt_bc2.data<T>()[0];
+  const T ceps = T(o.eps), cwd = T(o.weight_decay);
+  const T decay = T(1.0 - o.lr * o.weight_decay);
+  const bool wd = o.weight_decay != 0.0;
   const int64_t n = p.size();
   for (int64_t i = 0; i < n; ++i) {
     T gi = gp[i], pi = pp[i];
     if (wd) {
-      if (decoupled) pi = pi * decay;
+      if (o.decoupled) pi = pi * decay;
       else gi = gi + cwd * pi;
     }
     const T m = cb1 * mp[i] + c1b1 * gi;
@@ -68,38 +102,79 @@ Array adam_fused(const Array& g, const Array& p, Array& mu, Array& nu, double st
     vo[i] = v;
     po[i] = pi - css * (m / (std::sqrt(v) / csb + ceps));
   }
-  mu = mu_out;
-  nu = nu_out;
-  return p_out;
+  return LeafOut{p_out, mu_out, nu_out};
+}
+
+// Adam/AdamW for one leaf (see Adam in the header): fused when fusable, else op by op.
+LeafOut adam_leaf(const Array& g_in, const Array& p_in, const Array& mu_in, const Array& nu_in,
+                  const Correction& c, const Adam& o) {
+  if (fusable(g_in, p_in, mu_in, nu_in, c)) {
+    if (p_in.dtype() == DType::f32) return adam_fused<float>(g_in, p_in, mu_in, nu_in, c, o);
+    return adam_fused<double>(g_in, p_in, mu_in, nu_in, c, o);
+  }
+  Array g = grad_or_zeros(g_in, p_in);
+  Array p = p_in;
+  if (o.weight_decay != 0.0) {
+    if (o.decoupled)
+      p = p * (1.0 - o.lr * o.weight_decay);
+    else
+      g = g + o.weight_decay * p;
+  }
+  Array mu = o.b1 * mu_in + (1.0 - o.b1) * g;
+  Array nu = o.b2 * nu_in + (1.0 - o.b2) * (g * g);
+  Array denom = sqrt(nu) / c.sqrt_bc2 + o.eps;
+  return LeafOut{p - c.step_size * (mu / denom), mu, nu};
 }
 
 }  // namespace
 
-Array adam_leaf(const Array& g_in, const Array& p_in, Array& mu, Array& nu, int64_t t, double lr,
-                double b1, double b2, double eps, double weight_decay, bool decoupled) {
-  const double bc1 = 1.0 - std::pow(b1, double(t));
-  const double bc2 = 1.0 - std::pow(b2, double(t));
-  const double step_size = lr / bc1;
-  const double sqrt_bc2 = std::sqrt(bc2);
-  if (fusable(g_in, p_in, mu, nu)) {
-    if (p_in.dtype() == DType::f32)
-      return adam_fused<float>(g_in, p_in, mu, nu, step_size, sqrt_bc2, b1, b2, eps, lr,
-                               weight_decay, decoupled);
-    return adam_fused<double>(g_in, p_in, mu, nu, step_size, sqrt_bc2, b1, b2, eps, lr,
-                              weight_decay, decoupled);
+namespace detail {
+
+FlatStep sgd_step(const SGD& o, const std::vector<Array>& g, const std::vector<Array>& p,
+                  const std::vector<Array>& buf, const Array& step, std::source_location loc) {
+  check_inputs("SGD", p, step, loc);
+  FlatStep out;
+  out.p.resize(p.size());
+  out.a = buf;
+  // PyTorch initialises the buffer to the gradient on the first step: a select on step == 0.
+  Array first = o.momentum != 0.0 ? (step == 0) : Array();
+  for (size_t i = 0; i < p.size(); ++i) {
+    Array gi = grad_or_zeros(g[i], p[i]);
+    if (o.weight_decay != 0.0) gi = gi + o.weight_decay * p[i];
+    if (o.momentum != 0.0) {
+      Array damped = o.dampening != 0.0 ? (1.0 - o.dampening) * gi : gi;  // exact when 0
+      Array b = where(first, gi, o.momentum * buf[i] + damped);
+      gi = o.nesterov ? gi + o.momentum * b : b;
+      out.a[i] = b;
+    }
+    out.p[i] = p[i] - o.lr * gi;
   }
-  Array g = g_in.defined() ? g_in : zeros_like(p_in);
-  Array p = p_in;
-  if (weight_decay != 0.0) {
-    if (decoupled)
-      p = p * (1.0 - lr * weight_decay);
-    else
-      g = g + weight_decay * p;
-  }
-  mu = b1 * mu + (1.0 - b1) * g;
-  nu = b2 * nu + (1.0 - b2) * (g * g);
-  Array denom = sqrt(nu) / sqrt_bc2 + eps;
-  return p - step_size * (mu / denom);
+  out.step = step + 1;
+  return out;
 }
+
+FlatStep adam_step(const Adam& o, const std::vector<Array>& g, const std::vector<Array>& p,
+                   const std::vector<Array>& mu, const std::vector<Array>& nu, const Array& step,
+                   std::source_location loc) {
+  check_inputs("Adam", p, step, loc);
+  FlatStep out;
+  out.step = step + 1;  // t: this step's 1-based number
+  std::vector<Correction> corrections;  // one per parameter dtype, shared by its leaves
+  auto correction_for = [&](DType d) -> const Correction& {
+    for (auto& c : corrections)
+      if (c.dtype == d) return c;
+    corrections.push_back(adam_correction(out.step, d, o));
+    return corrections.back();
+  };
+  for (size_t i = 0; i < p.size(); ++i) {
+    LeafOut r = adam_leaf(g[i], p[i], mu[i], nu[i], correction_for(p[i].dtype()), o);
+    out.p.push_back(std::move(r.p));
+    out.a.push_back(std::move(r.mu));
+    out.b.push_back(std::move(r.nu));
+  }
+  return out;
+}
+
+}  // namespace detail
 
 }  // namespace minijax::optim

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <source_location>
+#include <string>
 #include <vector>
 
 #include "core/array.h"
@@ -10,23 +11,47 @@
 
 namespace minijax::optim {
 
-// ---- leaf updates (one parameter array; used by the pytree updates below) -----------------------
-// Each takes the gradient g, the parameter p and its state arrays, and returns the new parameter
-// while replacing the state arrays. An empty g (a symbolic zero) counts as zeros of p's aval.
-// They are written with the numpy-level API, so they run eagerly and can be traced.
+// The updates are pure functions of (grads, state, params) written with minijax ops: eagerly they
+// run op by op (Adam with a fused loop per leaf), and under mj::jit they trace into one graph in
+// which the step count is an i32[] operand, so one trace serves every step.
 
-/// PyTorch's torch.optim.SGD step for one leaf; `first` is true on the first step (the momentum
-/// buffer is then initialised to the gradient, as PyTorch does).
-Array sgd_leaf(const Array& g, const Array& p, Array& buf, bool first, double lr, double momentum,
-               double dampening, double weight_decay, bool nesterov);
-/// PyTorch's torch.optim.Adam / AdamW step for one leaf at step t >= 1 (see Adam below). When
-/// all four arrays are concrete f32 or f64 arrays of one aval it runs as one fused loop (same
-/// expressions, same order, in the leaf's precision); otherwise (tracers, empty g) through the
-/// numpy-level ops.
-Array adam_leaf(const Array& g, const Array& p, Array& mu, Array& nu, int64_t t, double lr,
-                double b1, double b2, double eps, double weight_decay, bool decoupled);
+/// What update() returns: the new parameters and the new state (neither input is modified).
+/// Use with structured bindings: `auto [params2, state2] = opt.update(grads, state, params);`.
+/// It is a pytree (leaves: those of params, then those of state), so a jitted training step may
+/// return it directly.
+template <class P, class S>
+struct OptimizerUpdate {
+  P params;
+  S state;
+};
+
+// ---- flat updates (the leaves of one step; used by the pytree updates below) --------------------
+// g, p and the state vectors hold one entry per parameter leaf, in tree_flatten order; an empty
+// g entry (a symbolic zero) counts as zeros of p's aval. `step` is the state's i32[] step count
+// (steps taken so far). Each returns the new parameter leaves and fills the new state leaves.
+
+struct SGD;
+struct Adam;
 
 namespace detail {
+/// The new leaves of one step: parameters, the two state vectors (SGD uses only `a`, the momentum
+/// buffers) and the new i32[] step count.
+struct FlatStep {
+  std::vector<Array> p, a, b;
+  Array step;
+};
+/// One SGD step on flat leaves (see SGD). Throws TypeError if `step` is not an i32[] array.
+FlatStep sgd_step(const SGD& opt, const std::vector<Array>& g, const std::vector<Array>& p,
+                  const std::vector<Array>& buf, const Array& step, std::source_location loc);
+/// One Adam/AdamW step on flat leaves (see Adam). Throws TypeError if `step` is not i32[].
+FlatStep adam_step(const Adam& opt, const std::vector<Array>& g, const std::vector<Array>& p,
+                   const std::vector<Array>& mu, const std::vector<Array>& nu, const Array& step,
+                   std::source_location loc);
+/// The i32[] step count 0 (strongly typed, so a traced step keeps one signature across steps).
+Array zero_step();
+/// zeros_like(p): the initial state leaf of parameter leaf p.
+Array zeros_like_leaf(const Array& p);
+
 /// Flattens a state tree and checks its structure against the parameters (TypeError otherwise).
 template <class P>
 std::vector<Array> leaves_like(const P& tree, const P& params, std::source_location loc) {
@@ -36,20 +61,24 @@ std::vector<Array> leaves_like(const P& tree, const P& params, std::source_locat
 }  // namespace detail
 
 // ---- SGD ----------------------------------------------------------------------------------------
-/// State of SGD: the momentum buffers (a pytree shaped like the parameters) and the step count.
+/// State of SGD: the momentum buffers (a pytree shaped like the parameters) and the number of
+/// steps taken as an i32[] array (0 after init). A pytree whose leaves are the momentum leaves,
+/// then step.
 template <class P>
 struct SGDState {
   P momentum;
-  int64_t step = 0;
+  Array step;
 };
 
 /// Stochastic gradient descent with momentum, as torch.optim.SGD (defaults: momentum 0,
-/// dampening 0, weight_decay 0, nesterov false). Per leaf, at step t (1-based):
+/// dampening 0, weight_decay 0, nesterov false). Per leaf, at step t = step + 1 (1-based):
 ///   g = grad + weight_decay * p
 ///   buf = g                                     if t == 1
 ///   buf = momentum * buf + (1 - dampening) * g  otherwise          (only when momentum != 0)
 ///   g = g + momentum * buf if nesterov, else buf                     (only when momentum != 0)
 ///   p = p - lr * g
+/// The t == 1 case is a select on `step == 0` computed in the graph (both branches are
+/// evaluated), so a traced update does not depend on the step's value.
 /// Source: https://pytorch.org/docs/stable/generated/torch.optim.SGD.html (algorithm box).
 struct SGD {
   double lr = 1e-2;
@@ -58,44 +87,49 @@ struct SGD {
   double weight_decay = 0.0;
   bool nesterov = false;
 
-  /// Zero momentum buffers shaped like params; step 0.
+  /// Zero momentum buffers shaped like params (same avals); step = i32[] 0.
   template <class P>
   SGDState<P> init(const P& params) const {
-    return SGDState<P>{tree_map([](const Array& p) { return zeros_like_leaf(p); }, params), 0};
+    return SGDState<P>{tree_map([](const Array& p) { return detail::zeros_like_leaf(p); }, params),
+                       detail::zero_step()};
   }
-  /// One step: returns the new parameters and advances `state`. Throws TypeError if the
-  /// structures of grads, state and params differ.
+  /// One step, as a pure function: returns the new parameters and the new state (step + 1);
+  /// grads, state and params are left as they are. Traceable (mj::jit traces it once for all
+  /// steps). Throws TypeError if the structures of grads, state.momentum and params differ or
+  /// state.step is not an i32[] array, and what the ops throw for mismatched leaf shapes.
   template <class P>
-  P update(const P& grads, SGDState<P>& state, const P& params,
-           std::source_location loc = std::source_location::current()) const {
+  OptimizerUpdate<P, SGDState<P>> update(
+      const P& grads, const SGDState<P>& state, const P& params,
+      std::source_location loc = std::source_location::current()) const {
     auto g = detail::leaves_like(grads, params, loc);
     auto buf = detail::leaves_like(state.momentum, params, loc);
-    auto p = tree_flatten(params);
-    bool first = state.step == 0;
-    for (size_t i = 0; i < p.size(); ++i)
-      p[i] = sgd_leaf(g[i], p[i], buf[i], first, lr, momentum, dampening, weight_decay, nesterov);
-    state.momentum = tree_unflatten(state.momentum, buf, loc);
-    state.step += 1;
-    return tree_unflatten(params, p, loc);
+    detail::FlatStep s = detail::sgd_step(*this, g, tree_flatten(params), buf, state.step, loc);
+    return {tree_unflatten(params, s.p, loc),
+            SGDState<P>{tree_unflatten(state.momentum, s.a, loc), s.step}};
   }
-  static Array zeros_like_leaf(const Array& p);
 };
 
 // ---- Adam / AdamW -------------------------------------------------------------------------------
 /// State of Adam/AdamW: first and second moment estimates (pytrees shaped like the parameters)
-/// and the number of steps taken.
+/// and the number of steps taken as an i32[] array (0 after init). A pytree whose leaves are the
+/// mu leaves, then the nu leaves, then step.
 template <class P>
 struct AdamState {
   P mu, nu;
-  int64_t step = 0;
+  Array step;
 };
 
 /// Adam (Kingma & Ba, https://arxiv.org/abs/1412.6980) exactly as torch.optim.Adam computes it
-/// (defaults lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 0, L2-style). Per leaf, at step t:
+/// (defaults lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 0, L2-style). Per leaf, at step
+/// t = step + 1:
 ///   g  = grad + weight_decay * p
 ///   mu = b1 * mu + (1 - b1) * g
 ///   nu = b2 * nu + (1 - b2) * g^2
 ///   p  = p - (lr / (1 - b1^t)) * mu / (sqrt(nu) / sqrt(1 - b2^t) + eps)
+/// The bias corrections are computed in the graph, in each parameter leaf's dtype: t is converted
+/// from i32 to that dtype and b^t is lax::pow(b, t) with b rounded to the dtype (so f32 leaves get
+/// f32 corrections, f64 leaves f64 ones); lr / (1 - b1^t) and sqrt(1 - b2^t) are rank-0 arrays of
+/// the dtype, computed once per dtype and shared by its leaves.
 /// Source: https://pytorch.org/docs/stable/generated/torch.optim.Adam.html and PyTorch's
 /// _single_tensor_adam (torch/optim/adam.py), which places eps after the bias correction as here.
 struct Adam {
@@ -107,28 +141,28 @@ struct Adam {
   /// False: Adam's L2 penalty added to the gradient. True: AdamW's decoupled decay.
   bool decoupled = false;
 
-  /// Zero moments shaped like params; step 0.
+  /// Zero moments shaped like params (same avals); step = i32[] 0.
   template <class P>
   AdamState<P> init(const P& params) const {
-    auto z = tree_map([](const Array& p) { return SGD::zeros_like_leaf(p); }, params);
-    return AdamState<P>{z, z, 0};
+    auto z = tree_map([](const Array& p) { return detail::zeros_like_leaf(p); }, params);
+    return AdamState<P>{z, z, detail::zero_step()};
   }
-  /// One step: returns the new parameters and advances `state`. Throws TypeError if the
-  /// structures of grads, state and params differ.
+  /// One step, as a pure function: returns the new parameters and the new state (step + 1);
+  /// grads, state and params are left as they are. Traceable (mj::jit traces it once for all
+  /// steps). When every leaf is a concrete f32/f64 array of one aval, each leaf runs as one fused
+  /// loop computing the same expressions in the same order. Throws TypeError if the structures of
+  /// grads, state.mu, state.nu and params differ or state.step is not an i32[] array.
   template <class P>
-  P update(const P& grads, AdamState<P>& state, const P& params,
-           std::source_location loc = std::source_location::current()) const {
+  OptimizerUpdate<P, AdamState<P>> update(
+      const P& grads, const AdamState<P>& state, const P& params,
+      std::source_location loc = std::source_location::current()) const {
     auto g = detail::leaves_like(grads, params, loc);
     auto mu = detail::leaves_like(state.mu, params, loc);
     auto nu = detail::leaves_like(state.nu, params, loc);
-    auto p = tree_flatten(params);
-    int64_t t = state.step + 1;
-    for (size_t i = 0; i < p.size(); ++i)
-      p[i] = adam_leaf(g[i], p[i], mu[i], nu[i], t, lr, b1, b2, eps, weight_decay, decoupled);
-    state.mu = tree_unflatten(state.mu, mu, loc);
-    state.nu = tree_unflatten(state.nu, nu, loc);
-    state.step = t;
-    return tree_unflatten(params, p, loc);
+    detail::FlatStep s = detail::adam_step(*this, g, tree_flatten(params), mu, nu, state.step, loc);
+    return {tree_unflatten(params, s.p, loc),
+            AdamState<P>{tree_unflatten(state.mu, s.a, loc), tree_unflatten(state.nu, s.b, loc),
+                         s.step}};
   }
 };
 
@@ -153,3 +187,74 @@ struct AdamW : Adam {
 };
 
 }  // namespace minijax::optim
+
+// ---- pytree traits of the states (template structs, so not MJ_REGISTER_PYTREE) -----------------
+namespace minijax {
+
+/// SGDState<P>: leaves of momentum, then step. Structure "SGDState(<momentum>, *)".
+template <class P>
+struct pytree<optim::SGDState<P>> {
+  using T = optim::SGDState<P>;
+  static void flatten(const T& s, std::vector<Array>& out) {
+    pytree<P>::flatten(s.momentum, out);
+    out.push_back(s.step);
+  }
+  static T unflatten(const T& like, const Array*& next) {
+    P m = pytree<P>::unflatten(like.momentum, next);
+    return T{std::move(m), *next++};
+  }
+  static std::string structure(const T& s) {
+    return "SGDState(" + pytree<P>::structure(s.momentum) + ", *)";
+  }
+  static void check_same(const T& a, const T& b, std::source_location loc) {
+    pytree<P>::check_same(a.momentum, b.momentum, loc);
+  }
+};
+
+/// AdamState<P>: leaves of mu, then of nu, then step. Structure "AdamState(<mu>, <nu>, *)".
+template <class P>
+struct pytree<optim::AdamState<P>> {
+  using T = optim::AdamState<P>;
+  static void flatten(const T& s, std::vector<Array>& out) {
+    pytree<P>::flatten(s.mu, out);
+    pytree<P>::flatten(s.nu, out);
+    out.push_back(s.step);
+  }
+  static T unflatten(const T& like, const Array*& next) {
+    P mu = pytree<P>::unflatten(like.mu, next);  // sequenced: mu's leaves come first
+    P nu = pytree<P>::unflatten(like.nu, next);
+    return T{std::move(mu), std::move(nu), *next++};
+  }
+  static std::string structure(const T& s) {
+    return "AdamState(" + pytree<P>::structure(s.mu) + ", " + pytree<P>::structure(s.nu) + ", *)";
+  }
+  static void check_same(const T& a, const T& b, std::source_location loc) {
+    pytree<P>::check_same(a.mu, b.mu, loc);
+    pytree<P>::check_same(a.nu, b.nu, loc);
+  }
+};
+
+/// OptimizerUpdate<P, S>: leaves of params, then of state. Structure "OptimizerUpdate(<p>, <s>)".
+template <class P, class S>
+struct pytree<optim::OptimizerUpdate<P, S>> {
+  using T = optim::OptimizerUpdate<P, S>;
+  static void flatten(const T& u, std::vector<Array>& out) {
+    pytree<P>::flatten(u.params, out);
+    pytree<S>::flatten(u.state, out);
+  }
+  static T unflatten(const T& like, const Array*& next) {
+    P p = pytree<P>::unflatten(like.params, next);
+    S s = pytree<S>::unflatten(like.state, next);
+    return T{std::move(p), std::move(s)};
+  }
+  static std::string structure(const T& u) {
+    return "OptimizerUpdate(" + pytree<P>::structure(u.params) + ", " +
+           pytree<S>::structure(u.state) + ")";
+  }
+  static void check_same(const T& a, const T& b, std::source_location loc) {
+    pytree<P>::check_same(a.params, b.params, loc);
+    pytree<S>::check_same(a.state, b.state, loc);
+  }
+};
+
+}  // namespace minijax

@@ -125,7 +125,9 @@ struct Trainer {
           return fmnist::loss_fn(p, xs, ys);
         });
     auto [loss, grads] = grad_fn(params, x, y);
-    params = opt.update(grads, state, params);
+    auto [next_params, next_state] = opt.update(grads, state, params);
+    params = std::move(next_params);
+    state = std::move(next_state);
     return loss.item<double>();
   }
 };
@@ -237,7 +239,9 @@ std::string breakdown(const Options& o, BatchSource& src) {
     auto [loss, grads] = grad_fn(tr.params, x, y);
     double c = ms_since(t0);
     t0 = clock_type::now();
-    tr.params = tr.opt.update(grads, tr.state, tr.params);
+    auto [next_params, next_state] = tr.opt.update(grads, tr.state, tr.params);
+    tr.params = std::move(next_params);
+    tr.state = std::move(next_state);
     double d = ms_since(t0);
     (void)fl;
     if (timed) t_batch += a, t_fwd += b, t_vg += c, t_adam += d;

@@ -43,6 +43,13 @@ inline constexpr int64_t kNotMapped = std::numeric_limits<int64_t>::min();
 using DceRule = std::function<std::pair<std::vector<bool>, std::optional<Eqn>>(
     const std::vector<bool>& used_outputs, const Eqn& eqn)>;
 
+/// How a primitive's outputs relate to its operands, for the compiler's fusion (jit/fuse.h):
+/// `elementwise`: out[i] = f(ins[i]) with rank-0 operands combining with any shape (lax's scalar
+/// rule); `index_map`: each output element is an operand element at a computed index, or a value
+/// computed from the index (broadcast_in_dim, transpose, slice, iota, gather...); `reduction`:
+/// reduce_* and argmax/argmin over static axes; `other`: everything else (never fused).
+enum class OpClass { other, elementwise, index_map, reduction };
+
 /// A primitive: JAX's name plus one rule per concern. Rules registered by other layers
 /// (lowering, sharding) live in their own tables keyed by name.
 struct Primitive {
@@ -59,6 +66,8 @@ struct Primitive {
   Effects effects;
   /// Prunes the bodies of primitives with sub-jaxprs (pjit, scan, cond...); see DceRule.
   DceRule dce;
+  /// Set where the primitive is defined (core/primitives/*.cc); read by jit/fuse.
+  OpClass op_class = OpClass::other;
 };
 
 /// The registry: the primitive of that name, created on first use (rules may register in any

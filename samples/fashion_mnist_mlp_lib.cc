@@ -127,7 +127,9 @@ std::vector<EpochReport> train(MLP& params, const Dataset& train_set, const Data
       int64_t count = std::min(cfg.batch, train_set.n - b);
       auto [x, y] = make_batch(train_set, order, b, count);
       auto [loss, grads] = grad_fn(params, x, y);
-      params = opt.update(grads, state, params);
+      auto [next_params, next_state] = opt.update(grads, state, params);
+      params = std::move(next_params);
+      state = std::move(next_state);
       loss_sum += loss.item<double>();
       ++r.steps;
     }

@@ -167,7 +167,9 @@ std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Data
       int64_t count = std::min(cfg.batch, train_set.n - b);
       auto [x, y] = make_row_batch(train_set, order, b, count);
       auto [loss, grads] = grad_fn(params, x, y);
-      params = opt.update(grads, state, params);
+      auto [next_params, next_state] = opt.update(grads, state, params);
+      params = std::move(next_params);
+      state = std::move(next_state);
       const double l = loss.item<double>();
       loss_sum += l;
       if (cfg.on_step) cfg.on_step(global_step, l);

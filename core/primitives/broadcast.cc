@@ -12,6 +12,7 @@ namespace {
 
 Registrar reg_broadcast([] {
   auto& p = get_or_create_primitive("broadcast_in_dim");
+  p.op_class = OpClass::index_map;
   p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
     elementwise::check_arity(in, 1);
     const ShapedArray& x = in[0];

@@ -136,6 +136,7 @@ Registrar reg_binary([] {
   // a float0 array with no elements' bytes).
   {
     auto& p = get_or_create_primitive("add_any");
+    p.op_class = OpClass::elementwise;
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
       elementwise::check_arity(in, 2);
       if (in[0].dtype == DType::float0 && in[1].dtype == DType::float0) {
@@ -165,6 +166,7 @@ Registrar reg_binary([] {
   // rank 0 or the cases' shape. Out-of-range i32 indices are clamped (XLA leaves them undefined).
   {
     auto& p = get_or_create_primitive("select_n");
+    p.op_class = OpClass::elementwise;
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
       if (in.size() < 2) throw ValueError("select_n needs a predicate and at least one case");
       const ShapedArray& w = in[0];
@@ -217,6 +219,7 @@ Registrar reg_binary([] {
   // clamp(lo, x, hi) = min(max(x, lo), hi); lo and hi rank 0 or of x's shape.
   {
     auto& p = get_or_create_primitive("clamp");
+    p.op_class = OpClass::elementwise;
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
       elementwise::check_arity(in, 3);
       const ShapedArray &lo = in[0], &x = in[1], &hi = in[2];

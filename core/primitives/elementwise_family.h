@@ -163,6 +163,7 @@ void binary_loop(const Array& x, const Array& y, Array& out, F f) {
 template <Accept A, class F>
 void def_unary(const char* name, F f) {
   auto& p = get_or_create_primitive(name);
+  p.op_class = OpClass::elementwise;
   p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
     check_arity(in, 1);
     check_dtype(in[0], A);
@@ -180,6 +181,7 @@ void def_unary(const char* name, F f) {
 template <Accept A, bool BoolOut = false, class F>
 void def_binary(const char* name, F f) {
   auto& p = get_or_create_primitive(name);
+  p.op_class = OpClass::elementwise;
   p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
     return std::vector<ShapedArray>{binary_out_aval(in, A, BoolOut)};
   };

@@ -77,6 +77,7 @@ Registrar reg_unary([] {
   // the default rounding mode).
   {
     auto& p = get_or_create_primitive("round");
+    p.op_class = OpClass::elementwise;
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
       elementwise::check_arity(in, 1);
       elementwise::check_dtype(in[0], Accept::floating);
@@ -100,6 +101,7 @@ Registrar reg_unary([] {
   // integer_pow[y]: static integer exponent; negative exponents only for floats (as JAX).
   {
     auto& p = get_or_create_primitive("integer_pow");
+    p.op_class = OpClass::elementwise;
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
       elementwise::check_arity(in, 1);
       elementwise::check_dtype(in[0], Accept::numeric);
@@ -121,6 +123,7 @@ Registrar reg_unary([] {
   // convert_element_type[new_dtype, weak_type].
   {
     auto& p = get_or_create_primitive("convert_element_type");
+    p.op_class = OpClass::elementwise;
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
       elementwise::check_arity(in, 1);
       elementwise::check_dtype(in[0], Accept::any_value);

@@ -276,6 +276,7 @@ Registrar reg([] {
                                                   {"reduce_prod", RedKind::prod}};
   for (auto [name, kind] : reds) {
     auto& p = get_or_create_primitive(name);
+    p.op_class = OpClass::reduction;
     p.shape_rule = [kind](const std::vector<ShapedArray>& in, const Params& ps) {
       return reduce_shape_rule(in, ps, kind);
     };
@@ -286,6 +287,7 @@ Registrar reg([] {
   for (bool is_max : {true, false}) {
     const char* name = is_max ? "argmax" : "argmin";
     auto& p = get_or_create_primitive(name);
+    p.op_class = OpClass::reduction;
     p.shape_rule = [name](const std::vector<ShapedArray>& in, const Params& ps) {
       return arg_shape_rule(in, ps, name);
     };

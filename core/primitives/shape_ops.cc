@@ -173,11 +173,13 @@ Registrar reg([] {
   }
   {
     auto& p = get_or_create_primitive("transpose");
+    p.op_class = OpClass::index_map;
     p.shape_rule = transpose_shape;
     p.impl = transpose_impl;
   }
   {
     auto& p = get_or_create_primitive("rev");
+    p.op_class = OpClass::index_map;
     p.shape_rule = rev_shape;
     p.impl = rev_impl;
   }

@@ -492,6 +492,8 @@ Registrar reg([] {
   set("gather", gather_shape, gather_impl);
   set("scatter_add", scatter_add_shape, scatter_add_impl);
   set("iota", iota_shape, iota_impl);
+  for (const char* n : {"slice", "dynamic_slice", "concatenate", "pad", "gather", "iota"})
+    get_or_create_primitive(n).op_class = OpClass::index_map;
   register_param_object_parser(parse_padding_config);
 });
 
