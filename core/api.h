@@ -1,5 +1,5 @@
-// minijax user-level staging API over pytrees: make_jaxpr, jit and closed_call.
-// Owns argument flattening, the per-signature trace cache of jit, and binding pjit/closed_call.
+// minijax user-level staging API over pytrees: make_jaxpr and closed_call (jit is jit/jit.h).
+// Owns argument flattening, Staged (the per-signature trace cache of closed_call) and binding calls.
 #pragma once
 #include <any>
 #include <concepts>
@@ -167,23 +167,6 @@ class Staged {
 
   std::shared_ptr<State> state_;
 };
-
-/// jit(f, name): f staged as one `pjit` equation named `name` (JAX prints
-/// `pjit[name=f jaxpr={ lambda ; ... }]`). Traced once per argument signature (cached by the
-/// arguments' pytree structure and avals); calling it eagerly evaluates the jaxpr on the
-/// concrete inputs (no compilation yet). Constants f closes over are passed as leading operands.
-/// A C++ branch on a traced value inside f throws ConcretizationError naming the call site.
-/// Source: jax.jit.
-/// `name` is anything a std::string is constructible from. It is a template parameter so that
-/// `jit(f, {})` (and `jit(f, {"n"})`) is not ambiguous once jit/jit.h's `jit(F, JitOptions)` is
-/// visible: a braced list deduces nothing here, and for equally good conversions C++ prefers the
-/// more specialized template, the JitOptions one (plain jit all the same when no sharding is
-/// given). With only this header, `jit(f, {})` is a jit named "".
-template <class F, class Name = std::string>
-  requires std::constructible_from<std::string, Name>
-Staged<F> jit(F f, Name name = "jit", std::source_location loc = std::source_location::current()) {
-  return Staged<F>(std::move(f), std::string(std::move(name)), &pjit_p(), loc);
-}
 
 /// closed_call(f, name): f staged as one `closed_call` equation (params call_jaxpr, name), for
 /// named sub-computations; same caching and evaluation as jit. Source: JAX's core.closed_call_p.

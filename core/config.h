@@ -1,6 +1,7 @@
 // minijax global configuration (the only mutable globals besides the registries).
 // Owns switches such as jaxpr verification after every transformation and the device count.
 #pragma once
+#include <string>
 
 namespace minijax {
 
@@ -18,6 +19,10 @@ struct Config {
   /// next devices()/num_devices() throw ShardingError (the count cannot change once meshes may
   /// have been built from it).
   int num_cpu_devices = 0;
+  /// Directory of the persistent compilation cache (JAX's jax_compilation_cache_dir): object code
+  /// of compiled programs keyed by SHA-256 of the program, options, library build, LLVM version
+  /// and CPU features (jit/compile_cache.h). Empty (the default): off. Read at every compile.
+  std::string compilation_cache_dir;
 };
 
 /// The process-wide configuration.

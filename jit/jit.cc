@@ -1,8 +1,11 @@
-// minijax jit with in_shardings/out_shardings: resolving the user's shardings, lowering (propagate
-// + partition), putting arguments on their shardings, run_spmd, and the constrained pjit under a trace.
+// minijax jit: resolving shardings, lowering (propagate + partition), run_spmd, the constrained pjit
+// under a trace, and the non-template parts of compiled execution (signatures, texts, runs).
 #include "jit/jit.h"
 
 #include <sstream>
+
+#include "jit/pipeline.h"
+#include "jit/runtime/execute.h"
 
 #include "core/dce.h"
 #include "core/errors.h"
@@ -76,7 +79,7 @@ Sharding output_sharding(const PropagationResult& prop, const Jaxpr& j, size_t k
 
 }  // namespace
 
-std::shared_ptr<const Lowered> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
+std::shared_ptr<const LoweredProgram> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
                                              const std::vector<std::optional<Sharding>>& in,
                                              const std::vector<std::optional<Sharding>>& out_given,
                                              const std::shared_ptr<const Mesh>& mesh,
@@ -88,7 +91,7 @@ std::shared_ptr<const Lowered> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t
   live->jaxpr = std::make_shared<Jaxpr>(
       dce_jaxpr(*jaxpr->jaxpr, std::vector<bool>(jaxpr->jaxpr->outvars.size(), true), true).first);
   const Jaxpr& j = *live->jaxpr;
-  auto low = std::make_shared<Lowered>();
+  auto low = std::make_shared<LoweredProgram>();
   low->mesh = mesh;
   low->jaxpr = live;
   low->num_consts = num_consts;
@@ -101,20 +104,20 @@ std::shared_ptr<const Lowered> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t
   return low;
 }
 
-std::shared_ptr<const Lowered> lower_unsharded(const ClosedJaxprPtr& jaxpr, size_t num_consts) {
+std::shared_ptr<const LoweredProgram> lower_unsharded(const ClosedJaxprPtr& jaxpr, size_t num_consts) {
   auto live = std::make_shared<ClosedJaxpr>(*jaxpr);
   live->jaxpr = std::make_shared<Jaxpr>(
       dce_jaxpr(*jaxpr->jaxpr, std::vector<bool>(jaxpr->jaxpr->outvars.size(), true), true).first);
-  auto low = std::make_shared<Lowered>();
+  auto low = std::make_shared<LoweredProgram>();
   low->jaxpr = live;
   low->num_consts = num_consts;
   low->program = *live->jaxpr;
   return low;
 }
 
-SpmdRun run_lowered(const std::shared_ptr<const Lowered>& lowered, const std::vector<Array>& operands,
+SpmdRun run_lowered(const std::shared_ptr<const LoweredProgram>& lowered, const std::vector<Array>& operands,
                     std::source_location loc) {
-  const Lowered& low = *lowered;
+  const LoweredProgram& low = *lowered;
   if (!low.mesh)
     throw ShardingError("jit: run_lowered on an unpartitioned Lowered (no sharding given, no mesh)", loc);
   const size_t n = low.mesh->num_devices();
@@ -153,6 +156,82 @@ std::pair<ClosedJaxprPtr, std::vector<Array>> constrained_body(
   return {wrapped, cj.consts};
 }
 
+std::vector<Array> sharded_outputs(const LoweredProgram& low, SpmdRun& run, std::source_location loc) {
+  std::vector<Array> outs;
+  const std::vector<ShapedArray> out_avals = low.jaxpr->jaxpr->out_avals();
+  for (size_t k = 0; k < low.out_shardings.size(); ++k) {
+    std::vector<Array> shards;
+    for (auto& dev : run.outputs) shards.push_back(dev[k]);
+    outs.push_back(make_sharded_array(out_avals[k], low.out_shardings[k], std::move(shards), loc));
+  }
+  return outs;
+}
+
+bool executes_now(const std::vector<Array>& vals, std::source_location loc) {
+  for (auto& v : vals)
+    if (!v.is_concrete()) return false;
+  return dynamic_cast<EvalTrace*>(find_top_trace({}, loc).get()) != nullptr;
+}
+
+std::vector<bool> argnum_mask(const std::vector<int>& argnums, size_t nargs, const char* what,
+                              std::source_location loc) {
+  std::vector<bool> m(nargs, false);
+  for (int a : argnums) {
+    int64_t i = a < 0 ? int64_t(nargs) + a : a;
+    if (i < 0 || i >= int64_t(nargs))
+      throw ValueError(std::string("jit: ") + what + " entry " + std::to_string(a) + " is out of range for " +
+                           std::to_string(nargs) + " arguments",
+                       loc);
+    m[size_t(i)] = true;
+  }
+  return m;
+}
+
+void append_leaf_signature(std::string& key, const std::vector<Array>& leaves, std::source_location loc) {
+  for (auto& l : leaves) {
+    key += l.aval().str();
+    if (l.weak_type()) key += "~w";
+    if (l.is_concrete() && l.is_sharded()) key += "@" + l.sharding(loc).sharding.str();
+    key += ';';
+  }
+}
+
+std::vector<Array> run_compiled(const Executable& exe, const std::vector<Array>& consts,
+                                const std::vector<Array>& leaves, std::source_location loc) {
+  std::vector<Array> operands;
+  operands.reserve(consts.size() + leaves.size());
+  operands.insert(operands.end(), consts.begin(), consts.end());
+  operands.insert(operands.end(), leaves.begin(), leaves.end());
+  return execute(exe, operands, loc);
+}
+
+std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
+                                                 const std::vector<bool>& donated) {
+  CompileOptions co;
+  co.name = opts.name;
+  co.donated = donated;
+  co.dump_dir = opts.dump_dir;
+  co.keep_llvm_ir = opts.keep_llvm_ir;
+  return compile_executable(*jaxpr->jaxpr, co);
+}
+
+std::string compiled_text(const Executable& exe, bool llvm_ir) {
+  std::ostringstream os;
+  os << "# compiled '" << exe.name << "': program after the passes\n" << to_string(exe.program) << "\n";
+  os << "# lowering, one line per equation\n";
+  for (auto& l : exe.lowered) os << "  [" << l.strategy << "] " << l.text << "\n";
+  os << "# buffer plan\n" << exe.plan.str(exe.program);
+  os << "# memory_analysis: " << exe.memory.str() << "\n";
+  os << "# cost_analysis:";
+  for (auto& [k, v] : exe.cost) os << " " << k << "=" << v;
+  os << "\n# kernels (KIR)\n" << exe.kernels;
+  if (llvm_ir) {
+    os << "\n# optimized LLVM IR\n";
+    os << (exe.llvm_ir.empty() ? std::string("(not kept: compile with JitOptions::keep_llvm_ir)\n") : exe.llvm_ir);
+  }
+  return os.str();
+}
+
 }  // namespace detail
 
 std::string collectives_text(const SpmdStats& stats, const Jaxpr& program) {
@@ -180,7 +259,7 @@ std::string collectives_text(const SpmdStats& stats, const Jaxpr& program) {
   return out;
 }
 
-std::string Lowered::as_text() const {
+std::string LoweredProgram::as_text() const {
   std::ostringstream os;
   if (!mesh) {
     os << "# unpartitioned program (no sharding given: one device)\n" << to_string(program);

@@ -1,18 +1,24 @@
-// minijax jit with in_shardings/out_shardings: traces once per signature (core's Staged), then
-// propagates shardings, partitions to one SPMD program and runs it on the virtual devices.
+// minijax jit: JAX's staged API — jit(f)(args), jit(f).lower(args).compile() — with static and
+// donated arguments, shardings, the per-signature cache and compiled execution on the devices.
 #pragma once
+#include <any>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <source_location>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
 #include "core/api.h"
 #include "core/jaxpr.h"
+#include "jit/executable.h"
 #include "jit/runtime/reference_executor.h"
 #include "sharding/mesh.h"
 #include "sharding/partition_spec.h"
@@ -22,25 +28,36 @@
 
 namespace minijax {
 
-/// Options of the sharded jit (JAX's jax.jit keyword arguments).
-/// `in_shardings`: one entry per flattened argument leaf (pytree leaves of all arguments, in
-/// order), or exactly one entry applied to every leaf (JAX's pytree-prefix rule at the root);
+/// Options of jit (JAX's jax.jit keyword arguments).
+/// `in_shardings`: one entry per flattened argument leaf (pytree leaves of the traced arguments,
+/// in order), or exactly one entry applied to every leaf (JAX's pytree-prefix rule at the root);
 /// empty = none given. nullopt = unconstrained (propagation decides). `out_shardings`: the same
 /// per flattened output leaf. A spec shorter than a leaf's rank leaves its trailing dims
 /// unsharded (closed); UNCONSTRAINED entries are open dims.
+/// `static_argnums`: positions (negative from the end) of arguments passed to f as they are, not
+/// traced; arguments that are not pytrees of Arrays are always static. A static argument's type
+/// needs std::hash and == (a static_assert says so); naming an Array argument throws TypeError
+/// (Arrays are not hashable, as in JAX). Each new static value traces and compiles anew.
+/// `donate_argnums`: positions whose Array leaves are donated: their buffers may hold outputs,
+/// and reading them after the call throws ValueError.
+/// `dump_dir`: the jaxpr after each compiler pass, one numbered file per pass.
+/// `keep_llvm_ir`: keep the optimized LLVM IR for Compiled::as_text(true).
 struct JitOptions {
   std::string name = "jit";
   std::vector<std::optional<NamedSharding>> in_shardings, out_shardings;
+  std::vector<int> static_argnums;
+  std::vector<int> donate_argnums;
+  std::string dump_dir;
+  bool keep_llvm_ir = false;
 };
 
-/// The partitioned form of one call signature (JAX's `jit(f).lower(...)`): the traced global
-/// program, its propagated shardings and the SPMD program every device runs. With no sharding
-/// given anywhere it is the traced program unpartitioned, on one device: `mesh` is null,
-/// `program` is the traced program itself, the shardings and `propagation` are empty.
-struct Lowered {
+/// The traced, propagated and partitioned form of one call signature. With no sharding given
+/// anywhere it is the traced program unpartitioned, on one device: `mesh` is null, `program` is
+/// the traced program itself, the shardings and `propagation` are empty.
+struct LoweredProgram {
   std::shared_ptr<const Mesh> mesh;  ///< null when unpartitioned (no sharding given)
   /// The traced program after dead-code elimination (every input kept); its invars are f's
-  /// constants then its arguments.
+  /// constants then its arguments' leaves.
   ClosedJaxprPtr jaxpr;
   size_t num_consts = 0;
   PropagationResult propagation;
@@ -50,238 +67,276 @@ struct Lowered {
 
   /// The global program annotated with its shardings and reshards (propagation.text), then the
   /// SPMD program, then one line per collective of the SPMD program (bodies included) with the
-  /// bytes and messages each device sends and receives under run_spmd's traffic model
-  /// (spmd_collectives_text, sharding/reshard_api.h: all_reduce in its two-phase form,
-  /// collective_permute from its pairs, the partitioner's ragged exchange from its tables).
+  /// bytes and messages each device sends and receives under run_spmd's traffic model.
   /// Unpartitioned (no mesh): a header line, then the traced program.
   std::string as_text() const;
 };
 
 /// One sharded run: the per-device outputs and what run_spmd measured.
 struct SpmdRun {
-  std::shared_ptr<const Lowered> lowered;
+  std::shared_ptr<const LoweredProgram> lowered;
   std::vector<std::vector<Array>> outputs;  ///< [mesh position][output], local shards
   SpmdStats stats;
 };
 
 /// One line per collective run_spmd measured (`stats`, in run order; a loop's once per
-/// iteration), printed by collective_line (sharding/reshard_api.h) as spmd_collectives_text
-/// prints the static model, without message counts: `eqn 12 all_reduce over data: 256 B sent,
-/// 256 B received per device` (`lo..hi B` when devices differ). The axes are the collective's
-/// own, also inside a body; a collective inside a body is placed by its top-level equation of
-/// `program` (`eqn 1 closed_call reshard_ragged / ragged_all_to_all over ('x', 'y'): ...`;
-/// loops and conds without naming the body or branch).
+/// iteration), printed as spmd_collectives_text prints the static model, without message counts.
 std::string collectives_text(const SpmdStats& stats, const Jaxpr& program);
 
 namespace detail {
 
-/// The sharding each operand is given: from `given` (one per leaf, or one for all, or empty;
-/// to_sharding against the leaf's rank), else the sharding of the leaf's value in `values` when
-/// it is a sharded Array (`values` empty: none), else nullopt. Operands 0..num_consts-1 (f's
-/// constants) get nullopt. Throws ShardingError at `loc` when `given` has a count other than 0, 1
-/// or the number of leaves `what` ("in_shardings"/"out_shardings"), a spec does not fit its
-/// leaf, or two shardings are on different meshes. `mesh` receives the common mesh (if any).
+/// The sharding each operand is given: from `given` (one per leaf, or one for all, or empty),
+/// else the sharding of the leaf's value in `values` when it is a sharded Array, else nullopt.
+/// Operands 0..num_consts-1 (f's constants) get nullopt. Throws ShardingError at `loc` for a
+/// count other than 0, 1 or the number of leaves, a spec that does not fit its leaf, or two
+/// shardings on different meshes. `mesh` receives the common mesh (if any).
 std::vector<std::optional<Sharding>> resolve_shardings(
     const std::vector<std::optional<NamedSharding>>& given, const std::vector<ShapedArray>& avals,
     const std::vector<Array>& values, size_t num_consts, const char* what,
     std::shared_ptr<const Mesh>& mesh, std::source_location loc);
 
-/// Propagates and partitions `jaxpr` (constvars already converted to invars) for the resolved
-/// in/out shardings on `mesh`. Dead equations are removed first (dce_jaxpr, every input kept).
-/// Outputs are never partial sums unless an out_sharding asks: propagate_shardings reduces them.
-std::shared_ptr<const Lowered> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
-                                             const std::vector<std::optional<Sharding>>& in,
-                                             const std::vector<std::optional<Sharding>>& out,
-                                             const std::shared_ptr<const Mesh>& mesh,
-                                             std::source_location loc);
+/// Propagates and partitions `jaxpr` (constvars converted to invars) for the resolved in/out
+/// shardings on `mesh`; dead equations removed first.
+std::shared_ptr<const LoweredProgram> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
+                                                    const std::vector<std::optional<Sharding>>& in,
+                                                    const std::vector<std::optional<Sharding>>& out,
+                                                    const std::shared_ptr<const Mesh>& mesh,
+                                                    std::source_location loc);
 
-/// The unpartitioned Lowered of `jaxpr` (constvars already converted to invars, `num_consts`
-/// of them leading): dead equations removed (dce_jaxpr, every input kept), no mesh, `program`
-/// the traced program itself. What lower() returns when no sharding is given anywhere.
-std::shared_ptr<const Lowered> lower_unsharded(const ClosedJaxprPtr& jaxpr, size_t num_consts);
+/// The unpartitioned LoweredProgram of `jaxpr`: dead equations removed, no mesh.
+std::shared_ptr<const LoweredProgram> lower_unsharded(const ClosedJaxprPtr& jaxpr, size_t num_consts);
 
-/// Puts each operand onto its propagated input sharding (local_shards: an unsharded operand is
-/// sliced, a sharded one keeps its shards or is resharded without being gathered) and runs the
-/// SPMD program with run_spmd. Operands are concrete arrays. ShardingError for an unpartitioned
-/// Lowered (no mesh).
-SpmdRun run_lowered(const std::shared_ptr<const Lowered>& lowered, const std::vector<Array>& operands,
+/// Puts each operand onto its propagated input sharding and runs the SPMD program with run_spmd.
+SpmdRun run_lowered(const std::shared_ptr<const LoweredProgram>& lowered, const std::vector<Array>& operands,
                     std::source_location loc);
 
-/// Under a trace: the body of the pjit a sharded jit binds. `body` (constvars converted) wrapped
-/// so that each operand i with in[i] passes through sharding_constraint(in[i]) before the body
-/// and each output k with out[k] after it (JAX's pjit inside a trace: autodiff and vmap carry
-/// the constraints, their JVP/transpose constrain tangents and cotangents the same way). Returns
-/// the wrapped jaxpr (constvars converted) and its extra constants (leading operands).
+/// Under a trace: the body of the pjit a sharded jit binds, its inputs and outputs constrained.
 std::pair<ClosedJaxprPtr, std::vector<Array>> constrained_body(
     const ClosedJaxprPtr& body, const std::vector<std::optional<Sharding>>& in,
     const std::vector<std::optional<Sharding>>& out, std::source_location loc);
 
+/// The outputs of a sharded run as sharded Arrays in their out shardings.
+std::vector<Array> sharded_outputs(const LoweredProgram& low, SpmdRun& run, std::source_location loc);
+
+/// Whether the current trace is the eval trace and every value in `vals` is concrete: then a
+/// jitted call executes; otherwise it is staged as one pjit equation.
+bool executes_now(const std::vector<Array>& vals, std::source_location loc);
+
+/// Normalizes argnums (negative from the end) against nargs; ValueError for out-of-range ones.
+std::vector<bool> argnum_mask(const std::vector<int>& argnums, size_t nargs, const char* what,
+                              std::source_location loc);
+
+/// A static argument's identity in the signature cache: its hash, type and a copy for ==.
+struct StaticKey {
+  size_t hash = 0;
+  const std::type_info* type = nullptr;
+  std::shared_ptr<const void> value;
+  bool (*equal)(const void*, const void*) = nullptr;
+  bool operator==(const StaticKey& o) const {
+    return hash == o.hash && *type == *o.type && equal(value.get(), o.value.get());
+  }
+};
+
+template <class T>
+concept StaticArgument = requires(const T& a, const T& b) {
+  { std::hash<T>{}(a) } -> std::convertible_to<size_t>;
+  { a == b } -> std::convertible_to<bool>;
+};
+
+template <class T>
+StaticKey static_key(const T& v) {
+  static_assert(StaticArgument<T>,
+                "mj::jit: a static argument (not a pytree of Arrays, or named in static_argnums) must "
+                "have std::hash and operator== (it is part of the compile cache key, as in JAX)");
+  StaticKey k;
+  k.hash = std::hash<T>{}(v);
+  k.type = &typeid(T);
+  k.value = std::make_shared<const T>(v);
+  k.equal = [](const void* a, const void* b) { return *static_cast<const T*>(a) == *static_cast<const T*>(b); };
+  return k;
+}
+
+/// Appends each leaf's aval (weak types marked) and, for sharded Arrays, its sharding to `key`.
+void append_leaf_signature(std::string& key, const std::vector<Array>& leaves, std::source_location loc);
+
+/// Executes an unsharded executable on the constants and leaves (concrete), with donation.
+std::vector<Array> run_compiled(const Executable& exe, const std::vector<Array>& consts,
+                                const std::vector<Array>& leaves, std::source_location loc);
+
+/// The compiled program of a traced signature (process-wide cache; see compile_executable).
+std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
+                                                 const std::vector<bool>& donated);
+
+/// The text of Compiled::as_text: the program after the passes, the kernels (KIR), the buffer
+/// plan, how each equation was lowered, memory and cost; the optimized LLVM IR when asked.
+std::string compiled_text(const Executable& exe, bool llvm_ir);
+
 }  // namespace detail
 
-/// The object `jit(f, JitOptions)` returns. Calling it on concrete arguments: traces f once per
-/// signature (core's Staged cache), propagates the shardings (in_shardings from the options; an
-/// argument without one keeps its own sharding when it is a sharded Array, else is
-/// unconstrained), partitions the program into one SPMD program (sharding/partition_spmd.h;
-/// cached per signature and argument shardings), puts each argument onto its propagated input
-/// sharding (local_shards), runs the program on the mesh's virtual devices (run_spmd) and
-/// returns the outputs (pytree of f's result) as sharded Arrays in their propagated (or given)
-/// out shardings (make_sharded_array; reading one gathers it). With no sharding anywhere (options
-/// or sharded arguments) it is plain jit (one pjit equation, evaluated eagerly). Called under a
-/// trace (grad, vmap, an outer jit or make_jaxpr) it binds one pjit whose body constrains the
-/// inputs and outputs that have shardings (sharding_constraint), as JAX does.
-template <class F>
-class ShardedJit {
+/// The arguments of one jit call split into traced leaves and static values.
+struct CallArgs {
+  std::vector<bool> is_static;          ///< per positional argument
+  std::vector<Array> leaves;            ///< the traced arguments' leaves, in order
+  std::vector<bool> donated;            ///< per leaf
+  std::vector<detail::StaticKey> statics;
+  std::string key;                      ///< the signature: structures, avals, statics
+};
+
+namespace detail {
+/// Splits jit arguments by JitOptions (static_argnums, donate_argnums; non-pytree arguments are
+/// static) and builds the signature key. TypeError for a static_argnums entry naming a pytree of
+/// Arrays or a donate_argnums entry naming a static argument.
+template <class... A>
+CallArgs split_args(const JitOptions& opts, std::source_location loc, const A&... args);
+}  // namespace detail
+
+template <class R>
+class Compiled;
+
+/// JAX's `jit(f).lower(args...)`: the traced (and, with shardings, partitioned) program of one
+/// signature. `as_text()` prints it; `compile()` compiles it.
+template <class R>
+struct Lowered : LoweredProgram {
+  /// Compiles the program (shared with jit calls of the same program: the executable cache) and
+  /// returns the callable executable. Sharded programs run in the reference SPMD executor.
+  Compiled<R> compile() const;
+
+  // What compile() and the Compiled need (set by Jit::lower).
+  std::vector<Array> consts;
+  std::any out_like;
+  std::vector<bool> donated;               ///< per program input
+  std::vector<bool> is_static;             ///< per positional argument
+  std::vector<detail::StaticKey> statics;
+  std::string signature;                   ///< CallArgs::key of the lowered call
+  JitOptions options;
+  std::source_location loc;
+  std::shared_ptr<const LoweredProgram> spmd;  ///< the sharded lowering (null when unsharded)
+};
+
+/// JAX's `lowered.compile()`: a compiled program, callable with arguments of the lowered
+/// signature (same pytree structure, avals and static values; TypeError otherwise).
+template <class R>
+class Compiled {
  public:
-  ShardedJit(F f, JitOptions opts, std::source_location loc)
-      : staged_(std::move(f), opts.name, &pjit_p(), loc),
-        state_(std::make_shared<State>(State{std::move(opts), loc, {}, nullptr})) {}
+  /// The program after the compiler's passes, its fused kernels (KIR), its buffer plan, how
+  /// each equation was lowered, the memory and cost analyses; with llvm_ir the optimized LLVM IR
+  /// (compile with JitOptions::keep_llvm_ir). Sharded: the lowered SPMD program.
+  std::string as_text(bool llvm_ir = false) const {
+    return exe_ ? detail::compiled_text(*exe_, llvm_ir) : low_.as_text();
+  }
+  /// JAX's keys: "flops", "transcendentals", "bytes accessed" (jit/cost_analysis.h).
+  std::map<std::string, double> cost_analysis() const { return exe_ ? exe_->cost : std::map<std::string, double>{}; }
+  /// The planner's prediction (memory/memory_analysis.h).
+  CompiledMemoryStats memory_analysis() const { return exe_ ? exe_->memory : CompiledMemoryStats{}; }
+  /// The executable (null for sharded programs).
+  const std::shared_ptr<const Executable>& executable() const { return exe_; }
 
   template <class... A>
-  auto operator()(const A&... args) const {
-    using R = std::decay_t<std::invoke_result_t<F&, const std::decay_t<A>&...>>;
-    auto entry = staged_.traced(args...);
-    if (!all_concrete(entry, args...)) {
-      std::vector<Array> outs = bind_constrained(entry, args...);
-      return tree_unflatten(std::any_cast<const R&>(entry.out_like), outs, state_->loc);
-    }
-    std::shared_ptr<const Lowered> low = lowering(entry, args...);
-    if (!low) return staged_(args...);
-    SpmdRun run = run_entry(entry, low, args...);
-    std::vector<Array> outs;
-    const std::vector<ShapedArray> out_avals = low->jaxpr->jaxpr->out_avals();
-    for (size_t k = 0; k < low->out_shardings.size(); ++k) {
-      std::vector<Array> shards;
-      for (auto& dev : run.outputs) shards.push_back(dev[k]);
-      outs.push_back(make_sharded_array(out_avals[k], low->out_shardings[k], std::move(shards),
-                                        state_->loc));
-    }
-    state_->last = std::make_shared<SpmdRun>(std::move(run));
-    return tree_unflatten(std::any_cast<const R&>(entry.out_like), outs, state_->loc);
-  }
-
-  /// Runs like operator() but returns the per-device output shards and statistics instead of
-  /// sharded Arrays. ShardingError when no sharding is given anywhere (nothing to partition) or
-  /// when called under a trace.
-  template <class... A>
-  SpmdRun run_spmd_shards(const A&... args) const {
-    auto entry = staged_.traced(args...);
-    if (!all_concrete(entry, args...))
-      throw ShardingError("jit '" + state_->opts.name + "': run_spmd_shards needs concrete arguments",
-                          state_->loc);
-    std::shared_ptr<const Lowered> low = lowering(entry, args...);
-    if (!low)
-      throw ShardingError("jit '" + state_->opts.name +
-                              "': no in_shardings or out_shardings given, nothing to partition",
-                          state_->loc);
-    SpmdRun run = run_entry(entry, low, args...);
-    state_->last = std::make_shared<SpmdRun>(run);
-    return run;
-  }
-
-  /// JAX's jit(f).lower(args...): the propagated and partitioned program for this signature
-  /// and these argument shardings; never null: with no sharding given anywhere, the traced
-  /// program unpartitioned on one device (detail::lower_unsharded; as JAX's lower, which always
-  /// works). Arguments may be abstract only in their values: they must be concrete Arrays
-  /// (ShardingError otherwise).
-  template <class... A>
-  std::shared_ptr<const Lowered> lower(const A&... args) const {
-    auto entry = staged_.traced(args...);
-    if (!all_concrete(entry, args...))
-      throw ShardingError("jit '" + state_->opts.name + "': lower needs concrete arguments",
-                          state_->loc);
-    if (auto low = lowering(entry, args...)) return low;
-    return detail::lower_unsharded(entry.jaxpr, entry.consts.size());
-  }
-
-  /// The last sharded run (its program, per-device outputs, collectives and bytes), or nullptr.
-  std::shared_ptr<const SpmdRun> last_run() const { return state_->last; }
-  /// How many times f was traced (once per new signature).
-  int trace_count() const { return staged_.trace_count(); }
+  R operator()(const A&... args) const;
 
  private:
+  friend struct Lowered<R>;
+  Lowered<R> low_;
+  std::shared_ptr<const Executable> exe_;
+};
+
+/// The object every jit overload returns (JAX's jax.jit). Calling it on concrete arguments
+/// compiles the function on the first call of a signature (pytree structure, avals, weak types,
+/// shardings, static values) and runs native code from then on; the signature cache is looked up
+/// before tracing and hashes no constant by value. Concurrent calls of one signature trace and
+/// compile once. Under a trace (grad, vmap, an outer jit, make_jaxpr) it binds one `pjit`
+/// equation, which the compiler inlines; with shardings its body constrains inputs and outputs.
+/// With shardings (options or sharded arguments) it propagates, partitions and runs the SPMD
+/// program on the mesh's virtual devices (the reference executor).
+template <class F>
+class Jit {
+ public:
+  Jit(F f, JitOptions opts, std::source_location loc)
+      : s_(std::make_shared<State>(std::move(f), std::move(opts), loc)) {}
+
+  template <class... A>
+  auto operator()(const A&... args) const;
+
+  /// JAX's jit(f).lower(args...): never fails for lack of shardings (unsharded: one device).
+  template <class... A>
+  auto lower(const A&... args) const;
+
+  /// Runs like operator() but returns the per-device output shards and statistics.
+  /// ShardingError when no sharding is given anywhere, or under a trace.
+  template <class... A>
+  SpmdRun run_spmd_shards(const A&... args) const;
+
+  /// The last sharded run (its program, per-device outputs, collectives and bytes), or nullptr.
+  std::shared_ptr<const SpmdRun> last_run() const {
+    std::lock_guard<std::mutex> g(s_->mu);
+    return s_->last;
+  }
+  /// How many times f was traced (once per new signature).
+  int trace_count() const { return s_->traces.load(); }
+  /// Number of cached signatures.
+  size_t cache_size() const {
+    std::lock_guard<std::mutex> g(s_->mu);
+    return s_->cache.size();
+  }
+
+ private:
+  struct Entry {
+    ClosedJaxprPtr jaxpr;  // constvars converted: invars = consts + leaves
+    std::vector<Array> consts;
+    std::any out_like;
+    std::vector<bool> donated;  // per program input
+    std::shared_ptr<const LoweredProgram> spmd;
+    std::shared_ptr<const Executable> exe;
+    std::vector<detail::StaticKey> statics;
+    bool ready = false;
+    std::once_flag prepared;  // the sharded lowering or the executable, made once
+  };
   struct State {
+    State(F fn, JitOptions o, std::source_location l) : f(std::move(fn)), opts(std::move(o)), loc(l) {}
+    F f;
     JitOptions opts;
     std::source_location loc;
-    std::map<std::string, std::shared_ptr<const Lowered>> lowered;  // per jaxpr + shardings
+    mutable std::mutex mu;
+    std::condition_variable cv;
+    std::map<std::string, std::vector<std::shared_ptr<Entry>>> cache;
+    std::atomic<int> traces{0};
     std::shared_ptr<const SpmdRun> last;
   };
 
-  template <class E, class... A>
-  static bool all_concrete(const E& entry, const A&... args) {
-    bool concrete = true;
-    for (auto& c : entry.consts) concrete &= c.is_concrete();
-    for (auto& a : detail::flatten_args(args...)) concrete &= a.is_concrete();
-    return concrete;
-  }
+  template <class R, class... A>
+  std::shared_ptr<Entry> trace(const CallArgs& ca, const A&... args) const;
+  template <class R, class... A>
+  std::shared_ptr<Entry> entry_for(const CallArgs& ca, const A&... args) const;
+  std::vector<Array> bind_traced(const Entry& e, const std::vector<Array>& leaves) const;
+  void prepare(Entry& e, const std::vector<Array>& leaves) const;
 
-  // Under a trace: one pjit whose body constrains the inputs/outputs given shardings.
-  template <class E, class... A>
-  std::vector<Array> bind_constrained(const E& entry, const A&... args) const {
-    State& s = *state_;
-    std::vector<ShapedArray> in_avals = entry.jaxpr->jaxpr->in_avals();
-    std::vector<ShapedArray> out_avals = entry.jaxpr->jaxpr->out_avals();
-    std::shared_ptr<const Mesh> mesh;
-    auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, {}, entry.consts.size(),
-                                        "in_shardings", mesh, s.loc);
-    auto out = detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings",
-                                         mesh, s.loc);
-    std::vector<Array> operands;
-    ClosedJaxprPtr body = entry.jaxpr;
-    if (mesh) {
-      auto [wrapped, consts] = detail::constrained_body(entry.jaxpr, in, out, s.loc);
-      body = wrapped;
-      operands = consts;
-    }
-    operands.insert(operands.end(), entry.consts.begin(), entry.consts.end());
-    std::vector<Array> flat = detail::flatten_args(args...);
-    operands.insert(operands.end(), flat.begin(), flat.end());
-    return bind_call(pjit_p(), body, s.opts.name, operands, s.loc);
-  }
-
-  template <class E, class... A>
-  std::shared_ptr<const Lowered> lowering(const E& entry, const A&... args) const {
-    State& s = *state_;
-    std::vector<ShapedArray> in_avals = entry.jaxpr->jaxpr->in_avals();
-    std::vector<ShapedArray> out_avals = entry.jaxpr->jaxpr->out_avals();
-    const size_t num_consts = entry.consts.size();
-    std::vector<Array> flat = detail::flatten_args(args...);
-    std::shared_ptr<const Mesh> mesh;
-    auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, flat, num_consts,
-                                        "in_shardings", mesh, s.loc);
-    auto out = detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings",
-                                         mesh, s.loc);
-    if (!mesh) return nullptr;
-    // One lowering per traced program and input shardings (those of sharded arguments vary).
-    std::string key = std::to_string(reinterpret_cast<uintptr_t>(entry.jaxpr.get()));
-    for (auto& sh : in) key += "|" + (sh ? sh->mesh->str() + sh->str() : std::string("-"));
-    auto it = s.lowered.find(key);
-    if (it != s.lowered.end()) return it->second;
-    auto low = detail::lower_sharded(entry.jaxpr, num_consts, in, out, mesh, s.loc);
-    s.lowered.emplace(key, low);
-    return low;
-  }
-
-  template <class E, class... A>
-  SpmdRun run_entry(const E& entry, const std::shared_ptr<const Lowered>& low, const A&... args) const {
-    std::vector<Array> operands = entry.consts;
-    std::vector<Array> flat = detail::flatten_args(args...);
-    operands.insert(operands.end(), flat.begin(), flat.end());
-    return detail::run_lowered(low, operands, state_->loc);
-  }
-
-  Staged<F> staged_;
-  std::shared_ptr<State> state_;
+  std::shared_ptr<State> s_;
 };
 
-/// jit(f, options): jax.jit(f, in_shardings=..., out_shardings=...). See ShardedJit for what a
-/// call does, JitOptions for the prefix rule. Errors (ShardingError at the call site `loc`): a
-/// shardings list whose length is neither 0, 1 nor the number of leaves; a spec longer than its
-/// leaf's rank, naming an axis twice or an axis the mesh lacks; shardings on different meshes;
-/// a program the partitioner cannot split (uneven shards and the other cases listed in
-/// sharding/partition_spmd.h). Source: jax.jit; JAX's pjit partitioning.
+/// jit(f, options): see Jit and JitOptions.
 template <class F>
-ShardedJit<F> jit(F f, JitOptions options, std::source_location loc = std::source_location::current()) {
-  return ShardedJit<F>(std::move(f), std::move(options), loc);
+Jit<F> jit(F f, JitOptions options = {}, std::source_location loc = std::source_location::current()) {
+  return Jit<F>(std::move(f), std::move(options), loc);
+}
+
+/// jit(f, name): jit with options {name}.
+template <class F, class Name>
+  requires std::constructible_from<std::string, Name>
+Jit<F> jit(F f, Name name, std::source_location loc = std::source_location::current()) {
+  JitOptions o;
+  o.name = std::string(std::move(name));
+  return Jit<F>(std::move(f), std::move(o), loc);
+}
+
+/// Waits until every Array of `tree` is computed (JAX's jax.block_until_ready) and returns it.
+template <class T>
+const T& block_until_ready(const T& tree) {
+  for (const Array& a : tree_flatten(tree))
+    if (a.is_concrete())
+      for (auto& b : a.concrete_impl().buffers()) b->ready().wait();
+  return tree;
 }
 
 }  // namespace minijax
+
+#include "jit/jit_impl.h"

@@ -1,0 +1,170 @@
+// minijax compile caches: the in-process map from program text to executable (one generation per
+// key, concurrent callers wait on it) and the on-disk cache of object code with integrity checks.
+#include "jit/compile_cache.h"
+
+#include <dlfcn.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "core/config.h"
+#include "core/errors.h"
+
+namespace minijax {
+
+namespace {
+
+struct Slot {
+  std::shared_ptr<const Executable> exe;
+  bool ready = false;
+  std::exception_ptr error;
+};
+
+struct Cache {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, std::shared_ptr<Slot>> slots;
+  CompileCacheStats stats;
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+std::string options_key(const CompileOptions& opts) {
+  std::string k = "donated:";
+  for (bool d : opts.donated) k += d ? '1' : '0';
+  return k;
+}
+
+// SHA-256 of this library's file: changes with every build of the code that generates code.
+const std::string& build_id() {
+  static const std::string id = [] {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&build_id), &info) || !info.dli_fname) return std::string("unknown");
+    std::ifstream in(info.dli_fname, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return sha256_hex(ss.str());
+  }();
+  return id;
+}
+
+constexpr const char* kMagic = "minijax-executable-v1";
+
+std::filesystem::path entry_path(const std::string& key) {
+  return std::filesystem::path(config().compilation_cache_dir) / (key + ".mjx");
+}
+
+// The object code stored under `key`, when the file is intact and belongs to that key.
+bool load_persistent(const std::string& key, ObjectCode& obj) {
+  std::ifstream in(entry_path(key), std::ios::binary);
+  if (!in) return false;
+  std::string magic, file_key, digest;
+  size_t size = 0;
+  if (!std::getline(in, magic) || !std::getline(in, file_key) || !(in >> size) || !(in >> digest) ||
+      in.get() != '\n') {
+    ++cache().stats.persistent_rejected;
+    return false;
+  }
+  std::string bytes(size, '\0');
+  in.read(bytes.data(), std::streamsize(size));
+  if (magic != kMagic || file_key != key || size_t(in.gcount()) != size || sha256_hex(bytes) != digest ||
+      in.peek() != std::char_traits<char>::eof()) {
+    ++cache().stats.persistent_rejected;  // corrupt or foreign: recompiled and overwritten
+    return false;
+  }
+  obj.bytes.assign(bytes.begin(), bytes.end());
+  return true;
+}
+
+}  // namespace
+
+std::string persistent_key(const Jaxpr& program, const CompileOptions& opts) {
+  return sha256_hex(std::string(kMagic) + "\n" + to_string(program) + "\n" + options_key(opts) + "\n" +
+                    build_id() + "\n" + host_target().str());
+}
+
+void store_persistent(const Executable& exe, const CompileOptions& opts, const ObjectCode& obj) {
+  if (config().compilation_cache_dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(config().compilation_cache_dir, ec);
+  const std::string key = persistent_key(exe.program, opts);
+  const std::string bytes(obj.bytes.begin(), obj.bytes.end());
+  auto final_path = entry_path(key);
+  auto tmp = final_path;
+  tmp += ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&exe));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return;
+    out << kMagic << "\n" << key << "\n" << bytes.size() << " " << sha256_hex(bytes) << "\n";
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+    if (!out) return;
+  }
+  std::filesystem::rename(tmp, final_path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+std::shared_ptr<const Executable> cached_executable(Executable exe, const CompileOptions& opts,
+                                                    const CodeGenerator& generate) {
+  Cache& c = cache();
+  const std::string key = to_string(exe.program) + "\n" + options_key(opts);
+  std::shared_ptr<Slot> slot;
+  bool mine = false;
+  {
+    std::unique_lock<std::mutex> g(c.mu);
+    auto it = c.slots.find(key);
+    if (it == c.slots.end()) {
+      slot = std::make_shared<Slot>();
+      c.slots.emplace(key, slot);
+      mine = true;
+    } else {
+      slot = it->second;
+      c.cv.wait(g, [&] { return slot->ready; });
+      if (slot->error) std::rethrow_exception(slot->error);
+      return slot->exe;
+    }
+  }
+  try {
+    auto made = std::make_shared<Executable>(std::move(exe));
+    ObjectCode obj;
+    bool hit = false;
+    if (!config().compilation_cache_dir.empty()) {
+      hit = load_persistent(persistent_key(made->program, opts), obj);
+      if (hit) {
+        std::lock_guard<std::mutex> g(c.mu);
+        ++c.stats.persistent_hits;
+      }
+    }
+    generate(*made, opts, hit ? &obj : nullptr);
+    std::lock_guard<std::mutex> g(c.mu);
+    slot->exe = made;
+    slot->ready = true;
+    ++c.stats.generated;
+  } catch (...) {
+    std::lock_guard<std::mutex> g(c.mu);
+    slot->error = std::current_exception();
+    slot->ready = true;
+    c.slots.erase(key);  // a later call may try again
+    c.cv.notify_all();
+    throw;
+  }
+  c.cv.notify_all();
+  (void)mine;
+  return slot->exe;
+}
+
+CompileCacheStats compile_cache_stats() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> g(c.mu);
+  CompileCacheStats s = c.stats;
+  s.entries = c.slots.size();
+  return s;
+}
+
+}  // namespace minijax

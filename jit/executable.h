@@ -1,0 +1,52 @@
+// minijax executables: what compiling one program produces (the program after the passes, its
+// buffer plan, kernels, loaded object code and analyses) and the options compiling takes.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/jaxpr.h"
+#include "jit/lower/program.h"
+#include "jit/orc.h"
+#include "memory/memory_analysis.h"
+#include "memory/plan_buffers.h"
+
+namespace minijax {
+
+/// Options of one compilation (from jit's options).
+struct CompileOptions {
+  std::string name = "jit";
+  /// Per program input: donated (its buffer may hold an output; the caller's Array is invalid
+  /// afterwards). Empty: none.
+  std::vector<bool> donated;
+  /// When not empty: the jaxpr after each pass is written to <dump_dir>/<NN>-<pass>.txt.
+  std::string dump_dir;
+  /// Keep the optimized LLVM IR text (Compiled::as_text(true)).
+  bool keep_llvm_ir = false;
+};
+
+/// Seconds spent in each stage of one compilation.
+struct CompileTimes {
+  double passes = 0, lower = 0, translate = 0, optimize = 0, codegen = 0, load = 0;
+  bool cache_hit = false;  ///< loaded from the persistent cache (no optimization or codegen)
+};
+
+/// A compiled program.
+struct Executable {
+  std::string name;
+  Jaxpr program;                         ///< after every pass: what the code computes
+  BufferPlan plan;
+  std::vector<lower::LoweredEqn> lowered;
+  std::string kernels;                   ///< the KIR module as text
+  std::string llvm_ir;                   ///< when CompileOptions::keep_llvm_ir
+  std::shared_ptr<LoadedObject> object;
+  using Entry = void (*)(void** args, void** outs, void** arenas);
+  Entry entry = nullptr;
+  std::vector<ShapedArray> in_avals, out_avals;
+  CompiledMemoryStats memory;
+  std::map<std::string, double> cost;
+  CompileTimes times;
+};
+
+}  // namespace minijax

@@ -1,0 +1,273 @@
+// minijax program lowering: the entry function (addresses from the buffer plan, kernel calls,
+// copies) and the program rules of fusions, views and control flow (scan, while, cond).
+#include "jit/lower/program.h"
+
+#include "core/errors.h"
+
+namespace minijax::lower {
+
+using kir::Op;
+using kir::Pred;
+using kir::Type;
+using kir::Value;
+
+std::map<std::string, ProgramRuleEntry>& program_rules() {
+  static std::map<std::string, ProgramRuleEntry> rules;
+  return rules;
+}
+
+RegisterProgramRule::RegisterProgramRule(const std::string& prim, std::string strategy, ProgramRule rule) {
+  program_rules()[prim] = ProgramRuleEntry{std::move(strategy), std::move(rule)};
+}
+
+ProgramEmitter::ProgramEmitter(kir::Module& m, kir::Builder& builder, const BufferPlan& p)
+    : module(m), b(builder), plan(p) {
+  args_ = b.arg(0);
+  outs_ = b.arg(1);
+  arenas_ = b.arg(2);
+  for (int k = 0; k < 3; ++k) arena_base_.push_back(b.load(kir::kPtr, arenas_, b.i64(k)));
+}
+
+std::string ProgramEmitter::fresh_name(const std::string& stem) {
+  int n = names_[stem]++;
+  return n == 0 ? stem : stem + "_" + std::to_string(n);
+}
+
+Value ProgramEmitter::iteration(const Eqn* loop) const {
+  auto it = iter_.find(loop);
+  if (it == iter_.end()) throw ValueError("program emitter: a loop slice used outside its loop");
+  return it->second;
+}
+
+void ProgramEmitter::with_iteration(const Eqn* loop, Value i, const std::function<void()>& body) {
+  iter_[loop] = i;
+  body();
+  iter_.erase(loop);
+}
+
+void ProgramEmitter::store_literal(Value dst, const Literal& l) {
+  const Array& a = l.value;
+  dispatch_dtype(a.dtype(), [&]<class T>() {
+    T x = *a.data<T>();
+    if constexpr (std::is_same_v<T, float>) b.store(dst, b.i64(0), b.f32(x));
+    else if constexpr (std::is_same_v<T, double>) b.store(dst, b.i64(0), b.f64(x));
+    else if constexpr (std::is_same_v<T, bfloat16>) b.store(dst, b.i64(0), b.const_int(kir::kI16, x.bits));
+    else if constexpr (std::is_same_v<T, bool>) b.store(dst, b.i64(0), b.const_int(kir::kI8, x ? 1 : 0));
+    else b.store(dst, b.i64(0), b.i32(int32_t(x)));
+  });
+}
+
+Value ProgramEmitter::addr(const Atom& a) {
+  if (auto* l = std::get_if<Literal>(&a)) {
+    Value slot = b.stack_slot(kir::kI64);  // 8 bytes hold any scalar
+    store_literal(slot, *l);
+    return slot;
+  }
+  const Var& v = std::get<Var>(a);
+  const Location& loc = plan.at(v);
+  switch (loc.place) {
+    case Place::param: return b.load(kir::kPtr, args_, b.i64(loc.index));
+    case Place::output: return b.load(kir::kPtr, outs_, b.i64(loc.index));
+    case Place::temp: return b.ptr_add(arena_base_.at(size_t(loc.index)), b.i64(loc.offset));
+    case Place::view: {
+      Value base = addr(loc.base);
+      return loc.offset ? b.ptr_add(base, b.i64(loc.offset)) : base;
+    }
+    case Place::loop_slice: {
+      Value i = iteration(loc.loop);
+      if (loc.reversed) i = b.sub(b.i64(loc.length - 1), i);
+      return b.ptr_add(addr(loc.base), b.mul(i, b.i64(loc.stride)));
+    }
+    case Place::literal: return addr(loc.literal);
+  }
+  return {};
+}
+
+void ProgramEmitter::copy_if_different(Value dst, Value src, int64_t bytes) {
+  if (bytes <= 0) return;
+  b.if_(b.icmp(Pred::ne, dst, src), [&] { b.memcpy(dst, src, b.i64(bytes)); });
+}
+
+void ProgramEmitter::copy_atom(Value dst, const Atom& a) {
+  if (auto* l = std::get_if<Literal>(&a)) return store_literal(dst, *l);
+  copy_if_different(dst, addr(a), atom_aval(a).nbytes());
+}
+
+Value ProgramEmitter::call_runtime(const std::string& name, Type ret, const std::vector<Type>& params,
+                                   const std::vector<Value>& args) {
+  module.declare(kir::Extern{name, params, ret});
+  return b.call(name, ret, args);
+}
+
+void ProgramEmitter::note(const Eqn& eqn, const std::string& strategy, const std::string& text) {
+  lowered.push_back(LoweredEqn{strategy, eqn.primitive->name + ": " + text});
+}
+
+void ProgramEmitter::call_fusion(const Eqn& e) {
+  std::string name = fresh_name(e.params.get_string("name"));
+  for (char& c : name)
+    if (c == '.') c = '_';
+  KernelInfo info = emit_fusion_kernel(module, e, name);
+  const size_t n = e.inputs.size() + e.outputs.size();
+  Value bufs = b.stack_slot(kir::kPtr, int64_t(n));
+  size_t slot = 0;
+  for (auto& in : e.inputs) b.store(bufs, b.i64(int64_t(slot++)), addr(in));
+  for (auto& out : e.outputs) b.store(bufs, b.i64(int64_t(slot++)), addr(out));
+  const int64_t total = info.outer_extent * info.work_per_outer;
+  // Large kernels are split across threads (outer index chunks of >= kGrainElems elements);
+  // small ones run inline on the calling thread.
+  constexpr int64_t kParallelElems = int64_t(1) << 16, kGrainElems = int64_t(1) << 14;
+  bool parallel = total >= kParallelElems && info.outer_extent > 1;
+  if (parallel) {
+    int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, info.work_per_outer));
+    if (info.space.size() == 1 && info.lanes > 1) grain = (grain + info.lanes - 1) / info.lanes * info.lanes;
+    call_runtime("mj_rt_parallel_for", kir::kVoid, {kir::kPtr, kir::kPtr, kir::kI64, kir::kI64},
+                 {b.func_addr(name), bufs, b.i64(info.outer_extent), b.i64(grain)});
+  } else {
+    b.call(name, kir::kVoid, {bufs, b.i64(0), b.i64(info.outer_extent)});
+  }
+  note(e, "fused loop", name + " " + info.describe() + (parallel ? " parallel" : ""));
+}
+
+void ProgramEmitter::emit_scope(const Jaxpr& j) {
+  for (const Eqn& e : j.eqns) {
+    auto it = program_rules().find(e.primitive->name);
+    if (it == program_rules().end())
+      throw ValueError("no compiled lowering for primitive " + e.primitive->name +
+                       " (it must be fused, or have a program rule in jit/lower/)");
+    it->second.rule(*this, e);
+  }
+}
+
+namespace {
+
+// ---- views: reshape, squeeze, expand_dims, optimization_barrier, same-kind device_put ---------
+void lower_view(ProgramEmitter& pe, const Eqn& e) {
+  for (size_t k = 0; k < e.outputs.size(); ++k) {
+    if (e.outputs[k].aval().is_token()) continue;
+    pe.copy_atom(pe.addr(e.outputs[k]), e.inputs.at(k < e.inputs.size() ? k : 0));
+  }
+  pe.note(e, "view", "aliases its operand (a copy only when the plan placed them apart)");
+}
+
+// The copies at the end of a body: staged sources first (a carry buffer another copy overwrites).
+void end_copies(ProgramEmitter& pe, const Jaxpr& body, const std::vector<Value>& dest) {
+  auto it = pe.plan.scopes.find(&body);
+  if (it == pe.plan.scopes.end()) return;
+  std::vector<Value> src(body.outvars.size());
+  for (auto& c : it->second.end_copies) {
+    const Atom& a = body.outvars[c.outvar];
+    if (!c.staged) continue;
+    // staging: arena of the value's kind at c.staging_offset
+    Value stage = pe.b.ptr_add(pe.arena(atom_aval(a).memory_kind), pe.b.i64(c.staging_offset));
+    pe.copy_atom(stage, a);
+    src[c.outvar] = stage;
+  }
+  for (auto& c : it->second.end_copies) {
+    const Atom& a = body.outvars[c.outvar];
+    if (c.staged) pe.copy_if_different(dest[c.outvar], src[c.outvar], atom_aval(a).nbytes());
+    else pe.copy_atom(dest[c.outvar], a);
+  }
+}
+
+void lower_scan(ProgramEmitter& pe, const Eqn& e) {
+  kir::Builder& b = pe.b;
+  const Jaxpr& body = *e.params.get_jaxpr("jaxpr")->jaxpr;
+  const size_t nc = size_t(e.params.get_int("num_consts")), ncar = size_t(e.params.get_int("num_carry"));
+  const int64_t length = e.params.get_int("length");
+  for (size_t k = 0; k < ncar; ++k) pe.copy_atom(pe.addr(e.outputs[k]), e.inputs[nc + k]);
+  b.for_(b.i64(0), b.i64(length), b.i64(1), [&](Value i) {
+    pe.with_iteration(&e, i, [&] {
+      pe.emit_scope(body);
+      std::vector<Value> dest;
+      for (size_t o = 0; o < body.outvars.size(); ++o) dest.push_back(pe.addr(e.outputs[o]));
+      // ys destinations are slices: outputs[o] is the whole stacked buffer
+      for (size_t o = ncar; o < body.outvars.size(); ++o) {
+        Value row = e.params.get_bool("reverse") ? b.sub(b.i64(length - 1), i) : i;
+        dest[o] = b.ptr_add(dest[o], b.mul(row, b.i64(atom_aval(body.outvars[o]).nbytes())));
+      }
+      end_copies(pe, body, dest);
+    });
+  });
+  pe.note(e, "control flow", "native loop of " + std::to_string(length) + " iterations");
+}
+
+void lower_while(ProgramEmitter& pe, const Eqn& e) {
+  kir::Builder& b = pe.b;
+  const Jaxpr& cj = *e.params.get_jaxpr("cond_jaxpr")->jaxpr;
+  const Jaxpr& bj = *e.params.get_jaxpr("body_jaxpr")->jaxpr;
+  const size_t cn = size_t(e.params.get_int("cond_nconsts")), bn = size_t(e.params.get_int("body_nconsts"));
+  for (size_t k = 0; k < e.outputs.size(); ++k) pe.copy_atom(pe.addr(e.outputs[k]), e.inputs[cn + bn + k]);
+  b.while_(
+      [&] {
+        pe.emit_scope(cj);
+        const Atom& pred = cj.outvars.at(0);
+        Value bits = std::holds_alternative<Literal>(pred)
+                         ? b.const_int(kir::kI8, std::get<Literal>(pred).value.item<bool>() ? 1 : 0)
+                         : b.load(kir::kI8, pe.addr(pred), b.i64(0));
+        return b.icmp(Pred::ne, bits, b.const_int(kir::kI8, 0));
+      },
+      [&] {
+        pe.emit_scope(bj);
+        std::vector<Value> dest;
+        for (auto& o : e.outputs) dest.push_back(pe.addr(o));
+        end_copies(pe, bj, dest);
+      });
+  pe.note(e, "control flow", "native while loop");
+}
+
+void lower_cond(ProgramEmitter& pe, const Eqn& e) {
+  kir::Builder& b = pe.b;
+  const auto& branches = e.params.get_jaxprs("branches");
+  const int64_t n = int64_t(branches.size());
+  const Atom& index = e.inputs.at(0);
+  Value idx;
+  if (auto* l = std::get_if<Literal>(&index)) idx = b.i32(int32_t(l->value.item<int64_t>()));
+  else idx = atom_aval(index).dtype == DType::bool_
+                 ? b.cast(Op::ZExt, kir::kI32, b.load(kir::kI8, pe.addr(index), b.i64(0)))
+                 : b.load(kir::kI32, pe.addr(index), b.i64(0));
+  // Out-of-range indices are clamped, as lax.switch does.
+  idx = b.intrinsic("smax", kir::kI32, {b.intrinsic("smin", kir::kI32, {idx, b.i32(int32_t(n - 1))}), b.i32(0)});
+  std::function<void(int64_t)> chain = [&](int64_t k) {
+    auto run = [&, k] {
+      const Jaxpr& br = *branches[size_t(k)]->jaxpr;
+      pe.emit_scope(br);
+      std::vector<Value> dest;
+      for (auto& o : e.outputs) dest.push_back(pe.addr(o));
+      end_copies(pe, br, dest);
+    };
+    if (k == n - 1) return run();
+    b.if_(b.icmp(Pred::eq, idx, b.i32(int32_t(k))), run, [&, k] { chain(k + 1); });
+  };
+  chain(0);
+  pe.note(e, "control flow", "native branch over " + std::to_string(n) + " cases");
+}
+
+const RegisterProgramRule reg_fusion("fusion", "fused loop", [](ProgramEmitter& pe, const Eqn& e) { pe.call_fusion(e); });
+const RegisterProgramRule reg_reshape("reshape", "view", lower_view);
+const RegisterProgramRule reg_squeeze("squeeze", "view", lower_view);
+const RegisterProgramRule reg_expand("expand_dims", "view", lower_view);
+const RegisterProgramRule reg_barrier("optimization_barrier", "view", lower_view);
+const RegisterProgramRule reg_scan("scan", "control flow", lower_scan);
+const RegisterProgramRule reg_while("while", "control flow", lower_while);
+const RegisterProgramRule reg_cond("cond", "control flow", lower_cond);
+
+}  // namespace
+
+std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, const BufferPlan& plan) {
+  kir::Function f;
+  f.name = kEntryName;
+  f.params = {kir::kPtr, kir::kPtr, kir::kPtr};
+  f.param_names = {"args", "outs", "arenas"};
+  f.linkage = kir::Linkage::external;
+  kir::Builder b(f);
+  ProgramEmitter pe(m, b, plan);
+  pe.emit_scope(program);
+  // Outputs the plan could not place where they are produced (an input or literal returned,
+  // a value returned twice) are copied by the runtime from the plan's OutputPlan.
+  b.ret();
+  m.functions.push_back(std::move(f));
+  return pe.lowered;
+}
+
+}  // namespace minijax::lower

@@ -1,0 +1,96 @@
+// minijax program lowering: the planned, fused jaxpr as one KIR entry function that calls its
+// kernels, the GEMM library and the runtime, with scan/while/cond as native loops and branches.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/jaxpr.h"
+#include "jit/kir.h"
+#include "jit/lower/lowering.h"
+#include "memory/plan_buffers.h"
+
+namespace minijax::lower {
+
+/// The entry function's name and signature: void minijax_main(ptr args, ptr outs, ptr arenas)
+/// where args/outs are arrays of buffer addresses (one per program input/output) and arenas the
+/// addresses of the temporary arenas per memory kind (device, pinned_host, unpinned_host).
+inline constexpr const char* kEntryName = "minijax_main";
+
+/// How each equation of the program was lowered, for Compiled::as_text and the registry test.
+struct LoweredEqn {
+  std::string strategy;  ///< "fused loop", "library call", "runtime call", "control flow", "view", ...
+  std::string text;      ///< one line: kernel name and shape, GEMM flags, ...
+};
+
+class ProgramEmitter;
+
+/// The lowering of a non-fused primitive in the program function (XLA's thunks, inlined).
+using ProgramRule = std::function<void(ProgramEmitter& pe, const Eqn& eqn)>;
+
+/// The program rules keyed by primitive name, with their strategy name.
+struct ProgramRuleEntry {
+  std::string strategy;
+  ProgramRule rule;
+};
+std::map<std::string, ProgramRuleEntry>& program_rules();
+struct RegisterProgramRule {
+  RegisterProgramRule(const std::string& prim, std::string strategy, ProgramRule rule);
+};
+
+/// Emits the entry function, equation by equation.
+class ProgramEmitter {
+ public:
+  ProgramEmitter(kir::Module& m, kir::Builder& b, const BufferPlan& plan);
+
+  kir::Module& module;
+  kir::Builder& b;
+  const BufferPlan& plan;
+
+  /// Emits every equation of scope `j` (the program or a body) in order.
+  void emit_scope(const Jaxpr& j);
+  /// The address (ptr) of atom a's buffer: from its planned location; a literal is stored to a
+  /// fresh stack slot first.
+  kir::Value addr(const Atom& a);
+  /// Copies `bytes` from src to dst unless they are the same address (a runtime test).
+  void copy_if_different(kir::Value dst, kir::Value src, int64_t bytes);
+  /// Stores literal l's element into dst (in its storage representation).
+  void store_literal(kir::Value dst, const Literal& l);
+  /// Copies atom a (a variable or literal) to dst.
+  void copy_atom(kir::Value dst, const Atom& a);
+
+  /// The current iteration of the scan `loop` (an i64), while its body is being emitted.
+  kir::Value iteration(const Eqn* loop) const;
+  /// Runs `body` with `loop`'s iteration set to i (for loop_slice addresses).
+  void with_iteration(const Eqn* loop, kir::Value i, const std::function<void()>& body);
+
+  /// Emits the kernel of a fusion equation and the call of it on [0, outer) (in parallel through
+  /// the runtime when it is large).
+  void call_fusion(const Eqn& fusion);
+  /// A fresh function name with `stem` (kernel names are unique per module).
+  std::string fresh_name(const std::string& stem);
+  /// Declares runtime function `name` (idempotent) and calls it.
+  kir::Value call_runtime(const std::string& name, kir::Type ret, const std::vector<kir::Type>& params,
+                          const std::vector<kir::Value>& args);
+  /// The base address of the temporary arena of memory kind k.
+  kir::Value arena(MemoryKind k) const { return arena_base_.at(size_t(k)); }
+  /// Records how eqn was lowered (for as_text).
+  void note(const Eqn& eqn, const std::string& strategy, const std::string& text);
+
+  std::vector<LoweredEqn> lowered;  ///< in emission order (bodies' equations after their loop)
+
+ private:
+  kir::Value args_, outs_, arenas_;
+  std::vector<kir::Value> arena_base_;
+  std::unordered_map<const Eqn*, kir::Value> iter_;
+  std::map<std::string, int> names_;
+};
+
+/// Lowers `program` (fused; planned by `plan`) into module m: kernels + the entry function.
+/// Returns how each equation was lowered. Throws ValueError naming the primitive for an equation
+/// no rule lowers.
+std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, const BufferPlan& plan);
+
+}  // namespace minijax::lower

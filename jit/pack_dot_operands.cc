@@ -1,0 +1,98 @@
+// minijax pass pack_dot_operands: transposes inserted before dot_generals whose operands a GEMM
+// cannot read in place, with the dimension numbers rewritten to the packed order.
+#include "jit/pack_dot_operands.h"
+
+#include <algorithm>
+
+#include "core/lax.h"
+#include "core/primitive.h"
+#include "jit/dot_layout.h"
+#include "jit/map_bodies.h"
+
+namespace minijax {
+
+namespace {
+
+std::vector<int64_t> free_dims(size_t rank, const std::vector<int64_t>& batch, const std::vector<int64_t>& contract) {
+  std::vector<int64_t> f;
+  for (int64_t d = 0; d < int64_t(rank); ++d)
+    if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+        std::find(contract.begin(), contract.end(), d) == contract.end())
+      f.push_back(d);
+  return f;
+}
+
+std::vector<int64_t> iota(int64_t from, size_t n) {
+  std::vector<int64_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = from + int64_t(i);
+  return v;
+}
+
+// Transposes `a` by perm into a new equation appended to `out`; returns the new value.
+Var transpose(std::vector<Eqn>& out, const Atom& a, const std::vector<int64_t>& perm) {
+  const ShapedArray& in = atom_aval(a);
+  ShapedArray t = in;
+  for (size_t i = 0; i < perm.size(); ++i) t.shape[i] = in.shape[size_t(perm[i])];
+  Var v(t);
+  Eqn e;
+  e.primitive = &primitive("transpose");
+  e.inputs = {a};
+  e.outputs = {v};
+  e.params = Params{{"permutation", perm}};
+  out.push_back(std::move(e));
+  return v;
+}
+
+void pack(std::vector<Eqn>& out, Eqn e) {
+  auto d = lax::dot_dimension_numbers(e.params);
+  const Shape& ls = atom_aval(e.inputs[0]).shape;
+  const Shape& rs = atom_aval(e.inputs[1]).shape;
+  if (gemm_layout(ls, rs, d)) return out.push_back(std::move(e));
+  const size_t nb = d.lhs_batch.size(), nk = d.lhs_contracting.size();
+  auto lf = free_dims(ls.size(), d.lhs_batch, d.lhs_contracting);
+  auto rf = free_dims(rs.size(), d.rhs_batch, d.rhs_contracting);
+  lax::DotDimensionNumbers lp = d, rp = d;  // lhs packed / rhs packed
+  lp.lhs_batch = iota(0, nb);
+  lp.lhs_contracting = iota(int64_t(nb + lf.size()), nk);
+  rp.rhs_batch = iota(0, nb);
+  rp.rhs_contracting = iota(int64_t(nb), nk);
+  auto shape_after = [](const Shape& s, const std::vector<int64_t>& perm) {
+    Shape t(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) t[i] = s[size_t(perm[i])];
+    return t;
+  };
+  std::vector<int64_t> lperm = d.lhs_batch, rperm = d.rhs_batch;
+  lperm.insert(lperm.end(), lf.begin(), lf.end());
+  lperm.insert(lperm.end(), d.lhs_contracting.begin(), d.lhs_contracting.end());
+  rperm.insert(rperm.end(), d.rhs_contracting.begin(), d.rhs_contracting.end());
+  rperm.insert(rperm.end(), rf.begin(), rf.end());
+  const Shape lps = shape_after(ls, lperm), rps = shape_after(rs, rperm);
+  lax::DotDimensionNumbers both = lp;
+  both.rhs_batch = rp.rhs_batch;
+  both.rhs_contracting = rp.rhs_contracting;
+  bool pack_l = true, pack_r = true;
+  lax::DotDimensionNumbers nd = both;
+  if (gemm_layout(lps, rs, lp)) pack_r = false, nd = lp;
+  else if (gemm_layout(ls, rps, rp)) pack_l = false, nd = rp;
+  if (pack_l) e.inputs[0] = transpose(out, e.inputs[0], lperm);
+  if (pack_r) e.inputs[1] = transpose(out, e.inputs[1], rperm);
+  e.params.set("dimension_numbers", lax::dot_dimension_numbers_param(nd));
+  out.push_back(std::move(e));
+}
+
+}  // namespace
+
+Jaxpr pack_dot_operands(const Jaxpr& j) {
+  static const Primitive& dot = primitive("dot_general");
+  Jaxpr r = j;
+  r.eqns.clear();
+  for (const Eqn& e0 : j.eqns) {
+    Eqn e = e0;
+    if (has_bodies(e.params)) e.params = map_bodies(e.params, pack_dot_operands);
+    if (e.primitive == &dot) pack(r.eqns, std::move(e));
+    else r.eqns.push_back(std::move(e));
+  }
+  return r;
+}
+
+}  // namespace minijax

@@ -1,0 +1,19 @@
+// minijax pass pack_dot_operands: before fusion, a dot_general operand whose batch, free and
+// contracting dims do not each form one single-stride group is packed by a transpose.
+//
+// Takes a jaxpr (after inline_calls/simplify). Guarantees: every dot_general (bodies included)
+// has a GEMM layout (jit/dot_layout.h: gemm_layout succeeds), so its lowering calls the GEMM
+// library on its operands as they lie in memory; an operand that needed it is first transposed
+// to [batch..., free..., contracting...] (lhs) or [batch..., contracting..., free...] (rhs),
+// only the operand(s) that need it, and the transpose becomes a loop fusion: the one packing
+// kernel, visible in Compiled::as_text(). Values are unchanged (a transpose moves elements).
+// Source: the canonicalization XLA's DotDecomposer performs before GEMM emission.
+#pragma once
+#include "core/jaxpr.h"
+
+namespace minijax {
+
+/// See the file comment.
+Jaxpr pack_dot_operands(const Jaxpr& j);
+
+}  // namespace minijax

@@ -1,0 +1,109 @@
+// minijax compile pipeline: the passes in order, top to bottom, with an optional dump of the
+// jaxpr after each one (CompileOptions::dump_dir), then code generation and loading.
+#include "jit/pipeline.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "core/dce.h"
+#include "core/errors.h"
+#include "jit/compile_cache.h"
+#include "jit/cost_analysis.h"
+#include "jit/emit_llvm.h"
+#include "jit/fuse.h"
+#include "jit/inline_calls.h"
+#include "jit/orc.h"
+#include "jit/pack_dot_operands.h"
+#include "jit/simplify.h"
+#include "jit/runtime/abi.h"
+#include "memory/memory_analysis.h"
+#include "memory/plan_buffers.h"
+
+namespace minijax {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Writes the jaxpr after each pass to <dir>/<NN>-<pass>.txt when a dump directory is given.
+class Dumper {
+ public:
+  explicit Dumper(const std::string& dir) : dir_(dir) {
+    if (!dir_.empty()) std::filesystem::create_directories(dir_);
+  }
+  const Jaxpr& operator()(const char* pass, const Jaxpr& j) {
+    if (dir_.empty()) return j;
+    char name[16];
+    std::snprintf(name, sizeof name, "%02d-", n_++);
+    std::ofstream out(std::filesystem::path(dir_) / (std::string(name) + pass + ".txt"));
+    if (!out) throw IOError("jit dump_dir: cannot write to " + dir_);
+    out << to_string(j) << "\n";
+    return j;
+  }
+
+ private:
+  std::string dir_;
+  int n_ = 0;
+};
+
+Jaxpr dce(const Jaxpr& j) { return dce_jaxpr(j, std::vector<bool>(j.outvars.size(), true), true).first; }
+
+// The passes, top to bottom.
+Executable run_passes(const Jaxpr& traced, const CompileOptions& opts) {
+  Executable exe;
+  exe.name = opts.name;
+  exe.in_avals = traced.in_avals();
+  exe.out_avals = traced.out_avals();
+  Dumper dump(opts.dump_dir);
+  auto t0 = Clock::now();
+  Jaxpr j = dump("traced", traced);
+  j = dump("dce", dce(j));
+  j = dump("inline_calls", inline_calls(j));
+  j = dump("simplify", simplify(j));
+  j = dump("pack_dot_operands", pack_dot_operands(j));
+  j = dump("fuse", fuse(j));
+  exe.plan = plan_buffers(j, opts.donated);  // analyze_liveness of each scope, then placement
+  exe.memory = memory_analysis(j, exe.plan);
+  exe.cost = cost_analysis(j);
+  exe.program = std::move(j);
+  exe.times.passes = seconds_since(t0);
+  return exe;
+}
+
+// Lowering to KIR, LLVM's optimization and code generation, loading.
+void generate_code(Executable& exe, const CompileOptions& opts, const ObjectCode* cached) {
+  auto t1 = Clock::now();
+  kir::Module m;
+  m.name = opts.name;
+  exe.lowered = lower::lower_program(m, exe.program, exe.plan);
+  exe.kernels = kir::to_string(m);
+  exe.times.lower = seconds_since(t1);
+  ObjectCode obj;
+  if (cached) {
+    obj = *cached;
+    exe.times.cache_hit = true;
+  } else {
+    CodegenReport report;
+    obj = compile_to_object(m, opts.keep_llvm_ir, &report);
+    exe.llvm_ir = std::move(report.llvm_ir);
+    exe.times.translate = report.translate_seconds;
+    exe.times.optimize = report.optimize_seconds;
+    exe.times.codegen = report.codegen_seconds;
+    store_persistent(exe, opts, obj);
+  }
+  auto t2 = Clock::now();
+  exe.object = load_object(obj, runtime_symbols(), opts.name);
+  exe.entry = reinterpret_cast<Executable::Entry>(exe.object->lookup(lower::kEntryName));
+  exe.times.load = seconds_since(t2);
+}
+
+}  // namespace
+
+std::shared_ptr<const Executable> compile_executable(const Jaxpr& traced, const CompileOptions& opts) {
+  Executable exe = run_passes(traced, opts);
+  return cached_executable(std::move(exe), opts, generate_code);
+}
+
+}  // namespace minijax
