@@ -1,6 +1,7 @@
 // minijax global configuration (the only mutable globals besides the registries).
-// Owns switches such as jaxpr verification after every transformation and the device count.
+// Owns switches such as jaxpr verification, the device count and the memory capacities.
 #pragma once
+#include <cstdint>
 
 namespace minijax {
 
@@ -18,6 +19,14 @@ struct Config {
   /// next devices()/num_devices() throw ShardingError (the count cannot change once meshes may
   /// have been built from it).
   int num_cpu_devices = 0;
+  /// Capacity in bytes of each device's memory, checked by the allocator at every allocation
+  /// (core/allocator.h): a block that would take a device's bytes in use past it throws
+  /// ResourceExhaustedError. 0 = unlimited (memory_stats then reports the machine's physical
+  /// memory as bytes_limit). Read at each allocation; set it from the main thread.
+  int64_t device_memory_bytes = 0;
+  /// Capacity in bytes of the process's host memory (pinned_host and unpinned_host together,
+  /// one space shared by all devices), checked as device_memory_bytes is. 0 = unlimited.
+  int64_t host_memory_bytes = 0;
 };
 
 /// The process-wide configuration.
