@@ -466,6 +466,34 @@ TEST(Fuse, NamesFollowProgramOrderThroughBodies) {
   EXPECT_EQ(count_eqns(f, "fusion"), 3) << f;
 }
 
+// Random numbers: threefry2x32 (4 operands, 2 results), shifts, iota_2x32_shape, and the
+// bitcast to f32 (class other) between kernels; the key is an integer input.
+TEST(Fuse, RandomNormalSamples) {
+  auto cj = mj::make_jaxpr([](const Array& key) {
+    auto ks = mj::random::split(key);
+    return mj::random::normal(mj::reshape(mj::lax::slice(ks, {1, 0}, {2, 2}), {2}), {6, 5}) * 2.0 +
+           mj::random::uniform(key, {6, 5});
+  })(mj::random::PRNGKey(3));
+  Jaxpr f = mj::fuse(mj::simplify(mj::inline_calls(*cj.jaxpr)));
+  check_contract(f);
+  EXPECT_GE(count_eqns(f, "threefry2x32"), 3) << f;
+  std::vector<Array> args{mj::random::PRNGKey(11)};
+  passtest::expect_bitwise_equal(mj::eval_jaxpr(*cj.jaxpr, cj.consts, args), mj::eval_jaxpr(f, cj.consts, args),
+                                 "random");
+  // Each threefry kernel computes its own counters (iota_2x32_shape is cheap: duplicated, not
+  // shared), and the two f32 chains after the bitcasts (uniform's and normal's) are one kernel.
+  int threefry_kernels = 0;
+  for (auto* k : top_fusions(f))
+    if (count_in(*k, "threefry2x32")) {
+      ++threefry_kernels;
+      EXPECT_EQ(count_in(*k, "iota_2x32_shape"), 1);
+    }
+  EXPECT_EQ(threefry_kernels, 3) << f;
+  ASSERT_EQ(f.eqns.back().primitive->name, "fusion");
+  EXPECT_EQ(count_in(f.eqns.back(), "erf_inv"), 1) << f;
+  EXPECT_EQ(count_in(f.eqns.back(), "max"), 2) << f;
+}
+
 // The MLP sample's training step: value_and_grad of its loss (dots, log_softmax, one_hot, mean
 // and their backward pass), every fusible equation fused, values bitwise unchanged.
 TEST(Fuse, MlpTrainingStep) {
