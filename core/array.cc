@@ -67,7 +67,14 @@ std::string Tracer::describe() const {
 }
 
 Array Array::allocate(const ShapedArray& aval) {
-  auto buf = std::make_shared<Buffer>(size_t(checked_nbytes(aval.shape, aval.dtype)), aval.memory_kind);
+  auto buf = std::make_shared<Buffer>(size_t(checked_nbytes(aval.shape, aval.dtype)),
+                                      aval.memory_kind, 0, Init::zeros);
+  return Array(std::make_shared<ConcreteArray>(aval, std::move(buf)));
+}
+
+Array Array::empty(const ShapedArray& aval) {
+  auto buf = std::make_shared<Buffer>(size_t(checked_nbytes(aval.shape, aval.dtype)),
+                                      aval.memory_kind, 0, Init::uninitialized);
   return Array(std::make_shared<ConcreteArray>(aval, std::move(buf)));
 }
 

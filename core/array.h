@@ -96,8 +96,14 @@ class Array {
   Array() = default;
   explicit Array(std::shared_ptr<ArrayImpl> impl) : impl_(std::move(impl)) {}
 
-  /// Allocates a zero-filled concrete array of the given aval.
+  /// Allocates a zero-filled concrete array of the given aval (on device 0, in aval's memory
+  /// kind). Zero-filled always: callers that accumulate into it or leave elements unwritten rely
+  /// on that. ResourceExhaustedError past a configured memory limit.
   static Array allocate(const ShapedArray& aval);
+  /// Allocates a concrete array of the given aval whose elements are undefined (not zero-filled;
+  /// the memory may be a recycled block): only for writers that store every element before any
+  /// is read, such as the eager kernels' outputs. Otherwise as allocate().
+  static Array empty(const ShapedArray& aval);
   /// A concrete array sharing `buffer` (which must hold aval.nbytes() bytes).
   static Array from_buffer(const ShapedArray& aval, std::shared_ptr<Buffer> buffer);
 

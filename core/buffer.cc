@@ -1,10 +1,8 @@
 // minijax buffers: raw storage of one array on one device.
-// Owns aligned allocation and the ready event's synchronisation.
+// Owns getting and returning the bytes through allocator() and the ready event's synchronisation.
 #include "core/buffer.h"
 
-#include <cstdlib>
 #include <cstring>
-#include <new>
 
 namespace minijax {
 
@@ -34,15 +32,12 @@ void ReadyEvent::wait() const {
   s_->cv.wait(g, [&] { return s_->ready; });
 }
 
-Buffer::Buffer(size_t nbytes, MemoryKind kind, int device_id)
-    : nbytes_(nbytes), kind_(kind), device_id_(device_id) {
-  size_t alloc = (nbytes + 63) / 64 * 64;
-  if (alloc == 0) alloc = 64;
-  data_ = std::aligned_alloc(64, alloc);
-  if (!data_) throw std::bad_alloc();
-  std::memset(data_, 0, alloc);
+Buffer::Buffer(size_t nbytes, MemoryKind kind, int device_id, Init init)
+    : nbytes_(nbytes), allocator_(&allocator()), kind_(kind), device_id_(device_id) {
+  data_ = allocator_->allocate(nbytes, kind, device_id);
+  if (init == Init::zeros && nbytes > 0) std::memset(data_, 0, nbytes);
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::~Buffer() { allocator_->deallocate(data_, nbytes_, kind_, device_id_); }
 
 }  // namespace minijax

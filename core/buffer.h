@@ -1,11 +1,12 @@
 // minijax buffers: raw storage of one array on one device, tagged with its memory kind.
-// Owns Buffer (bytes, memory kind, ready event, donation flag) and ReadyEvent.
+// Owns Buffer (bytes from the allocator, memory kind, ready event, donation flag), Init, ReadyEvent.
 #pragma once
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
 #include <mutex>
 
+#include "core/allocator.h"
 #include "core/aval.h"
 
 namespace minijax {
@@ -32,13 +33,21 @@ class ReadyEvent {
   std::shared_ptr<State> s_;
 };
 
-/// Storage of one array on one device: `nbytes` bytes aligned to 64, in `memory_kind`.
-/// Host memory kinds and the (virtual CPU) device memory are all host RAM here; the kind is what
-/// the scheduler and the allocator's statistics reason about.
+/// Whether a new Buffer's bytes are zero-filled. `uninitialized` is for writers that provably
+/// store every element before anything reads it (eager kernels' outputs); its contents are
+/// undefined (possibly a recycled block's old bytes).
+enum class Init { zeros, uninitialized };
+
+/// Storage of one array on one device: `nbytes` bytes aligned to 64 (kBufferAlignment), in
+/// `memory_kind`, obtained from the installed allocator (core/allocator.h) and returned to the
+/// same allocator on destruction. Host memory kinds and the (virtual CPU) device memory are all
+/// host RAM here; the kind is what the scheduler and the allocator's statistics reason about.
 class Buffer {
  public:
-  /// Allocates nbytes (zero-filled) of the given kind on device `device_id`.
-  Buffer(size_t nbytes, MemoryKind kind, int device_id = 0);
+  /// Allocates nbytes of the given kind on device `device_id` from allocator(), zero-filled
+  /// unless init is Init::uninitialized. Throws what the allocator throws
+  /// (ResourceExhaustedError past a configured memory limit).
+  Buffer(size_t nbytes, MemoryKind kind, int device_id = 0, Init init = Init::zeros);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -56,6 +65,7 @@ class Buffer {
  private:
   void* data_ = nullptr;
   size_t nbytes_ = 0;
+  Allocator* allocator_ = nullptr;
   MemoryKind kind_;
   int device_id_;
   ReadyEvent ready_ = ReadyEvent::already_set();

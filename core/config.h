@@ -1,6 +1,7 @@
 // minijax global configuration (the only mutable globals besides the registries).
-// Owns switches such as jaxpr verification after every transformation and the device count.
+// Owns switches such as jaxpr verification, the device count and the memory capacities.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace minijax {
@@ -19,6 +20,14 @@ struct Config {
   /// next devices()/num_devices() throw ShardingError (the count cannot change once meshes may
   /// have been built from it).
   int num_cpu_devices = 0;
+  /// Capacity in bytes of each device's memory, checked by the allocator at every allocation
+  /// (core/allocator.h): a block that would take a device's bytes in use past it throws
+  /// ResourceExhaustedError. 0 = unlimited (memory_stats then reports the machine's physical
+  /// memory as bytes_limit). Read at each allocation; set it from the main thread.
+  int64_t device_memory_bytes = 0;
+  /// Capacity in bytes of the process's host memory (pinned_host and unpinned_host together,
+  /// one space shared by all devices), checked as device_memory_bytes is. 0 = unlimited.
+  int64_t host_memory_bytes = 0;
   /// Directory of the persistent compilation cache (JAX's jax_compilation_cache_dir): object code
   /// of compiled programs keyed by SHA-256 of the program, options, library build, LLVM version
   /// and CPU features (jit/compile_cache.h). Empty (the default): off. Read at every compile.

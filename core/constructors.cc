@@ -1,5 +1,5 @@
 // minijax array constructors: array, scalar, zeros/ones/full(_like), arange, eye.
-// Owns building concrete arrays directly (Array::allocate + fill); staging lifts them as constants.
+// Owns building concrete arrays directly (Array::empty + fill); staging lifts them as constants.
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
@@ -50,7 +50,7 @@ void check_value_dtype(DType dtype, const char* fn, SL loc) {
 /// A concrete array of aval `av` with element i = value_at(i).
 template <class F>
 Array build(const ShapedArray& av, F&& value_at) {
-  Array out = Array::allocate(av);
+  Array out = Array::empty(av);
   int64_t n = av.size();
   if (n == 0) return out;
   dispatch_dtype(av.dtype, [&]<class T>() {

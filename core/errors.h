@@ -1,5 +1,5 @@
 // minijax error types: the exceptions every layer throws for bad input.
-// Owns ShapeError/TypeError/ValueError/ConcretizationError and call-site formatting.
+// Owns ShapeError/TypeError/ValueError/ConcretizationError/ResourceExhaustedError and call sites.
 #pragma once
 #include <source_location>
 #include <stdexcept>
@@ -39,6 +39,10 @@ class NotDifferentiableError : public Error { using Error::Error; };
 class IOError : public Error { using Error::Error; };
 /// A mesh, partition spec or sharding that is invalid or does not fit the array it is put on.
 class ShardingError : public Error { using Error::Error; };
+/// An allocation that would exceed a configured memory limit (config().device_memory_bytes /
+/// host_memory_bytes) or that the system cannot satisfy (JAX's RESOURCE_EXHAUSTED). The message
+/// names the memory kind, the device, the requested bytes, the bytes in use and the limit.
+class ResourceExhaustedError : public Error { using Error::Error; };
 
 /// "file:line (function)" of a call site.
 std::string format_location(const std::source_location& loc);

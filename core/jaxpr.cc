@@ -3,6 +3,7 @@
 #include "core/jaxpr.h"
 
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <ostream>
@@ -310,6 +311,10 @@ std::string print_toplevel(const Jaxpr& top, std::vector<pp::Doc>* eqn_docs = nu
           std::string n = *nm;
           while (!n.empty() && (n.front() == '<' || n.front() == '>')) n.erase(n.begin());
           while (!n.empty() && (n.back() == '<' || n.back() == '>')) n.pop_back();
+          // The label must read back as one name (the parser's identifiers): fusion.0 -> fusion_0.
+          for (char& ch : n)
+            if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') ch = '_';
+          if (!n.empty() && std::isdigit(static_cast<unsigned char>(n.front()))) n.insert(n.begin(), '_');
           names.emplace(s, n);
         }
       }

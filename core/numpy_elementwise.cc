@@ -26,7 +26,7 @@ WeakDType wd(const Array& a) { return {a.dtype(), a.weak_type()}; }
 Array const_scalar(double v, DType d, bool weak, MemoryKind mk) {
   Array s = lax::scalar(v, d, weak);
   if (mk == MemoryKind::device) return s;
-  Array out = Array::allocate(ShapedArray{{}, d, weak, mk});
+  Array out = Array::empty(ShapedArray{{}, d, weak, mk});
   std::memcpy(const_cast<void*>(out.raw_data()), s.raw_data(), itemsize(d));
   return out;
 }

@@ -194,7 +194,7 @@ class Parser {
     ShapedArray a = aval();
     if (a.size() != 1 || a.is_token() || a.dtype == DType::float0)
       fail("a literal must be a single element of a numeric or bool dtype, got " + a.str(), at);
-    Array arr = Array::allocate(a);
+    Array arr = Array::empty(a);
     void* p = const_cast<void*>(arr.raw_data());
     bool ok = true;
     dispatch_dtype(a.dtype, [&]<class T>() {

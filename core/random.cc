@@ -235,7 +235,7 @@ Array permutation(const Array& key, int64_t n, SL loc) {
     for (size_t i = 0; i < order.size(); ++i) tmp[i] = x[order[i]];
     x.swap(tmp);
   }
-  Array out = Array::allocate(ShapedArray{{n}, DType::i32, false, MemoryKind::device});
+  Array out = Array::empty(ShapedArray{{n}, DType::i32, false, MemoryKind::device});
   std::copy(x.begin(), x.end(), out.mutable_data<int32_t>());
   return out;
 }

@@ -45,7 +45,7 @@ Registrar reg_broadcast([] {
   };
   p.impl = [](const std::vector<Array>& args, const Params& params,
               const std::vector<ShapedArray>& out_avals) {
-    Array out = Array::allocate(out_avals[0]);
+    Array out = Array::empty(out_avals[0]);
     const size_t isz = itemsize(out.dtype());
     const int64_t n = out.size();
     if (isz == 0 || n == 0) return std::vector<Array>{out};
@@ -95,7 +95,7 @@ Registrar reg_broadcast([] {
 Array make_scalar(double v, DType d, bool weak, MemoryKind mk) {
   if (!elementwise::accepts(elementwise::Accept::any_value, d))
     throw TypeError(std::string("no scalar of dtype ") + dtype_name(d));
-  Array out = Array::allocate(ShapedArray{{}, d, weak, mk});
+  Array out = Array::empty(ShapedArray{{}, d, weak, mk});
   dispatch_dtype(d, [&]<class T>() { out.mutable_data<T>()[0] = elementwise::convert_value<T, double>(v); });
   return out;
 }
@@ -120,7 +120,7 @@ Array full(const Shape& shape, double v, DType d, bool weak) {
     throw TypeError(std::string("cannot fill an array of dtype ") + dtype_name(d));
   for (int64_t s : shape)
     if (s < 0) throw ShapeError("negative dimension in shape " + shape_str(shape));
-  Array out = Array::allocate(ShapedArray{shape, d, weak, MemoryKind::device});
+  Array out = Array::empty(ShapedArray{shape, d, weak, MemoryKind::device});
   dispatch_dtype(d, [&]<class T>() {
     T val = elementwise::convert_value<T, double>(v);
     T* po = out.mutable_data<T>();

@@ -272,7 +272,9 @@ std::vector<Array> dot_impl(const std::vector<Array>& args, const Params& p,
   };
   const int64_t B = prod(l.shape(), d.lhs_batch), M = prod(l.shape(), lf),
                 K = prod(l.shape(), d.lhs_contracting), N = prod(r.shape(), rf);
-  Array out = Array::allocate(out_avals.at(0));
+  // Uninitialised: GEMM runs with beta = 0 (C is written, never read; k = 0 stores zeros, see
+  // core/gemm.cc) and the integer loop stores every element.
+  Array out = Array::empty(out_avals.at(0));
   if (B * M * N == 0) return {out};
   auto l_mk = cat(d.lhs_batch, lf, d.lhs_contracting), l_km = cat(d.lhs_batch, d.lhs_contracting, lf);
   auto r_kn = cat(d.rhs_batch, d.rhs_contracting, rf), r_nk = cat(d.rhs_batch, rf, d.rhs_contracting);

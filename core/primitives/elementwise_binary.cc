@@ -154,7 +154,7 @@ Registrar reg_binary([] {
     };
     p.impl = [](const std::vector<Array>& args, const Params&,
                 const std::vector<ShapedArray>& out_avals) {
-      Array out = Array::allocate(out_avals[0]);
+      Array out = Array::empty(out_avals[0]);
       if (out.dtype() != DType::float0)
         elementwise::binary_loop<Accept::numeric, false>(
             args[0], args[1], out, [](auto a, auto b) { return elementwise::wrap_add(a, b); });
@@ -193,7 +193,7 @@ Registrar reg_binary([] {
     };
     p.impl = [](const std::vector<Array>& args, const Params&,
                 const std::vector<ShapedArray>& out_avals) {
-      Array out = Array::allocate(out_avals[0]);
+      Array out = Array::empty(out_avals[0]);
       const size_t isz = itemsize(out.dtype());
       if (isz == 0) return std::vector<Array>{out};
       const int64_t n = out.size(), ncases = int64_t(args.size()) - 1;
@@ -236,7 +236,7 @@ Registrar reg_binary([] {
     };
     p.impl = [](const std::vector<Array>& args, const Params&,
                 const std::vector<ShapedArray>& out_avals) {
-      Array out = Array::allocate(out_avals[0]);
+      Array out = Array::empty(out_avals[0]);
       const Array &lo = args[0], &x = args[1], &hi = args[2];
       dispatch_dtype(x.dtype(), [&]<class T>() {
         const T *pl = lo.data<T>(), *px = x.data<T>(), *ph = hi.data<T>();

@@ -171,7 +171,7 @@ void def_unary(const char* name, F f) {
   };
   p.impl = [f](const std::vector<Array>& args, const Params&,
                const std::vector<ShapedArray>& out_avals) {
-    Array out = Array::allocate(out_avals[0]);
+    Array out = Array::empty(out_avals[0]);
     unary_loop<A>(args[0], out, f);
     return std::vector<Array>{out};
   };
@@ -187,7 +187,7 @@ void def_binary(const char* name, F f) {
   };
   p.impl = [f](const std::vector<Array>& args, const Params&,
                const std::vector<ShapedArray>& out_avals) {
-    Array out = Array::allocate(out_avals[0]);
+    Array out = Array::empty(out_avals[0]);
     binary_loop<A, BoolOut>(args[0], args[1], out, f);
     return std::vector<Array>{out};
   };

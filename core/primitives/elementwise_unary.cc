@@ -89,7 +89,7 @@ Registrar reg_unary([] {
     };
     p.impl = [](const std::vector<Array>& args, const Params& params,
                 const std::vector<ShapedArray>& out_avals) {
-      Array out = Array::allocate(out_avals[0]);
+      Array out = Array::empty(out_avals[0]);
       if (params.get_int("rounding_method") == 0)
         elementwise::unary_loop<Accept::floating>(args[0], out, [](auto v) { return std::round(v); });
       else
@@ -112,7 +112,7 @@ Registrar reg_unary([] {
     };
     p.impl = [](const std::vector<Array>& args, const Params& params,
                 const std::vector<ShapedArray>& out_avals) {
-      Array out = Array::allocate(out_avals[0]);
+      Array out = Array::empty(out_avals[0]);
       int64_t y = params.get_int("y");
       elementwise::unary_loop<Accept::numeric>(args[0], out,
                                                [y](auto v) { return integer_power(v, y); });
@@ -137,7 +137,7 @@ Registrar reg_unary([] {
     };
     p.impl = [](const std::vector<Array>& args, const Params&,
                 const std::vector<ShapedArray>& out_avals) {
-      Array out = Array::allocate(out_avals[0]);
+      Array out = Array::empty(out_avals[0]);
       const Array& x = args[0];
       const int64_t n = x.size();
       dispatch_dtype(x.dtype(), [&]<class T>() {

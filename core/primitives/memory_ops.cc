@@ -22,7 +22,7 @@ std::vector<ShapedArray> device_put_shape(const std::vector<ShapedArray>& in, co
 
 std::vector<Array> device_put_impl(const std::vector<Array>& a, const Params&,
                                    const std::vector<ShapedArray>& out) {
-  Array o = Array::allocate(out[0]);
+  Array o = Array::empty(out[0]);
   if (out[0].nbytes() > 0)
     std::memcpy(const_cast<void*>(o.raw_data()), a[0].raw_data(), size_t(out[0].nbytes()));
   return {o};

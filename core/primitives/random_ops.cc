@@ -78,7 +78,7 @@ bool is_int_or_bool(DType d) { return is_int(d) || d == DType::bool_; }
 /// Applies f elementwise to two equal-shape integer (or bool) arrays.
 template <class F>
 Array binary_impl(const Array& x, const Array& y, const ShapedArray& out_aval, F f) {
-  Array out = Array::allocate(out_aval);
+  Array out = Array::empty(out_aval);
   int64_t n = out_aval.size();
   dispatch_dtype(out_aval.dtype, [&]<class T>() {
     if constexpr (std::is_integral_v<T>) {
@@ -183,7 +183,7 @@ Registrar reg_threefry([] {
   p.impl = [](const std::vector<Array>& args, const Params&,
               const std::vector<ShapedArray>& out_avals) {
     const Shape& os = out_avals[0].shape;
-    Array y0 = Array::allocate(out_avals[0]), y1 = Array::allocate(out_avals[1]);
+    Array y0 = Array::empty(out_avals[0]), y1 = Array::empty(out_avals[1]);
     uint32_t* o0 = y0.mutable_data<uint32_t>();
     uint32_t* o1 = y1.mutable_data<uint32_t>();
     const uint32_t* src[4];
@@ -225,7 +225,7 @@ Registrar reg_iota_2x32([] {
     return std::vector<ShapedArray>{out, out};
   };
   p.impl = [](const std::vector<Array>&, const Params&, const std::vector<ShapedArray>& out_avals) {
-    Array hi = Array::allocate(out_avals[0]), lo = Array::allocate(out_avals[1]);
+    Array hi = Array::empty(out_avals[0]), lo = Array::empty(out_avals[1]);
     uint32_t* h = hi.mutable_data<uint32_t>();
     uint32_t* l = lo.mutable_data<uint32_t>();
     int64_t n = out_avals[0].size();
@@ -302,7 +302,7 @@ Registrar reg_bitcast([] {
     return std::vector<ShapedArray>{ShapedArray{s, to, false, in[0].memory_kind}};
   };
   p.impl = [](const std::vector<Array>& a, const Params&, const std::vector<ShapedArray>& o) {
-    Array out = Array::allocate(o[0]);
+    Array out = Array::empty(o[0]);
     size_t bytes = size_t(o[0].nbytes());
     if (bytes) std::memcpy(const_cast<void*>(out.raw_data()), a[0].raw_data(), bytes);
     return std::vector<Array>{out};
@@ -319,7 +319,7 @@ Registrar reg_erf_inv([] {
     return std::vector<ShapedArray>{in[0]};
   };
   p.impl = [](const std::vector<Array>& a, const Params&, const std::vector<ShapedArray>& o) {
-    Array out = Array::allocate(o[0]);
+    Array out = Array::empty(o[0]);
     int64_t n = o[0].size();
     dispatch_dtype(o[0].dtype, [&]<class T>() {
       if constexpr (std::is_same_v<T, float>) {

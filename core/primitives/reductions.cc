@@ -135,7 +135,7 @@ std::vector<Array> reduce_impl(const std::vector<Array>& args, const Params& p,
   const Array& x = args.at(0);
   auto axes = checked_axes(p.get_ints("axes"), x.ndim());
   auto L = reduce_layout(x.shape(), axes);
-  Array out = Array::allocate(out_avals.at(0));
+  Array out = Array::empty(out_avals.at(0));
   dispatch_dtype(x.dtype(), [&]<class T>() {
     const T* src = x.data<T>();
     T* dst = out.mutable_data<T>();
@@ -196,7 +196,7 @@ std::vector<Array> arg_impl(const std::vector<Array>& args, const Params& p,
   const Array& x = args.at(0);
   auto axes = checked_axes(p.get_ints("axes"), x.ndim());
   auto L = reduce_layout(x.shape(), axes);
-  Array out = Array::allocate(out_avals.at(0));
+  Array out = Array::empty(out_avals.at(0));
   std::vector<int64_t> result(L.base.size());
   dispatch_dtype(x.dtype(), [&]<class T>() {
     const T* src = x.data<T>();
@@ -249,7 +249,7 @@ std::vector<Array> cumsum_impl(const std::vector<Array>& args, const Params& p,
   int64_t outer = 1, inner = 1, n = s[size_t(axis)];
   for (int64_t i = 0; i < axis; ++i) outer *= s[size_t(i)];
   for (int64_t i = axis + 1; i < int64_t(s.size()); ++i) inner *= s[size_t(i)];
-  Array out = Array::allocate(out_avals.at(0));
+  Array out = Array::empty(out_avals.at(0));
   dispatch_dtype(x.dtype(), [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>) {
       const T* src = x.data<T>();

@@ -52,7 +52,7 @@ const char* in_bytes(const Array& a) { return static_cast<const char*>(a.raw_dat
 /// Copies x's elements into a new array of aval `out` read through the given strides/offset.
 Array strided_read(const Array& x, const ShapedArray& out, int64_t src_off,
                    const std::vector<int64_t>& src_strides) {
-  Array o = Array::allocate(out);
+  Array o = Array::empty(out);
   detail::copy_strided(out_bytes(o), 0, strides_of(out.shape), in_bytes(x), src_off, src_strides,
                        out.shape, itemsize(out.dtype));
   return o;
@@ -73,7 +73,7 @@ std::vector<ShapedArray> reshape_shape(const std::vector<ShapedArray>& in, const
 
 std::vector<Array> reshape_impl(const std::vector<Array>& a, const Params&,
                                 const std::vector<ShapedArray>& out) {
-  Array o = Array::allocate(out[0]);
+  Array o = Array::empty(out[0]);
   if (out[0].nbytes() > 0) std::memcpy(out_bytes(o), in_bytes(a[0]), size_t(out[0].nbytes()));
   return {o};
 }

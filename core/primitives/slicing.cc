@@ -115,7 +115,7 @@ std::vector<Array> slice_impl(const std::vector<Array>& a, const Params& p,
   auto st = strides_of(a[0].shape());
   std::vector<int64_t> src(st.size());
   for (size_t i = 0; i < st.size(); ++i) src[i] = st[i] * strides[i];
-  Array o = Array::allocate(out[0]);
+  Array o = Array::empty(out[0]);
   detail::copy_strided(out_bytes(o), 0, strides_of(out[0].shape), in_bytes(a[0]),
                        offset_of(start, st), src, out[0].shape, itemsize(out[0].dtype));
   return {o};
@@ -144,7 +144,7 @@ std::vector<Array> dynamic_slice_impl(const std::vector<Array>& a, const Params&
   const auto& sizes = p.get_ints("slice_sizes");
   auto starts = clamped_starts(a, 1, a[0].shape(), sizes);
   auto st = strides_of(a[0].shape());
-  Array o = Array::allocate(out[0]);
+  Array o = Array::empty(out[0]);
   detail::copy_strided(out_bytes(o), 0, strides_of(sizes), in_bytes(a[0]), offset_of(starts, st), st,
                        sizes, itemsize(out[0].dtype));
   return {o};
@@ -180,7 +180,7 @@ std::vector<Array> dus_impl(const std::vector<Array>& a, const Params&,
   const Array& u = a[1];
   auto starts = clamped_starts(a, 2, x.shape(), u.shape());
   auto st = strides_of(x.shape());
-  Array o = Array::allocate(out[0]);
+  Array o = Array::empty(out[0]);  // every byte is written by the copy of x below
   if (out[0].nbytes() > 0) std::memcpy(out_bytes(o), in_bytes(x), size_t(out[0].nbytes()));
   detail::copy_strided(out_bytes(o), offset_of(starts, st), st, in_bytes(u), 0, strides_of(u.shape()),
                        u.shape(), itemsize(out[0].dtype));
@@ -220,7 +220,7 @@ std::vector<ShapedArray> concatenate_shape(const std::vector<ShapedArray>& in, c
 std::vector<Array> concatenate_impl(const std::vector<Array>& a, const Params& p,
                                     const std::vector<ShapedArray>& out) {
   const int64_t d = p.get_int("dimension");
-  Array o = Array::allocate(out[0]);
+  Array o = Array::empty(out[0]);  // the operands tile dimension d: every element is written
   auto ost = strides_of(out[0].shape);
   int64_t pos = 0;
   for (const auto& x : a) {
@@ -310,7 +310,7 @@ std::vector<Array> pad_impl(const std::vector<Array>& a, const Params& p,
   const Array& x = a[0];
   auto cfg = lax::padding_config(p);
   const size_t elem = itemsize(out[0].dtype);
-  Array o = Array::allocate(out[0]);
+  Array o = Array::empty(out[0]);  // fill_elems writes every element before the copy
   detail::fill_elems(out_bytes(o), out[0].size(), a[1].raw_data(), elem);
   auto ost = strides_of(out[0].shape);
   auto ist = strides_of(x.shape());
@@ -390,7 +390,7 @@ std::vector<Array> gather_impl(const std::vector<Array>& a, const Params&,
   const int64_t n = x.shape()[0];
   check_rows(idx, a[0].aval(), a[1].aval(), "gather", std::source_location::current());
   const size_t row = size_t(x.size() / std::max<int64_t>(n, 1)) * itemsize(x.dtype());
-  Array o = Array::allocate(out[0]);
+  Array o = Array::empty(out[0]);  // one row per index: idx.size() * row bytes = all of out
   char* dst = out_bytes(o);
   const char* src = in_bytes(x);
   for (size_t i = 0; i < idx.size(); ++i)
@@ -425,7 +425,7 @@ std::vector<Array> scatter_add_impl(const std::vector<Array>& a, const Params&,
   auto idx = read_indices(a[1]);
   const int64_t n = x.shape()[0];
   check_rows(idx, a[0].aval(), a[1].aval(), "scatter_add", std::source_location::current());
-  Array o = Array::allocate(out[0]);
+  Array o = Array::empty(out[0]);  // the copy of x below initialises every byte first
   if (out[0].dtype == DType::float0) return {o};  // zero-sized elements: nothing to add
   std::memcpy(out_bytes(o), in_bytes(x), size_t(out[0].nbytes()));
   const int64_t row = x.size() / std::max<int64_t>(n, 1);
@@ -464,7 +464,7 @@ std::vector<ShapedArray> iota_shape(const std::vector<ShapedArray>& in, const Pa
 std::vector<Array> iota_impl(const std::vector<Array>&, const Params& p,
                              const std::vector<ShapedArray>& out) {
   const int64_t dim = p.get_int("dimension");
-  Array o = Array::allocate(out[0]);
+  Array o = Array::empty(out[0]);
   auto st = strides_of(out[0].shape);
   const int64_t len = out[0].shape[size_t(dim)], stride = st[size_t(dim)];
   dispatch_dtype(out[0].dtype, [&]<class T>() {

@@ -44,6 +44,7 @@
 #include "sharding/sharding_rule.h"
 #include "sharding/sharded_array.h"
 #include "core/collectives.h"
+#include "jit/runtime/memory_stats.h"
 #include "jit/runtime/reference_executor.h"
 #include "jit/jit.h"
 

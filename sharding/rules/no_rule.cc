@@ -17,6 +17,9 @@ Registrar reg([] {
     t[n] =
         "a per-device SPMD collective (emitted by partitioning or written in manual per-device "
         "code); global-view sharding propagation does not pass through it";
+  t["fusion"] =
+      "a compiler-internal kernel that jit/fuse makes after partitioning (the pass pipeline runs "
+      "propagate_shardings and partition_spmd first), so propagation never meets it";
   t["custom_lin"] =
       "an autodiff-internal placeholder for a custom VJP's linear part that exists only while "
       "linearize runs; finished programs never hold it, so propagation never meets it";

@@ -39,6 +39,8 @@ const std::vector<std::pair<std::string, std::string>>& exemptions() {
       {"collective_permute", "collective: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
       {"ragged_all_to_all", "collective: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
       {"axis_index", "device coordinate: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
+      {"fusion", "compiler-internal kernel made by jit/fuse after autodiff (takes a jaxpr; no JVP, "
+                 "transpose or batching by design): tests/jit/test_fuse.cc"},
   };
   return e;
 }
@@ -60,6 +62,9 @@ const std::vector<std::pair<std::string, std::string>>& sharded_exemptions() {
     for (const char* n : {"all_gather", "all_reduce", "reduce_scatter", "all_to_all",
                           "collective_permute", "ragged_all_to_all", "axis_index"})
       v.emplace_back(n, coll);
+    v.emplace_back("fusion",
+                   "compiler-internal kernel made by jit/fuse after partitioning, so propagation "
+                   "never meets it (exempt from the unsharded suite too); tests/jit/test_fuse.cc");
     v.emplace_back("sharding_constraint",
                    "its sharding names its own mesh, so on the suite's other meshes the program is "
                    "rightly rejected (shardings on two meshes); checked sharded on its own mesh in "

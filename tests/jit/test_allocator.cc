@@ -1,0 +1,314 @@
+// Tests of the allocator every Buffer goes through (core/allocator.h, jit/runtime/allocator.h) and
+// of mj::memory_stats: exact byte counts, peaks, host vs device kinds, limits, threads, reuse.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <minijax/minijax.h>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "jit/runtime/allocator.h"
+
+namespace {
+
+using mj::MemoryKind;
+using mj::MemoryStats;
+
+MemoryStats dev0() { return mj::memory_stats(0); }
+MemoryStats host(MemoryKind k = MemoryKind::pinned_host) { return mj::memory_stats(0, k); }
+
+/// Restores the memory limits of mj::config() when a test ends (also when it fails).
+struct LimitGuard {
+  int64_t dev = mj::config().device_memory_bytes, hst = mj::config().host_memory_bytes;
+  ~LimitGuard() {
+    mj::config().device_memory_bytes = dev;
+    mj::config().host_memory_bytes = hst;
+  }
+};
+
+TEST(Allocator, RuntimePoolIsInstalledAtLoadTime) {
+  EXPECT_EQ(mj::allocator().name(), "pool");
+  EXPECT_EQ(&mj::allocator(), static_cast<mj::Allocator*>(&mj::runtime_allocator()));
+}
+
+// Size classes by hand: <= 512 B round up to a multiple of 64 (at least 64); above, p < n <= 2p
+// rounds up to p + k*p/4 for the smallest k in 1..4.
+TEST(Allocator, SizeClassesByHand) {
+  using P = mj::PoolAllocator;
+  EXPECT_EQ(P::size_class(0), 64u);
+  EXPECT_EQ(P::size_class(1), 64u);
+  EXPECT_EQ(P::size_class(64), 64u);
+  EXPECT_EQ(P::size_class(65), 128u);
+  EXPECT_EQ(P::size_class(400), 448u);
+  EXPECT_EQ(P::size_class(512), 512u);
+  EXPECT_EQ(P::size_class(513), 640u);    // p = 512, step 128
+  EXPECT_EQ(P::size_class(641), 768u);
+  EXPECT_EQ(P::size_class(800), 896u);
+  EXPECT_EQ(P::size_class(1024), 1024u);
+  EXPECT_EQ(P::size_class(1025), 1280u);  // p = 1024, step 256
+  EXPECT_EQ(P::size_class(4000), 4096u);  // p = 2048, step 512: 2048 + 4*512
+  EXPECT_EQ(P::size_class(262144), 262144u);
+  EXPECT_EQ(P::size_class(262145), 327680u);  // p = 262144, step 65536
+}
+
+TEST(Allocator, BytesInUseRiseByTheRoundedSizeAndFall) {
+  struct Case {
+    mj::Shape shape;
+    mj::DType dtype;
+    int64_t bytes;  // by hand: elements * itemsize rounded to the size class
+  };
+  const Case cases[] = {
+      {{3, 5}, mj::f32, 64},         // 60 B -> 64
+      {{100}, mj::f32, 448},         // 400 B -> 7 * 64
+      {{10, 10}, mj::f64, 896},      // 800 B -> 512 + 3 * 128
+      {{1000}, mj::i32, 4096},       // 4000 B -> 2048 + 4 * 512
+      {{128, 512}, mj::f32, 262144}, // 262144 B, a power of two
+      {{0, 7}, mj::f32, 64},         // no elements: a 64-byte block all the same
+      {{}, mj::bf16, 64},            // 2 B -> 64
+  };
+  for (const auto& c : cases) {
+    const MemoryStats before = dev0(), host_before = host();
+    {
+      mj::Array a = mj::zeros(c.shape, c.dtype);
+      const MemoryStats during = dev0();
+      EXPECT_EQ(during.bytes_in_use - before.bytes_in_use, c.bytes) << mj::shape_str(c.shape);
+      EXPECT_EQ(during.num_allocs - before.num_allocs, 1) << mj::shape_str(c.shape);
+      EXPECT_EQ(host().bytes_in_use, host_before.bytes_in_use);  // a device array
+    }
+    EXPECT_EQ(dev0().bytes_in_use, before.bytes_in_use) << mj::shape_str(c.shape);
+  }
+  // Array::empty and Array::allocate count alike.
+  const int64_t b0 = dev0().bytes_in_use;
+  mj::Array e = mj::Array::empty(mj::ShapedArray{{10, 10}, mj::f64});
+  mj::Array z = mj::Array::allocate(mj::ShapedArray{{10, 10}, mj::f64});
+  EXPECT_EQ(dev0().bytes_in_use - b0, 2 * 896);
+}
+
+TEST(Allocator, PeakTracksAKnownSequenceAndResets) {
+  mj::reset_peak_memory_stats(0);
+  const int64_t base = dev0().bytes_in_use;
+  EXPECT_EQ(dev0().peak_bytes_in_use, base);
+  {
+    auto a = std::make_unique<mj::Array>(mj::zeros({3, 5}, mj::f32));  // 64
+    mj::Array b = mj::zeros({100}, mj::f32);                           // 448
+    EXPECT_EQ(dev0().peak_bytes_in_use, base + 64 + 448);
+    a.reset();
+    EXPECT_EQ(dev0().peak_bytes_in_use, base + 512);  // freeing keeps the peak
+    mj::Array c = mj::zeros({10, 10}, mj::f64);      // 896: in use 448 + 896 = 1344
+    EXPECT_EQ(dev0().bytes_in_use, base + 1344);
+    EXPECT_EQ(dev0().peak_bytes_in_use, base + 1344);
+  }
+  EXPECT_EQ(dev0().bytes_in_use, base);
+  EXPECT_EQ(dev0().peak_bytes_in_use, base + 1344);
+  mj::reset_peak_memory_stats(0);
+  EXPECT_EQ(dev0().peak_bytes_in_use, base);
+}
+
+TEST(Allocator, BadDeviceIdsAndKindNamesThrowValueError) {
+  const int n = mj::num_devices();
+  EXPECT_THROW(mj::memory_stats(-1), mj::ValueError);
+  EXPECT_THROW(mj::memory_stats(n), mj::ValueError);
+  EXPECT_THROW(mj::memory_stats(n, "pinned_host"), mj::ValueError);
+  EXPECT_THROW(mj::reset_peak_memory_stats(n), mj::ValueError);
+  EXPECT_THROW(mj::memory_stats(0, "hbm"), mj::ValueError);
+  EXPECT_NO_THROW(mj::memory_stats(n - 1, "unpinned_host"));
+  EXPECT_THROW(mj::install_allocator(nullptr), mj::ValueError);
+}
+
+TEST(Allocator, PinnedHostArraysAreCountedUnderTheHostKind) {
+  mj::Array x = mj::zeros({3, 5}, mj::f32);  // 64 B on the device
+  const MemoryStats d0 = dev0(), h0 = host(), u0 = host(MemoryKind::unpinned_host);
+  {
+    mj::Array y = mj::device_put(x, "pinned_host");
+    EXPECT_EQ(y.memory_kind(), MemoryKind::pinned_host);
+    EXPECT_EQ(host().bytes_in_use - h0.bytes_in_use, 64);
+    EXPECT_EQ(mj::memory_stats(0, "pinned_host").bytes_in_use, host().bytes_in_use);
+    EXPECT_EQ(dev0().bytes_in_use, d0.bytes_in_use);
+    EXPECT_EQ(host(MemoryKind::unpinned_host).bytes_in_use, u0.bytes_in_use);
+    // Host kinds are the process's: the last device reports the same figures.
+    EXPECT_EQ(mj::memory_stats(mj::num_devices() - 1, MemoryKind::pinned_host).bytes_in_use,
+              host().bytes_in_use);
+  }
+  EXPECT_EQ(host().bytes_in_use, h0.bytes_in_use);
+  // reset_peak_memory_stats resets the host peaks too.
+  mj::reset_peak_memory_stats(0);
+  EXPECT_EQ(host().peak_bytes_in_use, host().bytes_in_use);
+}
+
+TEST(Allocator, OtherDevicesHaveTheirOwnCounts) {
+  // Device 1's memory through a Buffer (the allocator does not need a mesh of 2 devices).
+  auto& pool = mj::runtime_allocator();
+  const MemoryStats d1 = pool.stats(1, MemoryKind::device), d0 = dev0();
+  {
+    mj::Buffer b(1000, MemoryKind::device, 1);  // 1000 B -> 1024
+    EXPECT_EQ(pool.stats(1, MemoryKind::device).bytes_in_use - d1.bytes_in_use, 1024);
+    EXPECT_EQ(dev0().bytes_in_use, d0.bytes_in_use);
+  }
+  EXPECT_EQ(pool.stats(1, MemoryKind::device).bytes_in_use, d1.bytes_in_use);
+}
+
+TEST(Allocator, LimitThrowsResourceExhaustedAndLeavesStatsUnchanged) {
+  LimitGuard guard;
+  const int64_t page = sysconf(_SC_PAGESIZE), pages = sysconf(_SC_PHYS_PAGES);
+  mj::config().device_memory_bytes = 0;
+  EXPECT_EQ(dev0().bytes_limit, int64_t(page) * int64_t(pages));  // unlimited: physical memory
+
+  const int64_t base = dev0().bytes_in_use;
+  const int64_t limit = base + 1000;
+  mj::config().device_memory_bytes = limit;
+  EXPECT_EQ(dev0().bytes_limit, limit);
+  mj::Array a = mj::zeros({200}, mj::f32);  // 800 B -> 896: fits
+  const MemoryStats before = dev0();
+  EXPECT_EQ(before.bytes_in_use, base + 896);
+  try {
+    mj::Array b = mj::zeros({200}, mj::f32);  // another 896 would make base + 1792 > limit
+    FAIL() << "no ResourceExhaustedError";
+  } catch (const mj::ResourceExhaustedError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("device memory of device 0"), std::string::npos) << m;
+    EXPECT_NE(m.find("800 bytes"), std::string::npos) << m;
+    EXPECT_NE(m.find(std::to_string(base + 896) + " bytes in use"), std::string::npos) << m;
+    EXPECT_NE(m.find("limit " + std::to_string(limit) + " bytes"), std::string::npos) << m;
+  }
+  const MemoryStats after = dev0();
+  EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+  EXPECT_EQ(after.peak_bytes_in_use, before.peak_bytes_in_use);
+  EXPECT_EQ(after.num_allocs, before.num_allocs);
+
+}
+
+// The host limit counts both host kinds together; the message names the kind.
+TEST(Allocator, HostLimitThrowsNamingTheKind) {
+  LimitGuard guard;
+  mj::Array a = mj::zeros({200}, mj::f32);
+  const int64_t hbase = host().bytes_in_use + host(MemoryKind::unpinned_host).bytes_in_use;
+  mj::config().host_memory_bytes = hbase + 500;
+  const MemoryStats before = host(MemoryKind::unpinned_host);
+  try {
+    mj::Array h = mj::device_put(a, "unpinned_host");  // 896 B block > 500 B left
+    FAIL() << "no ResourceExhaustedError";
+  } catch (const mj::ResourceExhaustedError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("unpinned_host memory"), std::string::npos) << m;
+    EXPECT_NE(m.find("limit " + std::to_string(hbase + 500) + " bytes"), std::string::npos) << m;
+    EXPECT_NE(m.find("config().host_memory_bytes"), std::string::npos) << m;
+  }
+  EXPECT_EQ(host(MemoryKind::unpinned_host).bytes_in_use, before.bytes_in_use);
+  EXPECT_EQ(host(MemoryKind::unpinned_host).num_allocs, before.num_allocs);
+}
+
+TEST(Allocator, ConcurrentThreadsKeepTheCountsExact) {
+  const MemoryStats before = dev0();
+  constexpr int kThreads = 4, kIters = 2000;
+  // Sizes and their classes by hand: 100 -> 128, 1000 -> 1024, 5000 -> 5120 (4096 + 1024),
+  // 70000 -> 81920 (65536 + 16384).
+  const size_t sizes[] = {100, 1000, 5000, 70000};
+  const int64_t classes[] = {128, 1024, 5120, 81920};
+  std::vector<std::vector<std::unique_ptr<mj::Buffer>>> kept(kThreads);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < kIters; ++i) {
+        auto b = std::make_unique<mj::Buffer>(sizes[(i + t) % 4], MemoryKind::device, 0,
+                                              mj::Init::uninitialized);
+        if (i % 100 == 0) kept[size_t(t)].push_back(std::move(b));  // 20 kept per thread
+      }
+    });
+  for (auto& th : ts) th.join();
+  int64_t expect = 0;
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < kIters; i += 100) expect += classes[(i + t) % 4];
+  const MemoryStats during = dev0();
+  EXPECT_EQ(during.bytes_in_use - before.bytes_in_use, expect);
+  EXPECT_EQ(during.num_allocs - before.num_allocs, kThreads * kIters);
+  kept.clear();
+  EXPECT_EQ(dev0().bytes_in_use, before.bytes_in_use);
+}
+
+TEST(Allocator, ThePoolReusesFreedBlocks) {
+  // A private pool: the same block comes back and nothing more is reserved.
+  mj::PoolAllocator pool;
+  void* p = pool.allocate(300000, MemoryKind::device, 0);
+  pool.deallocate(p, 300000, MemoryKind::device, 0);
+  const int64_t cls = int64_t(mj::PoolAllocator::size_class(300000));  // 327680 by hand
+  EXPECT_EQ(cls, 327680);
+  EXPECT_EQ(pool.stats(0, MemoryKind::device).bytes_reserved, cls);
+  for (int i = 0; i < 50; ++i) {
+    void* q = pool.allocate(300000, MemoryKind::device, 0);
+    EXPECT_EQ(q, p);
+    EXPECT_EQ(pool.stats(0, MemoryKind::device).bytes_reserved, 0);
+    pool.deallocate(q, 300000, MemoryKind::device, 0);
+    EXPECT_EQ(pool.stats(0, MemoryKind::device).bytes_reserved, cls);
+  }
+  EXPECT_EQ(pool.stats(0, MemoryKind::device).num_allocs, 51);
+  pool.release_cached();
+  EXPECT_EQ(pool.stats(0, MemoryKind::device).bytes_reserved, 0);
+
+  // The installed pool: repeated arrays of one size do not grow bytes_reserved.
+  { mj::Array warm = mj::zeros({300, 250}, mj::f32); }
+  const int64_t reserved = dev0().bytes_reserved;
+  for (int i = 0; i < 20; ++i) {
+    mj::Array a = mj::zeros({300, 250}, mj::f32);
+    EXPECT_EQ(dev0().bytes_reserved, reserved - cls);  // taken from the cache, not the system
+  }
+  EXPECT_EQ(dev0().bytes_reserved, reserved);
+}
+
+TEST(Allocator, ClearMemoryPoolsReleasesCachedBlocks) {
+  { mj::Array a = mj::zeros({1000}, mj::f32), h = mj::device_put(a, "pinned_host"); }
+  EXPECT_GT(dev0().bytes_reserved, 0);
+  EXPECT_GT(host().bytes_reserved, 0);
+  const int64_t in_use = dev0().bytes_in_use;
+  mj::clear_memory_pools();
+  EXPECT_EQ(dev0().bytes_reserved, 0);
+  EXPECT_EQ(host().bytes_reserved, 0);
+  EXPECT_EQ(dev0().bytes_in_use, in_use);
+}
+
+TEST(Allocator, ZerosAreZerosEvenInRecycledBlocks) {
+  void* old = nullptr;
+  {
+    mj::Buffer b(5000, MemoryKind::device, 0, mj::Init::uninitialized);
+    std::memset(b.data(), 0xAB, b.nbytes());
+    old = b.data();
+  }
+  mj::Buffer z(5000, MemoryKind::device, 0, mj::Init::zeros);
+  EXPECT_EQ(z.data(), old);  // the same block came back from the free list
+  const auto* p = static_cast<const unsigned char*>(z.data());
+  int nonzero = 0;
+  for (size_t i = 0; i < z.nbytes(); ++i) nonzero += p[i] != 0;
+  EXPECT_EQ(nonzero, 0);
+  // Array::allocate (and mj::zeros) too.
+  { mj::Array g = mj::full({1250}, 3.0, mj::f32); }
+  mj::Array a = mj::Array::allocate(mj::ShapedArray{{1250}, mj::f32});
+  const float* f = a.data<float>();
+  for (int i = 0; i < 1250; ++i) ASSERT_EQ(f[i], 0.0f) << i;
+}
+
+TEST(Allocator, BlocksAre64ByteAligned) {
+  for (size_t n : {size_t(0), size_t(1), size_t(63), size_t(65), size_t(4097), size_t(1) << 20}) {
+    mj::Buffer b(n, MemoryKind::device, 0, mj::Init::uninitialized);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % mj::kBufferAlignment, 0u) << n;
+  }
+}
+
+TEST(Allocator, ReplacedAllocatorsKeepTheirBuffers) {
+  auto before = dev0();
+  auto pool_buf = std::make_unique<mj::Buffer>(100, MemoryKind::device, 0);  // from the pool
+  auto prev = mj::install_allocator(mj::make_counting_allocator());
+  EXPECT_EQ(mj::allocator().name(), "counting");
+  {
+    mj::Buffer c(100, MemoryKind::device, 0);  // counted by the counting allocator: 128
+    EXPECT_EQ(dev0().bytes_in_use, 128);
+    pool_buf.reset();  // returns to the pool, not to the counting allocator
+    EXPECT_EQ(dev0().bytes_in_use, 128);
+  }
+  EXPECT_EQ(dev0().bytes_in_use, 0);
+  mj::install_allocator(prev);
+  EXPECT_EQ(mj::allocator().name(), "pool");
+  EXPECT_EQ(dev0().bytes_in_use, before.bytes_in_use);
+}
+
+}  // namespace
