@@ -103,6 +103,10 @@ Array Array::concrete(std::source_location loc, const char* what) const {
       throw ConcretizationError(std::string(what) + " was needed, but got " + tr->describe(), loc);
     cur = *c;
   }
+  if (cur.is_abstract())
+    throw ValueError(std::string(what) + " was needed, but got an abstract " + cur.aval().str() +
+                         " (a ShapeDtypeStruct has a shape and dtype, no value: use it with jit(f).lower)",
+                     loc);
   return cur;
 }
 

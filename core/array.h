@@ -32,6 +32,22 @@ class ArrayImpl {
   virtual ~ArrayImpl() = default;
   virtual const ShapedArray& aval() const = 0;
   virtual bool is_tracer() const { return false; }
+  virtual bool is_abstract() const { return false; }
+};
+
+/// An abstract array: an aval without a value (what mj::ShapeDtypeStruct converts to), for
+/// jit(f).lower(...) on shapes alone. Reading its elements throws ValueError. `sharding` is an
+/// opaque handle its creator understands (jit/jit.h: the ShapeDtypeStruct's NamedSharding).
+class AbstractArray final : public ArrayImpl {
+ public:
+  AbstractArray(ShapedArray aval, ParamObjectPtr sharding) : aval_(std::move(aval)), sharding_(std::move(sharding)) {}
+  const ShapedArray& aval() const override { return aval_; }
+  bool is_abstract() const override { return true; }
+  const ParamObjectPtr& sharding() const { return sharding_; }
+
+ private:
+  ShapedArray aval_;
+  ParamObjectPtr sharding_;
 };
 
 /// A concrete array: its aval and where its elements live. Layout is dense row-major.
@@ -119,14 +135,18 @@ class Array {
   int64_t dim(int64_t i, std::source_location loc = std::source_location::current()) const;
 
   bool is_tracer() const { return impl_ && impl_->is_tracer(); }
-  bool is_concrete() const { return impl_ && !impl_->is_tracer(); }
+  /// A value in memory (not a tracer, not abstract).
+  bool is_concrete() const { return impl_ && !impl_->is_tracer() && !impl_->is_abstract(); }
+  /// An aval without a value (AbstractArray, from mj::ShapeDtypeStruct).
+  bool is_abstract() const { return impl_ && impl_->is_abstract(); }
   ArrayImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<ArrayImpl>& impl_ptr() const { return impl_; }
   /// The tracer (nullptr if concrete or empty).
   Tracer* tracer() const { return is_tracer() ? static_cast<Tracer*>(impl_.get()) : nullptr; }
 
   /// The concrete value of this array: itself, or the concrete primal under eager grad/jvp.
-  /// Throws ConcretizationError for staged (jit/make_jaxpr/loop-body) values, naming `what`.
+  /// Throws ConcretizationError for staged (jit/make_jaxpr/loop-body) values, naming `what`, and
+  /// ValueError for an abstract array (no value).
   Array concrete(std::source_location loc = std::source_location::current(),
                  const char* what = "a concrete value") const;
   /// The ConcreteArray behind concrete().

@@ -266,6 +266,7 @@ std::string tuple_str(const Shape& s) {
 
 std::string Array::str() const {
   if (!impl_) return "Array(<empty>)";
+  if (impl_->is_abstract()) return "ShapeDtypeStruct(" + aval().str() + ")";
   if (impl_->is_tracer())
     return "Traced<" + aval().str() + ">with<" + tracer()->trace()->name() + ">";
   const ConcreteArray& c = *static_cast<const ConcreteArray*>(impl_.get());

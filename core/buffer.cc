@@ -38,6 +38,20 @@ Buffer::Buffer(size_t nbytes, MemoryKind kind, int device_id, Init init)
   if (init == Init::zeros && nbytes > 0) std::memset(data_, 0, nbytes);
 }
 
-Buffer::~Buffer() { allocator_->deallocate(data_, nbytes_, kind_, device_id_); }
+Buffer::~Buffer() {
+  if (data_) allocator_->deallocate(data_, nbytes_, kind_, device_id_);
+}
+
+std::shared_ptr<Buffer> Buffer::take(Buffer& from) {
+  std::shared_ptr<Buffer> b(new Buffer());
+  b->data_ = from.data_;
+  b->nbytes_ = from.nbytes_;
+  b->allocator_ = from.allocator_;
+  b->kind_ = from.kind_;
+  b->device_id_ = from.device_id_;
+  from.data_ = nullptr;
+  from.donated_ = true;
+  return b;
+}
 
 }  // namespace minijax

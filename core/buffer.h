@@ -61,8 +61,13 @@ class Buffer {
   /// True once the buffer was donated to a computation; its contents may then be overwritten.
   bool donated() const { return donated_; }
   void mark_donated() { donated_ = true; }
+  /// Donation: a new Buffer that owns `from`'s bytes (same size, kind and device); `from` keeps
+  /// no bytes and is marked donated, so every Array still holding it throws ValueError when read
+  /// (JAX's deleted donated arrays). Used by the executor when an output reuses a donated input.
+  static std::shared_ptr<Buffer> take(Buffer& from);
 
  private:
+  Buffer() = default;
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Allocator* allocator_ = nullptr;

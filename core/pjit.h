@@ -19,6 +19,13 @@ const Primitive& pjit_p();
 /// The `closed_call` primitive, params `call_jaxpr` (ClosedJaxprPtr) and `name`; same rules.
 const Primitive& closed_call_p();
 
+/// Runs a `pjit` equation bound on concrete operands outside any trace (grad(jit(f)) and
+/// vmap(jit(f)) bind such equations). jit/ installs the compiler here when the library loads, so
+/// they run natively; without one (core alone) pjit evaluates its body with eval_jaxpr.
+using PjitExecutor = std::vector<Array> (*)(const ClosedJaxprPtr& body, const std::string& name,
+                                            const std::vector<Array>& args);
+void set_pjit_executor(PjitExecutor executor);
+
 /// JAX's pe.convert_constvars_jaxpr: the jaxpr with its constvars moved to the front of its
 /// invars (so constants can be passed as operands).
 Jaxpr convert_constvars_jaxpr(const Jaxpr& j);

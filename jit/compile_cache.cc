@@ -31,9 +31,11 @@ struct Cache {
   CompileCacheStats stats;
 };
 
+// Never destroyed: executables live as long as the process (their code may run from any
+// static destructor, and tearing down JIT code at exit buys nothing).
 Cache& cache() {
-  static Cache c;
-  return c;
+  static Cache* c = new Cache;
+  return *c;
 }
 
 std::string options_key(const CompileOptions& opts) {

@@ -16,7 +16,35 @@
 
 namespace minijax {
 
+namespace {
+// The NamedSharding a ShapeDtypeStruct's abstract Array carries (read back by resolve_shardings).
+struct ShapeDtypeShardingParam final : ParamObject {
+  explicit ShapeDtypeShardingParam(NamedSharding s) : sharding(std::move(s)) {}
+  NamedSharding sharding;
+  std::string str() const override { return sharding.str(); }
+  bool equals(const ParamObject& o) const override {
+    auto* q = dynamic_cast<const ShapeDtypeShardingParam*>(&o);
+    return q && q->sharding.str() == sharding.str();
+  }
+};
+}  // namespace
+
+ShapeDtypeStruct::operator Array() const {
+  ShapedArray aval{shape, dtype, weak_type, sharding ? sharding->memory_kind : MemoryKind::device};
+  ParamObjectPtr sh = sharding ? std::make_shared<ShapeDtypeShardingParam>(*sharding) : nullptr;
+  return Array(std::make_shared<AbstractArray>(std::move(aval), std::move(sh)));
+}
+
 namespace detail {
+
+void check_not_abstract(const std::vector<Array>& leaves, const std::string& name, std::source_location loc) {
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (leaves[i].is_abstract())
+      throw TypeError("jit '" + name + "': argument leaf " + std::to_string(i) + " is an abstract " +
+                          leaves[i].aval().str() + " (a ShapeDtypeStruct): it can be lowered (jit(f).lower(...)), "
+                          "not run; pass an Array",
+                      loc);
+}
 
 std::vector<std::optional<Sharding>> resolve_shardings(
     const std::vector<std::optional<NamedSharding>>& given, const std::vector<ShapedArray>& avals,
@@ -56,6 +84,14 @@ std::vector<std::optional<Sharding>> resolve_shardings(
       }
       same_mesh(s, i, ns->str());
       out[num_consts + i] = std::move(s);
+    } else if (i < values.size() && values[i].is_abstract()) {
+      if (auto* p = dynamic_cast<const ShapeDtypeShardingParam*>(
+              static_cast<const AbstractArray*>(values[i].impl())->sharding().get())) {
+        Sharding s = to_sharding(p->sharding, int64_t(aval.shape.size()), loc);
+        s.check(aval.shape, loc);
+        same_mesh(s, i, "the ShapeDtypeStruct's sharding " + p->sharding.str());
+        out[num_consts + i] = std::move(s);
+      }
     } else if (i < values.size() && values[i].is_sharded()) {
       Sharding s = values[i].sharding(loc).sharding;
       same_mesh(s, i, "the argument's own sharding " + s.str());
@@ -231,6 +267,29 @@ std::string compiled_text(const Executable& exe, bool llvm_ir) {
   }
   return os.str();
 }
+
+namespace {
+
+// Eagerly bound pjit equations (grad/vmap of a jit) run compiled: the body is compiled once per
+// distinct program (the executable cache is keyed by the program after the passes).
+std::vector<Array> run_pjit_compiled(const ClosedJaxprPtr& body, const std::string& name,
+                                     const std::vector<Array>& args) {
+  std::vector<Array> operands = body->consts;
+  operands.insert(operands.end(), args.begin(), args.end());
+  Jaxpr j = body->consts.empty() ? *body->jaxpr : convert_constvars_jaxpr(*body->jaxpr);
+  for (auto& a : operands)
+    if (a.is_sharded()) return eval_jaxpr(*body, args);  // sharded values: the SPMD path's job
+  CompileOptions co;
+  co.name = name;
+  return execute(*compile_executable(j, co), operands);
+}
+
+const bool pjit_executor_installed = [] {
+  set_pjit_executor(&run_pjit_compiled);
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace detail
 

@@ -51,6 +51,32 @@ struct JitOptions {
   bool keep_llvm_ir = false;
 };
 
+/// JAX's jax.ShapeDtypeStruct: an argument given by its shape and dtype alone, for
+/// jit(f).lower(...). It converts to an abstract mj::Array (no buffer; reading it throws
+/// ValueError), so it can fill any Array field of a user pytree; its sharding acts as that
+/// leaf's in_sharding. Calling a jitted function (rather than lowering it) on one throws.
+struct ShapeDtypeStruct {
+  Shape shape;
+  DType dtype = DType::f32;
+  std::optional<NamedSharding> sharding = {};
+  bool weak_type = false;
+  operator Array() const;
+};
+
+template <>
+struct pytree<ShapeDtypeStruct> {
+  static void flatten(const ShapeDtypeStruct& s, std::vector<Array>& out) { out.push_back(Array(s)); }
+  static Array unflatten(const ShapeDtypeStruct&, const Array*& next) { return *next++; }
+  static std::string structure(const ShapeDtypeStruct&) { return "*"; }
+  static void check_same(const ShapeDtypeStruct&, const ShapeDtypeStruct&, std::source_location) {}
+};
+
+namespace detail {
+/// The type f sees for a jit argument of type T: an Array for a ShapeDtypeStruct, else T.
+template <class T>
+using traced_t = std::conditional_t<std::is_same_v<std::decay_t<T>, ShapeDtypeStruct>, Array, std::decay_t<T>>;
+}  // namespace detail
+
 /// The traced, propagated and partitioned form of one call signature. With no sharding given
 /// anywhere it is the traced program unpartitioned, on one device: `mesh` is null, `program` is
 /// the traced program itself, the shardings and `propagation` are empty.
@@ -155,6 +181,10 @@ StaticKey static_key(const T& v) {
   k.equal = [](const void* a, const void* b) { return *static_cast<const T*>(a) == *static_cast<const T*>(b); };
   return k;
 }
+
+/// Throws TypeError naming jit `name` when a leaf is abstract (a ShapeDtypeStruct): only lower()
+/// accepts those.
+void check_not_abstract(const std::vector<Array>& leaves, const std::string& name, std::source_location loc);
 
 /// Appends each leaf's aval (weak types marked) and, for sharded Arrays, its sharding to `key`.
 void append_leaf_signature(std::string& key, const std::vector<Array>& leaves, std::source_location loc);

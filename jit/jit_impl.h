@@ -10,11 +10,12 @@ namespace minijax {
 namespace detail {
 
 template <class T>
-T rebuild_arg(const T& a, bool is_static, const Array*& next) {
+traced_t<T> rebuild_arg(const T& a, bool is_static, const Array*& next) {
   if constexpr (PyTree<T>) {
     if (!is_static) return pytree<T>::unflatten(a, next);
   }
-  return a;
+  if constexpr (std::is_same_v<T, ShapeDtypeStruct>) return *next++;
+  else return a;
 }
 
 template <class... A>
@@ -74,7 +75,7 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::trace(const CallArgs& ca, const 
           const Array* next = ins.data();
           size_t i = 0;
           // Braced initialization evaluates left to right: leaves are consumed in order.
-          std::tuple<A...> rebuilt{detail::rebuild_arg(args, ca.is_static[i++], next)...};
+          std::tuple<detail::traced_t<A>...> rebuilt{detail::rebuild_arg(args, ca.is_static[i++], next)...};
           R out = std::apply(s.f, rebuilt);
           std::vector<Array> leaves = tree_flatten(out);
           e->out_like = std::move(out);
@@ -175,9 +176,10 @@ std::vector<Array> Jit<F>::bind_traced(const Entry& e, const std::vector<Array>&
 template <class F>
 template <class... A>
 auto Jit<F>::operator()(const A&... args) const {
-  using R = std::decay_t<std::invoke_result_t<F&, const std::decay_t<A>&...>>;
+  using R = std::decay_t<std::invoke_result_t<F&, const detail::traced_t<A>&...>>;
   State& s = *s_;
   CallArgs ca = detail::split_args(s.opts, s.loc, args...);
+  detail::check_not_abstract(ca.leaves, s.opts.name, s.loc);
   std::shared_ptr<Entry> e = entry_for<R>(ca, args...);
   std::vector<Array> probe = ca.leaves;
   probe.insert(probe.end(), e->consts.begin(), e->consts.end());
@@ -203,7 +205,7 @@ auto Jit<F>::operator()(const A&... args) const {
 template <class F>
 template <class... A>
 SpmdRun Jit<F>::run_spmd_shards(const A&... args) const {
-  using R = std::decay_t<std::invoke_result_t<F&, const std::decay_t<A>&...>>;
+  using R = std::decay_t<std::invoke_result_t<F&, const detail::traced_t<A>&...>>;
   State& s = *s_;
   CallArgs ca = detail::split_args(s.opts, s.loc, args...);
   std::shared_ptr<Entry> e = entry_for<R>(ca, args...);
@@ -226,7 +228,7 @@ SpmdRun Jit<F>::run_spmd_shards(const A&... args) const {
 template <class F>
 template <class... A>
 auto Jit<F>::lower(const A&... args) const {
-  using R = std::decay_t<std::invoke_result_t<F&, const std::decay_t<A>&...>>;
+  using R = std::decay_t<std::invoke_result_t<F&, const detail::traced_t<A>&...>>;
   State& s = *s_;
   CallArgs ca = detail::split_args(s.opts, s.loc, args...);
   std::shared_ptr<Entry> e = entry_for<R>(ca, args...);
@@ -268,6 +270,7 @@ template <class R>
 template <class... A>
 R Compiled<R>::operator()(const A&... args) const {
   CallArgs ca = detail::split_args(low_.options, low_.loc, args...);
+  detail::check_not_abstract(ca.leaves, low_.options.name, low_.loc);
   if (ca.key != low_.signature || !(ca.statics == low_.statics))
     throw TypeError("compiled '" + low_.options.name + "' was lowered for arguments " + low_.signature +
                         " and called with " + ca.key + " (lower and compile again for another signature)",

@@ -21,13 +21,17 @@ std::string message(llvm::Error e) {
   return s;
 }
 
+// The process's LLJIT. Never destroyed: executables (and their JITDylibs) may outlive any other
+// static object, e.g. in caches torn down at exit.
 llvm::orc::LLJIT& process_jit() {
-  static std::unique_ptr<llvm::orc::LLJIT> jit = [] {
+  static llvm::orc::LLJIT* jit = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     auto j = llvm::orc::LLJITBuilder().create();
     if (!j) throw CompileError("LLVM ORC could not start: " + message(j.takeError()));
-    return std::move(*j);
+    // Errors reach the caller as CompileError; do not also print them.
+    (*j)->getExecutionSession().setErrorReporter([](llvm::Error e) { llvm::consumeError(std::move(e)); });
+    return j->release();
   }();
   return *jit;
 }

@@ -11,8 +11,9 @@ namespace minijax {
 
 namespace {
 
+// Outputs and arenas are written by the program before anything reads them: never zero-filled.
 std::shared_ptr<Buffer> new_buffer(int64_t nbytes, MemoryKind kind) {
-  return std::make_shared<Buffer>(size_t(nbytes), kind, 0);
+  return std::make_shared<Buffer>(size_t(nbytes), kind, 0, Init::uninitialized);
 }
 
 }  // namespace
@@ -52,7 +53,7 @@ std::vector<Array> execute(const Executable& exe, const std::vector<Array>& args
     const ShapedArray& av = exe.out_avals[k];
     switch (op.kind) {
       case OutputPlan::fresh: out_bufs[k] = new_buffer(av.nbytes(), av.memory_kind); break;
-      case OutputPlan::donated_param:
+      case OutputPlan::donated_param:  // taken over below, after the call
       case OutputPlan::param: out_bufs[k] = in_bufs[size_t(op.index)]; break;
       case OutputPlan::same_as: out_bufs[k] = out_bufs[size_t(op.index)]; break;
       case OutputPlan::literal: {
@@ -73,6 +74,19 @@ std::vector<Array> execute(const Executable& exe, const std::vector<Array>& args
   exe.entry(in_ptrs.data(), out_ptrs.data(), arena_ptrs.data());
   if (std::string err = take_runtime_error(); !err.empty())
     throw ValueError("compiled '" + exe.name + "' failed: " + err, loc);
+  // Donated inputs are consumed: an output in a donated input's buffer takes its bytes over (the
+  // caller's Array then throws when read); a donated input no output reuses is invalidated too.
+  std::vector<std::shared_ptr<Buffer>> taken(n_in);
+  for (size_t k = 0; k < n_out; ++k) {
+    const OutputPlan& op = exe.plan.outputs[k];
+    size_t src = op.kind == OutputPlan::same_as ? size_t(exe.plan.outputs[size_t(op.index)].index) : size_t(op.index);
+    OutputPlan::Kind kind = op.kind == OutputPlan::same_as ? exe.plan.outputs[size_t(op.index)].kind : op.kind;
+    if (kind != OutputPlan::donated_param) continue;
+    if (!taken[src]) taken[src] = Buffer::take(*in_bufs[src]);
+    out_bufs[k] = taken[src];
+  }
+  for (size_t i = 0; i < n_in; ++i)
+    if (exe.plan.donated[i] && !taken[i]) in_bufs[i]->mark_donated();
   std::vector<Array> outs;
   outs.reserve(n_out);
   for (size_t k = 0; k < n_out; ++k) outs.push_back(Array::from_buffer(exe.out_avals[k], out_bufs[k]));

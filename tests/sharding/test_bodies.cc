@@ -12,6 +12,7 @@
 #include "autodiff/custom_derivatives.h"
 #include "autodiff/grad.h"
 #include "core/api.h"
+#include "jit/jit.h"
 #include "core/control_flow.h"
 #include "core/errors.h"
 #include "core/lax.h"

@@ -258,16 +258,15 @@ TEST(ShardedJit, OutShardingOnAnotherDimIsOneAllToAll) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
 }
 
-// jit(f, {}) is not ambiguous between core's jit(F, name) and jit(F, JitOptions): the braced
-// list picks JitOptions (the more specialized overload); a name still picks the plain Staged jit.
-TEST(ShardedJit, EmptyBracesAreJitOptions) {
+// Every jit overload returns one type, mj::Jit<F>: jit(f, {}) (braced options), a name, options.
+TEST(ShardedJit, EveryOverloadReturnsJit) {
   auto f = [](const Array& a) { return a + 1.0f; };
   using F = decltype(f);
-  static_assert(std::is_same_v<decltype(mj::jit(f, {})), mj::ShardedJit<F>>);
-  static_assert(std::is_same_v<decltype(mj::jit(f, {"named"})), mj::ShardedJit<F>>);
-  static_assert(std::is_same_v<decltype(mj::jit(f)), mj::Staged<F>>);
-  static_assert(std::is_same_v<decltype(mj::jit(f, "named")), mj::Staged<F>>);
-  static_assert(std::is_same_v<decltype(mj::jit(f, std::string("named"))), mj::Staged<F>>);
+  static_assert(std::is_same_v<decltype(mj::jit(f, {})), mj::Jit<F>>);
+  static_assert(std::is_same_v<decltype(mj::jit(f, {"named"})), mj::Jit<F>>);
+  static_assert(std::is_same_v<decltype(mj::jit(f)), mj::Jit<F>>);
+  static_assert(std::is_same_v<decltype(mj::jit(f, "named")), mj::Jit<F>>);
+  static_assert(std::is_same_v<decltype(mj::jit(f, std::string("named"))), mj::Jit<F>>);
   auto g = mj::jit(f, {});
   Array x = mj::arange(4, mj::f32);
   expect_close(g(x), f(x), "x+1");
@@ -281,20 +280,20 @@ TEST(ShardedJit, NoShardingIsPlainJit) {
   expect_close(g(x), f(x), "2x");
   EXPECT_EQ(g.last_run(), nullptr);
   // lower() always works (as JAX's): the traced program, unpartitioned, on one device.
-  auto low = g.lower(x);
-  ASSERT_NE(low, nullptr);
-  EXPECT_EQ(low->mesh, nullptr);
-  EXPECT_TRUE(low->in_shardings.empty());
-  const std::string text = low->as_text();
+  auto low = g.lower(x);  // by value, as JAX's Lowered
+  EXPECT_EQ(low.mesh, nullptr);
+  EXPECT_TRUE(low.in_shardings.empty());
+  const std::string text = low.as_text();
   EXPECT_NE(text.find("unpartitioned"), std::string::npos) << text;
   EXPECT_NE(text.find("mul"), std::string::npos) << text;
   EXPECT_EQ(text.find("all_"), std::string::npos) << text;
   // The program is f's: one input, one output, one equation (a * 2).
-  EXPECT_EQ(low->program.invars.size(), 1u);
-  EXPECT_EQ(low->program.outvars.size(), 1u);
-  ASSERT_EQ(low->program.eqns.size(), 1u);
-  EXPECT_EQ(low->program.eqns[0].primitive->name, "mul");
-  EXPECT_THROW(mj::detail::run_lowered(low, {x}, std::source_location::current()), mj::ShardingError);
+  EXPECT_EQ(low.program.invars.size(), 1u);
+  EXPECT_EQ(low.program.outvars.size(), 1u);
+  ASSERT_EQ(low.program.eqns.size(), 1u);
+  EXPECT_EQ(low.program.eqns[0].primitive->name, "mul");
+  EXPECT_THROW(mj::detail::run_lowered(std::make_shared<mj::LoweredProgram>(low), {x}, std::source_location::current()),
+               mj::ShardingError);
 }
 
 TEST(ShardedJit, BadShardingsAreShardingErrors) {
