@@ -353,11 +353,11 @@ void ScopePlanner::body_destinations(const BodySpec& spec) {
     if (ok) {
       uint64_t r = find(*v);
       Class& c = classes_.at(r);
-      ok = !is_member_invar(r) && (!c.fixed || c.carry == spec.out_carry[o]) && c.kind == atom_aval(j_.outvars[o]).memory_kind;
-      if (ok && c.fixed && c.carry >= 0) {
+      if (c.fixed && c.carry >= 0 && c.carry == spec.out_carry[o] && live_.at(*v).def >= 0) {
         direct[o] = true;  // computed in place of its own incoming carry: already there
         continue;
       }
+      ok = !is_member_invar(r) && !c.fixed && c.kind == atom_aval(j_.outvars[o]).memory_kind;
       if (ok && spec.out_carry[o] >= 0) {
         // The incoming carry's buffer must be dead when the new value is written there.
         for (auto& [root, cc] : classes_)
