@@ -83,13 +83,29 @@ struct TrainConfig {
   int64_t batch = 128;
   double lr = 1e-3;
   uint32_t seed = 0;
+  /// Run each step eagerly (value_and_grad and Adam op by op) instead of as one compiled step.
+  bool eager = false;
   /// Called after each epoch (e.g. to print the progress line).
   std::function<void(const EpochReport&)> on_epoch;
+  /// Called after each step with its loss (e.g. to compare runs step by step).
+  std::function<void(int64_t step, double loss)> on_step;
 };
+
+/// The training state a compiled step carries: parameters and Adam's state (a pytree).
+struct TrainState {
+  MLP params;
+  minijax::optim::AdamState<MLP> opt;
+};
+
+/// One training step as a function of pytrees: (state, x, y) -> (new state, loss). Jitted by
+/// `train` with the state donated (its buffers hold the new state: no copy of the parameters).
+std::pair<TrainState, mj::Array> train_step(const minijax::optim::Adam& opt, const TrainState& s,
+                                            const mj::Array& x, const mj::Array& y);
 
 /// Trains `params` in place with Adam (torch defaults, lr from cfg) on shuffled minibatches
 /// (a fresh permutation every epoch; the last, partial batch is kept, as PyTorch's DataLoader
-/// does) and returns one report per epoch. Each step is mj::value_and_grad(loss_fn).
+/// does) and returns one report per epoch. Each step is train_step: mj::value_and_grad(loss_fn)
+/// and Adam, compiled as one jitted function donating the state (cfg.eager: run op by op).
 std::vector<EpochReport> train(MLP& params, const Dataset& train_set, const Dataset& test_set,
                                const TrainConfig& cfg);
 
@@ -99,3 +115,4 @@ std::string format_report(const EpochReport& r);
 }  // namespace fmnist
 
 MJ_REGISTER_PYTREE(fmnist::MLP, w1, b1, w2, b2, w3, b3)
+MJ_REGISTER_PYTREE(fmnist::TrainState, params, opt)
