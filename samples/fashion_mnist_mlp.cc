@@ -37,8 +37,8 @@ int main(int argc, char** argv) {
       else if (o.is("--seed")) cfg.seed = uint32_t(o.integer(0, 0xffffffffLL));
       else if (o.is("--batch")) cfg.batch = o.integer(1);
       else if (o.is("--lr")) cfg.lr = o.real(true);
-      else if (o.is("--eager")) cfg.eager = true;
-      else if (o.is("--print-steps")) print_steps = true;
+      else if (o.is("--eager")) { o.flag(); cfg.eager = true; }
+      else if (o.is("--print-steps")) { o.flag(); print_steps = true; }
       else if (o.is("--help") || o.is("-h")) { usage(argv[0]); return 0; }
       else o.unknown();
     }

@@ -18,11 +18,12 @@ void usage(const char* prog) {
       stderr,
       "usage: %s [--epochs N (5)] [--limit N (all 60000)] [--remat POLICY (none)]\n"
       "          [--data-dir DIR] [--seed S (0)] [--batch B (128)] [--lr LR (1e-3)]\n"
-      "          [--hidden H (128)] [--print-steps] [--no-eval]\n"
+      "          [--hidden H (128)] [--print-steps] [--no-eval] [--eager]\n"
       "POLICY: none | nothing_saveable | dots_saveable | everything_saveable | offload_gates\n"
       "  (the scan body wrapped in mj::checkpoint with that policy; offload_gates keeps the\n"
       "  recurrent gate pre-activations in pinned_host and recomputes the rest)\n"
-      "--print-steps prints every step's loss; --no-eval skips the accuracy evaluations.\n"
+      "--print-steps prints every step's loss; --no-eval skips the accuracy evaluations;\n"
+      "--eager runs each step op by op instead of one compiled step.\n"
       "Data: --data-dir, else $MINIJAX_FASHION_MNIST, else /usr/share/datasets/fashion-mnist\n"
       "(Debian package dataset-fashion-mnist).\n",
       prog);
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
         }
       } else if (o.is("--print-steps")) { o.flag(); print_steps = true; }
       else if (o.is("--no-eval")) { o.flag(); cfg.skip_eval = true; }
+      else if (o.is("--eager")) { o.flag(); cfg.eager = true; }
       else if (o.is("--help") || o.is("-h")) { usage(argv[0]); return 0; }
       else o.unknown();
     }

@@ -77,6 +77,8 @@ struct TrainConfig {
   Remat remat;
   /// Skip the accuracy evaluation after each epoch (train_acc/test_acc reported as -1).
   bool skip_eval = false;
+  /// Run each step eagerly instead of as one compiled (jitted) step.
+  bool eager = false;
   /// Called after each epoch (e.g. to print the progress line).
   std::function<void(const EpochReport&)> on_epoch;
   /// Called after each step with the step's index (from 0, over all epochs) and loss.
@@ -85,7 +87,8 @@ struct TrainConfig {
 
 /// Trains `params` in place with Adam (torch defaults, lr from cfg) on shuffled minibatches
 /// (a fresh permutation every epoch from PRNGKey(seed + 1), the last partial batch kept) and
-/// returns one report per epoch. Each step is mj::value_and_grad(loss_fn) through the scan.
+/// returns one report per epoch. Each step (mj::value_and_grad(loss_fn) through the scan, then
+/// Adam) is one jitted function donating the parameters and Adam's state (cfg.eager: op by op).
 std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Dataset& test_set,
                                const TrainConfig& cfg);
 
