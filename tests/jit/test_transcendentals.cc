@@ -1,0 +1,435 @@
+// Tests of the vectorized transcendental functions (jit/lower/transcendentals.h) through mj::jit:
+// the maximum ulp error against f64 libm (f32: 2^24 + 5 inputs; f64: 2^20 + 5 against libm's f64
+// result), special values, and the agreement of compiled and eager results.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include <minijax/minijax.h>
+
+namespace {
+
+using mj::Array;
+
+// ---- error measures -------------------------------------------------------------------------------
+
+constexpr double kFail = 1e9;  // a class mismatch (NaN, inf, sign of zero)
+
+// |got - ref| in units of the last place of ref rounded to the result type (T = float or double);
+// NaN, inf and signed zeros must match exactly.
+template <class T>
+double ulp_error(T got, double ref) {
+  const int digits = std::numeric_limits<T>::digits;
+  const double tiny = std::ldexp(1.0, std::numeric_limits<T>::min_exponent - digits);
+  T rt = T(ref);
+  if (std::isnan(ref)) return std::isnan(got) ? 0 : kFail;
+  if (std::isnan(got)) return kFail;
+  if (std::isinf(rt) || std::isinf(got)) return rt == got ? 0 : kFail;
+  if (ref == 0 && got == 0) return std::signbit(ref) == std::signbit(got) ? 0 : kFail;
+  int e;
+  std::frexp(double(rt == 0 ? T(tiny) : rt), &e);
+  double ulp = std::max(std::ldexp(1.0, e - digits), tiny);
+  return std::fabs(double(got) - ref) / ulp;
+}
+
+struct Worst {
+  double ulp = 0;
+  double at = 0, at2 = 0;
+  void see(double err, double x, double y = 0) {
+    if (err > ulp) {
+      ulp = err;
+      at = x;
+      at2 = y;
+    }
+  }
+};
+
+// ---- inputs ---------------------------------------------------------------------------------------
+
+template <class T>
+std::vector<T> common_specials() {
+  using L = std::numeric_limits<T>;
+  std::vector<T> s = {T(0), T(-0.0), L::infinity(), -L::infinity(), L::quiet_NaN(), L::denorm_min(),
+                      -L::denorm_min(), L::min(), -L::min(), L::max(), -L::max(), T(1), T(-1), T(0.5),
+                      T(-0.5), T(2), T(-2), T(M_PI / 2), T(M_PI), T(-M_PI), T(1e10), T(-1e10),
+                      T(std::ldexp(1.0, 19)), T(std::ldexp(1.0, 24)), T(std::ldexp(1.0, 60)),
+                      T(std::ldexp(1.0, 100)), T(-std::ldexp(1.0, 127)), T(1e-7), T(-1e-30)};
+  return s;
+}
+
+// n values: `specials` first, then a third uniform in [lo, hi], a third uniform in [lo2, hi2], a
+// third with random bit patterns whose magnitude is at most `amax` (sign random unless `positive`).
+template <class T>
+std::vector<T> inputs(size_t n, uint32_t seed, std::vector<T> specials, double lo, double hi, double lo2,
+                      double hi2, double amax, bool positive = false) {
+  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  std::mt19937_64 g(seed);
+  std::vector<T> v = std::move(specials);
+  v.reserve(n);
+  std::uniform_real_distribution<double> u1(lo, hi), u2(lo2, hi2);
+  U max_bits;
+  T am = T(amax);
+  std::memcpy(&max_bits, &am, sizeof(T));
+  while (v.size() < n) {
+    size_t k = v.size() % 3;
+    if (k == 0) {
+      v.push_back(T(u1(g)));
+    } else if (k == 1) {
+      v.push_back(T(u2(g)));
+    } else {
+      U b = U(g()) % (max_bits + 1);
+      T x;
+      std::memcpy(&x, &b, sizeof(T));
+      if (!positive && (g() & 1)) x = -x;
+      v.push_back(x);
+    }
+  }
+  v.resize(n);
+  return v;
+}
+
+template <class T>
+Array to_array(const std::vector<T>& v) {
+  Array a = mj::zeros({int64_t(v.size())}, sizeof(T) == 4 ? mj::f32 : mj::f64);
+  std::memcpy(a.mutable_data<T>(), v.data(), v.size() * sizeof(T));
+  return a;
+}
+
+// ---- references -----------------------------------------------------------------------------------
+
+// The logistic function in long double (its stable form: no overflow of exp(-x)).
+double logistic_ref(double x) {
+  long double e = expl(-fabsl(x));
+  return double(x >= 0 ? 1 / (1 + e) : e / (1 + e));
+}
+
+// erfinv by Newton's method on libm's erf / log(erfc) in R (double for f32 results, long double
+// for f64; an independent oracle): Winitzki's closed form as the start (relative error < 2e-3),
+// log(erfc(y)) = log(1 - |x|) for |x| >= 1/2 (well conditioned near 1: 1 - |x| is exact), five
+// quadratically converging steps.
+template <class R>
+R erf_inv_ref(R x) {
+  using std::erf, std::erfc, std::exp, std::fabs, std::log, std::log1p, std::sqrt;
+  if (std::isnan(double(x)) || fabs(x) > 1) return R(NAN);
+  if (fabs(x) == 1) return std::copysign(R(INFINITY), x);
+  R ax = fabs(x);
+  if (ax == 0) return x;
+  const R a = R(0.147L), pi = R(3.141592653589793238462643383279502884L);
+  R l = log1p(-ax * ax);
+  R t = 2 / (pi * a) + l / 2;
+  R y = sqrt(sqrt(t * t - l / a) - t);
+  const R c = 2 / sqrt(pi);
+  for (int i = 0; i < 5; ++i) {
+    R d = c * exp(-y * y);
+    if (ax < R(0.5)) {
+      y -= (erf(y) - ax) / d;
+    } else {
+      R e = erfc(y);
+      y += (log(e) - log(1 - ax)) * e / d;
+    }
+  }
+  return std::copysign(y, x);
+}
+
+// ---- the sweeps -----------------------------------------------------------------------------------
+
+using Fn1 = std::function<Array(const Array&)>;
+
+template <class T>
+Worst sweep1(const Fn1& f, double (*ref)(double), const std::vector<T>& xs, const char* name) {
+  Array x = to_array(xs);
+  Array y = mj::jit(f)(x);
+  const T* py = y.data<T>();
+  Worst w;
+  for (size_t i = 0; i < xs.size(); ++i) w.see(ulp_error<T>(py[i], ref(double(xs[i]))), double(xs[i]));
+  std::printf("[ ulp      ] %-9s %s: max %.3f ulp at x = %.17g (%zu inputs)\n", name,
+              sizeof(T) == 4 ? "f32" : "f64", w.ulp, w.at, xs.size());
+  return w;
+}
+
+// Compiled vs eager on the first m inputs (eager: the same primitive evaluated by core).
+template <class T>
+double vs_eager1(const Fn1& f, const std::vector<T>& xs, size_t m, bool (*keep)(double) = nullptr) {
+  std::vector<T> head(xs.begin(), xs.begin() + std::min(m, xs.size()));
+  Array x = to_array(head);
+  Array got = mj::jit(f)(x), want = f(x);
+  const T *pg = got.data<T>(), *pw = want.data<T>();
+  double worst = 0;
+  for (size_t i = 0; i < head.size(); ++i) {
+    if (keep && !keep(double(head[i]))) continue;
+    worst = std::max(worst, ulp_error<T>(pg[i], double(pw[i])));
+  }
+  return worst;
+}
+
+constexpr size_t kN32 = (size_t(1) << 24) + 5;
+constexpr size_t kN64 = (size_t(1) << 20) + 5;
+constexpr size_t kEager = size_t(1) << 20;
+
+struct Unary {
+  const char* name;
+  Fn1 f;
+  double (*ref)(double);
+  std::vector<double> extra;  // function-specific special values
+  double lo, hi, lo2, hi2, amax;
+  bool positive = false;
+};
+
+template <class T>
+void check_unary(const Unary& u) {
+  std::vector<T> sp = common_specials<T>();
+  for (double e : u.extra) sp.push_back(T(e));
+  const size_t n = sizeof(T) == 4 ? kN32 : kN64;
+  auto xs = inputs<T>(n, 7, sp, u.lo, u.hi, u.lo2, u.hi2, u.amax, u.positive);
+  Worst w = sweep1<T>(u.f, u.ref, xs, u.name);
+  EXPECT_LE(w.ulp, 4.0) << u.name << " at x = " << w.at;
+  double e = vs_eager1<T>(u.f, xs, kEager);
+  std::printf("[ eager    ] %-9s %s: compiled vs eager max %.3f ulp\n", u.name, sizeof(T) == 4 ? "f32" : "f64", e);
+  EXPECT_LE(e, 4.0) << u.name << " compiled vs eager";
+}
+
+const double kBig32 = FLT_MAX, kBig64 = DBL_MAX;
+
+Unary exp_case() {
+  return {"exp", [](const Array& x) { return mj::lax::exp(x); }, [](double v) { return std::exp(v); },
+          {88.72283172607422, 88.7228393554687, -87.33654475, -103.972077, -103.278929, 709.782712893384,
+           709.7827128933841, -708.3964185322641, -745.1332191019411, -745.1332191019412},
+          -104, 89, -1, 1, 110};
+}
+
+}  // namespace
+
+// ---- f32 ------------------------------------------------------------------------------------------
+
+TEST(Transcendentals, ExpF32) { check_unary<float>(exp_case()); }
+TEST(Transcendentals, ExpF64) {
+  Unary u = exp_case();
+  u.lo = -746, u.hi = 710, u.amax = 750;
+  check_unary<double>(u);
+}
+
+namespace {
+Unary log_case() {
+  return {"log", [](const Array& x) { return mj::lax::log(x); }, [](double v) { return std::log(v); },
+          {0.7071067, 0.70710677, 1.4142135, 1.0000001, 0.99999994, -1e-30},
+          0, 10, 0.5, 2, kBig32, true};
+}
+Unary log1p_case() {
+  return {"log1p", [](const Array& x) { return mj::lax::log1p(x); }, [](double v) { return std::log1p(v); },
+          {-1, -0.99999994, -0.9999999999999999, -1.0000001, -0.2928932, 0.41421357, 1e-8, -1e-8, 6e-8},
+          -1, 10, -0.5, 0.5, 1.0};
+}
+Unary expm1_case() {
+  return {"expm1", [](const Array& x) { return mj::lax::expm1(x); }, [](double v) { return std::expm1(v); },
+          {88.72283172607422, 88.7228393554687, -17.3, -30, 44.4, 88.4, 709.78, -38, 1e-9, -1e-9},
+          -30, 89, -1, 1, 90};
+}
+Unary tanh_case() {
+  return {"tanh", [](const Array& x) { return mj::lax::tanh(x); }, [](double v) { return std::tanh(v); },
+          {0.625, -0.625, 0.62499994, 9.01, 19.1, 20, 1e-20}, -10, 10, -1, 1, kBig32};
+}
+Unary logistic_case() {
+  return {"logistic", [](const Array& x) { return mj::lax::logistic(x); }, logistic_ref,
+          {-88.7, -103.9, -104.5, 16.7, 17.4, 37, -745}, -100, 100, -5, 5, kBig32};
+}
+Unary sin_case() {
+  return {"sin", [](const Array& x) { return mj::lax::sin(x); }, [](double v) { return std::sin(v); },
+          {1e22, -1e22, 5e15, 524287.5, 524288, 6.7e7, 1.2e8, 3.14159265358979, 1.5707963267948966},
+          -10, 10, -1e6, 1e6, kBig32};
+}
+Unary cos_case() {
+  Unary u = sin_case();
+  u.name = "cos";
+  u.f = [](const Array& x) { return mj::lax::cos(x); };
+  u.ref = [](double v) { return std::cos(v); };
+  return u;
+}
+Unary tan_case() {
+  Unary u = sin_case();
+  u.name = "tan";
+  u.f = [](const Array& x) { return mj::lax::tan(x); };
+  u.ref = [](double v) { return std::tan(v); };
+  return u;
+}
+Unary erf_case() {
+  return {"erf", [](const Array& x) { return mj::lax::erf(x); }, [](double v) { return std::erf(v); },
+          {0.8, 0.79999995, 1, 0.99999994, 1.6, 3, 3.92, 4, 5.9, 6, 6.1}, -5, 5, -1, 1, kBig32};
+}
+double erf_inv_ref32(double x) { return erf_inv_ref<double>(x); }
+double erf_inv_ref64(double x) { return double(erf_inv_ref<long double>(x)); }
+Unary erf_inv_case() {
+  return {"erf_inv", [](const Array& x) { return mj::lax::erf_inv(x); }, erf_inv_ref32,
+          {1, -1, 0.99999994, -0.99999994, 1.0000001, 0.9999999999999999, 0.5, 0.49999997, 1e-30},
+          -1, 1, 0.99, 1, 1.0};
+}
+}  // namespace
+
+TEST(Transcendentals, LogF32) { check_unary<float>(log_case()); }
+TEST(Transcendentals, LogF64) {
+  Unary u = log_case();
+  u.amax = kBig64;
+  check_unary<double>(u);
+}
+TEST(Transcendentals, Log1pF32) { check_unary<float>(log1p_case()); }
+TEST(Transcendentals, Log1pF64) { check_unary<double>(log1p_case()); }
+TEST(Transcendentals, Expm1F32) { check_unary<float>(expm1_case()); }
+TEST(Transcendentals, Expm1F64) {
+  Unary u = expm1_case();
+  u.lo = -40, u.hi = 710, u.amax = 720;
+  check_unary<double>(u);
+}
+TEST(Transcendentals, TanhF32) { check_unary<float>(tanh_case()); }
+TEST(Transcendentals, TanhF64) {
+  Unary u = tanh_case();
+  u.amax = kBig64;
+  check_unary<double>(u);
+}
+TEST(Transcendentals, LogisticF32) { check_unary<float>(logistic_case()); }
+TEST(Transcendentals, LogisticF64) {
+  Unary u = logistic_case();
+  u.amax = kBig64;
+  u.lo = -750, u.hi = 750;
+  check_unary<double>(u);
+}
+TEST(Transcendentals, SinF32) { check_unary<float>(sin_case()); }
+TEST(Transcendentals, CosF32) { check_unary<float>(cos_case()); }
+TEST(Transcendentals, TanF32) { check_unary<float>(tan_case()); }
+TEST(Transcendentals, SinF64) {
+  Unary u = sin_case();
+  u.amax = kBig64;
+  check_unary<double>(u);
+}
+TEST(Transcendentals, CosF64) {
+  Unary u = cos_case();
+  u.amax = kBig64;
+  check_unary<double>(u);
+}
+TEST(Transcendentals, TanF64) {
+  Unary u = tan_case();
+  u.amax = kBig64;
+  check_unary<double>(u);
+}
+TEST(Transcendentals, ErfF32) { check_unary<float>(erf_case()); }
+TEST(Transcendentals, ErfF64) {
+  Unary u = erf_case();
+  u.amax = kBig64;
+  check_unary<double>(u);
+}
+TEST(Transcendentals, ErfInvF32) { check_unary<float>(erf_inv_case()); }
+TEST(Transcendentals, ErfInvF64) {
+  // Eager's f64 erf_inv refines with Newton steps on erf(y) = x, which loses accuracy as |x| -> 1
+  // (the residual erf(y) - x cancels); compare with it where it is accurate, |x| <= 0.9.
+  Unary u = erf_inv_case();
+  u.ref = erf_inv_ref64;
+  std::vector<double> sp = common_specials<double>();
+  for (double e : u.extra) sp.push_back(e);
+  auto xs = inputs<double>(kN64, 7, sp, u.lo, u.hi, u.lo2, u.hi2, u.amax);
+  Worst w = sweep1<double>(u.f, u.ref, xs, u.name);
+  EXPECT_LE(w.ulp, 4.0) << "at x = " << w.at;
+  double e = vs_eager1<double>(u.f, xs, kEager, [](double v) { return std::fabs(v) <= 0.9; });
+  std::printf("[ eager    ] erf_inv   f64: compiled vs eager (|x| <= 0.9) max %.3f ulp\n", e);
+  EXPECT_LE(e, 4.0);
+}
+
+// ---- binary: pow, atan2 ---------------------------------------------------------------------------
+
+namespace {
+
+using Fn2 = std::function<Array(const Array&, const Array&)>;
+
+template <class T>
+std::vector<T> binary_specials() {
+  using L = std::numeric_limits<T>;
+  return {T(0), T(-0.0), L::infinity(), -L::infinity(), L::quiet_NaN(), T(1), T(-1), T(0.5), T(-0.5), T(2),
+          T(-2), T(3), T(-3), T(0.3), L::denorm_min(), -L::denorm_min(), L::min(), L::max(), -L::max(),
+          T(1e-30), T(100), T(-7)};
+}
+
+enum class Kind { pow, atan2 };
+
+// Pairs: the cross product of the special values, then thirds of three generators.
+template <class T>
+void binary_inputs(Kind kind, size_t n, std::vector<T>& xs, std::vector<T>& ys) {
+  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  auto sp = binary_specials<T>();
+  for (T a : sp)
+    for (T b : sp) {
+      xs.push_back(a);
+      ys.push_back(b);
+    }
+  std::mt19937_64 g(11);
+  std::uniform_real_distribution<double> u01(0, 1);
+  auto bits = [&](bool positive) {
+    U b = U(g());
+    T x;
+    std::memcpy(&x, &b, sizeof(T));
+    if (!std::isfinite(x)) x = T(1.5);
+    return positive ? std::fabs(x) : x;
+  };
+  while (xs.size() < n) {
+    size_t k = xs.size() % 3;
+    T x, y;
+    if (kind == Kind::pow) {
+      if (k == 0) {
+        x = T(4 * u01(g)), y = T(80 * u01(g) - 40);
+      } else if (k == 1) {
+        x = bits(true), y = T(6 * u01(g) - 3);
+      } else {
+        x = T(20 * u01(g) - 10);
+        y = (g() & 1) ? T(std::floor(61 * u01(g)) - 30) : T(20 * u01(g) - 10);
+      }
+    } else {
+      if (k == 0) {
+        x = T(20 * u01(g) - 10), y = T(20 * u01(g) - 10);
+      } else if (k == 1) {
+        x = bits(false), y = bits(false);
+      } else {
+        x = T(2 * u01(g) - 1), y = T(x * std::ldexp(u01(g) - 0.5, -int(g() % 60)));
+      }
+    }
+    xs.push_back(x);
+    ys.push_back(y);
+  }
+}
+
+template <class T>
+void check_binary(Kind kind) {
+  const char* name = kind == Kind::pow ? "pow" : "atan2";
+  Fn2 f = kind == Kind::pow ? Fn2([](const Array& x, const Array& y) { return mj::lax::pow(x, y); })
+                            : Fn2([](const Array& y, const Array& x) { return mj::lax::atan2(y, x); });
+  std::vector<T> a, b;  // pow(a, b); atan2(a, b) with a = y, b = x as in C
+  binary_inputs<T>(kind, sizeof(T) == 4 ? kN32 : kN64, b, a);
+  if (kind == Kind::pow) std::swap(a, b);
+  Array xa = to_array(a), xb = to_array(b);
+  Array got = mj::jit(f)(xa, xb);
+  const T* pg = got.data<T>();
+  Worst w;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double ref = kind == Kind::pow ? std::pow(double(a[i]), double(b[i])) : std::atan2(double(a[i]), double(b[i]));
+    w.see(ulp_error<T>(pg[i], ref), double(a[i]), double(b[i]));
+  }
+  std::printf("[ ulp      ] %-9s %s: max %.3f ulp at (%.17g, %.17g) (%zu inputs)\n", name,
+              sizeof(T) == 4 ? "f32" : "f64", w.ulp, w.at, w.at2, a.size());
+  EXPECT_LE(w.ulp, 4.0) << name << "(" << w.at << ", " << w.at2 << ")";
+  // compiled vs eager (eager: libm in T) on the first kEager pairs
+  size_t m = std::min(kEager, a.size());
+  Array ea = to_array(std::vector<T>(a.begin(), a.begin() + m)), eb = to_array(std::vector<T>(b.begin(), b.begin() + m));
+  Array cg = mj::jit(f)(ea, eb), ce = f(ea, eb);
+  double worst = 0;
+  for (size_t i = 0; i < m; ++i) worst = std::max(worst, ulp_error<T>(cg.data<T>()[i], double(ce.data<T>()[i])));
+  std::printf("[ eager    ] %-9s %s: compiled vs eager max %.3f ulp\n", name, sizeof(T) == 4 ? "f32" : "f64", worst);
+  EXPECT_LE(worst, 4.0);
+}
+
+}  // namespace
+
+TEST(Transcendentals, PowF32) { check_binary<float>(Kind::pow); }
+TEST(Transcendentals, PowF64) { check_binary<double>(Kind::pow); }
+TEST(Transcendentals, Atan2F32) { check_binary<float>(Kind::atan2); }
+TEST(Transcendentals, Atan2F64) { check_binary<double>(Kind::atan2); }
