@@ -1,5 +1,6 @@
 // minijax buffer rules: the table of views and in-place updates for the primitives that have them
-// (reshape, squeeze, expand_dims, optimization_barrier, device_put, dynamic_update_slice, ...).
+// (reshape, squeeze, expand_dims, bitcast_convert_type, optimization_barrier, device_put,
+// sharding_constraint, one-device collectives, dynamic_update_slice, ...).
 #include "memory/buffer_rules.h"
 
 #include <map>
@@ -34,15 +35,32 @@ const bool registered = [] {
                           return v;
                         },
                         none_in_place});
-  // device_put within one memory kind is the identity; across kinds it is a copy.
-  register_buffer_rule("device_put",
-                       {[](const Eqn& e) {
-                          std::vector<int> v(e.outputs.size(), -1);
-                          for (size_t k = 0; k < v.size() && k < e.inputs.size(); ++k)
-                            if (atom_aval(e.inputs[k]).memory_kind == e.outputs[k].aval().memory_kind) v[k] = int(k);
-                          return v;
-                        },
-                        none_in_place});
+  // bitcast_convert_type: the same row-major bytes under another dtype (and shape, 4 <-> 8 bytes).
+  register_buffer_rule("bitcast_convert_type", view_of_first());
+  // device_put within one memory kind is the identity; across kinds it is a copy. On one device a
+  // sharding_constraint is only its memory kind: the same rule.
+  for (const char* p : {"device_put", "sharding_constraint"})
+    register_buffer_rule(p, {[](const Eqn& e) {
+                               std::vector<int> v(e.outputs.size(), -1);
+                               for (size_t k = 0; k < v.size() && k < e.inputs.size(); ++k)
+                                 if (atom_aval(e.inputs[k]).memory_kind == e.outputs[k].aval().memory_kind) v[k] = int(k);
+                               return v;
+                             },
+                             none_in_place});
+  // Collectives over a group of one device (axis_size 1, a program compiled for one device) return
+  // their operand's bytes; collective_permute only when a pair sends rank 0 to itself (else zeros).
+  auto one_device = [](const Eqn& e) { return !e.params.has("axis_size") || e.params.get_int("axis_size") == 1; };
+  for (const char* p : {"all_gather", "all_reduce", "reduce_scatter", "all_to_all"})
+    register_buffer_rule(p, {[one_device](const Eqn& e) { return std::vector<int>{one_device(e) ? 0 : -1}; },
+                             none_in_place});
+  register_buffer_rule("collective_permute", {[one_device](const Eqn& e) {
+                                                const auto& st = e.params.get_ints("source_target_pairs");
+                                                bool self = false;
+                                                for (size_t i = 0; i + 1 < st.size(); i += 2)
+                                                  self |= st[i] == 0 && st[i + 1] == 0;
+                                                return std::vector<int>{one_device(e) && self ? 0 : -1};
+                                              },
+                                              none_in_place});
   for (const char* p : {"dynamic_update_slice", "scatter_add"})
     register_buffer_rule(p, {[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },
                              [](const Eqn&, size_t k) { return k == 0 ? std::vector<int>{0} : std::vector<int>{}; }});

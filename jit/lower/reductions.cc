@@ -1,8 +1,10 @@
-// minijax reduction lowering: reduce_sum, reduce_prod, reduce_max, reduce_min as accumulator
-// rules for the reduction kernels (jit/lower/kernels.cc), with eager's NaN and wrapping rules.
+// minijax reduction lowering: reduce_sum, reduce_prod, reduce_max, reduce_min, argmax, argmin as
+// accumulator rules for the reduction kernels (jit/lower/kernels.cc), with eager's NaN, wrapping
+// and tie-breaking rules.
 #include <cmath>
 #include <limits>
 
+#include "core/errors.h"
 #include "jit/lower/elementwise_util.h"
 
 namespace minijax::lower {
@@ -69,10 +71,70 @@ ReductionRule rule(const std::string& kind) {
   return r;
 }
 
+
+// ---- argmax / argmin ----------------------------------------------------------------------------
+// The accumulator is (value, index): the best value seen and its position along the axis (i32).
+// Eager (core/primitives/reductions.cc arg_impl) returns the first NaN if there is one, else the
+// first position of the extreme value (compared as doubles: -0 == +0). Both are "the smallest
+// index among the winners", so the merge breaks ties by the smaller index and the result does not
+// depend on how the kernel splits and merges partial results. The start accumulator holds the
+// identity value at index INT32_MAX, which any element ties or beats.
+
+using Acc2 = std::vector<EVal>;
+
+Acc2 arg_pick(FusionEmitter& fe, Acc2 a, Acc2 c, bool is_max) {
+  kir::Builder& b = fe.b;
+  const int L = std::max(a[0].lanes, c[0].lanes);
+  for (auto* v : {&a, &c})
+    for (auto& x : *v) x = fe.widen(x, L);
+  const DType d = a[0].dtype;
+  Value idx_less = b.icmp(Pred::slt, c[1].v, a[1].v);
+  Value pick_c;
+  if (is_floating(d)) {
+    Value a_nan = b.fcmp(Pred::funo, a[0].v, a[0].v), c_nan = b.fcmp(Pred::funo, c[0].v, c[0].v);
+    Value better = b.fcmp(is_max ? Pred::fogt : Pred::folt, c[0].v, a[0].v);
+    Value tie = b.binop(Op::And, b.fcmp(Pred::foeq, c[0].v, a[0].v), idx_less);
+    Value when_a_num = b.binop(Op::Or, c_nan, b.binop(Op::Or, better, tie));
+    pick_c = b.select(a_nan, b.binop(Op::And, c_nan, idx_less), when_a_num);
+  } else {
+    const bool uns = d == DType::u32 || d == DType::bool_;
+    Value better = b.icmp(is_max ? (uns ? Pred::ugt : Pred::sgt) : (uns ? Pred::ult : Pred::slt), c[0].v, a[0].v);
+    Value tie = b.binop(Op::And, b.icmp(Pred::eq, c[0].v, a[0].v), idx_less);
+    pick_c = b.binop(Op::Or, better, tie);
+  }
+  return {EVal{b.select(pick_c, c[0].v, a[0].v), d, L}, EVal{b.select(pick_c, c[1].v, a[1].v), DType::i32, L}};
+}
+
+ReductionRule arg_rule(bool is_max) {
+  ReductionRule r;
+  r.init = [is_max](FusionEmitter& fe, const Eqn& e, DType d, int lanes) {
+    const auto& axes = e.params.get_ints("axes");
+    const int64_t extent = atom_aval(e.inputs.at(0)).shape.at(size_t(axes.at(0)));
+    if (extent >= INT32_MAX)
+      throw ValueError(std::string(is_max ? "argmax" : "argmin") + " lowering: the reduced axis has " +
+                       std::to_string(extent) + " elements; positions are kept as i32 (at most 2^31 - 2)");
+    return Acc2{identity(fe, d, lanes, is_max ? "max" : "min"), fe.constant_int(DType::i32, INT32_MAX, lanes)};
+  };
+  r.combine = [is_max](FusionEmitter& fe, const Eqn&, const Acc2& acc, EVal x, const DimIdx& pos) {
+    Value p = fe.dim_vector(pos, x.lanes);
+    if (fe.b.type(p).lanes != x.lanes) p = fe.b.splat(p, x.lanes);
+    EVal pi{fe.b.cast(Op::Trunc, kir::kI32.with_lanes(x.lanes), p), DType::i32, x.lanes};
+    return arg_pick(fe, acc, Acc2{x, pi}, is_max);
+  };
+  r.merge = [is_max](FusionEmitter& fe, const Eqn&, const Acc2& a, const Acc2& c) { return arg_pick(fe, a, c, is_max); };
+  r.finish = [](FusionEmitter&, const Eqn& e, const Acc2& acc) {
+    return EVal{acc[1].v, e.outputs[0].aval().dtype, acc[1].lanes};  // i32 and u32: both i32 bits
+  };
+  r.blocked = false;  // exact in any order
+  return r;
+}
+
 const RegisterReduction r_sum("reduce_sum", rule("sum"));
 const RegisterReduction r_prod("reduce_prod", rule("prod"));
 const RegisterReduction r_max("reduce_max", rule("max"));
 const RegisterReduction r_min("reduce_min", rule("min"));
+const RegisterReduction r_argmax("argmax", arg_rule(true));
+const RegisterReduction r_argmin("argmin", arg_rule(false));
 
 }  // namespace
 

@@ -1,9 +1,12 @@
 // minijax runtime ABI: the runtime functions compiled code calls (oneTBB parallel loops, GEMM
-// through core/gemm.h) and their symbol table. Errors are recorded per thread, never thrown.
+// through core/gemm.h, copies across memory kinds, one-device ragged_all_to_all) and their symbol
+// table. Errors are recorded per thread, never thrown.
 #include "jit/runtime/abi.h"
 
 #include <cstring>
 #include <exception>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <tbb/blocked_range.h>
@@ -56,6 +59,8 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
   static const std::vector<RuntimeSymbol> table = {
       {"mj_rt_parallel_for", reinterpret_cast<void*>(&mj_rt_parallel_for)},
       {"mj_rt_gemm", reinterpret_cast<void*>(&mj_rt_gemm)},
+      {"mj_rt_copy", reinterpret_cast<void*>(&mj_rt_copy)},
+      {"mj_rt_ragged_all_to_all_local", reinterpret_cast<void*>(&mj_rt_ragged_all_to_all_local)},
   };
   return table;
 }
@@ -103,5 +108,33 @@ extern "C" void mj_rt_gemm(int32_t dtype, int32_t trans_a, int32_t trans_b, int6
     }
   } catch (const std::exception& e) {
     record("mj_rt_gemm", e);
+  }
+}
+
+extern "C" void mj_rt_copy(void* dst, int32_t dst_kind, const void* src, int32_t src_kind, int64_t nbytes) {
+  (void)dst_kind;
+  (void)src_kind;
+  if (nbytes > 0) std::memcpy(dst, src, size_t(nbytes));
+}
+
+extern "C" void mj_rt_ragged_all_to_all_local(void* out, int64_t out_rows, const void* in, int64_t in_rows,
+                                              int64_t row_bytes, const int32_t* in_off, const int32_t* send,
+                                              const int32_t* out_off, const int32_t* recv) {
+  using namespace minijax;
+  try {
+    const int64_t rows = send[0], src = in_off[0], dst = out_off[0], expect = recv[0];
+    if (rows != expect)
+      throw std::runtime_error("rank 0 sends " + std::to_string(rows) + " rows to rank 0, whose recv_sizes expects " +
+                               std::to_string(expect));
+    if (rows < 0 || src < 0 || dst < 0 || src + rows > in_rows || dst + rows > out_rows)
+      throw std::runtime_error("rank 0 -> rank 0: rows [" + std::to_string(src) + ", " + std::to_string(src + rows) +
+                               ") of an input of " + std::to_string(in_rows) + " rows to rows [" + std::to_string(dst) +
+                               ", " + std::to_string(dst + rows) + ") of an output of " + std::to_string(out_rows) +
+                               " rows fall outside the buffers");
+    if (rows > 0 && row_bytes > 0)
+      std::memmove(static_cast<char*>(out) + dst * row_bytes, static_cast<const char*>(in) + src * row_bytes,
+                   size_t(rows * row_bytes));
+  } catch (const std::exception& e) {
+    record("ragged_all_to_all", e);
   }
 }

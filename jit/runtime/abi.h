@@ -37,4 +37,19 @@ void mj_rt_parallel_for(mj_rt_kernel kernel, void** bufs, int64_t n, int64_t gra
 void mj_rt_gemm(int32_t dtype, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
                 const void* A, int64_t lda, int64_t stride_a, const void* B, int64_t ldb, int64_t stride_b,
                 void* C, int64_t ldc, int64_t stride_c, int64_t batch);
+/// Copies `nbytes` bytes from `src` (memory kind `src_kind`, a minijax MemoryKind: 0 device,
+/// 1 pinned_host, 2 unpinned_host) to `dst` (kind `dst_kind`): a device_put (or a
+/// sharding_constraint) across memory kinds. Every kind is host memory in this build, so it is
+/// one memcpy on the calling thread; the kinds are passed for a transfer scheduler. The buffers
+/// must not overlap. nbytes <= 0: nothing.
+void mj_rt_copy(void* dst, int32_t dst_kind, const void* src, int32_t src_kind, int64_t nbytes);
+/// ragged_all_to_all on a group of one device (XLA RaggedAllToAll with axis_size 1; the SPMD
+/// executor's rule in jit/runtime/reference_executor.cc): `out` (out_rows rows of row_bytes
+/// bytes) already holds the `output` operand; rows [in_off[0], in_off[0] + send[0]) of `in`
+/// (in_rows rows) are copied to rows starting at out_off[0]. Records a ValueError-style message
+/// (take_runtime_error) and copies nothing when recv[0] != send[0] or the rows fall outside a
+/// buffer. The index arrays are i32[1].
+void mj_rt_ragged_all_to_all_local(void* out, int64_t out_rows, const void* in, int64_t in_rows, int64_t row_bytes,
+                                   const int32_t* in_off, const int32_t* send, const int32_t* out_off,
+                                   const int32_t* recv);
 }

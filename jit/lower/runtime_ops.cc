@@ -1,0 +1,143 @@
+// minijax program rules of the data-movement and device primitives: bitcast_convert_type (a view),
+// device_put and sharding_constraint (views, or mj_rt_copy across memory kinds), the collectives on
+// one device, and custom_lin (rejected as eager rejects it).
+#include <algorithm>
+
+#include "core/collectives.h"
+#include "core/errors.h"
+#include "core/primitive.h"
+#include "jit/lower/program.h"
+
+namespace minijax::lower {
+
+using kir::Value;
+
+namespace {
+
+// Output k is input k's bytes: an alias the buffer plan made (memory/buffer_rules.cc), copied
+// only when the plan placed them apart (program.cc's lower_view).
+void alias_outputs(ProgramEmitter& pe, const Eqn& e) {
+  for (size_t k = 0; k < e.outputs.size(); ++k) {
+    if (e.outputs[k].aval().is_token()) continue;
+    pe.copy_atom(pe.addr(e.outputs[k]), e.inputs.at(k));
+  }
+}
+
+// bitcast_convert_type: row-major bytes are the same whatever the shape (eager: one memcpy).
+void lower_bitcast(ProgramEmitter& pe, const Eqn& e) {
+  alias_outputs(pe, e);
+  pe.note(e, "view", "reinterprets its operand's bytes");
+}
+
+// device_put / sharding_constraint: the identity within one memory kind (a view); across kinds a
+// copy through the runtime (eager device_put: a memcpy into a buffer of the new kind). On one
+// device a sharding is only its memory kind.
+void lower_memory_move(ProgramEmitter& pe, const Eqn& e) {
+  const ShapedArray& in = atom_aval(e.inputs.at(0));
+  const ShapedArray& out = e.outputs.at(0).aval();
+  if (in.memory_kind == out.memory_kind) {
+    alias_outputs(pe, e);
+    pe.note(e, "view", "same memory kind: aliases its operand");
+    return;
+  }
+  Value dst = pe.addr(e.outputs[0]);
+  if (auto* l = std::get_if<Literal>(&e.inputs[0])) {
+    pe.store_literal(dst, *l);
+  } else {
+    pe.call_runtime("mj_rt_copy", kir::kVoid, {kir::kPtr, kir::kI32, kir::kPtr, kir::kI32, kir::kI64},
+                    {dst, pe.b.i32(int32_t(out.memory_kind)), pe.addr(e.inputs[0]), pe.b.i32(int32_t(in.memory_kind)),
+                     pe.b.i64(out.nbytes())});
+  }
+  pe.note(e, "runtime call", std::string("mj_rt_copy ") + memory_kind_name(in.memory_kind) + " -> " +
+                                 memory_kind_name(out.memory_kind) + ", " + std::to_string(out.nbytes()) + " B");
+}
+
+// ---- collectives on one device ----------------------------------------------------------------
+// A program compiled by mj::jit without shardings runs on one device: every collective's group is
+// that device alone, so its axis_size must be 1, and the result is what the SPMD executor
+// (jit/runtime/reference_executor.cc) computes on a mesh of one device. (Eager evaluation refuses
+// collectives outside the SPMD executor.) A larger axis_size is a ValueError at compile time.
+
+void check_one_device(const Eqn& e) {
+  if (!e.params.has("axis_size")) return;
+  const int64_t n = e.params.get_int("axis_size");
+  if (n != 1)
+    throw ValueError("collective " + e.primitive->name + " over axis " + param_to_string(e.params.at("axis_name")) +
+                     " with axis_size=" + std::to_string(n) +
+                     " in a program compiled for one device (mj::jit without shardings): its group holds "
+                     "one device, so axis_size must be 1; give the jit shardings to run it on a mesh");
+}
+
+// all_gather, all_reduce, reduce_scatter, all_to_all over one device: the operand itself (the
+// same bytes in the tiled/untiled/split/concat shape).
+void lower_identity_collective(ProgramEmitter& pe, const Eqn& e) {
+  check_one_device(e);
+  alias_outputs(pe, e);
+  pe.note(e, "view", "group of one device: the operand itself");
+}
+
+// collective_permute over one device: the operand when the pairs send rank 0 to itself, zeros
+// otherwise (no source targets rank 0).
+void lower_collective_permute(ProgramEmitter& pe, const Eqn& e) {
+  check_one_device(e);
+  const auto& st = e.params.get_ints("source_target_pairs");
+  bool self = false;
+  for (size_t i = 0; i + 1 < st.size(); i += 2) self |= st[i] == 0 && st[i + 1] == 0;
+  if (self) {
+    alias_outputs(pe, e);
+    pe.note(e, "view", "group of one device, pair (0, 0): the operand itself");
+    return;
+  }
+  const int64_t bytes = e.outputs[0].aval().nbytes();
+  if (bytes > 0) pe.b.memset(pe.addr(e.outputs[0]), pe.b.const_int(kir::kI8, 0), pe.b.i64(bytes));
+  pe.note(e, "view", "group of one device, no pair targets rank 0: zeros");
+}
+
+// axis_index on one device: coordinate 0.
+void lower_axis_index(ProgramEmitter& pe, const Eqn& e) {
+  pe.b.store(pe.addr(e.outputs[0]), pe.b.i64(0), pe.b.i32(0));
+  pe.note(e, "constant", "one device: index 0");
+}
+
+// ragged_all_to_all over one device: `output` with rank 0's rows of `input` written into it,
+// checked and copied by the runtime (mj_rt_ragged_all_to_all_local).
+void lower_ragged_all_to_all(ProgramEmitter& pe, const Eqn& e) {
+  check_one_device(e);
+  const ShapedArray& in = atom_aval(e.inputs[0]);
+  const ShapedArray& out = e.outputs[0].aval();
+  Value dst = pe.addr(e.outputs[0]);
+  pe.copy_atom(dst, e.inputs[1]);
+  const int64_t rows = out.shape.at(0);
+  const int64_t row_bytes = rows ? out.nbytes() / rows : 0;
+  std::vector<Value> args{dst, pe.b.i64(rows), pe.addr(e.inputs[0]), pe.b.i64(in.shape.at(0)), pe.b.i64(row_bytes)};
+  for (size_t k = 2; k < 6; ++k) args.push_back(pe.addr(e.inputs[k]));
+  pe.call_runtime("mj_rt_ragged_all_to_all_local", kir::kVoid,
+                  {kir::kPtr, kir::kI64, kir::kPtr, kir::kI64, kir::kI64, kir::kPtr, kir::kPtr, kir::kPtr, kir::kPtr},
+                  args);
+  pe.note(e, "runtime call", "mj_rt_ragged_all_to_all_local (group of one device)");
+}
+
+// custom_lin is the tangent of a custom_vjp function; a program holding one applied forward-mode
+// autodiff to it (e.g. jit of jvp), which eager evaluation rejects with NotDifferentiableError.
+// The compiled program rejects it the same way, with eager's own error (custom_lin's impl).
+void lower_custom_lin(ProgramEmitter&, const Eqn& e) {
+  if (e.primitive->impl) (void)e.primitive->impl({}, e.params, {});
+  throw ValueError("custom_lin cannot be compiled: forward-mode autodiff was applied to a custom_vjp function");
+}
+
+const RegisterProgramRule reg_bitcast("bitcast_convert_type", "view", lower_bitcast);
+const RegisterProgramRule reg_device_put("device_put", "view or runtime call", lower_memory_move);
+const RegisterProgramRule reg_constraint("sharding_constraint", "view or runtime call", lower_memory_move);
+const RegisterProgramRule reg_all_gather("all_gather", "view", lower_identity_collective);
+const RegisterProgramRule reg_all_reduce("all_reduce", "view", lower_identity_collective);
+const RegisterProgramRule reg_reduce_scatter("reduce_scatter", "view", lower_identity_collective);
+const RegisterProgramRule reg_all_to_all("all_to_all", "view", lower_identity_collective);
+const RegisterProgramRule reg_permute("collective_permute", "view", lower_collective_permute);
+const RegisterProgramRule reg_axis_index("axis_index", "constant", lower_axis_index);
+const RegisterProgramRule reg_ragged("ragged_all_to_all", "runtime call", lower_ragged_all_to_all);
+const RegisterProgramRule reg_custom_lin("custom_lin", "rejected (as eager: forward-mode autodiff of custom_vjp)",
+                                         lower_custom_lin);
+
+}  // namespace
+
+}  // namespace minijax::lower
