@@ -141,11 +141,12 @@ struct Adam {
   /// False: Adam's L2 penalty added to the gradient. True: AdamW's decoupled decay.
   bool decoupled = false;
 
-  /// Zero moments shaped like params (same avals); step = i32[] 0.
+  /// Zero moments shaped like params (same avals); step = i32[] 0. mu and nu are distinct
+  /// buffers (a jitted step may donate the state: each leaf's buffer must be passed once).
   template <class P>
   AdamState<P> init(const P& params) const {
-    auto z = tree_map([](const Array& p) { return detail::zeros_like_leaf(p); }, params);
-    return AdamState<P>{z, z, detail::zero_step()};
+    auto zeros = [&] { return tree_map([](const Array& p) { return detail::zeros_like_leaf(p); }, params); };
+    return AdamState<P>{zeros(), zeros(), detail::zero_step()};
   }
   /// One step, as a pure function: returns the new parameters and the new state (step + 1);
   /// grads, state and params are left as they are. Traceable (mj::jit traces it once for all

@@ -81,6 +81,7 @@ Registrar reg([] {
 }  // namespace
 
 void set_pjit_executor(PjitExecutor e) { executor() = e; }
+PjitExecutor pjit_executor() { return executor(); }
 
 const Primitive& pjit_p() { return primitive("pjit"); }
 const Primitive& closed_call_p() { return primitive("closed_call"); }

@@ -25,6 +25,8 @@ const Primitive& closed_call_p();
 using PjitExecutor = std::vector<Array> (*)(const ClosedJaxprPtr& body, const std::string& name,
                                             const std::vector<Array>& args);
 void set_pjit_executor(PjitExecutor executor);
+/// The installed executor (null: eval_jaxpr).
+PjitExecutor pjit_executor();
 
 /// JAX's pe.convert_constvars_jaxpr: the jaxpr with its constvars moved to the front of its
 /// invars (so constants can be passed as operands).

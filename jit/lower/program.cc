@@ -3,6 +3,7 @@
 #include "jit/lower/program.h"
 
 #include "core/errors.h"
+#include "jit/map_bodies.h"
 
 namespace minijax::lower {
 
@@ -131,6 +132,11 @@ void ProgramEmitter::call_fusion(const Eqn& e) {
 
 void ProgramEmitter::emit_scope(const Jaxpr& j) {
   for (const Eqn& e : j.eqns) {
+    // Values without bytes (float0 tangents of integers, tokens) need no code, whatever computes
+    // them (fuse leaves such equations unfused).
+    bool no_data = !e.outputs.empty() && !has_bodies(e.params);
+    for (auto& o : e.outputs) no_data &= o.aval().nbytes() == 0;
+    if (no_data) continue;
     auto it = program_rules().find(e.primitive->name);
     if (it == program_rules().end())
       throw ValueError("no compiled lowering for primitive " + e.primitive->name +

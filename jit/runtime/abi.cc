@@ -15,6 +15,7 @@
 
 #include "core/dtype.h"
 #include "core/gemm.h"
+#include "jit/runtime/gemm.h"
 
 namespace minijax {
 
@@ -83,12 +84,12 @@ extern "C" void mj_rt_gemm(int32_t dtype, int32_t trans_a, int32_t trans_b, int6
     for (int64_t bi = 0; bi < batch; ++bi) {
       switch (DType(dtype)) {
         case DType::f32:
-          gemm(ta, tb, m, n, k, 1.0f, static_cast<const float*>(A) + bi * stride_a, lda,
-               static_cast<const float*>(B) + bi * stride_b, ldb, 0.0f, static_cast<float*>(C) + bi * stride_c, ldc);
+          runtime_gemm(ta, tb, m, n, k, static_cast<const float*>(A) + bi * stride_a, lda,
+                       static_cast<const float*>(B) + bi * stride_b, ldb, static_cast<float*>(C) + bi * stride_c, ldc);
           break;
         case DType::f64:
-          gemm(ta, tb, m, n, k, 1.0, static_cast<const double*>(A) + bi * stride_a, lda,
-               static_cast<const double*>(B) + bi * stride_b, ldb, 0.0, static_cast<double*>(C) + bi * stride_c, ldc);
+          runtime_gemm(ta, tb, m, n, k, static_cast<const double*>(A) + bi * stride_a, lda,
+                       static_cast<const double*>(B) + bi * stride_b, ldb, static_cast<double*>(C) + bi * stride_c, ldc);
           break;
         case DType::bf16:
           gemm_generic(trans_a, trans_b, m, n, k, static_cast<const bfloat16*>(A) + bi * stride_a, lda,

@@ -1,0 +1,87 @@
+// minijax runtime GEMM: row or column blocks of C as oneTBB tasks, each one single-threaded call of
+// core/gemm.h (oneDNN's dnnl_sgemm, OpenBLAS's cblas_dgemm) with OpenMP limited to the caller.
+#include "jit/runtime/gemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+
+#include "core/gemm.h"
+
+namespace minijax {
+
+namespace {
+
+// Products below this many multiply-adds run as one call (a task costs a few microseconds).
+constexpr int64_t kSplitFlops = int64_t(1) << 20;
+// Rows (or columns) per block at least: the library's micro-kernels want tall panels.
+constexpr int64_t kMinBlock = 32;
+constexpr int64_t kMaxBlocks = 8;
+
+// One library call with OpenMP's team limited to this thread (restored afterwards): the GEMM
+// library would otherwise start its own threads, which spin while idle.
+template <class T>
+void single_threaded(char ta, char tb, int64_t m, int64_t n, int64_t k, const T* A, int64_t lda, const T* B,
+                     int64_t ldb, T* C, int64_t ldc) {
+  const int prev = omp_get_max_threads();
+  if (prev != 1) omp_set_num_threads(1);
+  gemm(ta, tb, m, n, k, T(1), A, lda, B, ldb, T(0), C, ldc);
+  if (prev != 1) omp_set_num_threads(prev);
+}
+
+bool library_threads() {
+  // Measurement switch for bench/: MINIJAX_GEMM_THREADS=library lets the GEMM library use its own
+  // OpenMP threads instead (see bench/README.md, "One thread budget").
+  static const bool lib = [] {
+    const char* v = std::getenv("MINIJAX_GEMM_THREADS");
+    return v && std::strcmp(v, "library") == 0;
+  }();
+  return lib;
+}
+
+template <class T>
+void split_gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const T* A, int64_t lda, const T* B,
+                int64_t ldb, T* C, int64_t ldc) {
+  if (library_threads()) return gemm(ta, tb, m, n, k, T(1), A, lda, B, ldb, T(0), C, ldc);
+  if (m * n * k < kSplitFlops) return single_threaded(ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
+  const bool by_rows = m >= n || m >= kMinBlock * 2;
+  const int64_t extent = by_rows ? m : n;
+  const int64_t blocks = std::clamp<int64_t>(extent / kMinBlock, 1, kMaxBlocks);
+  const int64_t step = (extent + blocks - 1) / blocks;
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(0, blocks, 1),
+      [&](const tbb::blocked_range<int64_t>& r) {
+        for (int64_t blk = r.begin(); blk < r.end(); ++blk) {
+          const int64_t lo = blk * step, hi = std::min(extent, lo + step);
+          if (lo >= hi) continue;
+          if (by_rows) {  // rows lo..hi of op(A) and of C
+            const T* a = ta == 'N' ? A + lo * lda : A + lo;
+            single_threaded(ta, tb, hi - lo, n, k, a, lda, B, ldb, C + lo * ldc, ldc);
+          } else {  // columns lo..hi of op(B) and of C
+            const T* b = tb == 'N' ? B + lo : B + lo * ldb;
+            single_threaded(ta, tb, m, hi - lo, k, A, lda, b, ldb, C + lo, ldc);
+          }
+        }
+      },
+      tbb::simple_partitioner());
+}
+
+}  // namespace
+
+void runtime_gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* A, int64_t lda, const float* B,
+                  int64_t ldb, float* C, int64_t ldc) {
+  split_gemm(ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
+}
+
+void runtime_gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const double* A, int64_t lda, const double* B,
+                  int64_t ldb, double* C, int64_t ldc) {
+  split_gemm(ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
+}
+
+}  // namespace minijax
