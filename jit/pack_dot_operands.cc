@@ -3,6 +3,7 @@
 #include "jit/pack_dot_operands.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "core/lax.h"
 #include "core/primitive.h"
@@ -80,10 +81,58 @@ void pack(std::vector<Eqn>& out, Eqn e) {
   out.push_back(std::move(e));
 }
 
+// transpose(dot_general(a, b)) whose permutation swaps the lhs-free and rhs-free blocks of the
+// product is dot_general(b, a) with the dimension numbers swapped (the transposed product, which
+// a GEMM computes with swapped flags). Applied when the transpose is the product's only use, so
+// no product is computed twice and no transpose kernel is left (a weight gradient, which the
+// transpose rule of dot_general produces as [out, in] then transposes, is written as [in, out]).
+// Source: XLA's algebraic simplifier folds transposes into dots the same way.
+Jaxpr fold_transposed_dots(const Jaxpr& j) {
+  static const Primitive& dot = primitive("dot_general");
+  static const Primitive& tr = primitive("transpose");
+  std::unordered_map<uint64_t, int> uses;
+  for (auto& e : j.eqns)
+    for (auto& a : e.inputs)
+      if (auto* v = std::get_if<Var>(&a)) ++uses[v->id()];
+  for (auto& a : j.outvars)
+    if (auto* v = std::get_if<Var>(&a)) ++uses[v->id()];
+  Jaxpr r = j;
+  r.eqns.clear();
+  std::unordered_map<uint64_t, size_t> dot_at;  // product var -> index in r.eqns
+  for (const Eqn& e : j.eqns) {
+    if (e.primitive == &dot) dot_at[e.outputs[0].id()] = r.eqns.size();
+    if (e.primitive == &tr) {
+      auto* v = std::get_if<Var>(&e.inputs[0]);
+      auto it = v ? dot_at.find(v->id()) : dot_at.end();
+      if (it != dot_at.end() && uses[v->id()] == 1) {
+        Eqn& d = r.eqns[it->second];
+        auto dn = lax::dot_dimension_numbers(d.params);
+        const size_t nb = dn.lhs_batch.size();
+        const size_t nl = atom_aval(d.inputs[0]).shape.size() - nb - dn.lhs_contracting.size();
+        const size_t nr = atom_aval(d.inputs[1]).shape.size() - nb - dn.rhs_contracting.size();
+        std::vector<int64_t> swap = iota(0, nb), rhs_block = iota(int64_t(nb + nl), nr), lhs_block = iota(int64_t(nb), nl);
+        swap.insert(swap.end(), rhs_block.begin(), rhs_block.end());
+        swap.insert(swap.end(), lhs_block.begin(), lhs_block.end());
+        if (e.params.get_ints("permutation") == swap) {
+          lax::DotDimensionNumbers sw{dn.rhs_contracting, dn.lhs_contracting, dn.rhs_batch, dn.lhs_batch};
+          std::swap(d.inputs[0], d.inputs[1]);
+          d.params.set("dimension_numbers", lax::dot_dimension_numbers_param(sw));
+          d.outputs[0] = e.outputs[0];
+          dot_at.erase(it);
+          continue;
+        }
+      }
+    }
+    r.eqns.push_back(e);
+  }
+  return r;
+}
+
 }  // namespace
 
-Jaxpr pack_dot_operands(const Jaxpr& j) {
+Jaxpr pack_dot_operands(const Jaxpr& j0) {
   static const Primitive& dot = primitive("dot_general");
+  const Jaxpr j = fold_transposed_dots(j0);
   Jaxpr r = j;
   r.eqns.clear();
   for (const Eqn& e0 : j.eqns) {

@@ -1,7 +1,9 @@
 // minijax pass pack_dot_operands: before fusion, a dot_general operand whose batch, free and
 // contracting dims do not each form one single-stride group is packed by a transpose.
 //
-// Takes a jaxpr (after inline_calls/simplify). Guarantees: every dot_general (bodies included)
+// Takes a jaxpr (after inline_calls/simplify). First, a transpose whose only operand is a product
+// it alone reads, and which swaps the product's lhs-free and rhs-free dims, becomes the product of
+// the swapped operands (no transpose kernel: the GEMM flags change). Guarantees: every dot_general (bodies included)
 // has a GEMM layout (jit/dot_layout.h: gemm_layout succeeds), so its lowering calls the GEMM
 // library on its operands as they lie in memory; an operand that needed it is first transposed
 // to [batch..., free..., contracting...] (lhs) or [batch..., contracting..., free...] (rhs),

@@ -128,3 +128,27 @@ TEST(JitCompile, ConcurrentCallsTraceAndCompileOnce) {
 }
 
 }  // namespace
+
+namespace {
+
+// dot_general's transpose rule gives a weight gradient as [out, in] followed by a transpose; the
+// compiler computes the swapped product instead (pack_dot_operands): no transpose kernel is left
+// and the values equal eager's.
+TEST(JitCompile, WeightGradientIsOneSwappedGemmWithoutTransposeKernel) {
+  Array x = randn({16, 24}, 13), w = randn({24, 8}, 14);
+  auto loss = [](const Array& w_, const Array& x_) { return mj::sum(mj::square(mj::matmul(x_, w_))); };
+  auto g = mj::grad(loss);
+  Array want = g(w, x);
+  auto compiled = mj::jit(g).lower(w, x).compile();
+  Array got = compiled(w, x);
+  EXPECT_LE(rel_err(got, want, 1e-4, 1e-5), 1.0);
+  const mj::Jaxpr& prog = compiled.executable()->program;
+  int transposes = 0;
+  for (auto& e : prog.eqns)
+    if (e.primitive->name == "fusion")
+      for (auto& be : e.params.get_jaxpr("jaxpr")->jaxpr->eqns) transposes += be.primitive->name == "transpose";
+  EXPECT_EQ(transposes, 0) << compiled.as_text();
+  EXPECT_NE(compiled.as_text().find("gemm TN batch 1 m 24 n 8 k 16"), std::string::npos) << compiled.as_text();
+}
+
+}  // namespace
