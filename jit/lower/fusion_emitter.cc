@@ -2,6 +2,7 @@
 // evaluation), dtype representations, constants and bf16 rounding. Kernels: jit/lower/kernels.cc.
 #include <cmath>
 #include <cstring>
+#include <unordered_set>
 
 #include "core/errors.h"
 #include "jit/emit_llvm.h"
@@ -226,9 +227,35 @@ void FusionEmitter::bind(const Var& v, const ElemIndex& at, std::vector<EVal> va
 
 void FusionEmitter::clear_memo() { memo_.clear(); }
 
+void FusionEmitter::hoist_scalars() {
+  std::unordered_set<uint64_t> after_reduction;  // values computed from a reduction result
+  for (auto& e : body.eqns) {
+    bool dep = e.primitive->op_class == OpClass::reduction;
+    for (auto& in : e.inputs)
+      if (auto* v = std::get_if<Var>(&in); v && after_reduction.count(v->id())) dep = true;
+    if (dep) {
+      for (auto& o : e.outputs) after_reduction.insert(o.id());
+      continue;
+    }
+    bool scalar = !e.outputs.empty();
+    for (auto& o : e.outputs) scalar &= o.aval().ndim() == 0;
+    if (!scalar) continue;
+    ElemIndex at = scalar_index(1);
+    for (auto& o : e.outputs) {
+      std::vector<EVal> v = value(o, at);
+      hoisted_[o.id()] = v;
+    }
+  }
+  for (size_t i = 0; i < body.invars.size(); ++i)
+    if (body.invars[i].aval().ndim() == 0 && !hoisted_.count(body.invars[i].id()))
+      hoisted_[body.invars[i].id()] = value(body.invars[i], scalar_index(1));
+  memo_.clear();
+}
+
 std::vector<EVal> FusionEmitter::value(const Atom& a, const ElemIndex& at) {
   if (auto* l = std::get_if<Literal>(&a)) return {literal(*l, 1)};
   const Var& v = std::get<Var>(a);
+  if (auto h = hoisted_.find(v.id()); h != hoisted_.end()) return h->second;
   auto key = std::make_pair(v.id(), at.id);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   std::vector<EVal> vals;

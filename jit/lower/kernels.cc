@@ -364,6 +364,7 @@ KernelInfo emit_fusion_kernel(kir::Module& m, const Eqn& fusion, const std::stri
   for (size_t i = 0; i < body.invars.size(); ++i) in_ptrs.push_back(b.load(kir::kPtr, bufs, b.i64(int64_t(slot++))));
   for (size_t i = 0; i < body.outvars.size(); ++i) out_ptrs.push_back(b.load(kir::kPtr, bufs, b.i64(int64_t(slot++))));
   FusionEmitter fe(b, body, in_ptrs);
+  fe.hoist_scalars();
   KernelCtx k{b, fe, body, out_ptrs, kernel_lanes(body)};
   if (info.kind == "reduction") emit_reduction(k, info, begin, end);
   else emit_loop(k, info, begin, end);

@@ -77,6 +77,10 @@ class FusionEmitter {
   void bind(const Var& v, const ElemIndex& at, std::vector<EVal> vals);
   /// Forgets memoized values (entering a new block: values of the old one are out of scope).
   void clear_memo();
+  /// Computes, once at the current position (the kernel's entry, before any loop), every rank-0
+  /// value of the body that does not depend on a reduction result (bias corrections, scalar
+  /// parameters): later reads of them use these values instead of recomputing them per element.
+  void hoist_scalars();
   /// Flat mode (purely elementwise loop fusions): every array that is not rank 0 has the
   /// iteration space's elements and is addressed by the one linear index dims[0].
   void set_flat(bool flat) { flat_ = flat; }
@@ -130,6 +134,7 @@ class FusionEmitter {
   std::map<std::pair<uint64_t, uint64_t>, std::vector<EVal>> memo_;
   uint64_t next_index_id_ = 1;
   bool flat_ = false;
+  std::unordered_map<uint64_t, std::vector<EVal>> hoisted_;  // var id -> its rank-0 value
 };
 
 /// The lowering of a reduction primitive (the root of a "reduction" fusion). The kernel keeps an
