@@ -3,6 +3,7 @@
 #include "jit/compile_cache.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <filesystem>
@@ -38,10 +39,28 @@ Cache& cache() {
   return *c;
 }
 
+// The options that change the object code (part of both keys).
 std::string options_key(const CompileOptions& opts) {
   std::string k = "donated:";
   for (bool d : opts.donated) k += d ? '1' : '0';
   return k;
+}
+
+// Constants held by nested ClosedJaxprs are not printed with the program: a program holding any
+// is keyed by their identities too (never shared with another program's constants, never stored
+// on disk).
+void body_const_ids(const Jaxpr& j, std::string& out) {
+  auto one = [&](const ClosedJaxprPtr& cj) {
+    if (!cj || !cj->jaxpr) return;
+    for (const Array& c : cj->consts) out += std::to_string(reinterpret_cast<uintptr_t>(c.impl())) + ",";
+    body_const_ids(*cj->jaxpr, out);
+  };
+  for (const Eqn& e : j.eqns)
+    for (auto& [k, v] : e.params.items()) {
+      if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) one(*cj);
+      else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v))
+        for (auto& c : *cjs) one(c);
+    }
 }
 
 // SHA-256 of this library's file: changes with every build of the code that generates code.
@@ -63,22 +82,29 @@ std::filesystem::path entry_path(const std::string& key) {
   return std::filesystem::path(config().compilation_cache_dir) / (key + ".mjx");
 }
 
-// The object code stored under `key`, when the file is intact and belongs to that key.
+void count_rejected() {
+  std::lock_guard<std::mutex> g(cache().mu);
+  ++cache().stats.persistent_rejected;
+}
+
+// The object code stored under `key`, when the file is intact and belongs to that key: the
+// header (magic, the key, the size and SHA-256 of the object code) must match and the file must
+// end right after the object code. A corrupt or foreign entry is counted as rejected; it is
+// recompiled and overwritten.
 bool load_persistent(const std::string& key, ObjectCode& obj) {
   std::ifstream in(entry_path(key), std::ios::binary);
   if (!in) return false;
   std::string magic, file_key, digest;
   size_t size = 0;
-  if (!std::getline(in, magic) || !std::getline(in, file_key) || !(in >> size) || !(in >> digest) ||
-      in.get() != '\n') {
-    ++cache().stats.persistent_rejected;
+  if (!std::getline(in, magic) || magic != kMagic || !std::getline(in, file_key) || file_key != key ||
+      !(in >> size) || !(in >> digest) || in.get() != '\n' || size > (size_t(1) << 34)) {
+    count_rejected();
     return false;
   }
   std::string bytes(size, '\0');
   in.read(bytes.data(), std::streamsize(size));
-  if (magic != kMagic || file_key != key || size_t(in.gcount()) != size || sha256_hex(bytes) != digest ||
-      in.peek() != std::char_traits<char>::eof()) {
-    ++cache().stats.persistent_rejected;  // corrupt or foreign: recompiled and overwritten
+  if (size_t(in.gcount()) != size || sha256_hex(bytes) != digest || in.peek() != std::char_traits<char>::eof()) {
+    count_rejected();
     return false;
   }
   obj.bytes.assign(bytes.begin(), bytes.end());
@@ -94,13 +120,17 @@ std::string persistent_key(const Jaxpr& program, const CompileOptions& opts) {
 
 void store_persistent(const Executable& exe, const CompileOptions& opts, const ObjectCode& obj) {
   if (config().compilation_cache_dir.empty()) return;
+  std::string const_ids;
+  body_const_ids(exe.program, const_ids);
+  if (!const_ids.empty()) return;  // the code belongs to these constants (see body_const_ids)
   std::error_code ec;
   std::filesystem::create_directories(config().compilation_cache_dir, ec);
   const std::string key = persistent_key(exe.program, opts);
   const std::string bytes(obj.bytes.begin(), obj.bytes.end());
   auto final_path = entry_path(key);
   auto tmp = final_path;
-  tmp += ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&exe));
+  // Unique per process and executable: concurrent writers never share a temporary file.
+  tmp += ".tmp" + std::to_string(::getpid()) + "." + std::to_string(reinterpret_cast<uintptr_t>(&exe));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return;
@@ -115,16 +145,19 @@ void store_persistent(const Executable& exe, const CompileOptions& opts, const O
 std::shared_ptr<const Executable> cached_executable(Executable exe, const CompileOptions& opts,
                                                     const CodeGenerator& generate) {
   Cache& c = cache();
-  const std::string key = to_string(exe.program) + "\n" + options_key(opts);
+  std::string const_ids;
+  body_const_ids(exe.program, const_ids);
+  const std::string key = to_string(exe.program) + "\n" + options_key(opts) + (opts.keep_llvm_ir ? "\nir" : "") +
+                          (const_ids.empty() ? "" : "\nconsts:" + const_ids);
+  // The disk holds object code only: no LLVM IR to show (keep_llvm_ir) and no body constants.
+  const bool use_disk = !config().compilation_cache_dir.empty() && !opts.keep_llvm_ir && const_ids.empty();
   std::shared_ptr<Slot> slot;
-  bool mine = false;
   {
     std::unique_lock<std::mutex> g(c.mu);
     auto it = c.slots.find(key);
     if (it == c.slots.end()) {
       slot = std::make_shared<Slot>();
       c.slots.emplace(key, slot);
-      mine = true;
     } else {
       slot = it->second;
       c.cv.wait(g, [&] { return slot->ready; });
@@ -135,15 +168,21 @@ std::shared_ptr<const Executable> cached_executable(Executable exe, const Compil
   try {
     auto made = std::make_shared<Executable>(std::move(exe));
     ObjectCode obj;
-    bool hit = false;
-    if (!config().compilation_cache_dir.empty()) {
-      hit = load_persistent(persistent_key(made->program, opts), obj);
-      if (hit) {
+    bool hit = use_disk && load_persistent(persistent_key(made->program, opts), obj);
+    if (hit) {
+      try {
+        generate(*made, opts, &obj);
         std::lock_guard<std::mutex> g(c.mu);
         ++c.stats.persistent_hits;
+      } catch (const std::exception&) {
+        // Intact but unloadable (e.g. written by a foreign toolchain under a colliding name):
+        // rejected, compiled anew and overwritten.
+        count_rejected();
+        hit = false;
+        made->times.cache_hit = false;
       }
     }
-    generate(*made, opts, hit ? &obj : nullptr);
+    if (!hit) generate(*made, opts, nullptr);
     std::lock_guard<std::mutex> g(c.mu);
     slot->exe = made;
     slot->ready = true;
@@ -157,7 +196,6 @@ std::shared_ptr<const Executable> cached_executable(Executable exe, const Compil
     throw;
   }
   c.cv.notify_all();
-  (void)mine;
   return slot->exe;
 }
 
