@@ -3,9 +3,13 @@
 #include "jit/compile_cache.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -63,15 +67,53 @@ void body_const_ids(const Jaxpr& j, std::string& out) {
     }
 }
 
-// SHA-256 of this library's file: changes with every build of the code that generates code.
+// The GNU build id the linker wrote into the ELF object loaded at `base` (hex), or "".
+std::string elf_build_id(const void* base) {
+  struct Query {
+    const void* base;
+    std::string id;
+  } q{base, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* q = static_cast<Query*>(data);
+        if (reinterpret_cast<const void*>(info->dlpi_addr) != q->base) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE) continue;
+          const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+          const char* end = p + ph.p_memsz;
+          while (p + sizeof(ElfW(Nhdr)) <= end) {
+            auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
+            const char* name = p + sizeof(ElfW(Nhdr));
+            const char* desc = name + ((nh->n_namesz + 3) & ~3u);
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+              static const char* hex = "0123456789abcdef";
+              for (unsigned k = 0; k < nh->n_descsz; ++k) {
+                q->id += hex[(unsigned char)desc[k] >> 4];
+                q->id += hex[(unsigned char)desc[k] & 15];
+              }
+              return 1;
+            }
+            p = desc + ((nh->n_descsz + 3) & ~3u);
+          }
+        }
+        return 1;
+      },
+      &q);
+  return q.id;
+}
+
+// This library's build: the linker's GNU build id (a hash of the linked file, changing with every
+// build of the code that generates code), else SHA-256 of the file's bytes.
 const std::string& build_id() {
   static const std::string id = [] {
     Dl_info info{};
     if (!dladdr(reinterpret_cast<void*>(&build_id), &info) || !info.dli_fname) return std::string("unknown");
+    if (std::string gnu = elf_build_id(info.dli_fbase); !gnu.empty()) return "gnu-build-id:" + gnu;
     std::ifstream in(info.dli_fname, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
-    return sha256_hex(ss.str());
+    return "sha256:" + sha256_hex(ss.str());
   }();
   return id;
 }
@@ -109,6 +151,45 @@ bool load_persistent(const std::string& key, ObjectCode& obj) {
   }
   obj.bytes.assign(bytes.begin(), bytes.end());
   return true;
+}
+
+bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
+
+// The fusion equation (at any depth) whose kernel function `message` names (`@fusion_3`), printed
+// with its scope's variable names; empty when none is named.
+std::string failing_equation(const Jaxpr& j, const std::string& message) {
+  for (size_t i = 0; i < j.eqns.size(); ++i) {
+    const Eqn& e = j.eqns[i];
+    if (e.primitive->name == "fusion" && e.params.has("name")) {
+      std::string kname = "@" + e.params.get_string("name");
+      for (char& c : kname)
+        if (c == '.') c = '_';
+      for (size_t at = message.find(kname); at != std::string::npos; at = message.find(kname, at + 1))
+        if (at + kname.size() >= message.size() || !is_ident_char(message[at + kname.size()]))
+          return eqn_to_string(j, i);
+    }
+    for (auto& [k, v] : e.params.items()) {
+      std::vector<ClosedJaxprPtr> bodies;
+      if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) bodies.push_back(*cj);
+      else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v)) bodies = *cjs;
+      for (auto& b : bodies)
+        if (b && b->jaxpr)
+          if (std::string r = failing_equation(*b->jaxpr, message); !r.empty()) return r;
+    }
+  }
+  return "";
+}
+
+// A code generation failure with its stage and equation: `what` is what KIR translation, LLVM's
+// verifier or the code generator reported.
+CompileError codegen_error(const std::string& what, const Executable& exe) {
+  const char* stage = what.rfind("LLVM verification", 0) == 0 ? "LLVM verification of the lowered module"
+                      : what.rfind("kir:", 0) == 0            ? "lower (KIR to LLVM IR)"
+                                                              : "LLVM code generation and loading";
+  std::string eqn = failing_equation(exe.program, what);
+  return CompileError("jit '" + exe.name + "': compiling failed in pass '" + stage +
+                      "' (after dce, inline_calls, simplify, pack_dot_operands, fuse, plan_buffers, lower)" +
+                      (eqn.empty() ? std::string() : ", equation `" + eqn + "`") + ": " + what);
 }
 
 }  // namespace
@@ -165,8 +246,10 @@ std::shared_ptr<const Executable> cached_executable(Executable exe, const Compil
       return slot->exe;
     }
   }
+  std::shared_ptr<Executable> made_for_errors;
   try {
     auto made = std::make_shared<Executable>(std::move(exe));
+    made_for_errors = made;
     ObjectCode obj;
     bool hit = use_disk && load_persistent(persistent_key(made->program, opts), obj);
     if (hit) {
@@ -188,12 +271,19 @@ std::shared_ptr<const Executable> cached_executable(Executable exe, const Compil
     slot->ready = true;
     ++c.stats.generated;
   } catch (...) {
+    std::exception_ptr err = std::current_exception();
+    try {
+      throw;
+    } catch (const CompileError& e) {
+      if (made_for_errors) err = std::make_exception_ptr(codegen_error(e.message(), *made_for_errors));
+    } catch (...) {
+    }
     std::lock_guard<std::mutex> g(c.mu);
-    slot->error = std::current_exception();
+    slot->error = err;
     slot->ready = true;
     c.slots.erase(key);  // a later call may try again
     c.cv.notify_all();
-    throw;
+    std::rethrow_exception(err);
   }
   c.cv.notify_all();
   return slot->exe;

@@ -29,7 +29,8 @@ std::shared_ptr<const Executable> cached_executable(Executable exe, const Compil
 void store_persistent(const Executable& exe, const CompileOptions& opts, const ObjectCode& obj);
 
 /// The persistent key of a program after the passes: SHA-256 over its printed jaxpr, the options
-/// that change code (donation), the library's build id (SHA-256 of libminijax's file), the LLVM
+/// that change code (donation), the library's build id (the linker's GNU build id of libminijax,
+/// else SHA-256 of its file), the LLVM
 /// version and the host CPU's features.
 std::string persistent_key(const Jaxpr& program, const CompileOptions& opts);
 

@@ -331,15 +331,34 @@ std::string compiled_text(const Executable& exe, bool llvm_ir) {
 
 namespace {
 
+// Whether j (or a body nested in it) constrains a sharding: the body of a sharded jit.
+bool has_sharding_constraint(const Jaxpr& j) {
+  for (const Eqn& e : j.eqns) {
+    if (e.primitive->name == "sharding_constraint") return true;
+    for (auto& [k, v] : e.params.items()) {
+      if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) {
+        if (*cj && (*cj)->jaxpr && has_sharding_constraint(*(*cj)->jaxpr)) return true;
+      } else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v)) {
+        for (auto& c : *cjs)
+          if (c && c->jaxpr && has_sharding_constraint(*c->jaxpr)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 // Eagerly bound pjit equations (grad/vmap of a jit) run compiled: the body is compiled once per
-// distinct program (the executable cache is keyed by the program after the passes).
+// distinct program (the executable cache is keyed by the program after the passes). Sharded
+// values and bodies with sharding constraints (a sharded jit under grad or vmap) are evaluated
+// equation by equation instead: the one-device compiler does not partition.
 std::vector<Array> run_pjit_compiled(const ClosedJaxprPtr& body, const std::string& name,
                                      const std::vector<Array>& args) {
   std::vector<Array> operands = body->consts;
   operands.insert(operands.end(), args.begin(), args.end());
-  Jaxpr j = body->consts.empty() ? *body->jaxpr : convert_constvars_jaxpr(*body->jaxpr);
   for (auto& a : operands)
-    if (a.is_sharded()) return eval_jaxpr(*body, args);  // sharded values: the SPMD path's job
+    if (a.is_sharded()) return eval_jaxpr(*body, args);
+  if (has_sharding_constraint(*body->jaxpr)) return eval_jaxpr(*body, args);
+  Jaxpr j = body->consts.empty() ? *body->jaxpr : convert_constvars_jaxpr(*body->jaxpr);
   CompileOptions co;
   co.name = name;
   return execute(*compile_executable(j, co), operands);

@@ -20,6 +20,7 @@
 
 #include "core/parser.h"
 #include "jit/compile_cache.h"
+#include "jit/lower/lowering.h"
 
 namespace {
 
@@ -582,6 +583,43 @@ TEST(JitApi, ConcurrentCallsOfOneJitTraceAndCompileOnce) {
   EXPECT_EQ(jf.trace_count(), 1);
   EXPECT_EQ(mj::compile_cache_stats().generated, before + 1);
   for (auto& o : outs) EXPECT_TRUE(bit_equal(o, x * x * 5.125 + x));
+}
+
+// ---- a code generation failure ---------------------------------------------------------------------
+
+// A test-only elementwise primitive (identity) whose elemental rule emits a call of its own kernel
+// with no arguments: well-formed KIR that only LLVM's verifier rejects.
+const mj::Primitive& broken_ir_p() {
+  static const mj::Primitive& p = [] () -> const mj::Primitive& {
+    mj::Primitive& q = mj::get_or_create_primitive("test_broken_ir");
+    q.shape_rule = [](const std::vector<mj::ShapedArray>& in, const mj::Params&) { return in; };
+    q.impl = [](const std::vector<Array>& a, const mj::Params&, const std::vector<mj::ShapedArray>&) { return a; };
+    q.op_class = mj::OpClass::elementwise;
+    return q;
+  }();
+  return p;
+}
+const mj::lower::RegisterElemental r_broken("test_broken_ir", [](mj::lower::FusionEmitter& fe, const mj::Eqn& e,
+                                                                 const mj::lower::ElemIndex& at) {
+  fe.b.call(fe.b.function().name, mj::kir::kVoid, {});  // the kernel takes (bufs, begin, end)
+  return fe.value(e.inputs[0], at);
+});
+
+TEST(JitApi, LlvmVerificationFailureNamesThePassTheEquationAndLlvmsMessage) {
+  auto jf = mj::jit([](const Array& x) { return mj::bind1(broken_ir_p(), {x * 2.0}, {}) + 1.0; }, "broken");
+  try {
+    jf(ramp({8}));
+    FAIL() << "expected CompileError";
+  } catch (const mj::CompileError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("jit 'broken'"), std::string::npos) << w;
+    EXPECT_NE(w.find("pass 'LLVM verification"), std::string::npos) << w;
+    EXPECT_NE(w.find("equation `"), std::string::npos) << w;
+    EXPECT_NE(w.find("= fusion["), std::string::npos) << w;         // the fusion equation ...
+    EXPECT_NE(w.find("test_broken_ir"), std::string::npos) << w;   // ... holding the primitive
+    EXPECT_NE(w.find("Incorrect number of arguments"), std::string::npos) << w;  // LLVM's words
+  }
+  EXPECT_THROW(jf(ramp({8})), mj::CompileError);  // again, not cached as a success
 }
 
 // ---- block_until_ready ----------------------------------------------------------------------------
