@@ -403,10 +403,14 @@ class Jit {
   Jit(F f, JitOptions opts, std::source_location loc)
       : s_(std::make_shared<State>(std::move(f), std::move(opts), loc)) {}
 
+  /// Calls f compiled: f's result pytree, computed on device 0 (or on the mesh with shardings).
+  /// Throws TypeError for a ShapeDtypeStruct argument or a static_argnums entry naming Arrays,
+  /// ValueError for an argument on another device or donated twice (or before), at the call.
   template <class... A>
   auto operator()(const A&... args) const;
 
   /// JAX's jit(f).lower(args...): never fails for lack of shardings (unsharded: one device).
+  /// Arguments may be ShapeDtypeStructs (anywhere an Array goes in a pytree).
   template <class... A>
   auto lower(const A&... args) const;
 
@@ -422,10 +426,12 @@ class Jit {
   }
   /// How many times f was traced (once per new signature).
   int trace_count() const { return s_->traces.load(); }
-  /// Number of cached signatures.
+  /// Number of cached signatures (static values that hash alike counted apart).
   size_t cache_size() const {
     std::lock_guard<std::mutex> g(s_->mu);
-    return s_->cache.size();
+    size_t n = 0;
+    for (auto& [sig, entries] : s_->cache) n += entries.size();
+    return n;
   }
 
  private:

@@ -333,6 +333,7 @@ TEST(JitApi, StaticArgumentsAreHashedComparedAndNeverArrays) {
   EXPECT_TRUE(bit_equal(jf(x, Colliding{1}, "abc"), x * 4.0));
   EXPECT_TRUE(bit_equal(jf(x, Colliding{1}, "ab"), x * 3.0));
   EXPECT_EQ(jf.trace_count(), 3);
+  EXPECT_EQ(jf.cache_size(), 3u);
   // static_argnums naming an Array (or a pytree of them): Arrays are not hashable.
   auto bad = mj::jit([](const Array& a, const Array& b) { return a + b; }, mj::JitOptions{.static_argnums = {-1}});
   EXPECT_THROW(bad(x, x), mj::TypeError);

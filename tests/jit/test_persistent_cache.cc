@@ -198,4 +198,23 @@ TEST_F(PersistentCache, CorruptTruncatedAndForeignEntriesAreRejectedAndRecompile
   expect_rejected_then_rewritten("foreign file");
 }
 
+TEST(PersistentCacheKey, IsSha256OfTheProgramAndTheCodeChangingOptions) {
+  mj::Jaxpr p = *mj::make_jaxpr(prog_g)(ramp({8}, 1, 0)).jaxpr;
+  mj::Jaxpr q = *mj::make_jaxpr(prog_g)(ramp({9}, 1, 0)).jaxpr;
+  mj::CompileOptions plain, donated;
+  donated.donated = {true};
+  const std::string k = mj::persistent_key(p, plain);
+  EXPECT_EQ(k.size(), 64u);  // SHA-256 in hex
+  EXPECT_EQ(k.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(mj::persistent_key(p, plain), k);  // deterministic
+  EXPECT_NE(mj::persistent_key(q, plain), k);  // another program
+  EXPECT_NE(mj::persistent_key(p, donated), k);  // another donation
+  mj::CompileOptions renamed;
+  renamed.name = "another_name";
+  EXPECT_EQ(mj::persistent_key(p, renamed), k);  // the name changes no code
+  // The host's description (LLVM version, CPU and features) is part of the key's input.
+  EXPECT_NE(mj::host_target().str().find("llvm-"), std::string::npos);
+  EXPECT_NE(mj::host_target().str().find(mj::host_target().features), std::string::npos);
+}
+
 }  // namespace
