@@ -3,8 +3,13 @@
 #include "jit/compile_cache.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -38,21 +43,77 @@ Cache& cache() {
   return *c;
 }
 
+// The options that change the object code (part of both keys).
 std::string options_key(const CompileOptions& opts) {
   std::string k = "donated:";
   for (bool d : opts.donated) k += d ? '1' : '0';
   return k;
 }
 
-// SHA-256 of this library's file: changes with every build of the code that generates code.
+// Constants held by nested ClosedJaxprs are not printed with the program: a program holding any
+// is keyed by their identities too (never shared with another program's constants, never stored
+// on disk).
+void body_const_ids(const Jaxpr& j, std::string& out) {
+  auto one = [&](const ClosedJaxprPtr& cj) {
+    if (!cj || !cj->jaxpr) return;
+    for (const Array& c : cj->consts) out += std::to_string(reinterpret_cast<uintptr_t>(c.impl())) + ",";
+    body_const_ids(*cj->jaxpr, out);
+  };
+  for (const Eqn& e : j.eqns)
+    for (auto& [k, v] : e.params.items()) {
+      if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) one(*cj);
+      else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v))
+        for (auto& c : *cjs) one(c);
+    }
+}
+
+// The GNU build id the linker wrote into the ELF object loaded at `base` (hex), or "".
+std::string elf_build_id(const void* base) {
+  struct Query {
+    const void* base;
+    std::string id;
+  } q{base, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* q = static_cast<Query*>(data);
+        if (reinterpret_cast<const void*>(info->dlpi_addr) != q->base) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE) continue;
+          const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+          const char* end = p + ph.p_memsz;
+          while (p + sizeof(ElfW(Nhdr)) <= end) {
+            auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
+            const char* name = p + sizeof(ElfW(Nhdr));
+            const char* desc = name + ((nh->n_namesz + 3) & ~3u);
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+              static const char* hex = "0123456789abcdef";
+              for (unsigned k = 0; k < nh->n_descsz; ++k) {
+                q->id += hex[(unsigned char)desc[k] >> 4];
+                q->id += hex[(unsigned char)desc[k] & 15];
+              }
+              return 1;
+            }
+            p = desc + ((nh->n_descsz + 3) & ~3u);
+          }
+        }
+        return 1;
+      },
+      &q);
+  return q.id;
+}
+
+// This library's build: the linker's GNU build id (a hash of the linked file, changing with every
+// build of the code that generates code), else SHA-256 of the file's bytes.
 const std::string& build_id() {
   static const std::string id = [] {
     Dl_info info{};
     if (!dladdr(reinterpret_cast<void*>(&build_id), &info) || !info.dli_fname) return std::string("unknown");
+    if (std::string gnu = elf_build_id(info.dli_fbase); !gnu.empty()) return "gnu-build-id:" + gnu;
     std::ifstream in(info.dli_fname, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
-    return sha256_hex(ss.str());
+    return "sha256:" + sha256_hex(ss.str());
   }();
   return id;
 }
@@ -63,26 +124,72 @@ std::filesystem::path entry_path(const std::string& key) {
   return std::filesystem::path(config().compilation_cache_dir) / (key + ".mjx");
 }
 
-// The object code stored under `key`, when the file is intact and belongs to that key.
+void count_rejected() {
+  std::lock_guard<std::mutex> g(cache().mu);
+  ++cache().stats.persistent_rejected;
+}
+
+// The object code stored under `key`, when the file is intact and belongs to that key: the
+// header (magic, the key, the size and SHA-256 of the object code) must match and the file must
+// end right after the object code. A corrupt or foreign entry is counted as rejected; it is
+// recompiled and overwritten.
 bool load_persistent(const std::string& key, ObjectCode& obj) {
   std::ifstream in(entry_path(key), std::ios::binary);
   if (!in) return false;
   std::string magic, file_key, digest;
   size_t size = 0;
-  if (!std::getline(in, magic) || !std::getline(in, file_key) || !(in >> size) || !(in >> digest) ||
-      in.get() != '\n') {
-    ++cache().stats.persistent_rejected;
+  if (!std::getline(in, magic) || magic != kMagic || !std::getline(in, file_key) || file_key != key ||
+      !(in >> size) || !(in >> digest) || in.get() != '\n' || size > (size_t(1) << 34)) {
+    count_rejected();
     return false;
   }
   std::string bytes(size, '\0');
   in.read(bytes.data(), std::streamsize(size));
-  if (magic != kMagic || file_key != key || size_t(in.gcount()) != size || sha256_hex(bytes) != digest ||
-      in.peek() != std::char_traits<char>::eof()) {
-    ++cache().stats.persistent_rejected;  // corrupt or foreign: recompiled and overwritten
+  if (size_t(in.gcount()) != size || sha256_hex(bytes) != digest || in.peek() != std::char_traits<char>::eof()) {
+    count_rejected();
     return false;
   }
   obj.bytes.assign(bytes.begin(), bytes.end());
   return true;
+}
+
+bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
+
+// The fusion equation (at any depth) whose kernel function `message` names (`@fusion_3`), printed
+// with its scope's variable names; empty when none is named.
+std::string failing_equation(const Jaxpr& j, const std::string& message) {
+  for (size_t i = 0; i < j.eqns.size(); ++i) {
+    const Eqn& e = j.eqns[i];
+    if (e.primitive->name == "fusion" && e.params.has("name")) {
+      std::string kname = "@" + e.params.get_string("name");
+      for (char& c : kname)
+        if (c == '.') c = '_';
+      for (size_t at = message.find(kname); at != std::string::npos; at = message.find(kname, at + 1))
+        if (at + kname.size() >= message.size() || !is_ident_char(message[at + kname.size()]))
+          return eqn_to_string(j, i);
+    }
+    for (auto& [k, v] : e.params.items()) {
+      std::vector<ClosedJaxprPtr> bodies;
+      if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) bodies.push_back(*cj);
+      else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v)) bodies = *cjs;
+      for (auto& b : bodies)
+        if (b && b->jaxpr)
+          if (std::string r = failing_equation(*b->jaxpr, message); !r.empty()) return r;
+    }
+  }
+  return "";
+}
+
+// A code generation failure with its stage and equation: `what` is what KIR translation, LLVM's
+// verifier or the code generator reported.
+CompileError codegen_error(const std::string& what, const Executable& exe) {
+  const char* stage = what.rfind("LLVM verification", 0) == 0 ? "LLVM verification of the lowered module"
+                      : what.rfind("kir:", 0) == 0            ? "lower (KIR to LLVM IR)"
+                                                              : "LLVM code generation and loading";
+  std::string eqn = failing_equation(exe.program, what);
+  return CompileError("jit '" + exe.name + "': compiling failed in pass '" + stage +
+                      "' (after dce, inline_calls, simplify, pack_dot_operands, fuse, plan_buffers, lower)" +
+                      (eqn.empty() ? std::string() : ", equation `" + eqn + "`") + ": " + what);
 }
 
 }  // namespace
@@ -94,13 +201,17 @@ std::string persistent_key(const Jaxpr& program, const CompileOptions& opts) {
 
 void store_persistent(const Executable& exe, const CompileOptions& opts, const ObjectCode& obj) {
   if (config().compilation_cache_dir.empty()) return;
+  std::string const_ids;
+  body_const_ids(exe.program, const_ids);
+  if (!const_ids.empty()) return;  // the code belongs to these constants (see body_const_ids)
   std::error_code ec;
   std::filesystem::create_directories(config().compilation_cache_dir, ec);
   const std::string key = persistent_key(exe.program, opts);
   const std::string bytes(obj.bytes.begin(), obj.bytes.end());
   auto final_path = entry_path(key);
   auto tmp = final_path;
-  tmp += ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&exe));
+  // Unique per process and executable: concurrent writers never share a temporary file.
+  tmp += ".tmp" + std::to_string(::getpid()) + "." + std::to_string(reinterpret_cast<uintptr_t>(&exe));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return;
@@ -115,16 +226,19 @@ void store_persistent(const Executable& exe, const CompileOptions& opts, const O
 std::shared_ptr<const Executable> cached_executable(Executable exe, const CompileOptions& opts,
                                                     const CodeGenerator& generate) {
   Cache& c = cache();
-  const std::string key = to_string(exe.program) + "\n" + options_key(opts);
+  std::string const_ids;
+  body_const_ids(exe.program, const_ids);
+  const std::string key = to_string(exe.program) + "\n" + options_key(opts) + (opts.keep_llvm_ir ? "\nir" : "") +
+                          (const_ids.empty() ? "" : "\nconsts:" + const_ids);
+  // The disk holds object code only: no LLVM IR to show (keep_llvm_ir) and no body constants.
+  const bool use_disk = !config().compilation_cache_dir.empty() && !opts.keep_llvm_ir && const_ids.empty();
   std::shared_ptr<Slot> slot;
-  bool mine = false;
   {
     std::unique_lock<std::mutex> g(c.mu);
     auto it = c.slots.find(key);
     if (it == c.slots.end()) {
       slot = std::make_shared<Slot>();
       c.slots.emplace(key, slot);
-      mine = true;
     } else {
       slot = it->second;
       c.cv.wait(g, [&] { return slot->ready; });
@@ -132,32 +246,46 @@ std::shared_ptr<const Executable> cached_executable(Executable exe, const Compil
       return slot->exe;
     }
   }
+  std::shared_ptr<Executable> made_for_errors;
   try {
     auto made = std::make_shared<Executable>(std::move(exe));
+    made_for_errors = made;
     ObjectCode obj;
-    bool hit = false;
-    if (!config().compilation_cache_dir.empty()) {
-      hit = load_persistent(persistent_key(made->program, opts), obj);
-      if (hit) {
+    bool hit = use_disk && load_persistent(persistent_key(made->program, opts), obj);
+    if (hit) {
+      try {
+        generate(*made, opts, &obj);
         std::lock_guard<std::mutex> g(c.mu);
         ++c.stats.persistent_hits;
+      } catch (const std::exception&) {
+        // Intact but unloadable (e.g. written by a foreign toolchain under a colliding name):
+        // rejected, compiled anew and overwritten.
+        count_rejected();
+        hit = false;
+        made->times.cache_hit = false;
       }
     }
-    generate(*made, opts, hit ? &obj : nullptr);
+    if (!hit) generate(*made, opts, nullptr);
     std::lock_guard<std::mutex> g(c.mu);
     slot->exe = made;
     slot->ready = true;
     ++c.stats.generated;
   } catch (...) {
+    std::exception_ptr err = std::current_exception();
+    try {
+      throw;
+    } catch (const CompileError& e) {
+      if (made_for_errors) err = std::make_exception_ptr(codegen_error(e.message(), *made_for_errors));
+    } catch (...) {
+    }
     std::lock_guard<std::mutex> g(c.mu);
-    slot->error = std::current_exception();
+    slot->error = err;
     slot->ready = true;
     c.slots.erase(key);  // a later call may try again
     c.cv.notify_all();
-    throw;
+    std::rethrow_exception(err);
   }
   c.cv.notify_all();
-  (void)mine;
   return slot->exe;
 }
 

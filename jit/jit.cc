@@ -35,15 +35,26 @@ ShapeDtypeStruct::operator Array() const {
   return Array(std::make_shared<AbstractArray>(std::move(aval), std::move(sh)));
 }
 
+std::vector<bool> CallArgs::donated_leaves() const {
+  std::vector<bool> d(leaves.size(), false);
+  for (size_t p = 0; p < nargs; ++p)
+    if ((donate_mask >> p) & 1)
+      for (size_t l = first_leaf[p]; l < first_leaf[p + 1]; ++l) d[l] = true;
+  return d;
+}
+
 namespace detail {
 
-void check_not_abstract(const std::vector<Array>& leaves, const std::string& name, std::source_location loc) {
+void check_not_abstract(const std::vector<Array>& leaves, const uint32_t* first_leaf, size_t nargs,
+                        const std::string& name, std::source_location loc) {
   for (size_t i = 0; i < leaves.size(); ++i)
-    if (leaves[i].is_abstract())
-      throw TypeError("jit '" + name + "': argument leaf " + std::to_string(i) + " is an abstract " +
-                          leaves[i].aval().str() + " (a ShapeDtypeStruct): it can be lowered (jit(f).lower(...)), "
-                          "not run; pass an Array",
+    if (leaves[i].is_abstract()) {
+      const InputNames names{name, 0, first_leaf, nargs};
+      throw TypeError("jit '" + name + "': " + names(i) + " is an abstract " + leaves[i].aval().str() +
+                          " (a ShapeDtypeStruct, no value): it can be lowered (jit(f).lower(...)), not run; "
+                          "pass an Array",
                       loc);
+    }
 }
 
 std::vector<std::optional<Sharding>> resolve_shardings(
@@ -203,42 +214,92 @@ std::vector<Array> sharded_outputs(const LoweredProgram& low, SpmdRun& run, std:
   return outs;
 }
 
-bool executes_now(const std::vector<Array>& vals, std::source_location loc) {
-  for (auto& v : vals)
+bool executes_now(const std::vector<Array>& a, const std::vector<Array>& b, std::source_location loc) {
+  for (auto& v : a)
     if (!v.is_concrete()) return false;
-  return dynamic_cast<EvalTrace*>(find_top_trace({}, loc).get()) != nullptr;
+  for (auto& v : b)
+    if (!v.is_concrete()) return false;
+  return dynamic_cast<EvalTrace*>(TraceStack::dynamic().get()) != nullptr;
 }
 
-std::vector<bool> argnum_mask(const std::vector<int>& argnums, size_t nargs, const char* what,
-                              std::source_location loc) {
-  std::vector<bool> m(nargs, false);
+uint64_t argnum_mask(const std::vector<int>& argnums, size_t nargs, const char* what, std::source_location loc) {
+  uint64_t m = 0;
   for (int a : argnums) {
     int64_t i = a < 0 ? int64_t(nargs) + a : a;
     if (i < 0 || i >= int64_t(nargs))
       throw ValueError(std::string("jit: ") + what + " entry " + std::to_string(a) + " is out of range for " +
                            std::to_string(nargs) + " arguments",
                        loc);
-    m[size_t(i)] = true;
+    m |= uint64_t(1) << i;
   }
   return m;
 }
 
-void append_leaf_signature(std::string& key, const std::vector<Array>& leaves, std::source_location loc) {
-  for (auto& l : leaves) {
-    key += l.aval().str();
-    if (l.weak_type()) key += "~w";
-    if (l.is_concrete() && l.is_sharded()) key += "@" + l.sharding(loc).sharding.str();
-    key += ';';
+void Signature::finish() {
+  // 64-bit FNV-1a over the words, then mixed with the text's hash.
+  uint64_t h = 1469598103934665603ull;
+  for (uint64_t w : words) {
+    h ^= w;
+    h *= 1099511628211ull;
+  }
+  if (!text.empty()) h ^= std::hash<std::string>{}(text) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  hash = size_t(h);
+}
+
+void append_leaf_signature(Signature& sig, const std::vector<Array>& leaves, std::source_location loc) {
+  for (const Array& l : leaves) {
+    if (!l.defined()) throw ValueError("jit: an argument leaf is an empty (default-constructed) Array", loc);
+    const ShapedArray& av = l.aval();
+    // A ShapeDtypeStruct's sharding counts as the sharding of an Array laid out that way.
+    const ShapeDtypeShardingParam* sds = nullptr;
+    if (l.is_abstract())
+      sds = dynamic_cast<const ShapeDtypeShardingParam*>(static_cast<const AbstractArray*>(l.impl())->sharding().get());
+    const bool sharded = sds || l.is_sharded();
+    sig.words.push_back(uint64_t(av.dtype) | uint64_t(av.weak_type) << 8 | uint64_t(av.memory_kind) << 9 |
+                        uint64_t(sharded) << 12 | uint64_t(av.shape.size()) << 16);
+    for (int64_t d : av.shape) sig.words.push_back(uint64_t(d));
+    if (sharded) {
+      const Sharding s = sds ? to_sharding(sds->sharding, int64_t(av.shape.size()), loc) : l.sharding(loc).sharding;
+      const std::string t = s.mesh->str() + " " + s.str();
+      sig.words.push_back(t.size());
+      sig.text += t;
+    }
+  }
+}
+
+std::string signature_text(const std::vector<std::string>& structures, const std::vector<Array>& leaves,
+                           std::source_location loc) {
+  std::string r = "(";
+  for (size_t i = 0; i < structures.size(); ++i) r += (i ? ", " : "") + structures[i];
+  r += ") with leaves [";
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const Array& l = leaves[i];
+    r += (i ? ", " : "") + l.aval().str();
+    if (l.weak_type()) r += "{weak}";
+    if (l.is_sharded()) r += " @ " + l.sharding(loc).str();
+    if (l.is_abstract())
+      if (auto* p = dynamic_cast<const ShapeDtypeShardingParam*>(static_cast<const AbstractArray*>(l.impl())->sharding().get()))
+        r += " @ " + p->sharding.str();
+  }
+  return r + "]";
+}
+
+void wait_ready(const std::vector<Array>& leaves) {
+  for (const Array& a : leaves) {
+    if (!a.is_concrete()) continue;
+    const auto& c = *static_cast<const ConcreteArray*>(a.impl());
+    if (c.is_sharded()) {
+      for (const StoredShard& s : c.shards()) s.buffer->ready().wait();
+    } else {
+      c.buffer()->ready().wait();
+    }
   }
 }
 
 std::vector<Array> run_compiled(const Executable& exe, const std::vector<Array>& consts,
-                                const std::vector<Array>& leaves, std::source_location loc) {
-  std::vector<Array> operands;
-  operands.reserve(consts.size() + leaves.size());
-  operands.insert(operands.end(), consts.begin(), consts.end());
-  operands.insert(operands.end(), leaves.begin(), leaves.end());
-  return execute(exe, operands, loc);
+                                const std::vector<Array>& leaves, const std::string& name,
+                                const uint32_t* first_leaf, size_t nargs, std::source_location loc) {
+  return execute(exe, consts, leaves, loc, InputNames{name, consts.size(), first_leaf, nargs});
 }
 
 std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
@@ -270,15 +331,34 @@ std::string compiled_text(const Executable& exe, bool llvm_ir) {
 
 namespace {
 
+// Whether j (or a body nested in it) constrains a sharding: the body of a sharded jit.
+bool has_sharding_constraint(const Jaxpr& j) {
+  for (const Eqn& e : j.eqns) {
+    if (e.primitive->name == "sharding_constraint") return true;
+    for (auto& [k, v] : e.params.items()) {
+      if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) {
+        if (*cj && (*cj)->jaxpr && has_sharding_constraint(*(*cj)->jaxpr)) return true;
+      } else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v)) {
+        for (auto& c : *cjs)
+          if (c && c->jaxpr && has_sharding_constraint(*c->jaxpr)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 // Eagerly bound pjit equations (grad/vmap of a jit) run compiled: the body is compiled once per
-// distinct program (the executable cache is keyed by the program after the passes).
+// distinct program (the executable cache is keyed by the program after the passes). Sharded
+// values and bodies with sharding constraints (a sharded jit under grad or vmap) are evaluated
+// equation by equation instead: the one-device compiler does not partition.
 std::vector<Array> run_pjit_compiled(const ClosedJaxprPtr& body, const std::string& name,
                                      const std::vector<Array>& args) {
   std::vector<Array> operands = body->consts;
   operands.insert(operands.end(), args.begin(), args.end());
-  Jaxpr j = body->consts.empty() ? *body->jaxpr : convert_constvars_jaxpr(*body->jaxpr);
   for (auto& a : operands)
-    if (a.is_sharded()) return eval_jaxpr(*body, args);  // sharded values: the SPMD path's job
+    if (a.is_sharded()) return eval_jaxpr(*body, args);
+  if (has_sharding_constraint(*body->jaxpr)) return eval_jaxpr(*body, args);
+  Jaxpr j = body->consts.empty() ? *body->jaxpr : convert_constvars_jaxpr(*body->jaxpr);
   CompileOptions co;
   co.name = name;
   return execute(*compile_executable(j, co), operands);

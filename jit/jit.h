@@ -2,6 +2,8 @@
 // donated arguments, shardings, the per-signature cache and compiled execution on the devices.
 #pragma once
 #include <any>
+#include <atomic>
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -13,6 +15,7 @@
 #include <string>
 #include <type_traits>
 #include <typeinfo>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -72,9 +75,22 @@ struct pytree<ShapeDtypeStruct> {
 };
 
 namespace detail {
-/// The type f sees for a jit argument of type T: an Array for a ShapeDtypeStruct, else T.
 template <class T>
-using traced_t = std::conditional_t<std::is_same_v<std::decay_t<T>, ShapeDtypeStruct>, Array, std::decay_t<T>>;
+struct traced_type {
+  using type = std::decay_t<T>;
+};
+template <class T, size_t N>
+struct traced_type<T[N]> {
+  using type = const T*;
+};
+template <>
+struct traced_type<ShapeDtypeStruct> {
+  using type = Array;
+};
+/// The type f sees for a jit argument of type T: an Array for a ShapeDtypeStruct, a pointer to
+/// the elements for a C array (a string literal), else T.
+template <class T>
+using traced_t = typename traced_type<std::remove_cv_t<T>>::type;
 }  // namespace detail
 
 /// The traced, propagated and partitioned form of one call signature. With no sharding given
@@ -144,13 +160,14 @@ std::pair<ClosedJaxprPtr, std::vector<Array>> constrained_body(
 /// The outputs of a sharded run as sharded Arrays in their out shardings.
 std::vector<Array> sharded_outputs(const LoweredProgram& low, SpmdRun& run, std::source_location loc);
 
-/// Whether the current trace is the eval trace and every value in `vals` is concrete: then a
-/// jitted call executes; otherwise it is staged as one pjit equation.
-bool executes_now(const std::vector<Array>& vals, std::source_location loc);
+/// Whether the current trace is the eval trace and every value in `a` and `b` (a call's leaves
+/// and its function's constants) is concrete: then a jitted call executes; otherwise it is
+/// staged as one pjit equation.
+bool executes_now(const std::vector<Array>& a, const std::vector<Array>& b, std::source_location loc);
 
-/// Normalizes argnums (negative from the end) against nargs; ValueError for out-of-range ones.
-std::vector<bool> argnum_mask(const std::vector<int>& argnums, size_t nargs, const char* what,
-                              std::source_location loc);
+/// Normalizes argnums (negative from the end) against nargs (at most 64) into a bit mask (bit i:
+/// argument i); ValueError for out-of-range ones.
+uint64_t argnum_mask(const std::vector<int>& argnums, size_t nargs, const char* what, std::source_location loc);
 
 /// A static argument's identity in the signature cache: its hash, type and a copy for ==.
 struct StaticKey {
@@ -169,6 +186,16 @@ concept StaticArgument = requires(const T& a, const T& b) {
   { a == b } -> std::convertible_to<bool>;
 };
 
+/// A static argument's value as the cache keys it: C strings (string literals) by their text,
+/// everything else as it is.
+template <class T>
+decltype(auto) static_value(const T& v) {
+  if constexpr (std::is_array_v<T> || std::is_same_v<std::decay_t<T>, const char*> || std::is_same_v<std::decay_t<T>, char*>)
+    return std::string(v);
+  else
+    return (v);
+}
+
 template <class T>
 StaticKey static_key(const T& v) {
   static_assert(StaticArgument<T>,
@@ -182,16 +209,99 @@ StaticKey static_key(const T& v) {
   return k;
 }
 
-/// Throws TypeError naming jit `name` when a leaf is abstract (a ShapeDtypeStruct): only lower()
-/// accepts those.
-void check_not_abstract(const std::vector<Array>& leaves, const std::string& name, std::source_location loc);
+/// The signature of one call, the key of a Jit's cache: per positional argument its C++ type and
+/// pytree structure (container sizes; dict keys and the structure strings of user pytree types
+/// in `text`) or its static value's hash, then per Array leaf its dtype, weak type, memory kind,
+/// shape and, for a sharded Array, its mesh and sharding (in `text`). Built without formatting
+/// text for the common containers and Arrays, so a cache hit costs well under a microsecond per
+/// leaf; static values are compared with == beside it (CallArgs::statics).
+struct Signature {
+  std::vector<uint64_t> words;
+  std::string text;
+  size_t hash = 0;
+  /// Computes `hash` from words and text (call once, after filling them).
+  void finish();
+  bool operator==(const Signature& o) const { return hash == o.hash && words == o.words && text == o.text; }
+};
+struct SignatureHash {
+  size_t operator()(const Signature& s) const { return s.hash; }
+};
 
-/// Appends each leaf's aval (weak types marked) and, for sharded Arrays, its sharding to `key`.
-void append_leaf_signature(std::string& key, const std::vector<Array>& leaves, std::source_location loc);
+template <class T>
+struct is_std_vector : std::false_type {};
+template <class T>
+struct is_std_vector<std::vector<T>> : std::true_type {};
+template <class T>
+struct is_std_array : std::false_type {};
+template <class T, size_t N>
+struct is_std_array<std::array<T, N>> : std::true_type {};
+template <class T>
+struct is_std_pair : std::false_type {};
+template <class A, class B>
+struct is_std_pair<std::pair<A, B>> : std::true_type {};
+template <class T>
+struct is_std_tuple : std::false_type {};
+template <class... T>
+struct is_std_tuple<std::tuple<T...>> : std::true_type {};
+template <class T>
+struct is_string_map : std::false_type {};
+template <class T>
+struct is_string_map<std::map<std::string, T>> : std::true_type {};
+/// A struct registered with MJ_REGISTER_PYTREE (its fields are listed by members()).
+template <class T>
+concept RegisteredStruct = requires { pytree<T>::members(); };
 
-/// Executes an unsharded executable on the constants and leaves (concrete), with donation.
+/// Appends the structure of pytree `a` (of static type T) to `s`: nothing for a leaf, the size of
+/// a vector or dict (and the dict's keys), the children of containers and registered structs in
+/// order, and the structure() string of any other pytree type. Unambiguous given T.
+template <class T>
+void append_structure(const T& a, Signature& s) {
+  if constexpr (std::is_same_v<T, Array> || std::is_same_v<T, None> || std::is_same_v<T, ShapeDtypeStruct>) {
+  } else if constexpr (is_std_vector<T>::value) {
+    s.words.push_back(a.size());
+    for (auto& x : a) append_structure(x, s);
+  } else if constexpr (is_std_array<T>::value) {
+    for (auto& x : a) append_structure(x, s);
+  } else if constexpr (is_std_pair<T>::value) {
+    append_structure(a.first, s);
+    append_structure(a.second, s);
+  } else if constexpr (is_std_tuple<T>::value) {
+    std::apply([&](const auto&... x) { (append_structure(x, s), ...); }, a);
+  } else if constexpr (is_string_map<T>::value) {
+    s.words.push_back(a.size());
+    for (auto& [k, v] : a) {
+      s.words.push_back(k.size());
+      s.text += k;
+      append_structure(v, s);
+    }
+  } else if constexpr (RegisteredStruct<T>) {
+    std::apply([&](auto... m) { (append_structure(a.*m, s), ...); }, pytree<T>::members());
+  } else {
+    const std::string st = pytree<T>::structure(a);
+    s.words.push_back(st.size());
+    s.text += st;
+  }
+}
+
+/// Throws TypeError naming jit `name` and the positional argument when a leaf is abstract (a
+/// ShapeDtypeStruct): only lower() accepts those. `first_leaf[p]` is argument p's first leaf.
+void check_not_abstract(const std::vector<Array>& leaves, const uint32_t* first_leaf, size_t nargs,
+                        const std::string& name, std::source_location loc);
+
+/// Appends each leaf's dtype, weak type, memory kind and shape and, for sharded Arrays, its mesh
+/// and sharding to `sig` (see Signature).
+void append_leaf_signature(Signature& sig, const std::vector<Array>& leaves, std::source_location loc);
+
+/// The readable form of a call's signature (structures, static values by hash, leaf avals with
+/// weak types and shardings) for error messages.
+std::string signature_text(const std::vector<std::string>& structures, const std::vector<Array>& leaves,
+                           std::source_location loc);
+
+/// Executes an unsharded executable on the constants and leaves (concrete), with donation; errors
+/// name jit `name` and the positional argument of a leaf (`first_leaf`, `nargs`).
 std::vector<Array> run_compiled(const Executable& exe, const std::vector<Array>& consts,
-                                const std::vector<Array>& leaves, std::source_location loc);
+                                const std::vector<Array>& leaves, const std::string& name,
+                                const uint32_t* first_leaf, size_t nargs, std::source_location loc);
 
 /// The compiled program of a traced signature (process-wide cache; see compile_executable).
 std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
@@ -203,21 +313,30 @@ std::string compiled_text(const Executable& exe, bool llvm_ir);
 
 }  // namespace detail
 
-/// The arguments of one jit call split into traced leaves and static values.
+/// The arguments of one jit call split into traced leaves and static values (at most 64).
 struct CallArgs {
-  std::vector<bool> is_static;          ///< per positional argument
+  uint64_t static_mask = 0;             ///< bit p: positional argument p is static
+  uint64_t donate_mask = 0;             ///< bit p: positional argument p is donated
   std::vector<Array> leaves;            ///< the traced arguments' leaves, in order
-  std::vector<bool> donated;            ///< per leaf
+  std::array<uint32_t, 65> first_leaf{};///< per positional argument its first leaf; [nargs] = #leaves
+  size_t nargs = 0;
   std::vector<detail::StaticKey> statics;
-  std::string key;                      ///< the signature: structures, avals, statics
+  detail::Signature sig;                ///< the signature: types, structures, avals, static hashes
+
+  bool is_static(size_t p) const { return (static_mask >> p) & 1; }
+  /// Per leaf: whether its argument is donated.
+  std::vector<bool> donated_leaves() const;
 };
 
 namespace detail {
 /// Splits jit arguments by JitOptions (static_argnums, donate_argnums; non-pytree arguments are
-/// static) and builds the signature key. TypeError for a static_argnums entry naming a pytree of
+/// static) and builds the signature. TypeError for a static_argnums entry naming a pytree of
 /// Arrays or a donate_argnums entry naming a static argument.
 template <class... A>
 CallArgs split_args(const JitOptions& opts, std::source_location loc, const A&... args);
+/// The readable signature of a call (signature_text of its structures and leaves).
+template <class... A>
+std::string describe_args(const CallArgs& ca, std::source_location loc, const A&... args);
 }  // namespace detail
 
 template <class R>
@@ -235,9 +354,9 @@ struct Lowered : LoweredProgram {
   std::vector<Array> consts;
   std::any out_like;
   std::vector<bool> donated;               ///< per program input
-  std::vector<bool> is_static;             ///< per positional argument
   std::vector<detail::StaticKey> statics;
-  std::string signature;                   ///< CallArgs::key of the lowered call
+  detail::Signature signature;             ///< CallArgs::sig of the lowered call
+  std::string signature_text;              ///< its readable form (for error messages)
   JitOptions options;
   std::source_location loc;
   std::shared_ptr<const LoweredProgram> spmd;  ///< the sharded lowering (null when unsharded)
@@ -284,10 +403,14 @@ class Jit {
   Jit(F f, JitOptions opts, std::source_location loc)
       : s_(std::make_shared<State>(std::move(f), std::move(opts), loc)) {}
 
+  /// Calls f compiled: f's result pytree, computed on device 0 (or on the mesh with shardings).
+  /// Throws TypeError for a ShapeDtypeStruct argument or a static_argnums entry naming Arrays,
+  /// ValueError for an argument on another device or donated twice (or before), at the call.
   template <class... A>
   auto operator()(const A&... args) const;
 
   /// JAX's jit(f).lower(args...): never fails for lack of shardings (unsharded: one device).
+  /// Arguments may be ShapeDtypeStructs (anywhere an Array goes in a pytree).
   template <class... A>
   auto lower(const A&... args) const;
 
@@ -303,10 +426,12 @@ class Jit {
   }
   /// How many times f was traced (once per new signature).
   int trace_count() const { return s_->traces.load(); }
-  /// Number of cached signatures.
+  /// Number of cached signatures (static values that hash alike counted apart).
   size_t cache_size() const {
     std::lock_guard<std::mutex> g(s_->mu);
-    return s_->cache.size();
+    size_t n = 0;
+    for (auto& [sig, entries] : s_->cache) n += entries.size();
+    return n;
   }
 
  private:
@@ -328,7 +453,7 @@ class Jit {
     std::source_location loc;
     mutable std::mutex mu;
     std::condition_variable cv;
-    std::map<std::string, std::vector<std::shared_ptr<Entry>>> cache;
+    std::unordered_map<detail::Signature, std::vector<std::shared_ptr<Entry>>, detail::SignatureHash> cache;
     std::atomic<int> traces{0};
     std::shared_ptr<const SpmdRun> last;
   };
@@ -358,13 +483,26 @@ Jit<F> jit(F f, Name name, std::source_location loc = std::source_location::curr
   return Jit<F>(std::move(f), std::move(o), loc);
 }
 
-/// Waits until every Array of `tree` is computed (JAX's jax.block_until_ready) and returns it.
+namespace detail {
+/// Waits until the buffers of `leaves` are written: each shard's buffer of a sharded Array (never
+/// gathering it), the buffer of an unsharded one; tracers and abstract Arrays are skipped.
+void wait_ready(const std::vector<Array>& leaves);
+}  // namespace detail
+
+/// Waits until every Array of `tree` is computed (JAX's jax.block_until_ready) and returns it:
+/// the same object for an lvalue, the moved value for an rvalue (so `auto y =
+/// block_until_ready(jf(x));` never dangles). Sharded Arrays are waited for shard by shard and
+/// not gathered. Every benchmark times up to it.
 template <class T>
 const T& block_until_ready(const T& tree) {
-  for (const Array& a : tree_flatten(tree))
-    if (a.is_concrete())
-      for (auto& b : a.concrete_impl().buffers()) b->ready().wait();
+  detail::wait_ready(tree_flatten(tree));
   return tree;
+}
+template <class T>
+  requires(!std::is_lvalue_reference_v<T>)
+T block_until_ready(T&& tree) {
+  detail::wait_ready(tree_flatten(tree));
+  return std::move(tree);
 }
 
 }  // namespace minijax

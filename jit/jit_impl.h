@@ -21,40 +21,64 @@ traced_t<T> rebuild_arg(const T& a, bool is_static, const Array*& next) {
 template <class... A>
 CallArgs split_args(const JitOptions& opts, std::source_location loc, const A&... args) {
   constexpr size_t n = sizeof...(A);
-  const std::vector<bool> st = argnum_mask(opts.static_argnums, n, "static_argnums", loc);
-  const std::vector<bool> dn = argnum_mask(opts.donate_argnums, n, "donate_argnums", loc);
+  static_assert(n <= 64, "mj::jit: at most 64 positional arguments");
   CallArgs ca;
-  ca.key.reserve(64);
+  ca.nargs = n;
+  if (!opts.static_argnums.empty()) ca.static_mask = argnum_mask(opts.static_argnums, n, "static_argnums", loc);
+  if (!opts.donate_argnums.empty()) ca.donate_mask = argnum_mask(opts.donate_argnums, n, "donate_argnums", loc);
+  ca.sig.words.reserve(64);
   size_t i = 0;
   auto one = [&](const auto& a) {
     using T = std::decay_t<decltype(a)>;
+    ca.first_leaf[i] = uint32_t(ca.leaves.size());
+    ca.sig.words.push_back(uint64_t(reinterpret_cast<uintptr_t>(&typeid(traced_t<T>))));  // SDS = Array
     if constexpr (PyTree<T>) {
-      if (st[i])
+      if (ca.is_static(i))
         throw TypeError("jit '" + opts.name + "': static_argnums names argument " + std::to_string(i) +
                             ", a pytree of Arrays; Arrays are not hashable (as in JAX): pass it traced, or "
                             "pass a hashable C++ value",
                         loc);
-      const size_t before = ca.leaves.size();
       pytree<T>::flatten(a, ca.leaves);
-      ca.donated.insert(ca.donated.end(), ca.leaves.size() - before, bool(dn[i]));
-      ca.key += pytree<T>::structure(a);
-      ca.is_static.push_back(false);
+      append_structure(a, ca.sig);
     } else {
-      if (dn[i])
+      if ((ca.donate_mask >> i) & 1)
         throw TypeError("jit '" + opts.name + "': donate_argnums names argument " + std::to_string(i) +
                             ", which is static (only Arrays can be donated)",
                         loc);
-      ca.statics.push_back(static_key(a));
-      ca.key += "S";
-      ca.key += std::to_string(ca.statics.back().hash);
-      ca.is_static.push_back(true);
+      ca.static_mask |= uint64_t(1) << i;
+      ca.statics.push_back(static_key(static_value(a)));
+      ca.sig.words.push_back(ca.statics.back().hash);
     }
-    ca.key += '|';
     ++i;
   };
   (one(args), ...);
-  append_leaf_signature(ca.key, ca.leaves, loc);
+  ca.first_leaf[n] = uint32_t(ca.leaves.size());
+  append_leaf_signature(ca.sig, ca.leaves, loc);
+  ca.sig.finish();
   return ca;
+}
+
+template <class... A>
+std::string describe_args(const CallArgs& ca, std::source_location loc, const A&... args) {
+  std::vector<std::string> structures;
+  size_t i = 0, k = 0;
+  auto one = [&](const auto& a) {
+    using T = std::decay_t<decltype(a)>;
+    if constexpr (PyTree<T>) {
+      if (!ca.is_static(i)) structures.push_back(pytree<T>::structure(a));
+    }
+    if (ca.is_static(i)) structures.push_back("static(hash=" + std::to_string(ca.statics.at(k++).hash) + ")");
+    ++i;
+  };
+  (one(args), ...);
+  return signature_text(structures, ca.leaves, loc);
+}
+
+/// The output pytree of a call: `like` (the traced output, in `out_like`) with `outs` as leaves.
+template <class R>
+R unflatten_outputs(const std::any& out_like, const std::vector<Array>& outs) {
+  const Array* next = outs.data();
+  return pytree<R>::unflatten(std::any_cast<const R&>(out_like), next);
 }
 
 }  // namespace detail
@@ -75,7 +99,7 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::trace(const CallArgs& ca, const 
           const Array* next = ins.data();
           size_t i = 0;
           // Braced initialization evaluates left to right: leaves are consumed in order.
-          std::tuple<detail::traced_t<A>...> rebuilt{detail::rebuild_arg(args, ca.is_static[i++], next)...};
+          std::tuple<detail::traced_t<A>...> rebuilt{detail::rebuild_arg(args, ca.is_static(i++), next)...};
           R out = std::apply(s.f, rebuilt);
           std::vector<Array> leaves = tree_flatten(out);
           e->out_like = std::move(out);
@@ -90,7 +114,8 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::trace(const CallArgs& ca, const 
   e->jaxpr = body;
   e->consts = cj.consts;
   e->donated.assign(cj.consts.size(), false);
-  e->donated.insert(e->donated.end(), ca.donated.begin(), ca.donated.end());
+  const std::vector<bool> donated = ca.donated_leaves();
+  e->donated.insert(e->donated.end(), donated.begin(), donated.end());
   e->statics = ca.statics;
   e->ready = true;
   return e;
@@ -102,7 +127,7 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::entry_for(const CallArgs& ca, co
   State& s = *s_;
   std::unique_lock<std::mutex> g(s.mu);
   for (;;) {
-    auto it = s.cache.find(ca.key);
+    auto it = s.cache.find(ca.sig);
     std::shared_ptr<Entry> found;
     if (it != s.cache.end())
       for (auto& e : it->second)
@@ -114,7 +139,7 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::entry_for(const CallArgs& ca, co
   // Traced once per signature: a placeholder makes concurrent callers of it wait.
   auto placeholder = std::make_shared<Entry>();
   placeholder->statics = ca.statics;
-  s.cache[ca.key].push_back(placeholder);
+  s.cache[ca.sig].push_back(placeholder);
   g.unlock();
   std::shared_ptr<Entry> made;
   std::exception_ptr error;
@@ -124,14 +149,14 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::entry_for(const CallArgs& ca, co
     error = std::current_exception();
   }
   g.lock();
-  auto& bucket = s.cache[ca.key];
+  auto& bucket = s.cache[ca.sig];
   auto it = std::find(bucket.begin(), bucket.end(), placeholder);
   bool cacheable = made != nullptr;
   if (made)
     for (auto& c : made->consts) cacheable &= c.is_concrete();  // else: tracers of an enclosing trace
   if (cacheable) *it = made;
   else bucket.erase(it);
-  if (bucket.empty()) s.cache.erase(ca.key);
+  if (bucket.empty()) s.cache.erase(ca.sig);
   s.cv.notify_all();
   g.unlock();
   if (error) std::rethrow_exception(error);
@@ -179,11 +204,9 @@ auto Jit<F>::operator()(const A&... args) const {
   using R = std::decay_t<std::invoke_result_t<F&, const detail::traced_t<A>&...>>;
   State& s = *s_;
   CallArgs ca = detail::split_args(s.opts, s.loc, args...);
-  detail::check_not_abstract(ca.leaves, s.opts.name, s.loc);
+  detail::check_not_abstract(ca.leaves, ca.first_leaf.data(), ca.nargs, s.opts.name, s.loc);
   std::shared_ptr<Entry> e = entry_for<R>(ca, args...);
-  std::vector<Array> probe = ca.leaves;
-  probe.insert(probe.end(), e->consts.begin(), e->consts.end());
-  if (!detail::executes_now(probe, s.loc)) {
+  if (!detail::executes_now(ca.leaves, e->consts, s.loc)) {
     std::vector<Array> outs = bind_traced(*e, ca.leaves);
     return tree_unflatten(std::any_cast<const R&>(e->out_like), outs, s.loc);
   }
@@ -197,9 +220,9 @@ auto Jit<F>::operator()(const A&... args) const {
     std::lock_guard<std::mutex> g(s.mu);
     s.last = run;
   } else {
-    outs = detail::run_compiled(*e->exe, e->consts, ca.leaves, s.loc);
+    outs = detail::run_compiled(*e->exe, e->consts, ca.leaves, s.opts.name, ca.first_leaf.data(), ca.nargs, s.loc);
   }
-  return tree_unflatten(std::any_cast<const R&>(e->out_like), outs, s.loc);
+  return detail::unflatten_outputs<R>(e->out_like, outs);
 }
 
 template <class F>
@@ -209,9 +232,7 @@ SpmdRun Jit<F>::run_spmd_shards(const A&... args) const {
   State& s = *s_;
   CallArgs ca = detail::split_args(s.opts, s.loc, args...);
   std::shared_ptr<Entry> e = entry_for<R>(ca, args...);
-  std::vector<Array> probe = ca.leaves;
-  probe.insert(probe.end(), e->consts.begin(), e->consts.end());
-  if (!detail::executes_now(probe, s.loc))
+  if (!detail::executes_now(ca.leaves, e->consts, s.loc))
     throw ShardingError("jit '" + s.opts.name + "': run_spmd_shards needs concrete arguments", s.loc);
   prepare(*e, ca.leaves);
   if (!e->spmd)
@@ -250,9 +271,9 @@ auto Jit<F>::lower(const A&... args) const {
   low.consts = e->consts;
   low.out_like = e->out_like;
   low.donated = e->donated;
-  low.is_static = ca.is_static;
   low.statics = ca.statics;
-  low.signature = ca.key;
+  low.signature = ca.sig;
+  low.signature_text = detail::describe_args(ca, s.loc, args...);
   low.options = s.opts;
   low.loc = s.loc;
   return low;
@@ -269,11 +290,18 @@ Compiled<R> Lowered<R>::compile() const {
 template <class R>
 template <class... A>
 R Compiled<R>::operator()(const A&... args) const {
+  const std::string& name = low_.options.name;
   CallArgs ca = detail::split_args(low_.options, low_.loc, args...);
-  detail::check_not_abstract(ca.leaves, low_.options.name, low_.loc);
-  if (ca.key != low_.signature || !(ca.statics == low_.statics))
-    throw TypeError("compiled '" + low_.options.name + "' was lowered for arguments " + low_.signature +
-                        " and called with " + ca.key + " (lower and compile again for another signature)",
+  detail::check_not_abstract(ca.leaves, ca.first_leaf.data(), ca.nargs, name, low_.loc);
+  if (!(ca.sig == low_.signature) || !(ca.statics == low_.statics))
+    throw TypeError("compiled '" + name + "' was lowered for arguments " + low_.signature_text +
+                        " and called with " + detail::describe_args(ca, low_.loc, args...) +
+                        " (lower and compile again for another signature)",
+                    low_.loc);
+  if (!detail::executes_now(ca.leaves, low_.consts, low_.loc))
+    throw TypeError("compiled '" + name + "' was called under a trace (grad, vmap, jit, make_jaxpr) or on "
+                        "traced values: a Compiled runs concrete Arrays only; call the jit function itself "
+                        "inside transformations",
                     low_.loc);
   std::vector<Array> outs;
   if (low_.spmd) {
@@ -282,9 +310,9 @@ R Compiled<R>::operator()(const A&... args) const {
     SpmdRun run = detail::run_lowered(low_.spmd, operands, low_.loc);
     outs = detail::sharded_outputs(*low_.spmd, run, low_.loc);
   } else {
-    outs = detail::run_compiled(*exe_, low_.consts, ca.leaves, low_.loc);
+    outs = detail::run_compiled(*exe_, low_.consts, ca.leaves, name, ca.first_leaf.data(), ca.nargs, low_.loc);
   }
-  return tree_unflatten(std::any_cast<const R&>(low_.out_like), outs, low_.loc);
+  return detail::unflatten_outputs<R>(low_.out_like, outs);
 }
 
 }  // namespace minijax

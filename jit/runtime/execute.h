@@ -1,7 +1,11 @@
 // minijax executor (one device): runs a compiled program on concrete arguments — buffers for the
 // outputs and the arenas from the allocator, donation, the call of the entry function.
 #pragma once
+#include <cstdint>
 #include <source_location>
+#include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/array.h"
@@ -9,12 +13,34 @@
 
 namespace minijax {
 
-/// Runs `exe` on `args` (one concrete Array per program input, matching exe.in_avals in shape,
-/// dtype and memory kind; weak types may differ) and returns its outputs. Donated inputs
-/// (CompileOptions::donated) are consumed: their buffers may hold outputs and reading them
-/// afterwards throws ValueError. Throws TypeError at `loc` for an argument of another type,
-/// ValueError for a donated argument that is used twice in the call or was donated before.
-/// Runs on the calling thread; large kernels use the oneTBB pool.
+/// The device every unsharded compiled program runs on (its outputs and arenas live there).
+inline constexpr int kExecuteDevice = 0;
+
+/// How execute names a program input in its error messages: the jit function, how many leading
+/// inputs are its closed-over constants and, per positional argument, its first leaf.
+struct InputNames {
+  std::string_view function;             ///< the jit's name (the executable's name when empty)
+  size_t num_consts = 0;                 ///< leading inputs that are closed-over constants
+  const uint32_t* first_leaf = nullptr;  ///< [nargs + 1]: argument p's leaves are [first_leaf[p], first_leaf[p+1])
+  size_t nargs = 0;
+  /// "argument 1 (leaf 2 of 3)", "argument 0", "closed-over constant 0", or "input 4" when no
+  /// argument layout is given.
+  std::string operator()(size_t input) const;
+};
+
+/// Runs `exe` on its inputs: `consts` then `leaves` (concrete Arrays, one per program input,
+/// matching exe.in_avals in shape, dtype and memory kind; weak types may differ), on device
+/// kExecuteDevice, and returns its outputs. Donated inputs (CompileOptions::donated) are
+/// consumed: their buffers may hold outputs, and reading them afterwards throws ValueError.
+/// Throws at `loc`, naming the input as `names` does: TypeError for a wrong count, an abstract or
+/// traced input, or an input of another type; ValueError for an input on another device (naming
+/// both devices), a donated input that is also passed as another input, or an input donated to
+/// an earlier call. Nothing runs when a check fails. Runs on the calling thread; large kernels
+/// use the oneTBB pool.
+std::vector<Array> execute(const Executable& exe, std::span<const Array> consts, std::span<const Array> leaves,
+                           std::source_location loc, const InputNames& names);
+
+/// execute with every input in `args` (inputs named "input i").
 std::vector<Array> execute(const Executable& exe, const std::vector<Array>& args,
                            std::source_location loc = std::source_location::current());
 
