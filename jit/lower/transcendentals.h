@@ -98,8 +98,11 @@ class VMath {
   /// p + e == a * x exactly (FMA when present, else Veltkamp/Dekker splitting).
   void two_prod(kir::Value a, kir::Value x, kir::Value& p, kir::Value& e);
 
-  /// Whether `mad` fuses (the host has FMA).
+  /// Whether `mad` fuses and `two_prod` uses FMA: the host has FMA, unless overridden.
   static bool host_has_fma();
+  /// For tests: -1 (default) uses the host's answer, 0 emits the code for hosts without FMA, 1 the
+  /// code with FMA. Affects code emitted afterwards (compile different programs to compare).
+  static void set_fma_override(int v);
 };
 
 /// Floating-point type conversion helpers (lanes kept).
