@@ -637,3 +637,20 @@ TEST(Transcendentals, CodeForHostsWithoutFmaIsAsAccurate) {
     check_binary<double>(k, n64, false);
   }
 }
+
+TEST(Transcendentals, HugeTrigArgumentsInVectorAndTailPositions) {
+  // The chunked reduction is taken under a test of the whole vector: huge and ordinary arguments
+  // mixed at every position of short arrays (the vector loop, the scalar tail, lanes = 1).
+  for (size_t n : {size_t(1), size_t(3), size_t(17), size_t(35)}) {
+    std::vector<float> v32;
+    std::vector<double> v64;
+    for (size_t i = 0; i < n; ++i) {
+      v32.push_back(i % 3 == 1 ? 1.5f : std::ldexp(1.2345f + float(i), int(20 + 5 * i % 100)));
+      v64.push_back(i % 3 == 1 ? 1.5 : std::ldexp(1.2345 + double(i), int(27 + 37 * i % 990)));
+    }
+    for (const Unary& u : {sin_case(), cos_case(), tan_case()}) {
+      EXPECT_LE(sweep1<float>(u.f, u.ref, u.refl, v32, u.name).ulp, 4.0) << u.name << " n=" << n;
+      EXPECT_LE(sweep1<double>(u.f, u.ref, u.refl, v64, u.name).ulp, 4.0) << u.name << " n=" << n;
+    }
+  }
+}
