@@ -2,6 +2,7 @@
 // logistic function, the two-term exp/log used by pow, and the type-dispatching entry points.
 #include "jit/lower/transcendentals.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -25,13 +26,20 @@ VMath::VMath(kir::Builder& builder, Type type) : b(builder), t(type) {
   mt = kir::kI1.with_lanes(t.lanes);
 }
 
+namespace {
+std::atomic<int> fma_override{-1};
+}  // namespace
+
 bool VMath::host_has_fma() {
   static const bool has = [] {
     const std::string& f = host_target().features;
     return f.find("+fma,") != std::string::npos || (f.size() >= 4 && f.compare(f.size() - 4, 4, "+fma") == 0);
   }();
-  return has;
+  int o = fma_override.load();
+  return o < 0 ? has : o == 1;
 }
+
+void VMath::set_fma_override(int v) { fma_override.store(v); }
 
 Value VMath::c(double v) {
   return b.splat(b.const_float(t.scalar(), is_f64() ? v : double(float(v))), t.lanes);
@@ -117,17 +125,26 @@ void VMath::two_prod(Value a, Value x, Value& p, Value& e) {
     e = fma_exact(a, x, neg(p));
     return;
   }
-  // Veltkamp splitting into halves of (p+1)/2 bits, then Dekker's product.
+  // Veltkamp splitting into halves of (p+1)/2 bits, then Dekker's product. An operand near the top
+  // of the range (v * split would overflow) is scaled down first, the error term scaled back.
   Value split = c(is_f64() ? 134217729.0 : 4097.0);
+  Value top = c(std::ldexp(1.0, is_f64() ? 995 : 113));
+  const int sh = is_f64() ? 30 : 14;
+  Value down = c(std::ldexp(1.0, -sh)), up = c(std::ldexp(1.0, sh)), one = c(1.0);
+  Value big_a = ge(abs(a), top), big_x = ge(abs(x), top);
+  Value sa = sel(big_a, down, one), sx = sel(big_x, down, one);
+  Value as = mul(a, sa), xs = mul(x, sx);
+  Value ps = mul(as, xs);
   auto halves = [&](Value v, Value& hi, Value& lo) {
     Value g = mul(v, split);
     hi = sub(g, sub(g, v));
     lo = sub(v, hi);
   };
   Value ah, al, xh, xl;
-  halves(a, ah, al);
-  halves(x, xh, xl);
-  e = add(add(add(sub(mul(ah, xh), p), mul(ah, xl)), mul(al, xh)), mul(al, xl));
+  halves(as, ah, al);
+  halves(xs, xh, xl);
+  Value es = add(add(add(sub(mul(ah, xh), ps), mul(ah, xl)), mul(al, xh)), mul(al, xl));
+  e = mul(es, mul(sel(big_a, up, one), sel(big_x, up, one)));  // exact: powers of two
 }
 
 Value to_f64(kir::Builder& b, Value x) {

@@ -101,13 +101,17 @@ Reduced reduce_chunked(VMath& m, Value x) {
   Value g = m.mul(y, m.c(134217729.0));  // 2^27 + 1
   Value yh = m.sub(g, m.sub(g, y));
   Value yl = m.sub(y, yh);
-  Value S = m.c(0.0), Lo = m.c(0.0);
+  // The sum is kept in three terms S + Lo + Lo2 (each addition's error carried down exactly once):
+  // the result may be as small as 2^-61 after the integer part cancels, and needs ~2^-116.
+  Value S = m.c(0.0), Lo = m.c(0.0), Lo2 = m.c(0.0);
   auto add_term = [&](Value v) {
     Value t = m.sub(v, m.mul(m.c(4.0), m.rint(m.mul(v, m.c(0.25)))));  // v mod 4, exact
-    Value s, e;
+    Value s, e, l, e2;
     m.two_sum(S, t, s, e);
+    m.two_sum(Lo, e, l, e2);
     S = s;
-    Lo = m.add(Lo, e);
+    Lo = l;
+    Lo2 = m.add(Lo2, e2);
   };
   for (int i = 0; i < 8; ++i) {
     Value c = b.gather(m.t, table, m.iadd(j0, m.ci(i)));
@@ -117,8 +121,9 @@ Reduced reduce_chunked(VMath& m, Value x) {
   }
   Value k = m.rint(S);
   Value fh = m.sub(S, k);  // exact
-  Value f, fl;
-  m.two_sum(fh, Lo, f, fl);
+  Value a, a2, f, fl;
+  m.two_sum(fh, Lo, a, a2);
+  m.two_sum(a, m.add(a2, Lo2), f, fl);
   Reduced r;
   r.q = m.to_int(k);
   Value p, pe;
