@@ -37,7 +37,8 @@ enum class Bound { exact, ulp, sum, product, normwise };
 
 struct Rule {
   Bound bound = Bound::exact;
-  double k = 0;  ///< ulp(k) or normwise(T)
+  double k = 0;         ///< ulp(k) or normwise(T)
+  bool blocked = true;  ///< sum: the kernels' blocked sums (else any order, up to n deep)
 };
 
 const std::map<std::string, Rule>& rules() {
@@ -57,7 +58,10 @@ const std::map<std::string, Rule>& rules() {
       m[p] = {Bound::ulp, 6};
     // erf_inv: its compiled polynomial is held to 8 ulp of eager (tests/cases/test_prng_threefry.cc).
     m["erf_inv"] = {Bound::ulp, 8};
-    for (const char* p : {"reduce_sum", "cumsum", "dot_general", "scatter_add"}) m[p] = {Bound::sum, 0};
+    // reduce_sum runs in the blocked reduction kernels; dot_general is the GEMM library's order,
+    // cumsum a running sum and scatter_add adds in update order: any order, up to n deep.
+    m["reduce_sum"] = {Bound::sum, 0, true};
+    for (const char* p : {"cumsum", "dot_general", "scatter_add"}) m[p] = {Bound::sum, 0, false};
     m["reduce_prod"] = {Bound::product, 0};
     // Bodies of up to 4 steps of tanh(W h + x) (3-term dots) or sin/tanh of a 3-term dot: a few
     // roundings per step and per transcendental, steps contracting (|tanh'| <= 1).
@@ -115,16 +119,20 @@ double ulp_of(double v, mj::DType d) {
 // The rounding depth of a sum of n terms as the compiled kernels form it (docs/compiler.md,
 // "Kernels"): each lane adds up to 2048 / lanes terms of a block in sequence, lanes merge in a tree
 // (log2 lanes levels), blocks merge in sequence (ceil(n / 2048)). With one lane that is at most
-// m(n) = min(n, 2048) + ceil(n / 2048), an upper bound for any lane count.
-double depth(int64_t n) { return double(std::min<int64_t>(n, 2048) + (n + 2047) / 2048); }
+// m(n) = min(n, 2048) + ceil(n / 2048), an upper bound for any lane count (2048 / L + log2 L <=
+// 2048). Sums in other orders (a GEMM, a running sum) are at most n deep.
+double depth(int64_t n, bool blocked = true) {
+  return blocked ? double(std::min<int64_t>(n, 2048) + (n + 2047) / 2048) : double(n);
+}
 
-// |compiled - eager| <= (2 m(n) + 4) u S, S = sum of |terms| (the same program on |arguments|).
+// |compiled - eager| <= (2 m + 4) u S with m = depth(n), S = sum of |terms| (the same program on
+// |arguments|: every term of a sum, dot or scatter is a product of arguments' elements).
 // Any summation order whose deepest term goes through m additions errs by at most (m - 1) u S
 // to first order (Higham, eq. 4.3 and its proof, which holds for any order); eager (double
 // accumulation, pairwise blocks of 128, core/primitives/reductions.cc) is within m(n) u S of the
 // true sum in f64 and within u S after its final rounding to f32; a dot's products add one
-// rounding per term; the sum of both sides' bounds is below (2 m(n) + 4) u S.
-double sum_bound(int64_t n, double u, double s) { return (2 * depth(n) + 4) * u * s; }
+// rounding per term; the sum of both sides' bounds is below (2 m + 4) u S.
+double sum_bound(int64_t n, bool blocked, double u, double s) { return (2 * depth(n, blocked) + 4) * u * s; }
 
 std::vector<double> as_f64(const Array& a) {
   Array f = mj::astype(a, mj::f64);
@@ -138,6 +146,21 @@ bool same_bits(const Array& a, const Array& b, int64_t i) {
                      static_cast<const char*>(b.raw_data()) + size_t(i) * w, w) == 0;
 }
 
+// Whether compiled element a is within rule r of eager's b (floating; s: S of a sum's element).
+bool element_ok(double a, double b, const Rule& r, mj::DType d, int64_t n, double s) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (std::isinf(a) || std::isinf(b)) return a == b;
+  const double diff = std::fabs(a - b), u = unit_roundoff(d);
+  switch (r.bound) {
+    case Bound::exact: return false;  // bits compared by the caller
+    case Bound::ulp: return diff <= r.k * ulp_of(b, d) && std::signbit(a) == std::signbit(b);
+    case Bound::sum: return diff <= sum_bound(n, r.blocked, u, s);
+    case Bound::product: return diff <= 2 * double(n + 1) * u * std::fabs(b);
+    case Bound::normwise: return diff <= r.k * u * s;
+  }
+  return false;
+}
+
 // Checks one output; `scale` (for Bound::sum) holds S per element. Returns "" or the first failures.
 std::string mismatch(const Array& got, const Array& want, const Rule& r, int64_t n, const Array* scale) {
   if (got.aval().str() != want.aval().str()) return "aval " + got.aval().str() + " vs eager " + want.aval().str();
@@ -146,25 +169,18 @@ std::string mismatch(const Array& got, const Array& want, const Rule& r, int64_t
   const bool fl = mj::is_floating(want.dtype());
   auto x = as_f64(got), y = as_f64(want);
   std::vector<double> s = scale ? as_f64(*scale) : std::vector<double>{};
-  double top = 0;
+  double top = 0;  // normwise: the output's largest finite magnitude
   for (double v : y)
     if (std::isfinite(v)) top = std::max(top, std::fabs(v));
-  const double u = fl ? unit_roundoff(want.dtype()) : 0;
   int bad = 0;
   for (int64_t i = 0; i < got.size() && bad < 4; ++i) {
-    double a = x[size_t(i)], b = y[size_t(i)];
-    bool ok;
-    if (!fl || r.bound == Bound::exact) ok = same_bits(got, want, i) || (std::isnan(a) && std::isnan(b));
-    else if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) ok = a == b || (std::isnan(a) && std::isnan(b));
-    else if (r.bound == Bound::ulp) ok = std::fabs(a - b) <= r.k * ulp_of(b, want.dtype()) && std::signbit(a) == std::signbit(b);
-    else if (r.bound == Bound::sum) ok = std::fabs(a - b) <= sum_bound(n, u, s.at(size_t(i)));
-    else if (r.bound == Bound::product) ok = std::fabs(a - b) <= 2 * double(n + 1) * u * std::fabs(b);
-    else ok = std::fabs(a - b) <= r.k * u * top;
-    if (!ok) {
-      ++bad;
-      err << "  element " << i << ": compiled " << a << " eager " << b << " (diff " << std::fabs(a - b)
-          << ", ulp " << (fl ? ulp_of(b, want.dtype()) : 1) << ")\n";
-    }
+    const double a = x[size_t(i)], b = y[size_t(i)];
+    const bool bits = same_bits(got, want, i) || (fl && std::isnan(a) && std::isnan(b));
+    const double si = r.bound == Bound::sum ? s.at(size_t(i)) : top;
+    if (bits || (fl && r.bound != Bound::exact && element_ok(a, b, r, want.dtype(), n, si))) continue;
+    ++bad;
+    err << "  element " << i << ": compiled " << a << " eager " << b << " (diff " << std::fabs(a - b)
+        << ", ulp " << (fl ? ulp_of(b, want.dtype()) : 1) << ")\n";
   }
   return err.str();
 }
@@ -250,7 +266,7 @@ TEST_P(CompiledVsEager, ValueGradAndVmap) {
   for (auto& a : k.args) big = std::max(big, a.size());
   for (auto& a : eager) big = std::max(big, a.size());
   const double factors = rule.bound == Bound::normwise ? rule.k : 4 * (rule.k + 1);
-  const Rule grad_rule{Bound::normwise, factors + 2 * depth(big) + 4};
+  const Rule grad_rule{Bound::normwise, factors + 2 * depth(big, false) + 4};
   if (k.differentiable) {
     std::vector<Array> cts;
     for (size_t j = 0; j < eager.size(); ++j)

@@ -47,7 +47,8 @@ void expect_deterministic(Run run, const std::string& what) {
   std::vector<std::thread> threads;
   for (size_t t = 0; t < results.size(); ++t) threads.emplace_back([&, t] { results[t] = run(); });
   for (auto& th : threads) th.join();
-  for (size_t t = 0; t < results.size(); ++t) expect_same(results[t], first, what + ", concurrent call " + std::to_string(t));
+  for (size_t t = 0; t < results.size(); ++t)
+    expect_same(results[t], first, what + ", concurrent call " + std::to_string(t));
 }
 
 // 2^22 elements: a full sum (blocked partial sums), row sums of [64, 65536] (64 outputs, each a
