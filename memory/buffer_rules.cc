@@ -70,9 +70,13 @@ const bool registered = [] {
                           std::vector<int> r;
                           if (e.params.get_string("kind") != "loop") return r;
                           const Jaxpr& body = *e.params.get_jaxpr("jaxpr")->jaxpr;
+                          // Element i of the output overwrites element i of the operand only
+                          // when both have one item size (an f64 result over a bool operand
+                          // would clobber operand elements not yet read).
+                          const size_t out_item = itemsize(e.outputs.at(k).aval().dtype);
                           for (size_t i = 0; i < e.inputs.size(); ++i)
-                            if (fusion_reads_elementwise(body, i)) r.push_back(int(i));
-                          (void)k;
+                            if (itemsize(atom_aval(e.inputs[i]).dtype) == out_item && fusion_reads_elementwise(body, i))
+                              r.push_back(int(i));
                           return r;
                         }});
   return true;

@@ -359,9 +359,12 @@ void ScopePlanner::body_destinations(const BodySpec& spec) {
       }
       ok = !is_member_invar(r) && !c.fixed && c.kind == atom_aval(j_.outvars[o]).memory_kind;
       if (ok && spec.out_carry[o] >= 0) {
-        // The incoming carry's buffer must be dead when the new value is written there.
+        // The incoming carry's buffer must be dead when the class's first value (the new value
+        // or one computed in place before it) is written there.
+        int64_t first = INT64_MAX;
+        for (auto& m : c.members) first = std::min(first, live_.at(m).def);
         for (auto& [root, cc] : classes_)
-          if (cc.carry == spec.out_carry[o] && class_last_use(root) >= live_.at(*v).def) ok = false;
+          if (cc.carry == spec.out_carry[o] && class_last_use(root) >= first) ok = false;
       }
       if (ok) {
         c.fixed = true;

@@ -72,10 +72,14 @@ void nest(kir::Builder& b, const Shape& shape, size_t first, size_t last, std::v
   });
 }
 
+// Every result at the point is computed before any is stored: a result may be written in place
+// of an operand that another result still reads at this point (memory/buffer_rules.cc).
 void store_outputs(KernelCtx& k, const ElemIndex& at, const Shape& space, bool flat) {
+  std::vector<EVal> vals;
+  for (auto& out : k.body.outvars) vals.push_back(k.fe.widen(k.fe.value1(out, at), at.lanes));
   for (size_t o = 0; o < k.body.outvars.size(); ++o) {
     const ShapedArray& av = atom_aval(k.body.outvars[o]);
-    EVal v = k.fe.widen(k.fe.value1(k.body.outvars[o], at), at.lanes);
+    const EVal& v = vals[o];
     DimIdx off = av.ndim() == 0 ? FusionEmitter::affine(k.b.i64(0))
                  : flat        ? at.dims.at(0)
                                : k.fe.linear_offset(at, space);

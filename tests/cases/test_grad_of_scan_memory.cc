@@ -1,11 +1,12 @@
 // Case test for shared/cases/grad-of-scan-memory.md: grad of a scan whose body closes over a large
 // constant z: d loss/dx = 2n, and what saved_residuals() says is kept with and without checkpoint.
 //
-// Checked by the compiler issue (not here): peak device memory measured by the allocator and
-// reported by memory_analysis() (growing with n without checkpoint, independent of n with
-// checkpoint(body, nothing_saveable)).
+// The gradient is checked eagerly and under jit. Checked by the offload/memory issue (not here):
+// peak device memory measured by the allocator and reported by memory_analysis() (growing with n
+// without checkpoint, independent of n with checkpoint(body, nothing_saveable)).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 #include <string>
 
@@ -40,10 +41,21 @@ TEST_P(GradOfScanMemory, GradientIsTwoN) {
   const int n = GetParam();
   const Array x = mj::scalar(0.5f);
   for (bool ckpt : {false, true}) {
-    auto [v, g] = mj::value_and_grad(loss_of(n, ckpt))(x);
+    auto vg = mj::value_and_grad(loss_of(n, ckpt));
+    auto [v, g] = vg(x);
     // f32: the mean's cotangent 1/9e6 summed over 9e6 elements.
     EXPECT_NEAR(g.item<float>(), 2.0 * n, 2e-5 * n) << "checkpoint=" << ckpt;
     EXPECT_NEAR(v.item<float>(), 2.0 * n * 0.5, 2e-5 * n) << "checkpoint=" << ckpt;
+    // The same compiled. Each iteration's gradient sums N = 9e6 equal terms in f32, in blocks of
+    // 2048 merged in sequence (docs/compiler.md, "Kernels"; eager accumulates in double): relative
+    // error up to (min(N, 2048) + ceil(N / 2048) + 2) u = 6445 * 2^-24 ~ 3.8e-4 (the terms are
+    // all positive, so the rounding errors do not cancel), plus n - 1 roundings adding the
+    // iterations. The value, a mean of 9e6 equal integers, is exact either way.
+    auto [jv, jg] = mj::jit(vg)(x);
+    const double u = std::ldexp(1.0, -24), depth = 2048 + (kSide * kSide + 2047) / 2048 + 2 + n;
+    EXPECT_NEAR(jg.item<float>(), 2.0 * n, depth * u * 2.0 * n) << "jit, checkpoint=" << ckpt;
+    EXPECT_NEAR(jg.item<float>(), g.item<float>(), depth * u * 2.0 * n + 2e-5 * n) << "jit vs eager";
+    EXPECT_NEAR(jv.item<float>(), 2.0 * n * 0.5, 2e-5 * n) << "jit, checkpoint=" << ckpt;
   }
 }
 
