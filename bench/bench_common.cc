@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "core/lax.h"
 #include "core/params.h"
 #include "core/primitive.h"
+#include "jit/runtime/gemm.h"
 
 #ifndef MINIJAX_SOURCE_DIR
 #define MINIJAX_SOURCE_DIR "."
@@ -175,6 +177,21 @@ std::string git_commit() {
   return h;
 }
 
+// This process's scheduling policy: "SCHED_OTHER nice 0", "SCHED_FIFO 10", ...
+std::string sched_policy() {
+  const int p = sched_getscheduler(0);
+  sched_param sp{};
+  sched_getparam(0, &sp);
+  switch (p) {
+    case SCHED_FIFO: return "SCHED_FIFO " + std::to_string(sp.sched_priority);
+    case SCHED_RR: return "SCHED_RR " + std::to_string(sp.sched_priority);
+    case SCHED_OTHER: return "SCHED_OTHER";
+    case SCHED_BATCH: return "SCHED_BATCH";
+    case SCHED_IDLE: return "SCHED_IDLE";
+    default: return "policy " + std::to_string(p);
+  }
+}
+
 void env_or_null(Json& j, const char* name) {
   if (const char* v = std::getenv(name)) j.str(name, v);
   else j.raw(name, "null");
@@ -197,14 +214,15 @@ void Environment::add_to(Json& j) const {
   env_or_null(e, "MINIJAX_GEMM_THREADS");
   env_or_null(e, "OPENBLAS_CORETYPE");
   env_or_null(e, "MINIJAX_BENCH_LABEL");
+  e.str("sched", sched_policy());
   e.str("git", git_commit());
   j.raw("env", e.text());
 }
 
 // ---- memcpy floor --------------------------------------------------------------------------------
 
-std::vector<double> time_memcpy_2threads(size_t bytes, int warmup, int reps) {
-  std::vector<char> src(bytes), dst(bytes);
+std::vector<double> time_memcpy_2threads(size_t bytes, int warmup, int reps, bool evict) {
+  std::vector<char> src(bytes), dst(bytes), flush(evict ? size_t(96) << 20 : 0);
   std::memset(src.data(), 1, bytes);  // fault every page of both before timing
   std::memset(dst.data(), 2, bytes);
   const size_t half = bytes / 2;
@@ -236,7 +254,14 @@ std::vector<double> time_memcpy_2threads(size_t bytes, int warmup, int reps) {
     std::unique_lock<std::mutex> g(mu);
     cv.wait(g, [&] { return done == issued; });
   };
-  std::vector<double> t = time_calls(warmup, reps, one);
+  std::vector<double> t;
+  for (int i = 0; i < warmup; ++i) one();
+  for (int i = 0; i < reps; ++i) {
+    if (evict) std::memset(flush.data(), i & 0xff, flush.size());  // pushes src and dst out of the caches
+    auto t0 = clock_type::now();
+    one();
+    t.push_back(seconds_since(t0));
+  }
   {
     std::lock_guard<std::mutex> g(mu);
     quit = true;
@@ -299,38 +324,84 @@ std::string gemms_json(const std::vector<GemmCall>& calls) {
   return s + "]";
 }
 
-std::vector<double> time_gemms_dnnl(const std::vector<GemmCall>& calls, int warmup, int reps) {
-  struct Bufs {
-    std::vector<float> a, b, c;
-  };
-  std::vector<Bufs> bufs(calls.size());
-  auto fill = [](std::vector<float>& v, size_t n) {
-    v.resize(n);
-    for (size_t i = 0; i < n; ++i) v[i] = float(i % 13) * 0.01f;
-  };
+namespace {
+
+// Operand buffers of one GEMM call, sized from its layout.
+struct GemmBufs {
+  std::vector<float> a, b, c;
+  int64_t sa = 0, sb = 0;
+  explicit GemmBufs(const minijax::GemmLayout& g) {
+    const int64_t a_rows = g.trans_a ? g.k : g.m, b_rows = g.trans_b ? g.n : g.k;
+    sa = std::max(g.stride_a, a_rows * g.lda);
+    sb = std::max(g.stride_b, b_rows * g.ldb);
+    auto fill = [](std::vector<float>& v, int64_t n) {
+      v.resize(size_t(n));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 13) * 0.01f;
+    };
+    fill(a, sa * g.batch);
+    fill(b, sb * g.batch);
+    fill(c, g.m * g.n * g.batch);
+  }
+};
+
+void run_gemm(const GemmCall& call, GemmBufs& m, GemmImpl impl) {
+  const auto& g = call.layout;
+  const char ta = g.trans_a ? 'T' : 'N', tb = g.trans_b ? 'T' : 'N';
+  for (int64_t r = 0; r < call.repeat; ++r)
+    for (int64_t bi = 0; bi < g.batch; ++bi) {
+      const float* a = m.a.data() + bi * m.sa;
+      const float* b = m.b.data() + bi * m.sb;
+      float* c = m.c.data() + bi * g.m * g.n;
+      if (impl == GemmImpl::minijax_runtime) {
+        minijax::runtime_gemm(ta, tb, g.m, g.n, g.k, a, g.lda, b, g.ldb, c, g.n);
+      } else if (dnnl_sgemm(ta, tb, g.m, g.n, g.k, 1.0f, a, g.lda, b, g.ldb, 0.0f, c, g.n) != dnnl_success) {
+        throw minijax::ValueError("time_gemms: dnnl_sgemm failed");
+      }
+    }
+}
+
+// Runs f with OpenMP limited to one thread when impl says so.
+template <class F>
+auto with_threads(GemmImpl impl, F&& f) {
+  const int prev = omp_get_max_threads();
+  if (impl == GemmImpl::dnnl_one_thread) omp_set_num_threads(1);
+  auto r = f();
+  if (impl == GemmImpl::dnnl_one_thread) omp_set_num_threads(prev);
+  return r;
+}
+
+}  // namespace
+
+std::vector<double> time_gemms(const std::vector<GemmCall>& calls, int warmup, int reps, GemmImpl impl) {
+  std::vector<GemmBufs> bufs;
+  for (const auto& c : calls) bufs.emplace_back(c.layout);
+  return with_threads(impl, [&] {
+    return time_calls(warmup, reps, [&] {
+      for (size_t i = 0; i < calls.size(); ++i) run_gemm(calls[i], bufs[i], impl);
+    });
+  });
+}
+
+std::string gemm_breakdown_json(const std::vector<GemmCall>& calls, int warmup, int reps) {
+  std::string s = "[";
   for (size_t i = 0; i < calls.size(); ++i) {
     const auto& g = calls[i].layout;
-    const int64_t a_rows = g.trans_a ? g.k : g.m, b_rows = g.trans_b ? g.n : g.k;
-    const int64_t sa = std::max(g.stride_a, a_rows * g.lda), sb = std::max(g.stride_b, b_rows * g.ldb);
-    fill(bufs[i].a, size_t(sa * g.batch));
-    fill(bufs[i].b, size_t(sb * g.batch));
-    fill(bufs[i].c, size_t(g.m * g.n * g.batch));
-  }
-  auto run = [&] {
-    for (size_t i = 0; i < calls.size(); ++i) {
-      const auto& g = calls[i].layout;
-      const int64_t a_rows = g.trans_a ? g.k : g.m, b_rows = g.trans_b ? g.n : g.k;
-      const int64_t sa = std::max(g.stride_a, a_rows * g.lda), sb = std::max(g.stride_b, b_rows * g.ldb);
-      for (int64_t r = 0; r < calls[i].repeat; ++r)
-        for (int64_t bi = 0; bi < g.batch; ++bi) {
-          dnnl_status_t st = dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.m, g.n, g.k, 1.0f,
-                                        bufs[i].a.data() + bi * sa, g.lda, bufs[i].b.data() + bi * sb, g.ldb,
-                                        0.0f, bufs[i].c.data() + bi * g.m * g.n, g.n);
-          if (st != dnnl_success) throw minijax::ValueError("time_gemms_dnnl: dnnl_sgemm failed");
-        }
+    GemmBufs bufs(g);
+    Json o;
+    o.integer("m", g.m).integer("n", g.n).integer("k", g.k).integer("batch", g.batch);
+    o.str("ta", g.trans_a ? "T" : "N").str("tb", g.trans_b ? "T" : "N").integer("repeat", calls[i].repeat);
+    const std::pair<const char*, GemmImpl> impls[] = {{"dnnl_threads_ms", GemmImpl::dnnl_library_threads},
+                                                       {"dnnl_1thread_ms", GemmImpl::dnnl_one_thread},
+                                                       {"minijax_runtime_ms", GemmImpl::minijax_runtime}};
+    for (const auto& [key, impl] : impls) {
+      auto t = with_threads(impl, [&] {
+        return time_calls(warmup, reps, [&] { run_gemm(calls[i], bufs, impl); });
+      });
+      o.num(key, stats(t).median * 1e3);
     }
-  };
-  return time_calls(warmup, reps, run);
+    s += (i ? ", " : "") + o.text();
+  }
+  return s + "]";
 }
 
 // ---- arguments -----------------------------------------------------------------------------------

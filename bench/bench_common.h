@@ -61,7 +61,8 @@ std::string json_string(const std::string& s);
 /// add_to (load average after): date (local ISO 8601), CPU model, logical CPUs online and in this
 /// process's affinity mask, OMP_WAIT_POLICY, OMP_NUM_THREADS, MINIJAX_GEMM_THREADS,
 /// OPENBLAS_CORETYPE, MINIJAX_BENCH_LABEL (a free-form note of the run's conditions, e.g. "other
-/// core busy"; null when unset), and the git commit of the source tree (MINIJAX_BENCH_GIT
+/// core busy"; null when unset), the scheduling policy of the process ("SCHED_OTHER",
+/// "SCHED_FIFO 10" under chrt), and the git commit of the source tree (MINIJAX_BENCH_GIT
 /// if set, else `git rev-parse --short HEAD` in the source directory, "-dirty" when the tree has
 /// uncommitted changes to tracked files; "unknown" when git is unavailable).
 class Environment {
@@ -78,7 +79,9 @@ class Environment {
 /// buffer into another (both written once before timing, so no page faults are timed). The two
 /// threads are the caller and one helper woken through a condition variable (it sleeps while
 /// idle). Returns the per-copy times of `reps` copies after `warmup` untimed ones, in seconds.
-std::vector<double> time_memcpy_2threads(size_t bytes, int warmup, int reps);
+/// Repeated copies of less than the last-level cache run from it; with `evict`, 96 MiB are
+/// written before each timed copy so that src and dst come from memory (not timed).
+std::vector<double> time_memcpy_2threads(size_t bytes, int warmup, int reps, bool evict = false);
 
 /// One GEMM call of a program: C = op(A) op(B), `batch` times with batch strides, `repeat` times
 /// per program run (the trip count of enclosing scans). What jit/lower/dot.cc calls, as a
@@ -98,11 +101,21 @@ std::vector<GemmCall> program_gemms(const minijax::Jaxpr& program);
 /// JSON array of the calls: [{"m":..,"n":..,"k":..,"batch":..,"ta":..,"tb":..,"repeat":..}, ...].
 std::string gemms_json(const std::vector<GemmCall>& calls);
 
-/// Times one run of all `calls` through dnnl_sgemm with the library's own threads (OpenMP;
-/// OMP_NUM_THREADS or all CPUs), on private operand buffers of the right sizes (filled with small
-/// values, pre-faulted): each call batch × repeat times. Returns the per-run times in seconds of
-/// `reps` runs after `warmup` untimed ones.
-std::vector<double> time_gemms_dnnl(const std::vector<GemmCall>& calls, int warmup, int reps);
+/// Who multiplies in time_gemms: dnnl_sgemm with the library's own OpenMP threads (OMP_NUM_THREADS
+/// or all CPUs), dnnl_sgemm on one thread (omp_set_num_threads(1) around the run), or
+/// minijax::runtime_gemm (jit/runtime/gemm.h: what compiled code calls, oneTBB blocks by default).
+enum class GemmImpl { dnnl_library_threads, dnnl_one_thread, minijax_runtime };
+
+/// Times one run of all `calls` through `impl` on private operand buffers of the right sizes
+/// (filled with small values, pre-faulted): each call batch × repeat times. Returns the per-run
+/// times in seconds of `reps` runs after `warmup` untimed ones.
+std::vector<double> time_gemms(const std::vector<GemmCall>& calls, int warmup, int reps,
+                               GemmImpl impl = GemmImpl::dnnl_library_threads);
+
+/// Per call of `calls`: the median ms of one call (batch × repeat products) through each GemmImpl,
+/// as a JSON array [{"m":..,"n":..,"k":..,"ta":..,"tb":..,"repeat":..,"dnnl_threads_ms":..,
+/// "dnnl_1thread_ms":..,"minijax_runtime_ms":..}, ...].
+std::string gemm_breakdown_json(const std::vector<GemmCall>& calls, int warmup, int reps);
 
 /// Parses "--name value" and "--flag" arguments: value("steps", 200) etc. Unknown arguments make
 /// check() print usage and exit(2).

@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
     const double loss_first = last_loss.item<double>();
     auto jit_s = mjbench::stats(mjbench::time_calls(0, steps, one_step));
     const double loss_last = last_loss.item<double>();
-    auto gemm_s = mjbench::stats(mjbench::time_gemms_dnnl(gemms, 5, floor_reps));
+    auto gemm_s = mjbench::stats(mjbench::time_gemms(gemms, 5, floor_reps));
 
     mjbench::Json j;
     j.str("name", "gru_step").str("model", "GRU(28->128) over 28 rows, linear 128->10").integer("batch", kBatch);

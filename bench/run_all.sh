@@ -3,13 +3,21 @@
 # PyTorch) back to back with OMP_WAIT_POLICY=passive, one JSON line each, then a summary of targets.
 #
 # Usage: bench/run_all.sh [--quick] [--no-peers] [--gemm-threads] [--only NAME[,NAME...]]
+#                         [--wait-idle SECONDS] [--shield]
 #   --quick         fewer steps/repetitions (a smoke run; figures are noisier)
 #   --no-peers      skip libtorch/PyTorch
-#   --gemm-threads  also run mlp_step and dot with MINIJAX_GEMM_THREADS unset and =library, each
-#                   idle and with the other core busy (a `while :; do :; done` bash loop, unpinned,
-#                   then pinned to CPU 1 with taskset); each line labelled (env.MINIJAX_BENCH_LABEL)
+#   --shield        run every program (peers included) under `chrt -f 10` (SCHED_FIFO; needs root):
+#                   on a machine shared with other work, this stands in for an idle machine (other
+#                   processes get only the CPU time the benchmark leaves); env.sched records it
+#   --gemm-threads  also run mlp_step and dot with MINIJAX_GEMM_THREADS unset (oneTBB blocks) and
+#                   =library (oneDNN's OpenMP threads), each: as the other runs (idle, or shielded),
+#                   with a busy loop (`bash -c 'while :; do :; done'`) at the benchmark's own
+#                   priority pinned to CPU 1 (taskset -c 1), and with it unpinned; each JSON line
+#                   labelled in env.MINIJAX_BENCH_LABEL
 #   --only          run only these benchmarks (mlp_step gru_step compile elementwise dot loops
 #                   dispatch peers)
+#   --wait-idle S   before running, wait up to S seconds for a 5-second window in which the CPUs
+#                   are at least 90% idle (/proc/stat); the wait is reported on stderr
 # Environment: BUILD_DIR (default <repo>/build), PYTHON (default /usr/bin/python3: Debian's torch),
 # MINIJAX_FASHION_MNIST (the data; random data of the same shapes when absent).
 # Results: stdout and $BUILD_DIR/bench/results/<date>.jsonl; each program's stderr in the same folder.
@@ -21,14 +29,16 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 build="${BUILD_DIR:-$root/build}"
 python="${PYTHON:-/usr/bin/python3}"
-quick=0 peers=1 gemm_threads=0 only=""
+quick=0 peers=1 gemm_threads=0 only="" wait_idle=0 shield=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) quick=1 ;;
     --no-peers) peers=0 ;;
     --gemm-threads) gemm_threads=1 ;;
     --only) only="$2"; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --wait-idle) wait_idle="$2"; shift ;;
+    --shield) shield=(chrt -f 10) ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "run_all.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -73,11 +83,26 @@ if [[ $peers == 1 ]] && wanted peers; then
 fi
 
 # --- run ------------------------------------------------------------------------------------------
+idle_percent() {  # CPU idle % over the next 5 seconds, from /proc/stat
+  local a b
+  a=($(head -1 /proc/stat)); sleep 5; b=($(head -1 /proc/stat))
+  local total=0 i
+  for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+  echo $(( total > 0 ? 100 * (b[4] - a[4]) / total : 0 ))
+}
+if [[ $wait_idle -gt 0 ]]; then
+  waited=0
+  while true; do
+    idle="$(idle_percent)"; waited=$((waited + 5))
+    if [[ $idle -ge 90 ]]; then echo "run_all.sh: CPUs ${idle}% idle after ${waited}s; running" >&2; break; fi
+    if [[ $waited -ge $wait_idle ]]; then echo "run_all.sh: no idle window in ${waited}s (last ${idle}% idle); running anyway" >&2; break; fi
+  done
+fi
 b="$build/bench"
 run() {  # run NAME CMD...: one JSON line to stdout and $results, stderr to $out/NAME.err
   local name="$1"; shift
   local line
-  if line="$("$@" 2>>"$out/$name.err")"; then
+  if line="$("${shield[@]}" "$@" 2>>"$out/$name.err")"; then
     echo "$line" | tee -a "$results"
   else
     echo "run_all.sh: $name failed (see $out/$name.err)" >&2
@@ -109,10 +134,10 @@ busy_pid=""
 stop_busy() { if [[ -n "$busy_pid" ]]; then kill "$busy_pid" 2>/dev/null || true; wait "$busy_pid" 2>/dev/null || true; busy_pid=""; fi; }
 trap stop_busy EXIT
 if [[ $gemm_threads == 1 ]]; then
-  for busy in idle busy_unpinned busy_pinned_cpu1; do
+  for busy in no_busy_loop busy_loop_pinned_cpu1 busy_loop_unpinned; do
     case "$busy" in
-      busy_unpinned) bash -c 'while :; do :; done' & busy_pid=$! ;;
-      busy_pinned_cpu1) taskset -c 1 bash -c 'while :; do :; done' & busy_pid=$! ;;
+      busy_loop_unpinned) "${shield[@]}" bash -c 'while :; do :; done' & busy_pid=$! ;;
+      busy_loop_pinned_cpu1) "${shield[@]}" taskset -c 1 bash -c 'while :; do :; done' & busy_pid=$! ;;
     esac
     sleep 1
     for mode in tbb library; do

@@ -61,6 +61,16 @@ inline std::string loadavg() {
   return a + " " + b + " " + c;
 }
 
+/// "SCHED_OTHER", "SCHED_FIFO 10", ... for this process.
+inline std::string sched_policy() {
+  const int p = sched_getscheduler(0);
+  sched_param sp{};
+  sched_getparam(0, &sp);
+  if (p == SCHED_FIFO) return "SCHED_FIFO " + std::to_string(sp.sched_priority);
+  if (p == SCHED_RR) return "SCHED_RR " + std::to_string(sp.sched_priority);
+  return p == SCHED_OTHER ? "SCHED_OTHER" : "policy " + std::to_string(p);
+}
+
 inline std::string env_json(const std::string& load_before) {
   std::string cpu = "unknown", line;
   std::ifstream f("/proc/cpuinfo");
@@ -83,7 +93,7 @@ inline std::string env_json(const std::string& load_before) {
          ", \"loadavg_before\": \"" + load_before + "\", \"loadavg_after\": \"" + loadavg() +
          "\", \"OMP_WAIT_POLICY\": " + var("OMP_WAIT_POLICY") + ", \"OMP_NUM_THREADS\": " +
          var("OMP_NUM_THREADS") + ", \"OPENBLAS_CORETYPE\": " + var("OPENBLAS_CORETYPE") +
-         ", \"MINIJAX_BENCH_LABEL\": " + var("MINIJAX_BENCH_LABEL") + ", \"git\": " + var("MINIJAX_BENCH_GIT") + "}";
+         ", \"MINIJAX_BENCH_LABEL\": " + var("MINIJAX_BENCH_LABEL") + ", \"sched\": \"" + sched_policy() + "\", \"git\": " + var("MINIJAX_BENCH_GIT") + "}";
 }
 
 /// {"median_ms": .., "min_ms": .., "max_ms": .., "n": ..} of per-step seconds.

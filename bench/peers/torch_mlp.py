@@ -40,6 +40,10 @@ for i in range(warmup + steps):
     opt.step()
     if i >= warmup:
         t.append(time.perf_counter() - t0)
+pol = os.sched_getscheduler(0)
+sched = {os.SCHED_FIFO: 'SCHED_FIFO', os.SCHED_RR: 'SCHED_RR', os.SCHED_OTHER: 'SCHED_OTHER'}.get(pol, f'policy {pol}')
+if pol in (os.SCHED_FIFO, os.SCHED_RR):
+    sched += f' {os.sched_getparam(0).sched_priority}'
 cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), 'unknown')
 print(json.dumps({
     'name': 'pytorch_mlp_step', 'torch': torch.__version__, 'threads': torch.get_num_threads(), 'data': source,
@@ -50,5 +54,5 @@ print(json.dumps({
             'cpus_online': os.cpu_count(), 'loadavg_before': load_before,
             'loadavg_after': ' '.join(open('/proc/loadavg').read().split()[:3]),
             'OMP_WAIT_POLICY': os.environ.get('OMP_WAIT_POLICY'), 'OMP_NUM_THREADS': os.environ.get('OMP_NUM_THREADS'),
-            'OPENBLAS_CORETYPE': os.environ.get('OPENBLAS_CORETYPE'), 'MINIJAX_BENCH_LABEL': os.environ.get('MINIJAX_BENCH_LABEL'), 'git': os.environ.get('MINIJAX_BENCH_GIT')},
+            'OPENBLAS_CORETYPE': os.environ.get('OPENBLAS_CORETYPE'), 'MINIJAX_BENCH_LABEL': os.environ.get('MINIJAX_BENCH_LABEL'), 'sched': sched, 'git': os.environ.get('MINIJAX_BENCH_GIT')},
 }))
