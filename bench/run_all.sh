@@ -9,11 +9,9 @@
 #   --shield        run every program (peers included) under `chrt -f 10` (SCHED_FIFO; needs root):
 #                   on a machine shared with other work, this stands in for an idle machine (other
 #                   processes get only the CPU time the benchmark leaves); env.sched records it
-#   --gemm-threads  also run mlp_step and dot with MINIJAX_GEMM_THREADS unset (oneTBB blocks) and
-#                   =library (oneDNN's OpenMP threads), each: as the other runs (idle, or shielded),
-#                   with a busy loop (`bash -c 'while :; do :; done'`) at the benchmark's own
-#                   priority pinned to CPU 1 (taskset -c 1), and with it unpinned; each JSON line
-#                   labelled in env.MINIJAX_BENCH_LABEL
+#   --gemm-threads  then run bench/gemm_threads.sh (GEMM_THREADS_ROUNDS rounds, default 4): mlp_step
+#                   and dot with MINIJAX_GEMM_THREADS unset (oneTBB blocks) and =library (oneDNN's
+#                   OpenMP threads), idle and with the other core busy; its summary is printed
 #   --only          run only these benchmarks (mlp_step gru_step compile elementwise dot loops
 #                   dispatch peers)
 #   --wait-idle S   before running, wait up to S seconds for a 5-second window in which the CPUs
@@ -129,26 +127,10 @@ if wanted compile; then
   run compile_persistent "$b/minijax_bench_compile" persistent
 fi
 
-# --- GEMM threads: oneTBB tasks of single-threaded calls vs the library's OpenMP threads -----------
-busy_pid=""
-stop_busy() { if [[ -n "$busy_pid" ]]; then kill "$busy_pid" 2>/dev/null || true; wait "$busy_pid" 2>/dev/null || true; busy_pid=""; fi; }
-trap stop_busy EXIT
+# --- GEMM threads: oneTBB blocks of single-threaded calls vs the library's OpenMP threads ---------
 if [[ $gemm_threads == 1 ]]; then
-  for busy in no_busy_loop busy_loop_pinned_cpu1 busy_loop_unpinned; do
-    case "$busy" in
-      busy_loop_unpinned) "${shield[@]}" bash -c 'while :; do :; done' & busy_pid=$! ;;
-      busy_loop_pinned_cpu1) "${shield[@]}" taskset -c 1 bash -c 'while :; do :; done' & busy_pid=$! ;;
-    esac
-    sleep 1
-    for mode in tbb library; do
-      if [[ $mode == library ]]; then export MINIJAX_GEMM_THREADS=library; else unset MINIJAX_GEMM_THREADS; fi
-      export MINIJAX_BENCH_LABEL="gemm_threads=$mode, $busy"
-      run mlp_step "$b/minijax_bench_mlp_step" --steps "$steps" --eager-steps 0
-      run dot "$b/minijax_bench_dot" --reps "$dot_reps"
-    done
-    stop_busy
-  done
-  unset MINIJAX_GEMM_THREADS MINIJAX_BENCH_LABEL
+  BUILD_DIR="$build" PYTHON="$python" STEPS="$steps" "$here/gemm_threads.sh" "${GEMM_THREADS_ROUNDS:-4}" |
+    tee "$out/$stamp-gemm_threads.txt" | grep -v '^{' || true
 fi
 
 # --- summary --------------------------------------------------------------------------------------
@@ -200,18 +182,6 @@ if c:
 for r in rows:
     if r.get('name') == 'compile' and r.get('mode') == 'persistent':
         add('compile persistent hit, new process (trace + compile)', f"{r['total_ms']:.1f} ms", '<= 30 ms', r['target_met'])
-gt = [r for r in rows if r.get('env', {}).get('MINIJAX_BENCH_LABEL')]
-if gt:
-    lines.append('  GEMM threads (median ms): label, mlp_step jit, dot NN, NT, TT, batched')
-    labels = []
-    for r in gt:
-        lab = r['env']['MINIJAX_BENCH_LABEL']
-        if lab not in labels: labels.append(lab)
-    for lab in labels:
-        mm, dd = first('mlp_step', lab), first('dot', lab)
-        ms = f"{mm['jit']['median_ms']:.2f}" if mm else '-'
-        ds = ', '.join(f"{dd[c]['median_ms']:.3f}" for c in ('NN', 'NT', 'TT', 'batched_NN')) if dd else '-'
-        lines.append(f"    {lab:40s} {ms:>8s}   {ds}")
 print('summary (' + sys.argv[1] + '):')
 print('\n'.join(lines))
 EOF
