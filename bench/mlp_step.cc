@@ -1,414 +1,205 @@
-// minijax bench: times the eager training step of the Fashion-MNIST MLP (784-512-512-10, batch 128,
-// value_and_grad + Adam, the sample's own code) and prints one JSON object; --breakdown profiles it.
+// minijax bench: the jitted MLP training step (784-512-512-10, batch 128, Adam; the sample's
+// fmnist::train_step) next to its floor measured in the same run, and the eager step; one JSON line.
 //
-// Usage: minijax_bench_mlp_step [--steps N (100)] [--warmup W (10)] [--data-dir DIR] [--random]
-//                               [--breakdown] [--no-verify]
-// Data: Fashion-MNIST batches (the sample's loader; --data-dir, else $MINIJAX_FASHION_MNIST, else
-// /usr/share/datasets/fashion-mnist); --random uses uniform pixels and labels of the same shapes.
-// Timed per step, like the peers in ../shared/bench: batch assembly + value_and_grad + Adam update
-// + reading the loss back (loss.item()).
-//
-// --no-verify sets mj::config().verify_jaxprs = false (the library turns it on unless NDEBUG is
-// defined); the JSON reports the setting used as "verify_jaxprs".
-// --breakdown adds, measured separately after the main run (so it does not perturb it):
-//   phases     mean ms of make_batch, forward only (loss_fn), value_and_grad, Adam update;
-//   kernels    value_and_grad staged once with make_jaxpr, then its equations run one by one through
-//              each primitive's eager impl with a timer around each (values freed after their last
-//              use): ms per primitive (dot_general = the GEMMs), i.e. the gradient's compute
-//              without tracing; phases_ms.value_and_grad minus staged_eval_ms = tracing overhead;
-//   tiny_step  the same eager step on a 4-4-4-10 MLP with batch 2: compute ~0, so its time is the
-//              per-step cost of tracing, dispatch and allocation for the same operation count
-//              (wall and main-thread CPU time; also with jaxpr verification off);
-//   minflt     minor page faults per eager step (getrusage), i.e. fresh pages touched by allocations.
-#include <sys/resource.h>
-
-#include <time.h>
-
-#include <algorithm>
-#include <chrono>
+// Usage: minijax_bench_mlp_step [--steps N (200)] [--warmup W (20)] [--eager-steps E (50), 0: skip]
+//                               [--floor-reps R (200)] [--random] [--data-dir DIR] [--as-text FILE]
+//                               [--breakdown]
+// Timed per step: one call of the jitted step (state donated) and mj::block_until_ready on the new
+// state and the loss; batches are assembled before the timed loop (16, cycled), so neither this
+// program nor the peers (bench/peers) time batch assembly. The loss is read back after timing.
+// Floor (the issue's definition): the median time of dnnl_sgemm (the library's own OpenMP threads)
+// on the GEMMs of the compiled step (read off its program: 8 for this model) plus the median time
+// of a 2-thread memcpy of 9.5 MB into a pre-faulted buffer (Adam's traffic: read p, g, m, v and
+// write p, m, v, about 19 MB read + written). Repeated, that copy runs from the last-level cache
+// when it holds 19 MB (32 MiB here); "memcpy_9_5MB_2threads_from_memory" (caches evicted before
+// each copy) is reported next to it, not counted in the floor. The eager step is the same function run op by op.
+// --as-text writes the compiled step's Compiled::as_text() (program, kernels, plan) to FILE.
+// --breakdown adds "breakdown": the step's parts each jitted and timed on its own —
+//   value_and_grad   jit(value_and_grad(loss_fn)) (params, x, y): forward + backward, 8 GEMMs;
+//   adam             jit(Adam update) with params and state donated, gradients given [in, out];
+//   adam_grads_out_in the same with the weight gradients given [out, in] and transposed inside
+//                    (the layout the step's weight-gradient GEMMs produce: see "gemms");
+// and "gemms_each": per GEMM of the step, the median ms through dnnl_sgemm with its own threads, on
+// one thread, and through minijax::runtime_gemm (what the compiled code calls), plus
+// "gemms_via_minijax_runtime" (all eight through runtime_gemm, like floor_gemm_dnnl).
 #include <cstdio>
-#include <cstdlib>
-#include <map>
-#include <numeric>
-#include <random>
-#include <string>
-#include <tuple>
-#include <unordered_map>
-#include <vector>
+#include <fstream>
 
-#include "autodiff/grad.h"
-#include "autodiff/optimizers.h"
-#include "core/api.h"
-#include "core/config.h"
-#include "core/primitive.h"
-#include "samples/common/idx_reader.h"
+#include "bench/bench_common.h"
+#include "bench/bench_data.h"
+#include "jit/jit.h"
 #include "samples/fashion_mnist_mlp_lib.h"
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
+using mjbench::Json;
 
-double ms_since(clock_type::time_point t0) {
-  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+constexpr int64_t kBatch = 128;
+constexpr size_t kAdamCopyBytes = 9500000;  // the issue's 9.5 MB
+
+// 16 batches of the bench data (bench/bench_data.h), assembled before timing.
+std::vector<std::pair<mj::Array, mj::Array>> make_batches(bool random, const std::string& dir, std::string& source) {
+  fmnist::Dataset d = mjbench::bench_dataset(16 * kBatch, random, dir, source);
+  std::vector<std::pair<mj::Array, mj::Array>> out;
+  for (int64_t b = 0; b < 16; ++b) out.push_back(fmnist::make_batch(d, {}, b * kBatch, kBatch));
+  return out;
 }
 
-// CPU time of the calling thread: unlike wall time, insensitive to other processes on the machine.
-double thread_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
-}
-
-long minor_faults() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_minflt;
-}
-
-struct Options {
-  int steps = 100;
-  int warmup = 10;
-  std::string data_dir;
-  bool random = false;
-  bool breakdown = false;
-  bool no_verify = false;
-};
-
-// Batches either from Fashion-MNIST (shuffled once, fixed seed) or uniform random of the same shape.
-class BatchSource {
- public:
-  BatchSource(const Options& o, int64_t batch) : batch_(batch) {
-    if (o.random) {
-      std::mt19937 rng(0);
-      data_.n = 8192;  // 64 batches, cycled
-      data_.images.resize(size_t(data_.n) * 784);
-      data_.labels.resize(size_t(data_.n));
-      for (auto& p : data_.images) p = uint8_t(rng() & 0xff);
-      for (auto& l : data_.labels) l = uint8_t(rng() % 10);
-    } else {
-      data_ = fmnist::load_split(minijax::samples::fashion_mnist_dir(o.data_dir), "train");
-    }
-    order_.resize(size_t(data_.n));
-    std::iota(order_.begin(), order_.end(), 0);
-    std::shuffle(order_.begin(), order_.end(), std::mt19937(1));
-  }
-  std::pair<mj::Array, mj::Array> next() {
-    if (pos_ + batch_ > data_.n) pos_ = 0;
-    auto b = fmnist::make_batch(data_, order_, pos_, batch_);
-    pos_ += batch_;
-    return b;
-  }
-
- private:
-  int64_t batch_;
-  fmnist::Dataset data_;
-  std::vector<int32_t> order_;
-  int64_t pos_ = 0;
-};
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// The training step exactly as fmnist::train does it.
-struct Trainer {
-  fmnist::MLP params;
+// The "breakdown" object (see the header comment): the step's parts jitted one by one.
+std::string breakdown(const std::vector<std::pair<mj::Array, mj::Array>>& batches,
+                      const std::vector<mjbench::GemmCall>& gemms, int steps) {
   minijax::optim::Adam opt;
-  minijax::optim::AdamState<fmnist::MLP> state;
-  explicit Trainer(fmnist::MLP p) : params(std::move(p)) { state = opt.init(params); }
-  double step(const mj::Array& x, const mj::Array& y) {
-    auto grad_fn = mj::value_and_grad(
-        [](const fmnist::MLP& p, const mj::Array& xs, const mj::Array& ys) {
-          return fmnist::loss_fn(p, xs, ys);
-        });
-    auto [loss, grads] = grad_fn(params, x, y);
-    auto [next_params, next_state] = opt.update(grads, state, params);
-    params = std::move(next_params);
-    state = std::move(next_state);
-    return loss.item<double>();
-  }
-};
-
-// A small MLP in-hid-hid-10 with deterministic uniform weights (for the overhead measurement).
-fmnist::MLP tiny_mlp(int64_t in, int64_t hid) {
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<double> u(-0.5, 0.5);
-  auto arr = [&](mj::Shape s) {
-    int64_t n = 1;
-    for (auto d : s) n *= d;
-    std::vector<double> v(static_cast<size_t>(n));
-    for (auto& e : v) e = u(rng);
-    return mj::array(v, s, mj::f32);
+  fmnist::MLP p = fmnist::init_mlp(0);
+  auto vg = mj::jit([](const fmnist::MLP& q, const mj::Array& x, const mj::Array& y) {
+    return mj::value_and_grad(fmnist::loss_fn)(q, x, y);
+  });
+  size_t bi = 0;
+  auto vg_s = mjbench::stats(mjbench::time_calls(5, steps, [&] {
+    const auto& [x, y] = batches[bi++ % batches.size()];
+    mj::block_until_ready(vg(p, x, y));
+  }));
+  auto [loss, grads] = vg(p, batches[0].first, batches[0].second);
+  // Adam alone, parameters and state donated (each call's outputs are the next call's inputs).
+  auto adam = mj::jit([&opt](const fmnist::MLP& g, const minijax::optim::AdamState<fmnist::MLP>& st,
+                             const fmnist::MLP& q) { return opt.update(g, st, q); },
+                      mj::JitOptions{.name = "adam", .donate_argnums = {1, 2}});
+  auto time_adam = [&](const auto& jf, const auto& g) {
+    fmnist::MLP q = fmnist::init_mlp(1);
+    auto st = opt.init(q);
+    return mjbench::stats(mjbench::time_calls(5, steps, [&] {
+      auto up = jf(g, st, q);
+      mj::block_until_ready(up);
+      q = up.params;
+      st = up.state;
+    }));
   };
-  return {arr({in, hid}), arr({hid}), arr({hid, hid}), arr({hid}), arr({hid, 10}), arr({10})};
-}
-
-// Runs the step's staged jaxpr equation by equation through the primitives' eager impls, adding
-// the time of each equation to its primitive's total. Returns the output arrays.
-std::vector<mj::Array> timed_eval(const mj::ClosedJaxpr& cj, const std::vector<mj::Array>& args,
-                                  std::map<std::string, double>& ms,
-                                  std::map<std::string, int>& count) {
-  const mj::Jaxpr& j = *cj.jaxpr;
-  std::unordered_map<mj::Var, mj::Array, mj::VarHash> env;
-  for (size_t i = 0; i < j.constvars.size(); ++i) env[j.constvars[i]] = cj.consts[i];
-  for (size_t i = 0; i < j.invars.size(); ++i) env[j.invars[i]] = args[i];
-  auto read = [&](const mj::Atom& a) -> mj::Array {
-    if (auto* l = std::get_if<mj::Literal>(&a)) return l->value;
-    return env.at(std::get<mj::Var>(a));
-  };
-  // Values are dropped after their last use, as an evaluator (and eager code) would do, so the
-  // allocator can reuse their memory.
-  std::unordered_map<mj::Var, size_t, mj::VarHash> last_use;
-  for (size_t k = 0; k < j.eqns.size(); ++k)
-    for (auto& a : j.eqns[k].inputs)
-      if (auto* v = std::get_if<mj::Var>(&a)) last_use[*v] = k;
-  for (auto& a : j.outvars)
-    if (auto* v = std::get_if<mj::Var>(&a)) last_use[*v] = j.eqns.size();
-  for (size_t k = 0; k < j.eqns.size(); ++k) {
-    const mj::Eqn& e = j.eqns[k];
-    std::vector<mj::Array> in;
-    for (auto& a : e.inputs) in.push_back(read(a));
-    for (auto& a : e.inputs)
-      if (auto* v = std::get_if<mj::Var>(&a); v && last_use[*v] == k) env.erase(*v);
-    std::vector<mj::ShapedArray> out_avals;
-    for (auto& v : e.outputs) out_avals.push_back(v.aval());
-    // Allocation alone (malloc + zero fill of each output, as Array::allocate does).
-    auto t0 = clock_type::now();
-    for (auto& a : out_avals) mj::Array::allocate(a);
-    ms["(allocate outputs only)"] += ms_since(t0);
-    t0 = clock_type::now();
-    std::vector<mj::Array> out = e.primitive->impl(in, e.params, out_avals);
-    ms[e.primitive->name] += ms_since(t0);
-    count[e.primitive->name] += 1;
-    in.clear();
-    for (size_t i = 0; i < e.outputs.size(); ++i)
-      if (!e.outputs[i].is_dropvar() && last_use.count(e.outputs[i])) env[e.outputs[i]] = out[i];
-  }
-  std::vector<mj::Array> outs;
-  for (auto& a : j.outvars) outs.push_back(read(a));
-  return outs;
-}
-
-std::string json_map(const std::map<std::string, double>& m, int reps) {
-  std::vector<std::pair<std::string, double>> v(m.begin(), m.end());
-  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  std::string s = "{";
-  char buf[128];
-  for (size_t i = 0; i < v.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "%s\"%s\": %.4f", i ? ", " : "", v[i].first.c_str(),
-                  v[i].second / reps);
-    s += buf;
-  }
-  return s + "}";
-}
-
-std::string json_counts(const std::map<std::string, int>& m, int reps) {
-  std::string s = "{";
-  bool first = true;
-  for (auto& [k, c] : m) {
-    s += (first ? "\"" : ", \"") + k + "\": " + std::to_string(c / reps);
-    first = false;
-  }
-  return s + "}";
-}
-
-std::string breakdown(const Options& o, BatchSource& src) {
-  const int reps = std::max(10, o.steps / 4);
-  char buf[512];
-  std::string out = "{";
-
-  // Phases of the eager step, each timed on its own.
-  Trainer tr(fmnist::init_mlp(0));
-  double t_batch = 0, t_fwd = 0, t_vg = 0, t_adam = 0;
-  auto grad_fn = mj::value_and_grad(
-      [](const fmnist::MLP& p, const mj::Array& xs, const mj::Array& ys) {
-        return fmnist::loss_fn(p, xs, ys);
-      });
-  for (int i = 0; i < reps + 3; ++i) {
-    bool timed = i >= 3;
-    auto t0 = clock_type::now();
-    auto [x, y] = src.next();
-    double a = ms_since(t0);
-    t0 = clock_type::now();
-    double fl = fmnist::loss_fn(tr.params, x, y).item<double>();
-    double b = ms_since(t0);
-    t0 = clock_type::now();
-    auto [loss, grads] = grad_fn(tr.params, x, y);
-    double c = ms_since(t0);
-    t0 = clock_type::now();
-    auto [next_params, next_state] = tr.opt.update(grads, tr.state, tr.params);
-    tr.params = std::move(next_params);
-    tr.state = std::move(next_state);
-    double d = ms_since(t0);
-    (void)fl;
-    if (timed) t_batch += a, t_fwd += b, t_vg += c, t_adam += d;
-  }
-  std::snprintf(buf, sizeof buf,
-                "\"phases_ms\": {\"make_batch\": %.4f, \"forward_only\": %.4f, "
-                "\"value_and_grad\": %.4f, \"adam_update\": %.4f}",
-                t_batch / reps, t_fwd / reps, t_vg / reps, t_adam / reps);
-  out += buf;
-
-  // Kernel time: value_and_grad staged once, then evaluated through the impls with a timer per
-  // equation. (The Adam update is left out: eagerly, with concrete operands, it may take a fused
-  // path that staging does not show; its eager time is phases_ms.adam_update.)
-  auto vg_fn = [](const fmnist::MLP& p, const mj::Array& x, const mj::Array& y) {
-    return mj::value_and_grad([](const fmnist::MLP& q, const mj::Array& xs, const mj::Array& ys) {
-      return fmnist::loss_fn(q, xs, ys);
-    })(p, x, y);
-  };
-  auto [x0, y0] = src.next();
-  mj::ClosedJaxpr cj = mj::make_jaxpr(vg_fn)(tr.params, x0, y0);
-  std::vector<mj::Array> args;
-  auto flat_params = mj::tree_flatten(tr.params);
-  std::map<std::string, double> kms;
-  std::map<std::string, int> kcount;
-  double kernel_total = 0;
-  for (int i = 0; i < reps + 3; ++i) {
-    auto [x, y] = src.next();
-    args.clear();
-    args.insert(args.end(), flat_params.begin(), flat_params.end());
-    args.push_back(x);
-    args.push_back(y);
-    std::map<std::string, double> m;
-    std::map<std::string, int> c;
-    auto t0 = clock_type::now();
-    timed_eval(cj, args, m, c);
-    double total = ms_since(t0);
-    if (i >= 3) {
-      for (auto& [k, v] : m) kms[k] += v;
-      for (auto& [k, v] : c) kcount[k] += v;
-      kernel_total += total;
-    }
-  }
-  const double alloc = kms["(allocate outputs only)"];
-  kms.erase("(allocate outputs only)");
-  double sum_impl = 0;
-  for (auto& [k, v] : kms) sum_impl += v;
-  double gemm = kms.count("dot_general") ? kms["dot_general"] : 0.0;
-  std::snprintf(buf, sizeof buf,
-                ", \"staged_eqns\": %zu, \"kernels_ms_total\": %.4f, \"kernels_ms_dot_general\": "
-                "%.4f, \"kernels_ms_other\": %.4f, \"staged_eval_ms\": %.4f, "
-                "\"allocate_outputs_only_ms\": %.4f",
-                cj.jaxpr->eqns.size(), sum_impl / reps, gemm / reps, (sum_impl - gemm) / reps,
-                kernel_total / reps, alloc / reps);
-  out += buf;
-  out += ", \"kernels_ms_by_primitive\": " + json_map(kms, reps);
-  out += ", \"eqn_count_by_primitive\": " + json_counts(kcount, reps);
-
-  // Tiny step: same operations, negligible arithmetic; with jaxpr verification as configured and
-  // with it off (verification runs on the linear jaxpr of every grad).
-  {
-    const bool verify_setting = mj::config().verify_jaxprs;
-    mj::Array x = mj::array(std::vector<double>{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}, {2, 4});
-    mj::Array y = mj::array(std::vector<double>{3, 7}, {2}, mj::i32);
-    for (bool verify : {verify_setting, false}) {
-      mj::config().verify_jaxprs = verify;
-      Trainer tiny(tiny_mlp(4, 4));
-      for (int i = 0; i < 20; ++i) tiny.step(x, y);
-      auto t0 = clock_type::now();
-      double c0 = thread_cpu_ms();
-      const int n = 200;
-      for (int i = 0; i < n; ++i) tiny.step(x, y);
-      std::snprintf(buf, sizeof buf,
-                    ", \"tiny_step%s_ms\": %.4f, \"tiny_step%s_thread_cpu_ms\": %.4f",
-                    verify ? "" : "_verify_off", ms_since(t0) / n, verify ? "" : "_verify_off",
-                    (thread_cpu_ms() - c0) / n);
-      out += buf;
-      if (!verify_setting) break;
-    }
-    mj::config().verify_jaxprs = verify_setting;
-  }
-
-  // Page faults per full eager step.
-  {
-    Trainer t2(fmnist::init_mlp(0));
-    for (int i = 0; i < 3; ++i) {
-      auto [x, y] = src.next();
-      t2.step(x, y);
-    }
-    long f0 = minor_faults();
-    for (int i = 0; i < reps; ++i) {
-      auto [x, y] = src.next();
-      t2.step(x, y);
-    }
-    std::snprintf(buf, sizeof buf, ", \"minflt_per_step\": %.1f",
-                  double(minor_faults() - f0) / reps);
-    out += buf;
-  }
-  return out + "}";
-}
-
-void usage(const char* prog) {
-  std::fprintf(stderr,
-               "usage: %s [--steps N (100)] [--warmup W (10)] [--data-dir DIR] [--random] "
-               "[--breakdown] [--no-verify]\n",
-               prog);
+  auto adam_s = time_adam(adam, grads);
+  // The weight gradients stored [out, in], transposed inside the jitted update.
+  fmnist::MLP gt = grads;
+  gt.w1 = mj::lax::transpose(grads.w1, {1, 0});
+  gt.w2 = mj::lax::transpose(grads.w2, {1, 0});
+  gt.w3 = mj::lax::transpose(grads.w3, {1, 0});
+  auto adam_t = mj::jit([&opt](const fmnist::MLP& g, const minijax::optim::AdamState<fmnist::MLP>& st,
+                               const fmnist::MLP& q) {
+    fmnist::MLP h = g;
+    h.w1 = mj::lax::transpose(g.w1, {1, 0});
+    h.w2 = mj::lax::transpose(g.w2, {1, 0});
+    h.w3 = mj::lax::transpose(g.w3, {1, 0});
+    return opt.update(h, st, q);
+  }, mj::JitOptions{.name = "adam_t", .donate_argnums = {1, 2}});
+  auto adam_t_s = time_adam(adam_t, gt);
+  mjbench::Json j;
+  j.stats_ms("value_and_grad", vg_s).stats_ms("adam", adam_s).stats_ms("adam_grads_out_in", adam_t_s);
+  j.stats_ms("gemms_via_minijax_runtime",
+             mjbench::stats(mjbench::time_gemms(gemms, 10, steps, mjbench::GemmImpl::minijax_runtime)));
+  j.stats_ms("gemms_dnnl_1thread",
+             mjbench::stats(mjbench::time_gemms(gemms, 10, steps, mjbench::GemmImpl::dnnl_one_thread)));
+  j.raw("gemms_each", mjbench::gemm_breakdown_json(gemms, 10, steps));
+  return j.text();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        usage(argv[0]);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--steps") o.steps = std::atoi(value().c_str());
-    else if (a == "--warmup") o.warmup = std::atoi(value().c_str());
-    else if (a == "--data-dir") o.data_dir = value();
-    else if (a == "--random") o.random = true;
-    else if (a == "--breakdown") o.breakdown = true;
-    else if (a == "--no-verify") o.no_verify = true;
-    else if (a == "-h" || a == "--help") { usage(argv[0]); return 0; }
-    else { usage(argv[0]); return 2; }
-  }
-  if (o.steps <= 0 || o.warmup < 0) {
-    std::fprintf(stderr, "--steps must be > 0 and --warmup >= 0\n");
-    return 2;
-  }
-  if (o.no_verify) mj::config().verify_jaxprs = false;
+  mjbench::Args args(argc, argv,
+                     "usage: minijax_bench_mlp_step [--steps N] [--warmup W] [--eager-steps E] [--floor-reps R] "
+                     "[--random] [--data-dir DIR] [--as-text FILE] [--breakdown]");
+  const int steps = args.integer("steps", 200), warmup = args.integer("warmup", 20);
+  const int eager_steps = args.integer("eager-steps", 50), floor_reps = args.integer("floor-reps", 200);
+  const bool random = args.flag("random");
+  const std::string dir = args.string("data-dir", ""), as_text = args.string("as-text", "");
+  const bool want_breakdown = args.flag("breakdown");
+  args.check();
+  mjbench::Environment env;
   try {
-    const int64_t batch = 128;
-    BatchSource src(o, batch);
-    Trainer tr(fmnist::init_mlp(0));
-    for (int i = 0; i < o.warmup; ++i) {
-      auto [x, y] = src.next();
-      tr.step(x, y);
+    std::string source;
+    auto batches = make_batches(random, dir, source);
+    minijax::optim::Adam opt;
+    auto step = [&opt](const fmnist::TrainState& s, const mj::Array& x, const mj::Array& y) {
+      return fmnist::train_step(opt, s, x, y);
+    };
+    auto jstep = mj::jit(step, mj::JitOptions{.name = "train_step", .donate_argnums = {0}});
+    fmnist::MLP params = fmnist::init_mlp(0);
+    fmnist::TrainState state{params, opt.init(params)};
+
+    // First call: trace + compile + run.
+    auto t0 = mjbench::clock_type::now();
+    {
+      auto [next, loss] = jstep(state, batches[0].first, batches[0].second);
+      mj::block_until_ready(next);
+      mj::block_until_ready(loss);
+      state = std::move(next);
     }
-    std::vector<double> per_step;
-    double first_loss = 0, last_loss = 0;
-    auto t_all = clock_type::now();
-    double cpu_all = thread_cpu_ms();
-    for (int i = 0; i < o.steps; ++i) {
-      auto t0 = clock_type::now();
-      auto [x, y] = src.next();
-      double l = tr.step(x, y);
-      per_step.push_back(ms_since(t0));
-      if (i == 0) first_loss = l;
-      last_loss = l;
+    const double first_call = mjbench::seconds_since(t0);
+    auto compiled = jstep.lower(state, batches[0].first, batches[0].second).compile();
+    const auto& exe = *compiled.executable();
+    if (!as_text.empty()) std::ofstream(as_text) << compiled.as_text();
+    const auto gemms = mjbench::program_gemms(exe.program);
+
+    // The jitted step.
+    size_t bi = 0;
+    double loss_first = 0, loss_last = 0;
+    mj::Array last_loss;
+    auto one_step = [&] {
+      const auto& [x, y] = batches[bi++ % batches.size()];
+      auto [next, loss] = jstep(state, x, y);
+      mj::block_until_ready(next);
+      mj::block_until_ready(loss);
+      state = std::move(next);
+      last_loss = loss;
+    };
+    for (int i = 0; i < warmup; ++i) one_step();
+    loss_first = last_loss.item<double>();
+    const double cpu0 = mjbench::thread_cpu_seconds();
+    auto jit_times = mjbench::time_calls(0, steps, one_step);
+    const double cpu_per_step = (mjbench::thread_cpu_seconds() - cpu0) / steps;
+    loss_last = last_loss.item<double>();
+
+    // The eager step (same function, op by op).
+    std::vector<double> eager_times;
+    if (eager_steps > 0) {
+      fmnist::MLP p2 = fmnist::init_mlp(0);  // params' buffers were donated to the jitted step
+      fmnist::TrainState es{p2, opt.init(p2)};
+      eager_times = mjbench::time_calls(3, eager_steps, [&] {
+        const auto& [x, y] = batches[bi++ % batches.size()];
+        auto [next, loss] = step(es, x, y);
+        mj::block_until_ready(next);
+        mj::block_until_ready(loss);
+        es = std::move(next);
+      });
     }
-    double total = ms_since(t_all);
-    double cpu_total = thread_cpu_ms() - cpu_all;
-    std::string extra = o.breakdown ? ", \"breakdown\": " + breakdown(o, src) : "";
-    std::printf(
-        "{\"name\": \"minijax_mlp_step\", \"ms_per_step\": %.4f, \"steps\": %d, \"warmup\": %d, "
-        "\"batch\": %lld, \"model\": \"784-512-512-10\", \"data\": \"%s\", \"ms_median\": %.4f, "
-        "\"ms_min\": %.4f, \"ms_max\": %.4f, \"loss_first\": %.4f, \"loss_last\": %.4f, "
-        "\"main_thread_cpu_ms_per_step\": %.4f, \"verify_jaxprs\": %s%s}\n",
-        total / o.steps, o.steps, o.warmup, (long long)batch,
-        o.random ? "random" : "fashion-mnist", median(per_step),
-        *std::min_element(per_step.begin(), per_step.end()),
-        *std::max_element(per_step.begin(), per_step.end()), first_loss, last_loss,
-        cpu_total / o.steps, mj::config().verify_jaxprs ? "true" : "false", extra.c_str());
+
+    // The floor, in the same process and environment.
+    auto gemm_s = mjbench::stats(mjbench::time_gemms(gemms, 10, floor_reps));
+    auto copy_s = mjbench::stats(mjbench::time_memcpy_2threads(kAdamCopyBytes, 10, floor_reps));
+    auto copy_cold_s = mjbench::stats(mjbench::time_memcpy_2threads(kAdamCopyBytes, 2, 20, true));
+    auto jit_s = mjbench::stats(jit_times);
+    const double floor = gemm_s.median + copy_s.median;
+
+    Json j;
+    j.str("name", "mlp_step").str("model", "784-512-512-10").integer("batch", kBatch).str("data", source);
+    j.integer("steps", steps).integer("warmup", warmup);
+    j.stats_ms("jit", jit_s).num("jit_main_thread_cpu_ms_per_step", cpu_per_step * 1e3);
+    if (!eager_times.empty()) {
+      auto e = mjbench::stats(eager_times);
+      j.stats_ms("eager", e).num("eager_over_jit", e.median / jit_s.median);
+    }
+    j.stats_ms("floor_gemm_dnnl", gemm_s).integer("floor_gemm_count", int64_t(gemms.size()));
+    j.stats_ms("floor_memcpy_9_5MB_2threads", copy_s);
+    j.stats_ms("memcpy_9_5MB_2threads_from_memory", copy_cold_s);  // reported, not in the floor
+    j.num("floor_ms", floor * 1e3).num("ratio_to_floor", jit_s.median / floor).num("target_ratio", 1.4);
+    j.boolean("target_met", jit_s.median <= 1.4 * floor);
+    j.num("first_call_ms", first_call * 1e3);
+    Json ct;
+    ct.num("passes", exe.times.passes * 1e3).num("lower", exe.times.lower * 1e3);
+    ct.num("translate", exe.times.translate * 1e3).num("optimize", exe.times.optimize * 1e3);
+    ct.num("codegen", exe.times.codegen * 1e3).num("load", exe.times.load * 1e3);
+    j.raw("compile_ms", ct.text());
+    j.num("loss_after_warmup", loss_first).num("loss_last", loss_last);
+    j.raw("gemms", mjbench::gemms_json(gemms));
+    if (want_breakdown) j.raw("breakdown", breakdown(batches, gemms, steps));
+    env.add_to(j);
+    std::printf("%s\n", j.text().c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "minijax_bench_mlp_step: %s\n", e.what());
     return 1;

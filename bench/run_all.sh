@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# minijax bench: builds and runs every benchmark (bench/*.cc) and the peers (bench/peers: libtorch,
+# PyTorch) back to back with OMP_WAIT_POLICY=passive, one JSON line each, then a summary of targets.
+#
+# Usage: bench/run_all.sh [--quick] [--no-peers] [--gemm-threads] [--only NAME[,NAME...]]
+#                         [--wait-idle SECONDS] [--shield]
+#   --quick         fewer steps/repetitions (a smoke run; figures are noisier)
+#   --no-peers      skip libtorch/PyTorch
+#   --shield        run every program (peers included) under `chrt -f 10` (SCHED_FIFO; needs root):
+#                   on a machine shared with other work, this stands in for an idle machine (other
+#                   processes get only the CPU time the benchmark leaves); env.sched records it
+#   --gemm-threads  then run bench/gemm_threads.sh (GEMM_THREADS_ROUNDS rounds, default 4): mlp_step
+#                   and dot with MINIJAX_GEMM_THREADS unset (oneTBB blocks) and =library (oneDNN's
+#                   OpenMP threads), idle and with the other core busy; its summary is printed
+#   --only          run only these benchmarks (mlp_step gru_step compile elementwise dot loops
+#                   dispatch peers)
+#   --wait-idle S   before running, wait up to S seconds for a 5-second window in which the CPUs
+#                   are at least 90% idle (/proc/stat); the wait is reported on stderr
+# Environment: BUILD_DIR (default <repo>/build), PYTHON (default /usr/bin/python3: Debian's torch),
+# MINIJAX_FASHION_MNIST (the data; random data of the same shapes when absent).
+# Results: stdout and $BUILD_DIR/bench/results/<date>.jsonl; each program's stderr in the same folder.
+# The peers need Debian's python3-torch and libtorch-dev (not minijax dependencies): when missing and
+# running as root, this script installs them with apt-get (--no-peers skips them instead).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+build="${BUILD_DIR:-$root/build}"
+python="${PYTHON:-/usr/bin/python3}"
+quick=0 peers=1 gemm_threads=0 only="" wait_idle=0 shield=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --no-peers) peers=0 ;;
+    --gemm-threads) gemm_threads=1 ;;
+    --only) only="$2"; shift ;;
+    --wait-idle) wait_idle="$2"; shift ;;
+    --shield) shield=(chrt -f 10) ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    *) echo "run_all.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+wanted() { [[ -z "$only" || ",$only," == *",$1,"* ]]; }
+
+export OMP_WAIT_POLICY=passive
+unset MINIJAX_GEMM_THREADS MINIJAX_BENCH_LABEL
+MINIJAX_BENCH_GIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [[ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
+  MINIJAX_BENCH_GIT+="-dirty"
+fi
+export MINIJAX_BENCH_GIT
+out="$build/bench/results"
+mkdir -p "$out" "$build/bench/peers"
+stamp="$(date +%Y%m%d-%H%M%S)"
+results="$out/$stamp.jsonl"
+
+# --- build ----------------------------------------------------------------------------------------
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMINIJAX_BUILD_BENCH=ON >"$out/cmake.log"
+cmake --build "$build" -j2 --target minijax_bench_all >"$out/build.log" 2>&1 ||
+  { tail -30 "$out/build.log" >&2; exit 1; }
+if [[ $peers == 1 ]] && wanted peers; then
+  if [[ ! -d /usr/include/torch/csrc/api/include ]] || ! "$python" -c 'import torch' 2>/dev/null; then
+    if [[ "$(id -u)" == 0 ]]; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y python3-torch libtorch-dev >"$out/apt.log" 2>&1 ||
+        { echo "run_all.sh: installing the peers failed (see $out/apt.log); skipping them" >&2; peers=0; }
+    else
+      echo "run_all.sh: libtorch/PyTorch missing and not root; skipping the peers" >&2; peers=0
+    fi
+  fi
+fi
+if [[ $peers == 1 ]] && wanted peers; then
+  for p in libtorch_mlp libtorch_gru; do
+    bin="$build/bench/peers/$p"
+    if [[ ! -x "$bin" || "$here/peers/$p.cpp" -nt "$bin" || "$here/peers/peer_common.h" -nt "$bin" ]]; then
+      g++ -std=c++17 -O2 "$here/peers/$p.cpp" -I/usr/include/torch/csrc/api/include \
+        -ltorch -ltorch_cpu -lc10 -lz -o "$bin" 2>"$out/$p.build.log" ||
+        { tail -20 "$out/$p.build.log" >&2; exit 1; }
+    fi
+  done
+fi
+
+# --- run ------------------------------------------------------------------------------------------
+idle_percent() {  # CPU idle % over the next 5 seconds, from /proc/stat
+  local a b
+  a=($(head -1 /proc/stat)); sleep 5; b=($(head -1 /proc/stat))
+  local total=0 i
+  for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+  echo $(( total > 0 ? 100 * (b[4] - a[4]) / total : 0 ))
+}
+if [[ $wait_idle -gt 0 ]]; then
+  waited=0
+  while true; do
+    idle="$(idle_percent)"; waited=$((waited + 5))
+    if [[ $idle -ge 90 ]]; then echo "run_all.sh: CPUs ${idle}% idle after ${waited}s; running" >&2; break; fi
+    if [[ $waited -ge $wait_idle ]]; then echo "run_all.sh: no idle window in ${waited}s (last ${idle}% idle); running anyway" >&2; break; fi
+  done
+fi
+b="$build/bench"
+run() {  # run NAME CMD...: one JSON line to stdout and $results, stderr to $out/NAME.err
+  local name="$1"; shift
+  local line
+  if line="$("${shield[@]}" "$@" 2>>"$out/$name.err")"; then
+    echo "$line" | tee -a "$results"
+  else
+    echo "run_all.sh: $name failed (see $out/$name.err)" >&2
+  fi
+}
+if [[ $quick == 1 ]]; then
+  steps=40 reps=10 dot_reps=50 gru_steps=20
+else
+  steps=200 reps=50 dot_reps=300 gru_steps=200
+fi
+wanted mlp_step && run mlp_step "$b/minijax_bench_mlp_step" --steps "$steps"
+if [[ $peers == 1 ]] && wanted peers; then
+  run libtorch_mlp "$b/peers/libtorch_mlp" "$steps" 20
+  run pytorch_mlp "$python" "$here/peers/torch_mlp.py" "$steps" 20
+fi
+wanted gru_step && run gru_step "$b/minijax_bench_gru_step" --steps "$gru_steps"
+if [[ $peers == 1 ]] && wanted peers; then run libtorch_gru "$b/peers/libtorch_gru" "$gru_steps" 10; fi
+wanted elementwise && run elementwise "$b/minijax_bench_elementwise" --reps "$reps"
+wanted dot && run dot "$b/minijax_bench_dot" --reps "$dot_reps"
+wanted loops && run loops "$b/minijax_bench_loops"
+wanted dispatch && run dispatch "$b/minijax_bench_dispatch"
+if wanted compile; then
+  run compile_cold "$b/minijax_bench_compile" cold
+  run compile_persistent "$b/minijax_bench_compile" persistent
+fi
+
+# --- GEMM threads: oneTBB blocks of single-threaded calls vs the library's OpenMP threads ---------
+if [[ $gemm_threads == 1 ]]; then
+  BUILD_DIR="$build" PYTHON="$python" STEPS="$steps" "$here/gemm_threads.sh" "${GEMM_THREADS_ROUNDS:-4}" |
+    tee "$out/$stamp-gemm_threads.txt" | grep -v '^{' || true
+fi
+
+# --- summary --------------------------------------------------------------------------------------
+"$python" - "$results" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+def first(name, label=None):
+    for r in rows:
+        if r.get('name') == name and r.get('env', {}).get('MINIJAX_BENCH_LABEL') == label:
+            return r
+lines = []
+def add(what, value, target, met):
+    lines.append(f"  {what:58s} {value:>22s}  target {target:12s} {'met' if met else 'MISSED'}")
+m = first('mlp_step')
+if m:
+    add('mlp_step jit median / floor (gemm + memcpy)', f"{m['jit']['median_ms']:.2f} / {m['floor_ms']:.2f} ms = {m['ratio_to_floor']:.2f}x", '<= 1.4x', m['target_met'])
+    if 'eager' in m:
+        lines.append(f"  {'mlp_step eager median':58s} {m['eager']['median_ms']:>19.2f} ms")
+for peer in ('libtorch_mlp_step', 'pytorch_mlp_step'):
+    p = first(peer)
+    if p and m:
+        lines.append(f"  {peer + ' median (minijax jit / peer)':58s} {p['step']['median_ms']:>19.2f} ms  ratio {m['jit']['median_ms'] / p['step']['median_ms']:.2f}")
+g = first('gru_step')
+if g:
+    add('gru_step jit median / gemm floor', f"{g['jit']['median_ms']:.2f} / {g['floor_gemm_dnnl']['median_ms']:.2f} ms = {g['ratio_to_gemm_floor']:.2f}x", '<= 3x', g['target_met'])
+    p = first('libtorch_gru_step')
+    if p:
+        lines.append(f"  {'libtorch_gru_step median (minijax jit / libtorch)':58s} {p['step']['median_ms']:>19.2f} ms  ratio {g['jit']['median_ms'] / p['step']['median_ms']:.2f}")
+e = first('elementwise')
+if e:
+    add('elementwise chain10 / memcpy 64 MiB', f"{e['chain10']['median_ms']:.2f} / {e['floor_memcpy_2threads']['median_ms']:.2f} ms = {e['chain10_ratio_to_memcpy']:.2f}x", '<= 1.25x', e['target_met'])
+    lines.append(f"  {'elementwise transcendental10 (no target)':58s} {e['transcendental10']['median_ms']:>19.2f} ms  {e['transcendental10_ratio_to_memcpy']:.1f}x memcpy")
+d = first('dot')
+if d:
+    for c in ('NN', 'TN', 'NT', 'TT', 'batched_NN'):
+        r = d[c + '_ref_over_minijax']
+        add(f'dot {c}: dnnl_sgemm NN time / minijax time', f"{d[c]['median_ms']:.3f} ms, {r:.2f}", '>= 0.95', r >= 0.95)
+l = first('loops')
+if l:
+    add('scan c = c*x+1: ns per iteration', f"{l['scan_ns_per_iteration']:.2f} ns", '<= 10 ns', l['scan_target_met'])
+    add('dus loop 200k: T, T(200k)/T(20k)', f"{l['dus_T_n']['median_ms']:.3f} ms, {l['dus_scaling']:.1f}", '<=5ms, <=12', l['dus_target_met'])
+s = first('dispatch')
+if s:
+    add('dispatch x+y scalars: call - entry', f"{s['add_overhead_us']:.2f} us", '<= 2 us', s['add_target_met'])
+c = first('compile')
+if c:
+    add('compile mlp step cold (trace + compile)', f"{c['cold_ms']:.1f} ms", '<= 300 ms', c['cold_target_met'])
+    add('compile in-memory hit, 21 leaves (call - run)', f"{c['in_memory_hit_us']:.2f} us", '<= 10 us', c['in_memory_hit_target_met'])
+for r in rows:
+    if r.get('name') == 'compile' and r.get('mode') == 'persistent':
+        add('compile persistent hit, new process (trace + compile)', f"{r['total_ms']:.1f} ms", '<= 30 ms', r['target_met'])
+print('summary (' + sys.argv[1] + '):')
+print('\n'.join(lines))
+EOF
