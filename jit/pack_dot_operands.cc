@@ -44,10 +44,54 @@ Var transpose(std::vector<Eqn>& out, const Atom& a, const std::vector<int64_t>& 
   return v;
 }
 
+// The permutation taking the product of the swapped operands ([batch, rhs-free, lhs-free]) back
+// to the product's order ([batch, lhs-free, rhs-free]).
+std::vector<int64_t> unswap_permutation(size_t nb, size_t nl, size_t nr) {
+  std::vector<int64_t> perm = iota(0, nb), lhs_block = iota(int64_t(nb + nr), nl), rhs_block = iota(int64_t(nb), nr);
+  perm.insert(perm.end(), lhs_block.begin(), lhs_block.end());
+  perm.insert(perm.end(), rhs_block.begin(), rhs_block.end());
+  return perm;
+}
+
+// An f32 product whose operands both lie transposed (op(A) = A^T, op(B) = B^T) is computed as
+// transpose(B A): the swapped product is a GEMM without transposes, and the one transpose kernel
+// moves the (smaller or equal) output instead. oneDNN's sgemm runs its TT case at 0.3-0.7x of its
+// NN speed for [128,512]x[512,512] on 2 threads; NN plus the output's transpose ran at 1.1x
+// (bench/README.md, "dot_general"). OpenBLAS (f64) packs both operands anyway: left alone.
+bool swap_transposed_pair(std::vector<Eqn>& out, Eqn& e, const lax::DotDimensionNumbers& d) {
+  const Shape& ls = atom_aval(e.inputs[0]).shape;
+  const Shape& rs = atom_aval(e.inputs[1]).shape;
+  auto g = gemm_layout(ls, rs, d);
+  if (!g || !g->trans_a || !g->trans_b || e.outputs[0].aval().dtype != f32 || g->m == 1 || g->n == 1) return false;
+  const lax::DotDimensionNumbers sw{d.rhs_contracting, d.lhs_contracting, d.rhs_batch, d.lhs_batch};
+  auto gs = gemm_layout(rs, ls, sw);
+  if (!gs || gs->trans_a || gs->trans_b) return false;
+  const size_t nb = d.lhs_batch.size();
+  const size_t nl = ls.size() - nb - d.lhs_contracting.size(), nr = rs.size() - nb - d.rhs_contracting.size();
+  const Var result = e.outputs[0];
+  const auto perm = unswap_permutation(nb, nl, nr);
+  ShapedArray swapped = result.aval();
+  for (size_t i = 0; i < perm.size(); ++i) swapped.shape[size_t(perm[i])] = result.aval().shape[i];
+  Eqn s = e;
+  std::swap(s.inputs[0], s.inputs[1]);
+  s.params.set("dimension_numbers", lax::dot_dimension_numbers_param(sw));
+  s.outputs = {Var(swapped)};
+  const Var product = s.outputs[0];
+  out.push_back(std::move(s));
+  Eqn t;
+  t.primitive = &primitive("transpose");
+  t.inputs = {product};
+  t.outputs = {result};
+  t.params = Params{{"permutation", perm}};
+  out.push_back(std::move(t));
+  return true;
+}
+
 void pack(std::vector<Eqn>& out, Eqn e) {
   auto d = lax::dot_dimension_numbers(e.params);
   const Shape& ls = atom_aval(e.inputs[0]).shape;
   const Shape& rs = atom_aval(e.inputs[1]).shape;
+  if (swap_transposed_pair(out, e, d)) return;
   if (gemm_layout(ls, rs, d)) return out.push_back(std::move(e));
   const size_t nb = d.lhs_batch.size(), nk = d.lhs_contracting.size();
   auto lf = free_dims(ls.size(), d.lhs_batch, d.lhs_contracting);

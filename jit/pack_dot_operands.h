@@ -3,7 +3,9 @@
 //
 // Takes a jaxpr (after inline_calls/simplify). First, a transpose whose only operand is a product
 // it alone reads, and which swaps the product's lhs-free and rhs-free dims, becomes the product of
-// the swapped operands (no transpose kernel: the GEMM flags change). Guarantees: every dot_general (bodies included)
+// the swapped operands (no transpose kernel: the GEMM flags change). An f32 product whose operands
+// both lie transposed becomes the transpose of the swapped product, which is a GEMM without
+// transposes (oneDNN's sgemm is slow in its TT case). Guarantees: every dot_general (bodies included)
 // has a GEMM layout (jit/dot_layout.h: gemm_layout succeeds), so its lowering calls the GEMM
 // library on its operands as they lie in memory; an operand that needed it is first transposed
 // to [batch..., free..., contracting...] (lhs) or [batch..., contracting..., free...] (rhs),

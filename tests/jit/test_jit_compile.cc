@@ -151,4 +151,26 @@ TEST(JitCompile, WeightGradientIsOneSwappedGemmWithoutTransposeKernel) {
   EXPECT_NE(compiled.as_text().find("gemm TN batch 1 m 24 n 8 k 16"), std::string::npos) << compiled.as_text();
 }
 
+// A product of two transposed f32 operands (lhs stored [k, m], rhs stored [n, k]) is computed as
+// the transpose of the swapped product, a GEMM without transposes (pack_dot_operands). Oracle: the
+// eager dot_general (core/primitives), which multiplies in double.
+TEST(JitCompile, DoublyTransposedProductIsSwappedNNGemmAndTranspose) {
+  Array a = randn({24, 16}, 15), b = randn({8, 24}, 16);  // op(a) = a^T [16, 24], op(b) = b^T [24, 8]
+  auto f = [](const Array& x, const Array& y) {
+    return mj::lax::dot_general(x, y, mj::lax::DotDimensionNumbers{{0}, {1}, {}, {}});
+  };
+  Array want = f(a, b);
+  auto compiled = mj::jit(f).lower(a, b).compile();
+  Array got = compiled(a, b);
+  ASSERT_EQ(got.aval().str(), "f32[16,8]");
+  EXPECT_LE(rel_err(got, want, 1e-4, 1e-5), 1.0);
+  EXPECT_NE(compiled.as_text().find("gemm NN batch 1 m 8 n 16 k 24"), std::string::npos) << compiled.as_text();
+  EXPECT_EQ(compiled.as_text().find("gemm TT"), std::string::npos) << compiled.as_text();
+  // f64 goes to OpenBLAS, which packs both operands anyway: left as one TT GEMM.
+  Array a64 = mj::astype(a, mj::f64), b64 = mj::astype(b, mj::f64);
+  auto c64 = mj::jit(f).lower(a64, b64).compile();
+  EXPECT_NE(c64.as_text().find("gemm TT batch 1 m 16 n 8 k 24"), std::string::npos) << c64.as_text();
+  EXPECT_LE(rel_err(c64(a64, b64), f(a64, b64), 1e-12, 1e-12), 1.0);
+}
+
 }  // namespace
