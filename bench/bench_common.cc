@@ -211,7 +211,6 @@ void Environment::add_to(Json& j) const {
   e.str("loadavg_before", load_before_).str("loadavg_after", loadavg());
   env_or_null(e, "OMP_WAIT_POLICY");
   env_or_null(e, "OMP_NUM_THREADS");
-  env_or_null(e, "MINIJAX_GEMM_THREADS");
   env_or_null(e, "OPENBLAS_CORETYPE");
   env_or_null(e, "MINIJAX_BENCH_LABEL");
   e.str("sched", sched_policy());

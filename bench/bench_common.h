@@ -59,7 +59,7 @@ std::string json_string(const std::string& s);
 
 /// The environment of a run, recorded at construction (load average before) and completed by
 /// add_to (load average after): date (local ISO 8601), CPU model, logical CPUs online and in this
-/// process's affinity mask, OMP_WAIT_POLICY, OMP_NUM_THREADS, MINIJAX_GEMM_THREADS,
+/// process's affinity mask, OMP_WAIT_POLICY, OMP_NUM_THREADS,
 /// OPENBLAS_CORETYPE, MINIJAX_BENCH_LABEL (a free-form note of the run's conditions, e.g. "other
 /// core busy"; null when unset), the scheduling policy of the process ("SCHED_OTHER",
 /// "SCHED_FIFO 10" under chrt), and the git commit of the source tree (MINIJAX_BENCH_GIT

@@ -2,20 +2,20 @@
 # minijax bench: builds and runs every benchmark (bench/*.cc) and the peers (bench/peers: libtorch,
 # PyTorch) back to back with OMP_WAIT_POLICY=passive, one JSON line each, then a summary of targets.
 #
-# Usage: bench/run_all.sh [--quick] [--no-peers] [--gemm-threads] [--only NAME[,NAME...]]
+# Usage: bench/run_all.sh [--quick] [--no-peers] [--only NAME[,NAME...]]
 #                         [--wait-idle SECONDS] [--shield]
 #   --quick         fewer steps/repetitions (a smoke run; figures are noisier)
 #   --no-peers      skip libtorch/PyTorch
 #   --shield        run every program (peers included) under `chrt -f 10` (SCHED_FIFO; needs root):
 #                   on a machine shared with other work, this stands in for an idle machine (other
 #                   processes get only the CPU time the benchmark leaves); env.sched records it
-#   --gemm-threads  then run bench/gemm_threads.sh (GEMM_THREADS_ROUNDS rounds, default 4): mlp_step
-#                   and dot with MINIJAX_GEMM_THREADS unset (oneTBB blocks) and =library (oneDNN's
-#                   OpenMP threads), idle and with the other core busy; its summary is printed
 #   --only          run only these benchmarks (mlp_step gru_step compile elementwise dot loops
 #                   dispatch peers)
 #   --wait-idle S   before running, wait up to S seconds for a 5-second window in which the CPUs
 #                   are at least 90% idle (/proc/stat); the wait is reported on stderr
+# mlp_step runs twice: as is, and with a busy loop (`while :; do :; done`) competing for the CPUs,
+# labelled "other core busy" (env.MINIJAX_BENCH_LABEL): unpinned at the same priority, or with
+# --shield pinned to CPU 1 under the same SCHED_FIFO priority (so it takes that CPU whole).
 # Environment: BUILD_DIR (default <repo>/build), PYTHON (default /usr/bin/python3: Debian's torch),
 # MINIJAX_FASHION_MNIST (the data; random data of the same shapes when absent).
 # Results: stdout and $BUILD_DIR/bench/results/<date>.jsonl; each program's stderr in the same folder.
@@ -27,12 +27,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 build="${BUILD_DIR:-$root/build}"
 python="${PYTHON:-/usr/bin/python3}"
-quick=0 peers=1 gemm_threads=0 only="" wait_idle=0 shield=()
+quick=0 peers=1 only="" wait_idle=0 shield=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) quick=1 ;;
     --no-peers) peers=0 ;;
-    --gemm-threads) gemm_threads=1 ;;
     --only) only="$2"; shift ;;
     --wait-idle) wait_idle="$2"; shift ;;
     --shield) shield=(chrt -f 10) ;;
@@ -44,7 +43,7 @@ done
 wanted() { [[ -z "$only" || ",$only," == *",$1,"* ]]; }
 
 export OMP_WAIT_POLICY=passive
-unset MINIJAX_GEMM_THREADS MINIJAX_BENCH_LABEL
+unset MINIJAX_BENCH_LABEL
 MINIJAX_BENCH_GIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if [[ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
   MINIJAX_BENCH_GIT+="-dirty"
@@ -112,6 +111,13 @@ else
   steps=200 reps=50 dot_reps=300 gru_steps=200
 fi
 wanted mlp_step && run mlp_step "$b/minijax_bench_mlp_step" --steps "$steps"
+if wanted mlp_step; then  # the same with a busy loop competing for the CPUs (the thread budget's test)
+  if [[ ${#shield[@]} -gt 0 ]]; then "${shield[@]}" taskset -c 1 bash -c 'while :; do :; done' & busy=$!
+  else bash -c 'while :; do :; done' & busy=$!; fi
+  sleep 0.5
+  MINIJAX_BENCH_LABEL="other core busy" run mlp_step_busy "$b/minijax_bench_mlp_step" --steps "$steps" --eager-steps 0
+  kill "$busy"; wait "$busy" 2>/dev/null || true
+fi
 if [[ $peers == 1 ]] && wanted peers; then
   run libtorch_mlp "$b/peers/libtorch_mlp" "$steps" 20
   run pytorch_mlp "$python" "$here/peers/torch_mlp.py" "$steps" 20
@@ -125,12 +131,6 @@ wanted dispatch && run dispatch "$b/minijax_bench_dispatch"
 if wanted compile; then
   run compile_cold "$b/minijax_bench_compile" cold
   run compile_persistent "$b/minijax_bench_compile" persistent
-fi
-
-# --- GEMM threads: oneTBB blocks of single-threaded calls vs the library's OpenMP threads ---------
-if [[ $gemm_threads == 1 ]]; then
-  BUILD_DIR="$build" PYTHON="$python" STEPS="$steps" "$here/gemm_threads.sh" "${GEMM_THREADS_ROUNDS:-4}" |
-    tee "$out/$stamp-gemm_threads.txt" | grep -v '^{' || true
 fi
 
 # --- summary --------------------------------------------------------------------------------------
@@ -149,6 +149,10 @@ if m:
     add('mlp_step jit median / floor (gemm + memcpy)', f"{m['jit']['median_ms']:.2f} / {m['floor_ms']:.2f} ms = {m['ratio_to_floor']:.2f}x", '<= 1.4x', m['target_met'])
     if 'eager' in m:
         lines.append(f"  {'mlp_step eager median':58s} {m['eager']['median_ms']:>19.2f} ms")
+mb = first('mlp_step', 'other core busy')
+if m and mb:
+    r = mb['jit']['median_ms'] / m['jit']['median_ms']
+    add('mlp_step jit median, other core busy / idle', f"{mb['jit']['median_ms']:.2f} ms, {r:.2f}x", '<= 2.5x', r <= 2.5)
 for peer in ('libtorch_mlp_step', 'pytorch_mlp_step'):
     p = first(peer)
     if p and m:

@@ -5,8 +5,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -20,9 +18,12 @@ namespace {
 
 // Products below this many multiply-adds run as one call (a task costs a few microseconds).
 constexpr int64_t kSplitFlops = int64_t(1) << 20;
-// Rows (or columns) per block at least: the library's micro-kernels want tall panels.
-constexpr int64_t kMinBlock = 32;
-constexpr int64_t kMaxBlocks = 8;
+// Rows (or columns) per block at least, and at most this many blocks: each block repacks the
+// operand it shares, and for [128,512]x[512,512] 4 column blocks ran NN at 1.19x and NT at 1.01x of
+// the library's own threaded NN, 8 blocks at 1.03x and 0.70x (bench/README.md, "dot_general").
+// The split depends only on m and n, never on the threads available: results are reproducible.
+constexpr int64_t kMinBlock = 128;
+constexpr int64_t kMaxBlocks = 4;
 
 // One library call with OpenMP's team limited to this thread (restored afterwards): the GEMM
 // library would otherwise start its own threads, which spin while idle.
@@ -35,22 +36,15 @@ void single_threaded(char ta, char tb, int64_t m, int64_t n, int64_t k, const T*
   if (prev != 1) omp_set_num_threads(prev);
 }
 
-bool library_threads() {
-  // Measurement switch for bench/: MINIJAX_GEMM_THREADS=library lets the GEMM library use its own
-  // OpenMP threads instead (see bench/README.md, "One thread budget").
-  static const bool lib = [] {
-    const char* v = std::getenv("MINIJAX_GEMM_THREADS");
-    return v && std::strcmp(v, "library") == 0;
-  }();
-  return lib;
-}
-
 template <class T>
 void split_gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const T* A, int64_t lda, const T* B,
                 int64_t ldb, T* C, int64_t ldc) {
-  if (library_threads()) return gemm(ta, tb, m, n, k, T(1), A, lda, B, ldb, T(0), C, ldc);
   if (m * n * k < kSplitFlops) return single_threaded(ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
-  const bool by_rows = m >= n || m >= kMinBlock * 2;
+  // Blocks along the larger of m and n: each block reads all of the other operand, which the
+  // library packs again per call, so splitting the larger side repacks the smaller operand.
+  // Measured for [128,512]x[512,512]: column blocks ran NT at 1.01x of the library's threaded NN,
+  // row blocks at 0.78x.
+  const bool by_rows = m >= n;
   const int64_t extent = by_rows ? m : n;
   const int64_t blocks = std::clamp<int64_t>(extent / kMinBlock, 1, kMaxBlocks);
   const int64_t step = (extent + blocks - 1) / blocks;

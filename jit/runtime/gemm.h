@@ -6,7 +6,7 @@
 namespace minijax {
 
 /// C = op(A) op(B) for row-major matrices (as core/gemm.h's gemm with alpha 1, beta 0), computed
-/// by splitting C's rows (or, when they are few, its columns) into a fixed number of blocks run as
+/// by splitting the larger of C's rows and columns into at most 4 blocks of at least 128 run as
 /// oneTBB tasks, each calling the GEMM library with one thread. The split depends only on m, n, k
 /// (never on the threads available), so results are the same from run to run. Small products
 /// run as one call on the calling thread. Throws what core/gemm.h's gemm throws.
