@@ -67,16 +67,24 @@ void body_const_ids(const Jaxpr& j, std::string& out) {
     }
 }
 
-// The GNU build id the linker wrote into the ELF object loaded at `base` (hex), or "".
-std::string elf_build_id(const void* base) {
+// The GNU build id the linker wrote into the loaded ELF object that contains address `inside`
+// (hex), or "". The object is found by its PT_LOAD segments (dladdr's dli_fbase is the lowest
+// mapped address, which differs from dl_iterate_phdr's load bias).
+std::string elf_build_id(const void* inside) {
   struct Query {
-    const void* base;
+    uintptr_t addr;
     std::string id;
-  } q{base, {}};
+  } q{reinterpret_cast<uintptr_t>(inside), {}};
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) {
         auto* q = static_cast<Query*>(data);
-        if (reinterpret_cast<const void*>(info->dlpi_addr) != q->base) return 0;
+        bool contains = false;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && q->addr >= lo && q->addr < lo + ph.p_memsz) contains = true;
+        }
+        if (!contains) return 0;
         for (int i = 0; i < info->dlpi_phnum; ++i) {
           const ElfW(Phdr)& ph = info->dlpi_phdr[i];
           if (ph.p_type != PT_NOTE) continue;
@@ -109,7 +117,7 @@ const std::string& build_id() {
   static const std::string id = [] {
     Dl_info info{};
     if (!dladdr(reinterpret_cast<void*>(&build_id), &info) || !info.dli_fname) return std::string("unknown");
-    if (std::string gnu = elf_build_id(info.dli_fbase); !gnu.empty()) return "gnu-build-id:" + gnu;
+    if (std::string gnu = elf_build_id(reinterpret_cast<void*>(&build_id)); !gnu.empty()) return "gnu-build-id:" + gnu;
     std::ifstream in(info.dli_fname, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
