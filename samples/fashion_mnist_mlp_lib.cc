@@ -89,8 +89,14 @@ mj::Array loss_fn(const MLP& p, const mj::Array& x, const mj::Array& y) {
 
 double accuracy(const MLP& p, const Dataset& d, int64_t batch) {
   auto make = [](const Dataset& ds, int64_t b, int64_t n) { return make_batch(ds, {}, b, n); };
+  // The correct predictions of a batch, compiled (one signature per batch size).
+  static const auto correct = mj::jit(
+      [](const MLP& q, const mj::Array& x, const mj::Array& y) {
+        return mj::sum(mj::astype(mj::argmax(forward(q, x), 1) == y, mj::i32));
+      },
+      mj::JitOptions{.name = "mlp_correct_count"});
   return average_over_batches(d, batch, make, [&](const mj::Array& x, const mj::Array& y, int64_t) {
-    return double(mj::sum(mj::astype(mj::argmax(forward(p, x), 1) == y, mj::i32)).item<int64_t>());
+    return double(correct(p, x, y).item<int64_t>());
   });
 }
 

@@ -127,8 +127,14 @@ mj::Array loss_fn(const GRU& p, const mj::Array& x, const mj::Array& y, const Re
 
 double accuracy(const GRU& p, const Dataset& d, int64_t batch) {
   auto make = [](const Dataset& ds, int64_t b, int64_t n) { return make_row_batch(ds, {}, b, n); };
+  // The correct predictions of a batch, compiled (one signature per batch size).
+  static const auto correct = mj::jit(
+      [](const GRU& q, const mj::Array& x, const mj::Array& y) {
+        return mj::sum(mj::astype(mj::argmax(forward(q, x), 1) == y, mj::i32));
+      },
+      mj::JitOptions{.name = "gru_correct_count"});
   return average_over_batches(d, batch, make, [&](const mj::Array& x, const mj::Array& y, int64_t) {
-    return double(mj::sum(mj::astype(mj::argmax(forward(p, x), 1) == y, mj::i32)).item<int64_t>());
+    return double(correct(p, x, y).item<int64_t>());
   });
 }
 
