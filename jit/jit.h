@@ -43,7 +43,9 @@ namespace minijax {
 /// (Arrays are not hashable, as in JAX). Each new static value traces and compiles anew.
 /// `donate_argnums`: positions whose Array leaves are donated: their buffers may hold outputs,
 /// and reading them after the call throws ValueError.
-/// `dump_dir`: the jaxpr after each compiler pass, one numbered file per pass.
+/// `dump_dir`: the jaxpr after each compiler pass, one numbered file per pass
+/// (`<dump_dir>/<name>-<16 hex digits of the traced program's hash>/NN-<pass>.txt`: one folder
+/// per compiled signature). Throws IOError when the folder cannot be created or written.
 /// `keep_llvm_ir`: keep the optimized LLVM IR for Compiled::as_text(true).
 struct JitOptions {
   std::string name = "jit";

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "core/dce.h"
 #include "core/errors.h"
@@ -27,11 +28,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Writes the jaxpr after each pass to <dir>/<NN>-<pass>.txt when a dump directory is given.
+// Writes the jaxpr after each pass to <dir>/<name>-<signature>/<NN>-<pass>.txt when a dump
+// directory is given: <signature> is 16 hex digits of a hash of the traced program, so each
+// signature of a jit (and each jit) gets its own folder and none overwrites another's.
 class Dumper {
  public:
-  explicit Dumper(const std::string& dir) : dir_(dir) {
-    if (!dir_.empty()) std::filesystem::create_directories(dir_);
+  Dumper(const std::string& dir, const std::string& name, const Jaxpr& traced) {
+    if (dir.empty()) return;
+    char sig[17];
+    std::snprintf(sig, sizeof sig, "%016llx", (unsigned long long)std::hash<std::string>{}(to_string(traced)));
+    dir_ = (std::filesystem::path(dir) / ((name.empty() ? std::string("jit") : name) + "-" + sig)).string();
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    if (ec) throw IOError("jit dump_dir: cannot create " + dir_ + ": " + ec.message());
   }
   const Jaxpr& operator()(const char* pass, const Jaxpr& j) {
     if (dir_.empty()) return j;
@@ -56,7 +65,7 @@ Executable run_passes(const Jaxpr& traced, const CompileOptions& opts) {
   exe.name = opts.name;
   exe.in_avals = traced.in_avals();
   exe.out_avals = traced.out_avals();
-  Dumper dump(opts.dump_dir);
+  Dumper dump(opts.dump_dir, opts.name, traced);
   auto t0 = Clock::now();
   Jaxpr j = dump("traced", traced);
   j = dump("dce", dce(j));
