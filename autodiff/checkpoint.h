@@ -87,9 +87,11 @@ class Checkpointed {
     ClosedJaxpr traced = trace_to_jaxpr(
         [&](const std::vector<Array>& ins) {
           const Array* next = ins.data();
-          size_t i = 0;
           // Braced initialization evaluates left to right: leaves are consumed in order.
-          std::tuple<A...> rebuilt{detail::rebuild_if_traced(args, st[i++], next)...};
+          auto rebuild = [&]<size_t... I>(std::index_sequence<I...>) {
+            return std::tuple<A...>{detail::rebuild_if_traced(args, st[I], next)...};
+          };
+          std::tuple<A...> rebuilt = rebuild(std::index_sequence_for<A...>{});
           R out = std::apply(f_, rebuilt);
           std::vector<Array> leaves = tree_flatten(out);
           out_like = std::move(out);

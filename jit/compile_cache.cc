@@ -196,7 +196,7 @@ CompileError codegen_error(const std::string& what, const Executable& exe) {
                                                               : "LLVM code generation and loading";
   std::string eqn = failing_equation(exe.program, what);
   return CompileError("jit '" + exe.name + "': compiling failed in pass '" + stage +
-                      "' (after dce, inline_calls, simplify, pack_dot_operands, fuse, plan_buffers, lower)" +
+                      "' (after dce, inline_calls, simplify, pack_dot_operands, fuse, rename_body_variables, plan_buffers, lower)" +
                       (eqn.empty() ? std::string() : ", equation `" + eqn + "`") + ": " + what);
 }
 

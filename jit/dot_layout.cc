@@ -66,6 +66,10 @@ std::optional<GemmLayout> gemm_layout(const Shape& ls, const Shape& rs, const la
         rk = group_of(rs, d.rhs_contracting);
   GemmLayout g;
   g.batch = lb.extent, g.m = lm.extent, g.n = rn.extent, g.k = lk.extent;
+  if (g.batch * g.m * g.n * g.k == 0) {  // no element is read: any layout does (k = 0 gives zeros)
+    g.lda = std::max<int64_t>(1, g.k), g.ldb = std::max<int64_t>(1, g.n);
+    return g;
+  }
   if (!lb.ok || !rb.ok) return std::nullopt;
   if (!matrix(lm, lk, g.trans_a, g.lda) || !matrix(rk, rn, g.trans_b, g.ldb)) return std::nullopt;
   g.stride_a = g.batch > 1 ? lb.stride : 0;

@@ -19,7 +19,8 @@ struct GemmLayout {
 
 /// The GEMM that computes dot_general(lhs, rhs, dims) without copying, or nullopt when the batch,
 /// free or contracting dims of an operand do not each form one single-stride group in memory
-/// (then one operand must be packed first: jit/pack_dot_operands.h).
+/// (then one operand must be packed first: jit/pack_dot_operands.h). An empty product (batch, m,
+/// n or k zero) reads nothing and always has a layout (no transposes, the smallest strides).
 std::optional<GemmLayout> gemm_layout(const Shape& lhs, const Shape& rhs, const lax::DotDimensionNumbers& dims);
 
 }  // namespace minijax

@@ -97,9 +97,11 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::trace(const CallArgs& ca, const 
     cj = trace_to_jaxpr(
         [&](const std::vector<Array>& ins) {
           const Array* next = ins.data();
-          size_t i = 0;
           // Braced initialization evaluates left to right: leaves are consumed in order.
-          std::tuple<detail::traced_t<A>...> rebuilt{detail::rebuild_arg(args, ca.is_static(i++), next)...};
+          auto rebuild = [&]<size_t... I>(std::index_sequence<I...>) {
+            return std::tuple<detail::traced_t<A>...>{detail::rebuild_arg(args, ca.is_static(I), next)...};
+          };
+          std::tuple<detail::traced_t<A>...> rebuilt = rebuild(std::index_sequence_for<A...>{});
           R out = std::apply(s.f, rebuilt);
           std::vector<Array> leaves = tree_flatten(out);
           e->out_like = std::move(out);

@@ -13,6 +13,7 @@
 #include "jit/cost_analysis.h"
 #include "jit/emit_llvm.h"
 #include "jit/fuse.h"
+#include "jit/rename_body_variables.h"
 #include "jit/inline_calls.h"
 #include "jit/orc.h"
 #include "jit/pack_dot_operands.h"
@@ -73,6 +74,7 @@ Executable run_passes(const Jaxpr& traced, const CompileOptions& opts) {
   j = dump("simplify", simplify(j));
   j = dump("pack_dot_operands", pack_dot_operands(j));
   j = dump("fuse", fuse(j));
+  j = dump("rename_body_variables", rename_body_variables(j));
   exe.plan = plan_buffers(j, opts.donated);  // analyze_liveness of each scope, then placement
   exe.memory = memory_analysis(j, exe.plan);
   exe.cost = cost_analysis(j);
