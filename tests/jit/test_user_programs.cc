@@ -1,5 +1,5 @@
-// Review probes of the compiled jit: user programs compiled and compared with the same functions
-// evaluated eagerly (the oracle unless a comment names another). ProbeDefect.*: open defects (fail).
+// minijax tests: user programs under jit (odd shapes and dtypes, loops, donation, transformations)
+// compared with the same functions evaluated eagerly (the oracle unless a comment names another).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,12 +47,12 @@ bool bit_equal(const Array& a, const Array& b) {
 }  // namespace
 
 
-// ==== ProbeDefect: open defects (these fail) ===================================================
+// ==== UserPrograms: programs that once compiled wrongly ===========================================================
 
 // A product with a zero-size contracting dim is a [4, 5] array of zeros (eager; lax.dot_general).
 // Compiled: ValueError "reached the GEMM call unpacked" (jit/dot_layout.cc gemm_layout rejects
 // ld = 0 for k = 0, so the k == 0 path of jit/lower/dot.cc is never reached).
-TEST(ProbeDefect, MatmulWithZeroContractionDim) {
+TEST(UserProgramRegression, MatmulWithZeroContractionDim) {
   auto f = [](const Array& a, const Array& b) { return mj::matmul(a, b); };
   Array a = mj::ones({4, 0}), b = mj::ones({0, 5});
   EXPECT_SAME(mj::jit(f)(a, b), f(a, b));
@@ -61,7 +61,7 @@ TEST(ProbeDefect, MatmulWithZeroContractionDim) {
 // The same jitted function (one traced body, so one nested scan/cond/while jaxpr with the same
 // Vars) called twice inside an outer jit: inline_calls inlines both pjits, their nested bodies stay
 // shared, and the buffer plan (one Var-keyed map over all bodies) confuses the two copies.
-TEST(ProbeDefect, InnerJitScanCalledTwiceInsideJit) {
+TEST(UserProgramRegression, InnerJitScanCalledTwiceInsideJit) {
   auto inner = mj::jit([](const Array& c0, const Array& xs) {
     return mj::scan([](const Array& c, const Array& x) { return std::pair{c * 0.5 + x, c}; }, c0, xs);
   });
@@ -81,7 +81,7 @@ TEST(ProbeDefect, InnerJitScanCalledTwiceInsideJit) {
 
 // As above with cond and while_loop: no error, silently wrong values (the first call's result is
 // garbage or its input unchanged).
-TEST(ProbeDefect, InnerJitCondAndWhileCalledTwiceInsideJit) {
+TEST(UserProgramRegression, InnerJitCondAndWhileCalledTwiceInsideJit) {
   auto inner = mj::jit([](const Array& p, const Array& x) {
     return mj::cond(p, [](const Array& v) { return v * 2.0 + 1.0; }, [](const Array& v) { return v - 1.0; }, x);
   });
@@ -102,7 +102,7 @@ TEST(ProbeDefect, InnerJitCondAndWhileCalledTwiceInsideJit) {
 // grad(jit(f)) with a scan over a checkpoint whose policy saves or offloads a named value: the
 // eager pjit executor compiles the forward program, whose two scans (from partial evaluation)
 // share body Vars; compiling it throws "a loop slice used outside its loop". jit(grad(f)) works.
-TEST(ProbeDefect, GradOfJitWithNamedCheckpointPolicyInScan) {
+TEST(UserProgramRegression, GradOfJitWithNamedCheckpointPolicyInScan) {
   namespace cp = mj::checkpoint_policies;
   for (int variant = 0; variant < 2; ++variant) {
     auto f = [variant](const Array& w, const Array& xs) {
@@ -130,9 +130,9 @@ TEST(ProbeDefect, GradOfJitWithNamedCheckpointPolicyInScan) {
   }
 }
 
-// ==== ReviewPinned: behaviours checked and worth keeping (these pass) ==========================
+// ==== UserPrograms: behaviours checked and worth keeping (these pass) ==========================
 
-TEST(ReviewPinned, SizeZeroElementwiseAndReductions) {
+TEST(UserPrograms, SizeZeroElementwiseAndReductions) {
   auto f = [](const Array& x) { return std::tuple{x * 2.0 + 1.0, mj::sum(x, 1), mj::sum(x, 0)}; };
   Array x = mj::zeros({3, 0});
   auto [a, b, c] = f(x);
@@ -142,7 +142,7 @@ TEST(ReviewPinned, SizeZeroElementwiseAndReductions) {
   EXPECT_SAME(jc, c);  // f32[0]
 }
 
-TEST(ReviewPinned, DotGeneralNonContiguousDims) {
+TEST(UserPrograms, DotGeneralNonContiguousDims) {
   // lhs [b=2, k=3, m=4, k2=5], rhs [k2=5, n=6, b=2, k=3]: contract (1,3) with (3,0), batch 0 with 2.
   auto f = [](const Array& l, const Array& r) {
     return mj::lax::dot_general(l, r, {{1, 3}, {3, 0}, {0}, {2}});
@@ -153,7 +153,7 @@ TEST(ReviewPinned, DotGeneralNonContiguousDims) {
   EXPECT_LE(err(got, want, 1e-5, 1e-5), 1.0);
 }
 
-TEST(ReviewPinned, IntegerEdgeCases) {
+TEST(UserPrograms, IntegerEdgeCases) {
   auto f = [](const Array& a, const Array& b) {
     return std::tuple{a / b, a % b, mj::lax::shift_left(a, b), mj::lax::shift_right_logical(a, b),
                       mj::prod(a), mj::sum(a)};
@@ -170,7 +170,7 @@ TEST(ReviewPinned, IntegerEdgeCases) {
   EXPECT_SAME(std::get<5>(got), std::get<5>(want));
 }
 
-TEST(ReviewPinned, ConversionsOutOfRange) {
+TEST(UserPrograms, ConversionsOutOfRange) {
   auto f = [](const Array& x) {
     return std::tuple{mj::astype(x, mj::i32), mj::astype(x, mj::u32), mj::astype(x, mj::bf16), mj::astype(x, mj::bool_)};
   };
@@ -183,7 +183,7 @@ TEST(ReviewPinned, ConversionsOutOfRange) {
   EXPECT_SAME(std::get<3>(got), std::get<3>(want));
 }
 
-TEST(ReviewPinned, Bf16ChainAndReductions) {
+TEST(UserPrograms, Bf16ChainAndReductions) {
   auto f = [](const Array& x) { return std::pair{mj::tanh(x) * x + 1.0, mj::sum(x, 0)}; };
   Array x = randn({300, 7}, 10, mj::bf16);
   auto [a, b] = f(x);
@@ -192,7 +192,7 @@ TEST(ReviewPinned, Bf16ChainAndReductions) {
   EXPECT_LE(err(jb, b, 0.1, 1.0 / 32), 1.0) << jb << b;
 }
 
-TEST(ReviewPinned, F64Transcendentals) {
+TEST(UserPrograms, F64Transcendentals) {
   auto f = [](const Array& x) {
     return std::tuple{mj::exp(x), mj::log(mj::abs(x) + 0.1), mj::tanh(x), mj::sin(x * 10.0), mj::erf(x)};
   };
@@ -206,7 +206,7 @@ TEST(ReviewPinned, F64Transcendentals) {
   EXPECT_LE(err(std::get<4>(got), std::get<4>(want), 1e-15, 1e-14), 1.0);
 }
 
-TEST(ReviewPinned, IndexOps) {
+TEST(UserPrograms, IndexOps) {
   auto f = [](const Array& x) {
     Array p = mj::lax::pad(x, mj::scalar(-1.0), {{-1, 2, 1}, {2, -1, 0}});
     Array s = mj::lax::slice(x, {1, 0}, {5, 7}, {2, 3});
@@ -224,7 +224,7 @@ TEST(ReviewPinned, IndexOps) {
 }
 
 
-TEST(ReviewPinned, DynamicUpdateSliceInFori) {
+TEST(UserPrograms, DynamicUpdateSliceInFori) {
   auto f = [](const Array& buf, const Array& rows) {
     return mj::fori_loop(0, 6, [&](const Array& i, const Array& b) {
       Array r = mj::lax::dynamic_slice(rows, {i, mj::scalar(0, mj::i32)}, {1, 4});
@@ -235,7 +235,7 @@ TEST(ReviewPinned, DynamicUpdateSliceInFori) {
   EXPECT_SAME(mj::jit(f)(buf, rows), f(buf, rows));
 }
 
-TEST(ReviewPinned, ScatterGatherInScan) {
+TEST(UserPrograms, ScatterGatherInScan) {
   auto f = [](const Array& table, const Array& idx) {
     return mj::scan([&](const Array& t, const Array& i) {
       Array g = mj::lax::gather(t, i);
@@ -250,7 +250,7 @@ TEST(ReviewPinned, ScatterGatherInScan) {
   EXPECT_LE(err(jb, b, 1e-6, 1e-6), 1.0);
 }
 
-TEST(ReviewPinned, WhileZeroAndManyIterations) {
+TEST(UserPrograms, WhileZeroAndManyIterations) {
   auto f = [](const Array& x, const Array& n) {
     auto r = mj::while_loop([](const std::pair<Array, Array>& c) { return c.second > 0; },
                             [](const std::pair<Array, Array>& c) {
@@ -266,7 +266,7 @@ TEST(ReviewPinned, WhileZeroAndManyIterations) {
   }
 }
 
-TEST(ReviewPinned, ScanLengthZeroAndReverse) {
+TEST(UserPrograms, ScanLengthZeroAndReverse) {
   auto f = [](const Array& c0, const Array& xs) {
     return mj::scan([](const Array& c, const Array& x) { return std::pair{c + x, c * x}; }, c0, xs,
                     mj::ScanOptions{.reverse = true});
@@ -282,7 +282,7 @@ TEST(ReviewPinned, ScanLengthZeroAndReverse) {
 }
 
 
-TEST(ReviewPinned, JitOfCheckpointGradInScan) {
+TEST(UserPrograms, JitOfCheckpointGradInScan) {
   auto f = [](const Array& w, const Array& xs) {
     auto body = mj::checkpoint([](const Array& c, const Array& wx) { return mj::sin(c * wx) + c; });
     auto [c, ys] = mj::scan([&](const Array& c, const Array& x) { return std::pair{body(c, w * x), mj::None{}}; },
@@ -295,7 +295,7 @@ TEST(ReviewPinned, JitOfCheckpointGradInScan) {
 }
 
 
-TEST(ReviewPinned, DonatedInputReadAtOtherIndices) {
+TEST(UserPrograms, DonatedInputReadAtOtherIndices) {
   // out = rev(x) + x with x donated: computing the output in place of x would overwrite elements
   // still to be read.
   auto f = [](const Array& x) { return mj::flip(x, 0) + x * 0.5; };
@@ -309,7 +309,7 @@ TEST(ReviewPinned, DonatedInputReadAtOtherIndices) {
   EXPECT_SAME(mj::jit(g, mj::JitOptions{.donate_argnums = {0}})(m), gw);
 }
 
-TEST(ReviewPinned, NoRetraceForSameAvals) {
+TEST(UserPrograms, NoRetraceForSameAvals) {
   auto jf = mj::jit([](const Array& x, double s) { return x * s; });
   Array x = randn({8}, 31);
   jf(x, 2.0);
@@ -318,7 +318,7 @@ TEST(ReviewPinned, NoRetraceForSameAvals) {
   EXPECT_EQ(jf.trace_count(), 1);
 }
 
-TEST(ReviewPinned, TemporaryReadAtIdentityAndReversed) {
+TEST(UserPrograms, TemporaryReadAtIdentityAndReversed) {
   // y dies at z, z has y's size, but z reads y through rev as well: z may not overwrite y.
   auto f = [](const Array& x) {
     Array y = mj::exp(x);
@@ -329,7 +329,7 @@ TEST(ReviewPinned, TemporaryReadAtIdentityAndReversed) {
   EXPECT_LE(err(mj::jit(f)(x), f(x), 1e-3, 1e-5), 1.0);
 }
 
-TEST(ReviewPinned, ScanCarrySwap) {
+TEST(UserPrograms, ScanCarrySwap) {
   auto f = [](const Array& a, const Array& b) {
     auto [c, ys] = mj::scan([](const std::pair<Array, Array>& c, mj::None) {
       return std::pair{std::pair{c.second, c.first + c.second}, mj::None{}};
@@ -343,7 +343,7 @@ TEST(ReviewPinned, ScanCarrySwap) {
   EXPECT_SAME(got.second, want.second);
 }
 
-TEST(ReviewPinned, WhileCarrySwapAndRotate) {
+TEST(UserPrograms, WhileCarrySwapAndRotate) {
   auto f = [](const Array& a, const Array& b, const Array& c) {
     using T = std::tuple<Array, Array, Array, Array>;
     T r = mj::while_loop([](const T& t) { return std::get<3>(t) < 4; },
@@ -361,7 +361,7 @@ TEST(ReviewPinned, WhileCarrySwapAndRotate) {
   EXPECT_SAME(std::get<2>(got), std::get<2>(want));
 }
 
-TEST(ReviewPinned, ScanCarryIsAlsoYAndReversedCarry) {
+TEST(UserPrograms, ScanCarryIsAlsoYAndReversedCarry) {
   auto f = [](const Array& c0, const Array& xs) {
     return mj::scan([](const Array& c, const Array& x) {
       Array n = mj::flip(c, 0) + x;
@@ -375,7 +375,7 @@ TEST(ReviewPinned, ScanCarryIsAlsoYAndReversedCarry) {
   EXPECT_SAME(jys, ys);
 }
 
-TEST(ReviewPinned, OutputsAliasingEachOtherInputsAndConstants) {
+TEST(UserPrograms, OutputsAliasingEachOtherInputsAndConstants) {
   Array k = randn({6}, 42);
   auto f = [k](const Array& x) { return std::tuple{x, x, k, k * 1.0, x}; };
   Array x = randn({6}, 43);
@@ -392,7 +392,7 @@ TEST(ReviewPinned, OutputsAliasingEachOtherInputsAndConstants) {
   EXPECT_SAME(std::get<4>(got2), std::get<1>(got));
 }
 
-TEST(ReviewPinned, DonatedInputUsedByDotAndOutput) {
+TEST(UserPrograms, DonatedInputUsedByDotAndOutput) {
   auto f = [](const Array& w, const Array& x) {
     Array h = mj::matmul(x, w);
     return std::pair{w - mj::matmul(mj::transpose(x), h) * 0.01, h};
@@ -405,7 +405,7 @@ TEST(ReviewPinned, DonatedInputUsedByDotAndOutput) {
   EXPECT_LE(err(got.second, want.second, 1e-5, 1e-5), 1.0);
 }
 
-TEST(ReviewPinned, IntegerReductionsWrap) {
+TEST(UserPrograms, IntegerReductionsWrap) {
   auto f = [](const Array& x) {
     return std::tuple{mj::sum(x), mj::max(x, 0), mj::min(x, 0), mj::prod(x, 0), mj::cumsum(x, 0)};
   };
@@ -427,7 +427,7 @@ TEST(ReviewPinned, IntegerReductionsWrap) {
   EXPECT_SAME(std::get<2>(gu), std::get<2>(wu));
 }
 
-TEST(ReviewPinned, GatherDynamicSliceOutOfRangeClamp) {
+TEST(UserPrograms, GatherDynamicSliceOutOfRangeClamp) {
   // Staged gather clamps into [0, n - 1] (core/lax.h, gather); dynamic_slice clamps its start
   // (XLA): oracle by hand.
   auto f = [](const Array& x, const Array& i, const Array& s) {
@@ -441,7 +441,7 @@ TEST(ReviewPinned, GatherDynamicSliceOutOfRangeClamp) {
   EXPECT_SAME(d, mj::array({{3, 4, 5}, {6, 7, 8}}));
 }
 
-TEST(ReviewPinned, RandomUnderJit) {
+TEST(UserPrograms, RandomUnderJit) {
   auto f = [](const Array& key) {
     return std::pair{mj::random::uniform(key, {1000}), mj::random::normal(mj::random::fold_in(key, 7), {4, 3})};
   };
@@ -452,7 +452,7 @@ TEST(ReviewPinned, RandomUnderJit) {
   EXPECT_LE(err(got.second, want.second, 1e-6, 1e-6), 1.0);
 }
 
-TEST(ReviewPinned, TraceErrorThenRetry) {
+TEST(UserPrograms, TraceErrorThenRetry) {
   int calls = 0;
   auto jf = mj::jit([&calls](const Array& x) {
     if (++calls == 1) throw mj::ValueError("first trace fails");
@@ -463,7 +463,7 @@ TEST(ReviewPinned, TraceErrorThenRetry) {
   EXPECT_SAME(jf(x), x + 1.0);
 }
 
-TEST(ReviewPinned, VeryHighRank) {
+TEST(UserPrograms, VeryHighRank) {
   auto f = [](const Array& x) {
     std::vector<int64_t> perm;
     for (int64_t d = 13; d >= 0; --d) perm.push_back(d);
@@ -479,7 +479,7 @@ TEST(ReviewPinned, VeryHighRank) {
   EXPECT_LE(err(got.second, want.second, 1e-6, 1e-6), 1.0);
 }
 
-TEST(ReviewPinned, CondInScanWithInPlaceBranch) {
+TEST(UserPrograms, CondInScanWithInPlaceBranch) {
   auto f = [](const Array& buf, const Array& xs) {
     return mj::fori_loop(0, 8, [&](const Array& i, const Array& b) {
       Array x = mj::lax::dynamic_slice(xs, {i}, {1});
@@ -493,7 +493,7 @@ TEST(ReviewPinned, CondInScanWithInPlaceBranch) {
   EXPECT_SAME(mj::jit(f)(buf, xs), f(buf, xs));
 }
 
-TEST(ReviewPinned, CostAnalysisElementwiseByHand) {
+TEST(UserPrograms, CostAnalysisElementwiseByHand) {
   auto f = [](const Array& x) { return mj::exp(x) * x + 1.0; };
   auto c = mj::jit(f).lower(ShapeDtypeStruct{{100}, mj::f32}).compile();
   auto cost = c.cost_analysis();
@@ -504,7 +504,7 @@ TEST(ReviewPinned, CostAnalysisElementwiseByHand) {
 }
 
 
-TEST(ReviewPinned, DusOnLiveValueAndUndonatedInputs) {
+TEST(UserPrograms, DusOnLiveValueAndUndonatedInputs) {
   auto f = [](const Array& x, const Array& u, const Array& i) {
     Array y = mj::lax::dynamic_update_slice(x, u, {i});
     Array s = mj::lax::scatter_add(x, mj::array({1, 1}, {2}, mj::i32), mj::ones({2}));
@@ -520,7 +520,7 @@ TEST(ReviewPinned, DusOnLiveValueAndUndonatedInputs) {
   EXPECT_SAME(x, xcopy);  // the argument is not donated: unchanged
 }
 
-TEST(ReviewPinned, WhileBodyReadsCarryAfterUpdatingIt) {
+TEST(UserPrograms, WhileBodyReadsCarryAfterUpdatingIt) {
   auto f = [](const Array& a0) {
     using T = std::pair<Array, Array>;
     T r = mj::fori_loop(0, 3, [](const Array& i, const T& t) {
@@ -537,7 +537,7 @@ TEST(ReviewPinned, WhileBodyReadsCarryAfterUpdatingIt) {
   EXPECT_SAME(got.second, want.second);
 }
 
-TEST(ReviewPinned, DonatedXsReadAtOtherIndicesByScanBody) {
+TEST(UserPrograms, DonatedXsReadAtOtherIndicesByScanBody) {
   // ys has xs' shape and xs is donated; the body also reads all of xs (closed over).
   auto f = [](const Array& xs) {
     auto [c, ys] = mj::scan([&](const Array& c, const Array& x) {
@@ -552,7 +552,7 @@ TEST(ReviewPinned, DonatedXsReadAtOtherIndicesByScanBody) {
   EXPECT_LE(err(got, want, 1e-5, 1e-6), 1.0) << got << want;
 }
 
-TEST(ReviewPinned, DotGeneralAllOperandLayouts) {
+TEST(UserPrograms, DotGeneralAllOperandLayouts) {
   // Every permutation of lhs [b, m, k] and rhs [b, k, n] (with the dimension numbers following
   // the dims), sizes 1 included; eager's naive product is the oracle.
   std::vector<std::vector<int64_t>> perms = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
@@ -574,7 +574,7 @@ TEST(ReviewPinned, DotGeneralAllOperandLayouts) {
   }
 }
 
-TEST(ReviewPinned, LargeSplitGemmsTransposed) {
+TEST(UserPrograms, LargeSplitGemmsTransposed) {
   auto nt = [](const Array& a, const Array& b) { return mj::matmul(a, mj::transpose(b)); };
   auto tn = [](const Array& a, const Array& b) { return mj::matmul(mj::transpose(a), b); };
   Array a = randn({300, 64}, 66), b = randn({520, 64}, 67), c = randn({300, 520}, 68);
@@ -588,7 +588,7 @@ TEST(ReviewPinned, LargeSplitGemmsTransposed) {
   EXPECT_LE(err(mj::jit(bm)(l, r), bm(l, r), 1e-4, 1e-5), 1.0);
 }
 
-TEST(ReviewPinned, LiteralsAndDonationAreInTheExecutableKey) {
+TEST(UserPrograms, LiteralsAndDonationAreInTheExecutableKey) {
   // Two programs that differ only in a literal's last bit, or only in donation, must not share code.
   Array x = mj::ones({4});
   Array a = mj::jit([](const Array& v) { return v * 1.0000001; })(x);
@@ -605,7 +605,7 @@ TEST(ReviewPinned, LiteralsAndDonationAreInTheExecutableKey) {
 }
 
 
-TEST(ReviewPinned, NaNPropagationAndSignedZeros) {
+TEST(UserPrograms, NaNPropagationAndSignedZeros) {
   auto f = [](const Array& a, const Array& b) {
     return std::tuple{mj::maximum(a, b), mj::minimum(a, b), mj::max(a, 0), mj::min(b, 0), mj::sign(a),
                       mj::abs(b), mj::round(a * 2.5), mj::clip(a, -1.0, 1.0)};
@@ -629,7 +629,7 @@ TEST(ReviewPinned, NaNPropagationAndSignedZeros) {
   EXPECT_SAME(std::get<7>(got), std::get<7>(want));
 }
 
-TEST(ReviewPinned, SignedZeroReduceMax) {
+TEST(UserPrograms, SignedZeroReduceMax) {
   auto f = [](const Array& x) { return std::pair{mj::max(x, 1), mj::min(x, 1)}; };
   std::vector<double> v;
   for (int r = 0; r < 4; ++r)
@@ -641,7 +641,7 @@ TEST(ReviewPinned, SignedZeroReduceMax) {
   EXPECT_SAME(got.second, want.second);
 }
 
-TEST(ReviewPinned, LongArgmaxTiesAndNaNAcrossBlocks) {
+TEST(UserPrograms, LongArgmaxTiesAndNaNAcrossBlocks) {
   auto f = [](const Array& x) { return std::tuple{mj::argmax(x, 1), mj::argmin(x, 1), mj::max(x, 1)}; };
   const int64_t n = 9000;
   std::vector<double> v(size_t(4 * n), 0.0);
@@ -663,7 +663,7 @@ TEST(ReviewPinned, LongArgmaxTiesAndNaNAcrossBlocks) {
   EXPECT_EQ(std::get<1>(got).data<int32_t>()[3], 17);
 }
 
-TEST(ReviewPinned, ParallelBroadcastAndTransposeKernels) {
+TEST(UserPrograms, ParallelBroadcastAndTransposeKernels) {
   auto f = [](const Array& x, const Array& b, const Array& c) {
     return std::tuple{x * b + c, mj::transpose(x) - 1.0, mj::sum(x, 0), mj::sum(mj::exp(x) * c, 1)};
   };
@@ -676,7 +676,7 @@ TEST(ReviewPinned, ParallelBroadcastAndTransposeKernels) {
   EXPECT_LE(err(std::get<3>(got), std::get<3>(want), 1e-3, 1e-5), 1.0);
 }
 
-TEST(ReviewPinned, ConcurrentCallsOfOneCompiled) {
+TEST(UserPrograms, ConcurrentCallsOfOneCompiled) {
   auto f = [](const Array& x) { return mj::sum(mj::tanh(x) * x, 0); };
   Array x = randn({512, 64}, 85);
   auto c = mj::jit(f).lower(x).compile();
@@ -688,7 +688,7 @@ TEST(ReviewPinned, ConcurrentCallsOfOneCompiled) {
   for (auto& o : outs) EXPECT_SAME(o, want);
 }
 
-TEST(ReviewPinned, MemoryAnalysisOfScanMatchesAllocator) {
+TEST(UserPrograms, MemoryAnalysisOfScanMatchesAllocator) {
   auto f = [](const Array& c0, const Array& xs) {
     return mj::scan([](const Array& c, const Array& x) {
       Array h = mj::tanh(c * x + 1.0);
@@ -713,7 +713,7 @@ TEST(ReviewPinned, MemoryAnalysisOfScanMatchesAllocator) {
 }
 
 
-TEST(ReviewPinned, LoopCarryInitArgumentsAreNotOverwritten) {
+TEST(UserPrograms, LoopCarryInitArgumentsAreNotOverwritten) {
   auto dus_loop = [](const Array& buf) {
     return mj::fori_loop(0, 4, [](const Array& i, const Array& b) {
       return mj::lax::dynamic_update_slice(b, mj::ones({1}) * 7.0, {i});
@@ -741,7 +741,7 @@ TEST(ReviewPinned, LoopCarryInitArgumentsAreNotOverwritten) {
   EXPECT_SAME(x, x0);
 }
 
-TEST(ReviewPinned, DotWithEmptyFreeOrBatchDims) {
+TEST(UserPrograms, DotWithEmptyFreeOrBatchDims) {
   auto f = [](const Array& a, const Array& b) { return mj::matmul(a, b); };
   Array a2 = mj::ones({0, 3}), b2 = mj::ones({3, 5});
   EXPECT_SAME(mj::jit(f)(a2, b2), f(a2, b2));
@@ -752,7 +752,7 @@ TEST(ReviewPinned, DotWithEmptyFreeOrBatchDims) {
   EXPECT_SAME(mj::jit(bf)(l, r), bf(l, r));
 }
 
-TEST(ReviewPinned, BadCallsGiveMinijaxErrors) {
+TEST(UserPrograms, BadCallsGiveMinijaxErrors) {
   auto two = mj::jit([](const Array& a, const Array& b) { return a * b; }, mj::JitOptions{.donate_argnums = {0, 1}});
   Array x = mj::ones({4});
   EXPECT_THROW(two(x, x), mj::ValueError);  // one buffer donated twice (JAX raises too)
@@ -764,7 +764,7 @@ TEST(ReviewPinned, BadCallsGiveMinijaxErrors) {
   EXPECT_SAME(c(x, 2), x * 2.0);
 }
 
-TEST(ReviewPinned, PinnedHostComputeInsideJit) {
+TEST(UserPrograms, PinnedHostComputeInsideJit) {
   auto f = [](const Array& x) {
     Array h = mj::device_put(x, "pinned_host");
     Array y = mj::device_put(h * 2.0 + 1.0, "device");
