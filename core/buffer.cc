@@ -50,7 +50,7 @@ std::shared_ptr<Buffer> Buffer::take(Buffer& from) {
   b->kind_ = from.kind_;
   b->device_id_ = from.device_id_;
   from.data_ = nullptr;
-  from.donated_ = true;
+  from.mark_donated();
   return b;
 }
 

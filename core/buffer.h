@@ -1,6 +1,7 @@
 // minijax buffers: raw storage of one array on one device, tagged with its memory kind.
 // Owns Buffer (bytes from the allocator, memory kind, ready event, donation flag), Init, ReadyEvent.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
@@ -59,8 +60,13 @@ class Buffer {
   int device_id() const { return device_id_; }
   const ReadyEvent& ready() const { return ready_; }
   /// True once the buffer was donated to a computation; its contents may then be overwritten.
-  bool donated() const { return donated_; }
-  void mark_donated() { donated_ = true; }
+  bool donated() const { return donated_.load(std::memory_order_acquire); }
+  void mark_donated() { donated_.store(true, std::memory_order_release); }
+  /// Marks the buffer donated and returns true, unless it already was (then false): of several
+  /// calls donating one buffer at once, exactly one claims it.
+  bool claim_donation() { return !donated_.exchange(true, std::memory_order_acq_rel); }
+  /// Undoes claim_donation (a call that claimed the buffer failed before running).
+  void release_donation() { donated_.store(false, std::memory_order_release); }
   /// Donation: a new Buffer that owns `from`'s bytes (same size, kind and device); `from` keeps
   /// no bytes and is marked donated, so every Array still holding it throws ValueError when read
   /// (JAX's deleted donated arrays). Used by the executor when an output reuses a donated input.
@@ -74,7 +80,7 @@ class Buffer {
   MemoryKind kind_;
   int device_id_;
   ReadyEvent ready_ = ReadyEvent::already_set();
-  bool donated_ = false;
+  std::atomic<bool> donated_{false};
 };
 
 }  // namespace minijax

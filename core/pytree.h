@@ -45,6 +45,7 @@ struct pytree<None> {
 };
 
 template <class T>
+  requires PyTree<T>
 struct pytree<std::vector<T>> {
   static void flatten(const std::vector<T>& v, std::vector<Array>& out) {
     for (auto& x : v) pytree<T>::flatten(x, out);
@@ -71,6 +72,7 @@ struct pytree<std::vector<T>> {
 };
 
 template <class T, size_t N>
+  requires PyTree<T>
 struct pytree<std::array<T, N>> {
   static void flatten(const std::array<T, N>& v, std::vector<Array>& out) {
     for (auto& x : v) pytree<T>::flatten(x, out);
@@ -91,6 +93,7 @@ struct pytree<std::array<T, N>> {
 };
 
 template <class T>
+  requires PyTree<T>
 struct pytree<std::map<std::string, T>> {
   using M = std::map<std::string, T>;
   static void flatten(const M& m, std::vector<Array>& out) {
@@ -125,6 +128,7 @@ struct pytree<std::map<std::string, T>> {
 };
 
 template <class... Ts>
+  requires(PyTree<Ts> && ...)
 struct pytree<std::tuple<Ts...>> {
   using T = std::tuple<Ts...>;
   static void flatten(const T& t, std::vector<Array>& out) {
@@ -153,6 +157,7 @@ struct pytree<std::tuple<Ts...>> {
 };
 
 template <class A, class B>
+  requires(PyTree<A> && PyTree<B>)
 struct pytree<std::pair<A, B>> {
   using T = std::pair<A, B>;
   static void flatten(const T& t, std::vector<Array>& out) {
@@ -264,6 +269,10 @@ struct struct_pytree {
 /// Registers a user struct as a pytree node whose children are the listed fields (up to 12),
 /// each itself a pytree. Use at global namespace scope:
 ///   struct Params { mj::Array w, b; };  MJ_REGISTER_PYTREE(Params, w, b)
+/// Fields not listed are not part of the tree: flattening skips them, and unflattening copies
+/// them from the structure it rebuilds (under mj::jit, the value the function was traced with),
+/// so a jitted function sees an unlisted field's first value on every call. List every field,
+/// or pass what is not an Array as its own (static) argument.
 #define MJ_REGISTER_PYTREE(Type, ...)                                                              \
   template <>                                                                                      \
   struct minijax::pytree<Type> {                                                                   \

@@ -4,7 +4,10 @@
 
 #include <sstream>
 
+#include "jit/cost_analysis.h"
 #include "jit/pipeline.h"
+#include "memory/memory_analysis.h"
+#include "memory/plan_buffers.h"
 #include "jit/runtime/execute.h"
 
 #include "core/dce.h"
@@ -30,6 +33,7 @@ struct ShapeDtypeShardingParam final : ParamObject {
 }  // namespace
 
 ShapeDtypeStruct::operator Array() const {
+  checked_nbytes(shape, dtype);  // ShapeError for a negative dim or a size that overflows int64
   ShapedArray aval{shape, dtype, weak_type, sharding ? sharding->memory_kind : MemoryKind::device};
   ParamObjectPtr sh = sharding ? std::make_shared<ShapeDtypeShardingParam>(*sharding) : nullptr;
   return Array(std::make_shared<AbstractArray>(std::move(aval), std::move(sh)));
@@ -42,6 +46,16 @@ std::vector<bool> CallArgs::donated_leaves() const {
       for (size_t l = first_leaf[p]; l < first_leaf[p + 1]; ++l) d[l] = true;
   return d;
 }
+
+namespace detail {
+
+std::map<std::string, double> spmd_cost_analysis(const LoweredProgram& low) { return cost_analysis(low.program); }
+
+CompiledMemoryStats spmd_memory_analysis(const LoweredProgram& low) {
+  return memory_analysis(low.program, plan_buffers(low.program, std::vector<bool>(low.program.invars.size(), false)));
+}
+
+}  // namespace detail
 
 namespace detail {
 

@@ -7,12 +7,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <source_location>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <typeinfo>
 #include <unordered_map>
@@ -59,7 +61,8 @@ struct JitOptions {
 /// JAX's jax.ShapeDtypeStruct: an argument given by its shape and dtype alone, for
 /// jit(f).lower(...). It converts to an abstract mj::Array (no buffer; reading it throws
 /// ValueError), so it can fill any Array field of a user pytree; its sharding acts as that
-/// leaf's in_sharding. Calling a jitted function (rather than lowering it) on one throws.
+/// leaf's in_sharding. Calling a jitted function (rather than lowering it) on one throws. The
+/// conversion throws ValueError for a negative dimension or a size that overflows int64.
 struct ShapeDtypeStruct {
   Shape shape;
   DType dtype = DType::f32;
@@ -204,10 +207,17 @@ StaticKey static_key(const T& v) {
                 "mj::jit: a static argument (not a pytree of Arrays, or named in static_argnums) must "
                 "have std::hash and operator== (it is part of the compile cache key, as in JAX)");
   StaticKey k;
-  k.hash = std::hash<T>{}(v);
   k.type = &typeid(T);
   k.value = std::make_shared<const T>(v);
-  k.equal = [](const void* a, const void* b) { return *static_cast<const T*>(a) == *static_cast<const T*>(b); };
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    // By their bits: -0.0 and 0.0 (equal under ==) give different programs (x / s), and a NaN
+    // (never == itself) must find its own entry again.
+    k.hash = std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(&v), sizeof(T)));
+    k.equal = [](const void* a, const void* b) { return std::memcmp(a, b, sizeof(T)) == 0; };
+  } else {
+    k.hash = std::hash<T>{}(v);
+    k.equal = [](const void* a, const void* b) { return *static_cast<const T*>(a) == *static_cast<const T*>(b); };
+  }
   return k;
 }
 
@@ -305,6 +315,11 @@ std::vector<Array> run_compiled(const Executable& exe, const std::vector<Array>&
                                 const std::vector<Array>& leaves, const std::string& name,
                                 const uint32_t* first_leaf, size_t nargs, std::source_location loc);
 
+/// cost_analysis of a sharded lowering's SPMD program (one device's share).
+std::map<std::string, double> spmd_cost_analysis(const LoweredProgram& low);
+/// memory_analysis of a sharded lowering's SPMD program, planned without fusion.
+CompiledMemoryStats spmd_memory_analysis(const LoweredProgram& low);
+
 /// The compiled program of a traced signature (process-wide cache; see compile_executable).
 std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
                                                  const std::vector<bool>& donated);
@@ -375,10 +390,16 @@ class Compiled {
   std::string as_text(bool llvm_ir = false) const {
     return exe_ ? detail::compiled_text(*exe_, llvm_ir) : low_.as_text();
   }
-  /// JAX's keys: "flops", "transcendentals", "bytes accessed" (jit/cost_analysis.h).
-  std::map<std::string, double> cost_analysis() const { return exe_ ? exe_->cost : std::map<std::string, double>{}; }
-  /// The planner's prediction (memory/memory_analysis.h).
-  CompiledMemoryStats memory_analysis() const { return exe_ ? exe_->memory : CompiledMemoryStats{}; }
+  /// JAX's keys: "flops", "transcendentals", "bytes accessed" (jit/cost_analysis.h). Sharded:
+  /// one device's share, counted on the SPMD program (local shapes, collectives' bytes).
+  std::map<std::string, double> cost_analysis() const {
+    return exe_ ? exe_->cost : low_.spmd ? detail::spmd_cost_analysis(*low_.spmd) : std::map<std::string, double>{};
+  }
+  /// The planner's prediction (memory/memory_analysis.h). Sharded: one device's, planned on the
+  /// SPMD program as the reference executor runs it (every value its own buffer until dead).
+  CompiledMemoryStats memory_analysis() const {
+    return exe_ ? exe_->memory : low_.spmd ? detail::spmd_memory_analysis(*low_.spmd) : CompiledMemoryStats{};
+  }
   /// The executable (null for sharded programs).
   const std::shared_ptr<const Executable>& executable() const { return exe_; }
 
