@@ -1,13 +1,10 @@
 // minijax device meshes: validation, coordinate arithmetic and printing of Mesh.
-// Owns the process-wide virtual device count (set_num_devices / config / MINIJAX_NUM_DEVICES).
+// The process's device count and descriptors live in jit/runtime/devices.cc (core/device.h).
 #include "sharding/mesh.h"
 
-#include <cstdlib>
-#include <mutex>
 #include <set>
 #include <sstream>
 
-#include "core/config.h"
 #include "core/errors.h"
 
 namespace minijax {
@@ -125,64 +122,6 @@ std::string Mesh::str() const {
   for (size_t i = 0; i < device_ids.size(); ++i) identity = identity && device_ids[i] == int(i);
   if (!identity) s += ", devices=" + ints_str(device_ids);
   return s + ")";
-}
-
-// ---- virtual devices ----
-
-namespace {
-std::mutex g_devices_mu;
-int g_requested = 0;   // set_num_devices before first use
-int g_num_devices = 0;  // fixed at first use of devices()
-}  // namespace
-
-int num_devices(std::source_location loc) {
-  std::lock_guard<std::mutex> lock(g_devices_mu);
-  if (g_num_devices == 0) {
-    if (g_requested > 0) {
-      g_num_devices = g_requested;
-    } else if (const int c = config().num_cpu_devices; c != 0) {
-      if (c < 1)
-        throw ShardingError("config().num_cpu_devices = " + std::to_string(c) +
-                                " is not a device count (an integer >= 1)",
-                            loc);
-      g_num_devices = c;
-    } else if (const char* env = std::getenv("MINIJAX_NUM_DEVICES"); env && *env) {
-      char* end = nullptr;
-      long n = std::strtol(env, &end, 10);
-      if (*end != '\0' || n < 1 || n > (1 << 20))
-        throw ShardingError(std::string("MINIJAX_NUM_DEVICES='") + env +
-                                "' is not a device count (an integer >= 1)",
-                            loc);
-      g_num_devices = int(n);
-    } else {
-      g_num_devices = 1;
-    }
-  } else if (const int c = config().num_cpu_devices; c != 0 && c != g_num_devices) {
-    throw ShardingError("config().num_cpu_devices = " + std::to_string(c) + ", but devices() was already used with " +
-                            std::to_string(g_num_devices) + " devices; set the count before first use",
-                        loc);
-  }
-  return g_num_devices;
-}
-
-std::vector<int> devices(std::source_location loc) {
-  int n = num_devices(loc);
-  std::vector<int> d(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) d[size_t(i)] = i;
-  return d;
-}
-
-void set_num_devices(int n, std::source_location loc) {
-  std::lock_guard<std::mutex> lock(g_devices_mu);
-  if (n < 1)
-    throw ShardingError("set_num_devices(" + std::to_string(n) + "): the count must be >= 1", loc);
-  if (g_num_devices != 0 && g_num_devices != n)
-    throw ShardingError("set_num_devices(" + std::to_string(n) + "): devices() was already used with " +
-                            std::to_string(g_num_devices) +
-                            " devices; set the count before first use",
-                        loc);
-  g_requested = n;
-  if (g_num_devices != 0) g_num_devices = n;
 }
 
 }  // namespace minijax

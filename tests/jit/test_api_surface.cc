@@ -22,11 +22,7 @@ namespace {
 using mj::Array;
 using mj::ShapeDtypeStruct;
 
-// The sharded cases use four virtual devices (the count other files of this binary use too).
-struct ApiFourDevices : ::testing::Environment {
-  void SetUp() override { mj::set_num_devices(4); }
-};
-const auto* const kApiDevices = ::testing::AddGlobalTestEnvironment(new ApiFourDevices);
+// The sharded cases use meshes of 4 of the 8 devices tests/main.cc configures.
 
 // f32 array whose element k (row-major) is k * scale + offset: exact small values.
 Array ramp(const mj::Shape& shape, float scale = 1, float offset = 0) {

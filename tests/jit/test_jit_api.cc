@@ -27,11 +27,7 @@ namespace {
 using mj::Array;
 using mj::ShapeDtypeStruct;
 
-// Four virtual devices for the sharded cases, set before any test asks for the devices.
-struct FourDevices : ::testing::Environment {
-  void SetUp() override { mj::set_num_devices(4); }
-};
-const auto* const kDevices = ::testing::AddGlobalTestEnvironment(new FourDevices);
+// The sharded cases use meshes of 4 of the 8 devices tests/main.cc configures.
 
 // f32 array whose element k (row-major) is k * scale + offset: exact small values.
 Array ramp(const mj::Shape& shape, float scale = 1, float offset = 0) {

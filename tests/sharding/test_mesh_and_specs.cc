@@ -7,6 +7,8 @@
 
 #include <minijax/minijax.h>
 
+#include "core/device.h"
+
 namespace {
 
 using namespace minijax;
@@ -129,6 +131,38 @@ TEST(Mesh, VirtualDevices) {
   EXPECT_THROW(set_num_devices(n + 1), ShardingError);
   EXPECT_THROW(set_num_devices(0), ShardingError);
   EXPECT_EQ(num_devices(), n);
+}
+
+// tests/main.cc configures 8 devices; each descriptor names its id, process, memories and the
+// capacities configured now (0 = unlimited), and an id outside 0..7 is refused naming the count.
+TEST(Mesh, DeviceDescriptors) {
+  ASSERT_EQ(num_devices(), 8);
+  const Device d = device(5);
+  EXPECT_EQ(d.id, 5);
+  EXPECT_EQ(d.process_index, 0);
+  EXPECT_EQ(d.str(), "CpuDevice(id=5)");
+  ASSERT_EQ(d.memories.size(), 3u);
+  EXPECT_EQ(d.memories[0].kind, MemoryKind::device);
+  EXPECT_FALSE(d.memories[0].shared_by_process);
+  EXPECT_TRUE(d.memories[1].shared_by_process);
+  EXPECT_EQ(d.capacity_bytes(MemoryKind::device), 0);
+  const int64_t saved_dev = config().device_memory_bytes, saved_host = config().host_memory_bytes;
+  config().device_memory_bytes = 1 << 20;
+  config().host_memory_bytes = 3 << 20;
+  const Device e = device(7);
+  config().device_memory_bytes = saved_dev;
+  config().host_memory_bytes = saved_host;
+  EXPECT_EQ(e.capacity_bytes(MemoryKind::device), 1 << 20);
+  EXPECT_EQ(e.capacity_bytes(MemoryKind::pinned_host), 3 << 20);
+  EXPECT_EQ(e.capacity_bytes(MemoryKind::unpinned_host), 3 << 20);
+  try {
+    device(8);
+    ADD_FAILURE() << "device(8) did not throw";
+  } catch (const ValueError& err) {
+    EXPECT_NE(std::string(err.what()).find("device(8)"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("8 devices"), std::string::npos) << err.what();
+  }
+  EXPECT_THROW(device(-1), ValueError);
 }
 
 // ---------------- Sharding ----------------

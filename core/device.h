@@ -1,0 +1,51 @@
+// minijax device descriptors: what a (virtual) device is, as sharding/ and the runtime name it.
+// Owns Device (id, process, memory kinds, capacities) and device(id).
+#pragma once
+#include <cstdint>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "core/aval.h"
+
+namespace minijax {
+
+/// One memory space a device can address (JAX's `device.addressable_memories()`).
+struct MemorySpace {
+  MemoryKind kind = MemoryKind::device;
+  /// Capacity in bytes as configured when the descriptor was made (config().device_memory_bytes
+  /// for `device`, config().host_memory_bytes for the host kinds, which all devices of a process
+  /// share); 0 = unlimited. The runtime reads the config again at every allocation and compile().
+  int64_t capacity_bytes = 0;
+  /// Whether the space is the process's host memory (shared by all its devices).
+  bool shared_by_process = false;
+};
+
+/// A device descriptor (JAX's `jax.Device`): a value, not the runtime object (threads, queues and
+/// allocators live in jit/runtime/). Every device of this build is a virtual CPU device of
+/// process 0, with a `device` memory of its own and the process's `pinned_host` and
+/// `unpinned_host` memories.
+struct Device {
+  int id = 0;             ///< global id (0..num_devices()-1)
+  int process_index = 0;  ///< the process that drives it (always 0: one process)
+  std::string platform = "cpu";
+  /// The memory spaces, `device` first (the default memory kind), then pinned_host, unpinned_host.
+  std::vector<MemorySpace> memories;
+
+  /// The default memory kind: `device`.
+  MemoryKind default_memory_kind() const { return MemoryKind::device; }
+  /// Capacity in bytes of memory kind `kind` (0 = unlimited). ValueError for a kind the device lacks.
+  int64_t capacity_bytes(MemoryKind kind) const;
+  /// `CpuDevice(id=3)`, as JAX prints a CPU device.
+  std::string str() const;
+  bool operator==(const Device& o) const = default;
+};
+
+// devices(), num_devices() and set_num_devices() (the ids and the count) are declared in
+// sharding/mesh.h; like device(), they are defined by jit/runtime/devices.cc.
+
+/// The descriptor of device `id`, its capacities read from config() now. ValueError naming the id
+/// and the device count when id is not one of devices().
+Device device(int id, std::source_location loc = std::source_location::current());
+
+}  // namespace minijax
