@@ -182,6 +182,13 @@ SpmdRun run_lowered(const std::shared_ptr<const LoweredProgram>& lowered, const 
   if (!low.mesh)
     throw ShardingError("jit: run_lowered on an unpartitioned Lowered (no sharding given, no mesh)", loc);
   const size_t n = low.mesh->num_devices();
+  const int count = num_devices(loc);
+  for (int id : low.mesh->device_ids)
+    if (id >= count)
+      throw ShardingError("jit: " + low.mesh->str() + " names device " + std::to_string(id) + ", but there are " +
+                              std::to_string(count) + " devices (ids 0.." + std::to_string(count - 1) +
+                              "; config().num_cpu_devices sets the count before first use)",
+                          loc);
   if (operands.size() != low.in_shardings.size())
     throw ValueError("jit: " + std::to_string(operands.size()) + " operands for a program of " +
                          std::to_string(low.in_shardings.size()) + " inputs",

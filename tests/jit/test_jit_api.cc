@@ -319,6 +319,24 @@ TEST(JitApi, InAndOutShardingsPartitionAndPlaceTheOutputs) {
   EXPECT_EQ(jf.last_run()->outputs.size(), 2u);  // one output per device
 }
 
+// A mesh may name any ids, but running on one that names a device beyond the configured count
+// (tests/main.cc: 8) is refused before anything runs, naming the id and the count.
+TEST(JitApi, MeshNamingAnUnknownDeviceIsRefusedAtTheCall) {
+  auto m = std::make_shared<const mj::Mesh>(std::vector<int>{0, 9}, mj::Shape{2}, std::vector<std::string>{"x"});
+  mj::NamedSharding rows{m, mj::P("x")};
+  auto jf = mj::jit(poly, mj::JitOptions{.in_shardings = {rows}});
+  Array x = ramp({8, 2}, 0.5f);
+  try {
+    (void)jf(x);
+    ADD_FAILURE() << "a mesh naming device 9 of 8 ran";
+  } catch (const mj::ShardingError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("names device 9"), std::string::npos) << what;
+    EXPECT_NE(what.find("there are 8 devices"), std::string::npos) << what;
+  }
+  EXPECT_TRUE(bit_equal(x, ramp({8, 2}, 0.5f)));  // the argument is untouched
+}
+
 TEST(JitApi, StaticArgumentsAreHashedComparedAndNeverArrays) {
   static_assert(mj::detail::StaticArgument<int> && mj::detail::StaticArgument<std::string>);
   static_assert(!mj::detail::StaticArgument<NotHashable>);  // jit(f)(x, NotHashable{}) fails to compile
