@@ -101,8 +101,11 @@ class Communicator {
   /// params, or group: the message names the collective and the disagreeing devices), when the
   /// op does not fit the group or the buffers, or for ragged sizes that disagree between peers
   /// or fall outside the buffers (run_spmd's messages); TypeError for a sum of bools; the
-  /// abort error after abort(). Throws ValueError at once (nothing started) for an empty
-  /// group, a repeated or negative id, or a device_id not in group.
+  /// abort error after abort(). A group disagreement is found by comparing the groups the
+  /// devices name for their g-th start; members of a group that completed before a disagreeing
+  /// device started keep their result, every participant still pending fails (no deadlock).
+  /// Throws ValueError at once (nothing started) for an empty group, a repeated or negative id,
+  /// or a device_id not in group.
   virtual Event start(const CollectiveOp& op, int device_id, const CollectiveBuffers& bufs,
                       const std::vector<int>& group) = 0;
   /// Fails every pending collective's events, and every start until reset(), with `err` (when
@@ -110,7 +113,8 @@ class Communicator {
   /// "communicator aborted".
   virtual void abort(std::exception_ptr err) = 0;
   /// Forgets the abort state, the sequence numbers and the pending collectives (their events
-  /// fail with ValueError "communicator reset"); returns once no transfer is running.
+  /// fail with ValueError "communicator reset"); returns once no transfer is running (so it must
+  /// not be called from an Event callback, which may run on the communicator thread).
   virtual void reset() = 0;
 };
 
