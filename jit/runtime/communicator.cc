@@ -1,0 +1,431 @@
+// minijax communicator: CollectiveOp, the in-process backend (matching of participants, its one
+// communicator thread, abort/reset), the process-wide accessor, counters and the test hook.
+#include "jit/runtime/communicator.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "core/collectives.h"
+#include "core/errors.h"
+#include "core/primitive.h"
+#include "jit/runtime/collective_transfers.h"
+
+namespace minijax {
+
+// ---- CollectiveOp -------------------------------------------------------------------------------
+
+const char* collective_kind_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::all_gather: return "all_gather";
+    case CollectiveKind::all_reduce: return "all_reduce";
+    case CollectiveKind::reduce_scatter: return "reduce_scatter";
+    case CollectiveKind::all_to_all: return "all_to_all";
+    case CollectiveKind::collective_permute: return "collective_permute";
+    case CollectiveKind::ragged_all_to_all: return "ragged_all_to_all";
+  }
+  return "?";
+}
+
+Shape CollectiveOp::result_shape(int64_t n) const {
+  Shape s = shape;
+  auto in_range = [&](int64_t d) { return d >= 0 && d < int64_t(s.size()); };
+  switch (kind) {
+    case CollectiveKind::all_gather:
+      if (!tiled && gather_dimension >= 0 && gather_dimension <= int64_t(s.size()))
+        s.insert(s.begin() + gather_dimension, n);
+      else if (tiled && in_range(gather_dimension)) s[size_t(gather_dimension)] *= n;
+      break;
+    case CollectiveKind::reduce_scatter:
+      if (in_range(scatter_dimension) && n > 0) s[size_t(scatter_dimension)] /= n;
+      break;
+    case CollectiveKind::all_to_all:
+      if (in_range(split_dimension) && in_range(concat_dimension) && n > 0) {
+        s[size_t(split_dimension)] /= n;
+        s[size_t(concat_dimension)] *= n;
+      }
+      break;
+    case CollectiveKind::ragged_all_to_all: return output_shape;
+    default: break;
+  }
+  return s;
+}
+
+bool CollectiveOp::same_collective(const CollectiveOp& o) const {
+  if (kind != o.kind || dtype != o.dtype || shape != o.shape) return false;
+  switch (kind) {
+    case CollectiveKind::all_gather: return gather_dimension == o.gather_dimension && tiled == o.tiled;
+    case CollectiveKind::all_reduce: return reduction == o.reduction;
+    case CollectiveKind::reduce_scatter: return scatter_dimension == o.scatter_dimension;
+    case CollectiveKind::all_to_all:
+      return split_dimension == o.split_dimension && concat_dimension == o.concat_dimension;
+    case CollectiveKind::collective_permute: return source_target_pairs == o.source_target_pairs;
+    case CollectiveKind::ragged_all_to_all: return output_shape == o.output_shape;
+  }
+  return false;
+}
+
+std::string CollectiveOp::str() const {
+  std::string s = std::string(collective_kind_name(kind)) + " " + dtype_name(dtype) + shape_str(shape);
+  switch (kind) {
+    case CollectiveKind::all_gather:
+      return s + " gather_dimension=" + std::to_string(gather_dimension) + " tiled=" + (tiled ? "true" : "false");
+    case CollectiveKind::all_reduce: return s + " reduction=" + reduction;
+    case CollectiveKind::reduce_scatter: return s + " scatter_dimension=" + std::to_string(scatter_dimension);
+    case CollectiveKind::all_to_all:
+      return s + " split_dimension=" + std::to_string(split_dimension) +
+             " concat_dimension=" + std::to_string(concat_dimension);
+    case CollectiveKind::collective_permute: {
+      s += " source_target_pairs=(";
+      for (size_t i = 0; i < source_target_pairs.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(source_target_pairs[i]);
+      return s + ")";
+    }
+    case CollectiveKind::ragged_all_to_all: return s + " output=" + shape_str(output_shape);
+  }
+  return s;
+}
+
+CollectiveOp collective_op_of(const Eqn& e) {
+  const std::string& name = e.primitive ? e.primitive->name : std::string();
+  static const std::map<std::string, CollectiveKind> kinds = {
+      {"all_gather", CollectiveKind::all_gather},         {"all_reduce", CollectiveKind::all_reduce},
+      {"reduce_scatter", CollectiveKind::reduce_scatter}, {"all_to_all", CollectiveKind::all_to_all},
+      {"collective_permute", CollectiveKind::collective_permute},
+      {"ragged_all_to_all", CollectiveKind::ragged_all_to_all}};
+  auto it = kinds.find(name);
+  if (it == kinds.end() || e.inputs.empty())
+    throw ValueError("collective_op_of: equation " + (name.empty() ? std::string("<none>") : name) +
+                     " is not a collective that moves data");
+  const Params& p = e.params;
+  const ShapedArray& x = atom_aval(e.inputs[0]);
+  CollectiveOp op;
+  op.kind = it->second;
+  op.dtype = x.dtype;
+  op.shape = x.shape;
+  switch (op.kind) {
+    case CollectiveKind::all_gather:
+      op.gather_dimension = p.get_int("gather_dimension");
+      op.tiled = p.get_bool("tiled");
+      break;
+    case CollectiveKind::all_reduce: op.reduction = p.get_string("reduction"); break;
+    case CollectiveKind::reduce_scatter: op.scatter_dimension = p.get_int("scatter_dimension"); break;
+    case CollectiveKind::all_to_all:
+      op.split_dimension = p.get_int("split_dimension");
+      op.concat_dimension = p.get_int("concat_dimension");
+      break;
+    case CollectiveKind::collective_permute: op.source_target_pairs = p.get_ints("source_target_pairs"); break;
+    case CollectiveKind::ragged_all_to_all:
+      if (e.inputs.size() != 6) throw ValueError("collective_op_of: ragged_all_to_all takes 6 operands");
+      op.output_shape = atom_aval(e.inputs[1]).shape;
+      break;
+  }
+  return op;
+}
+
+// ---- counters and the hook ----------------------------------------------------------------------
+
+namespace {
+
+std::mutex& stats_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<CollectiveCounters>& stats_table() {
+  static std::vector<CollectiveCounters> t;
+  return t;
+}
+std::mutex& hook_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::function<void()>& hook_slot() {
+  static std::function<void()> h;
+  return h;
+}
+
+std::string group_str(const std::vector<int>& g) {
+  std::string s = "[";
+  for (size_t i = 0; i < g.size(); ++i) s += (i ? ", " : "") + std::to_string(g[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+CollectiveCounters collective_stats(int device_id) {
+  if (device_id < 0) throw ValueError("collective_stats: device id " + std::to_string(device_id) + " is negative");
+  std::lock_guard<std::mutex> g(stats_mutex());
+  const auto& t = stats_table();
+  return size_t(device_id) < t.size() ? t[size_t(device_id)] : CollectiveCounters{};
+}
+
+void reset_collective_stats() {
+  std::lock_guard<std::mutex> g(stats_mutex());
+  stats_table().clear();
+}
+
+void detail::add_collective_counters(int device_id, const CollectiveCounters& c) {
+  if (device_id < 0) return;
+  std::lock_guard<std::mutex> g(stats_mutex());
+  auto& t = stats_table();
+  if (t.size() <= size_t(device_id)) t.resize(size_t(device_id) + 1);
+  t[size_t(device_id)].bytes_sent += c.bytes_sent;
+  t[size_t(device_id)].bytes_received += c.bytes_received;
+  t[size_t(device_id)].messages += c.messages;
+}
+
+void detail::set_collective_hook(std::function<void()> hook) {
+  std::lock_guard<std::mutex> g(hook_mutex());
+  hook_slot() = std::move(hook);
+}
+
+// ---- the in-process backend -------------------------------------------------------------------
+
+namespace {
+
+struct Participant {
+  int device = 0;
+  CollectiveOp op;
+  CollectiveBuffers bufs;
+  Event ev;
+  uint64_t global_seq = 0;  // the device's count of starts before this one
+};
+
+using Key = std::pair<std::vector<int>, uint64_t>;  // (group, per-device sequence number on it)
+
+// One collective being assembled: a participant per rank, once it has started.
+struct Pending {
+  std::vector<int> group;
+  std::vector<std::optional<Participant>> at;
+  size_t arrived = 0;
+};
+
+// Which group a device named for its global_seq-th start (to find devices naming different
+// groups for the same collective: under SPMD the g-th starts of all devices correspond).
+struct Claim {
+  std::vector<int> group;
+  Key key;
+};
+
+}  // namespace
+
+struct InProcessCommunicator::Impl {
+  std::mutex mu;
+  std::condition_variable work_cv, idle_cv;
+  std::map<Key, Pending> pending;
+  std::map<std::pair<int, std::vector<int>>, uint64_t> group_seq;
+  std::map<int, uint64_t> global_seq;
+  std::map<uint64_t, std::map<int, Claim>> claims;
+  std::map<Key, std::exception_ptr> poisoned;
+  std::deque<Pending> ready;
+  std::vector<Event> inflight;
+  bool busy = false, stop = false;
+  std::exception_ptr aborted;
+  std::thread thread;
+
+  // Removes a pending collective (and its claims), appending its events to `out`. Under mu.
+  void drop(const Key& key, std::vector<Event>& out) {
+    auto it = pending.find(key);
+    if (it == pending.end()) return;
+    for (auto& p : it->second.at)
+      if (p) out.push_back(p->ev);
+    pending.erase(it);
+  }
+  // Claims stay after their collective completes (a device naming another group may come
+  // later) until every device seen so far has started past them.
+  void prune_claims() {
+    uint64_t low = UINT64_MAX;
+    for (auto& kv : global_seq) low = std::min(low, kv.second);
+    while (!claims.empty() && claims.begin()->first < low) claims.erase(claims.begin());
+  }
+  // Every event not yet completed by the thread (pending, ready, in flight); clears the queues.
+  std::vector<Event> take_all() {
+    std::vector<Event> evs = inflight;
+    std::vector<Key> keys;
+    for (auto& kv : pending) keys.push_back(kv.first);
+    for (auto& k : keys) drop(k, evs);
+    for (auto& job : ready)
+      for (auto& p : job.at) evs.push_back(p->ev);
+    ready.clear();
+    claims.clear();
+    return evs;
+  }
+  // A device naming another group than a peer for the same (g-th) start: the error, or null.
+  std::exception_ptr group_conflict(int device, const std::vector<int>& group, uint64_t g, const CollectiveOp& op,
+                                    std::vector<Event>& fail, const Key& key) {
+    auto cit = claims.find(g);
+    if (cit == claims.end()) return nullptr;
+    for (auto& [e, cl] : cit->second) {
+      const bool related = std::count(group.begin(), group.end(), e) || std::count(cl.group.begin(), cl.group.end(), device);
+      if (!related || cl.group == group) continue;
+      auto err = std::make_exception_ptr(ValueError(
+          "collective " + std::string(collective_kind_name(op.kind)) + " (start " + std::to_string(g) +
+          " of these devices): the participants disagree on the group: device " + std::to_string(device) +
+          " names " + group_str(group) + ", device " + std::to_string(e) + " names " + group_str(cl.group)));
+      const Key other = cl.key;
+      drop(other, fail);
+      drop(key, fail);
+      poisoned[other] = err;
+      poisoned[key] = err;
+      return err;
+    }
+    return nullptr;
+  }
+  void loop();
+  void run(Pending& job);
+};
+
+void InProcessCommunicator::Impl::run(Pending& job) {
+  {
+    std::function<void()> hook;
+    {
+      std::lock_guard<std::mutex> g(hook_mutex());
+      hook = hook_slot();
+    }
+    if (hook) hook();
+  }
+  std::exception_ptr err;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    err = aborted;
+  }
+  std::vector<detail::CollectiveMember> members;
+  for (auto& p : job.at) members.push_back({p->device, &p->op, p->bufs});
+  std::vector<CollectiveCounters> counted;
+  if (!err) {
+    try {
+      detail::check_collective(members, job.group);
+      detail::perform_collective(members, counted);
+      for (size_t r = 0; r < members.size(); ++r) detail::add_collective_counters(members[r].device, counted[r]);
+    } catch (...) {
+      err = std::current_exception();
+    }
+  }
+  for (auto& p : job.at) err ? p->ev.set_error(err) : p->ev.set();
+}
+
+void InProcessCommunicator::Impl::loop() {
+  for (;;) {
+    Pending job;
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      work_cv.wait(lk, [&] { return stop || !ready.empty(); });
+      if (ready.empty()) return;
+      job = std::move(ready.front());
+      ready.pop_front();
+      busy = true;
+      for (auto& p : job.at) inflight.push_back(p->ev);
+    }
+    run(job);
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      busy = false;
+      inflight.clear();
+    }
+    idle_cv.notify_all();
+  }
+}
+
+InProcessCommunicator::InProcessCommunicator() : impl_(std::make_unique<Impl>()) {
+  impl_->thread = std::thread([this] { impl_->loop(); });
+}
+
+InProcessCommunicator::~InProcessCommunicator() {
+  std::vector<Event> evs;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    impl_->stop = true;
+    evs = impl_->take_all();
+  }
+  impl_->work_cv.notify_all();
+  auto err = std::make_exception_ptr(ValueError("communicator destroyed with the collective pending"));
+  for (auto& e : evs) e.set_error(err);
+  impl_->thread.join();
+}
+
+Event InProcessCommunicator::start(const CollectiveOp& op, int device_id, const CollectiveBuffers& bufs,
+                                   const std::vector<int>& group) {
+  const std::string what = "communicator start of " + std::string(collective_kind_name(op.kind)) + " by device " +
+                           std::to_string(device_id) + " over " + group_str(group) + ": ";
+  if (group.empty()) throw ValueError(what + "the group is empty");
+  if (std::set<int>(group.begin(), group.end()).size() != group.size() ||
+      *std::min_element(group.begin(), group.end()) < 0)
+    throw ValueError(what + "the group has a repeated or negative device id");
+  auto pos = std::find(group.begin(), group.end(), device_id);
+  if (pos == group.end()) throw ValueError(what + "the device is not in the group");
+  const size_t rank = size_t(pos - group.begin());
+
+  Impl& m = *impl_;
+  Event ev;
+  std::vector<Event> fail;
+  std::exception_ptr err;
+  {
+    std::lock_guard<std::mutex> lk(m.mu);
+    if (m.aborted) return Event::failed_with(m.aborted);
+    const uint64_t g = m.global_seq[device_id]++;
+    const Key key{group, m.group_seq[{device_id, group}]++};
+    if (auto it = m.poisoned.find(key); it != m.poisoned.end()) return Event::failed_with(it->second);
+    err = m.group_conflict(device_id, group, g, op, fail, key);
+    m.prune_claims();
+    if (!err) {
+      m.claims[g][device_id] = Claim{group, key};
+      Pending& p = m.pending[key];
+      if (p.at.empty()) {
+        p.group = group;
+        p.at.resize(group.size());
+      }
+      p.at[rank] = Participant{device_id, op, bufs, ev, g};
+      if (++p.arrived == group.size()) {
+        m.ready.push_back(std::move(p));
+        m.pending.erase(key);
+        m.work_cv.notify_one();
+      }
+    }
+  }
+  if (err) {
+    for (auto& e : fail) e.set_error(err);
+    ev.set_error(err);
+  }
+  return ev;
+}
+
+void InProcessCommunicator::abort(std::exception_ptr err) {
+  if (!err) err = std::make_exception_ptr(ValueError("communicator aborted"));
+  std::vector<Event> evs;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    impl_->aborted = err;
+    evs = impl_->take_all();
+  }
+  for (auto& e : evs) e.set_error(err);
+}
+
+void InProcessCommunicator::reset() {
+  std::vector<Event> evs;
+  {
+    std::unique_lock<std::mutex> lk(impl_->mu);
+    Impl& m = *impl_;
+    std::vector<Event> inflight = m.inflight;
+    evs = m.take_all();
+    evs.erase(evs.begin(), evs.begin() + std::ptrdiff_t(inflight.size()));  // the thread completes those
+    m.group_seq.clear();
+    m.global_seq.clear();
+    m.poisoned.clear();
+    m.aborted = nullptr;
+    m.idle_cv.wait(lk, [&] { return !m.busy; });
+  }
+  auto err = std::make_exception_ptr(ValueError("communicator reset with the collective pending"));
+  for (auto& e : evs) e.set_error(err);
+}
+
+Communicator& communicator() {
+  static InProcessCommunicator c;
+  return c;
+}
+
+}  // namespace minijax
