@@ -41,23 +41,8 @@ ShapedArray binary_out_aval(const std::vector<ShapedArray>& in, Accept acc, bool
 
 namespace {
 
-// NaN-propagating max/min, as XLA's.
-template <class C>
-C nan_max(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
-  }
-  return a > b ? a : b;
-}
-template <class C>
-C nan_min(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
-  }
-  return a < b ? a : b;
-}
+using elementwise::nan_max;
+using elementwise::nan_min;
 
 // Integer division and remainder with XLA's defined results where C's are undefined:
 // x / 0 = -1 (all bits set), x % 0 = x, INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0.

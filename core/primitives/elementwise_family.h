@@ -71,6 +71,26 @@ inline T store(C v) {
   else return static_cast<T>(v);
 }
 
+/// max(a, b) on a compute value (Compute<T>), propagating NaN as XLA's max does: a NaN operand
+/// (the first, when both are) is the result; otherwise the larger.
+template <class C>
+inline C nan_max(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+  }
+  return a > b ? a : b;
+}
+/// min(a, b), propagating NaN as nan_max does.
+template <class C>
+inline C nan_min(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+  }
+  return a < b ? a : b;
+}
+
 /// Throws TypeError unless the operand's dtype is in the class.
 inline void check_dtype(const ShapedArray& a, Accept acc, const char* which = "operand") {
   if (!accepts(acc, a.dtype))

@@ -78,24 +78,6 @@ int64_t copy_box(void* dst, const Shape& dshape, const Shape& dlo, const void* s
   return bytes;
 }
 
-// NaN-propagating max/min as core/primitives/elementwise_binary.cc's (XLA's).
-template <class C>
-C nan_max(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
-  }
-  return a > b ? a : b;
-}
-template <class C>
-C nan_min(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
-  }
-  return a < b ? a : b;
-}
-
 // out[i] = ((in0[i] op in1[i]) op in2[i]) ..., each step rounded to T as the eager add/max/min
 // of run_spmd's rank-order chain (bf16 computes in float and stores rounded).
 template <class T, class Op>
@@ -117,8 +99,8 @@ void reduce_box(DType dtype, const std::string& reduction, void* dst, const Shap
       std::vector<const T*> in;
       for (const void* p : srcs) in.push_back(static_cast<const T*>(p) + s);
       T* out = static_cast<T*>(dst) + d;
-      if (reduction == "max") reduce_run(out, in, n, [](auto a, auto b) { return nan_max(a, b); });
-      else if (reduction == "min") reduce_run(out, in, n, [](auto a, auto b) { return nan_min(a, b); });
+      if (reduction == "max") reduce_run(out, in, n, [](auto a, auto b) { return elementwise::nan_max(a, b); });
+      else if (reduction == "min") reduce_run(out, in, n, [](auto a, auto b) { return elementwise::nan_min(a, b); });
       else if constexpr (!std::is_same_v<T, bool>)
         reduce_run(out, in, n, [](auto a, auto b) { return elementwise::wrap_add(a, b); });
       else if (in.size() == 1) std::memcpy(out, in[0], size_t(n) * sizeof(T));
