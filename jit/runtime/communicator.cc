@@ -193,7 +193,6 @@ struct Participant {
   CollectiveOp op;
   CollectiveBuffers bufs;
   Event ev;
-  uint64_t global_seq = 0;  // the device's count of starts before this one
 };
 
 using Key = std::pair<std::vector<int>, uint64_t>;  // (group, per-device sequence number on it)
@@ -205,8 +204,8 @@ struct Pending {
   size_t arrived = 0;
 };
 
-// Which group a device named for its global_seq-th start (to find devices naming different
-// groups for the same collective: under SPMD the g-th starts of all devices correspond).
+// Which group a device named for its g-th start in a context (to find devices naming different
+// groups for the same collective: under SPMD the g-th starts of a program's devices correspond).
 struct Claim {
   std::vector<int> group;
   Key key;
@@ -219,8 +218,13 @@ struct InProcessCommunicator::Impl {
   std::condition_variable work_cv, idle_cv;
   std::map<Key, Pending> pending;
   std::map<std::pair<int, std::vector<int>>, uint64_t> group_seq;
-  std::map<int, uint64_t> global_seq;
-  std::map<uint64_t, std::map<int, Claim>> claims;
+  // Per context (the devices running one program; empty: every device of the process): each
+  // device's count of starts there, and the claims of its starts by number.
+  struct Context {
+    std::map<int, uint64_t> seq;
+    std::map<uint64_t, std::map<int, Claim>> claims;
+  };
+  std::map<std::vector<int>, Context> contexts;
   std::map<Key, std::exception_ptr> poisoned;
   std::deque<Pending> ready;
   std::vector<Event> inflight;
@@ -238,10 +242,10 @@ struct InProcessCommunicator::Impl {
   }
   // Claims stay after their collective completes (a device naming another group may come
   // later) until every device seen so far has started past them.
-  void prune_claims() {
+  static void prune_claims(Context& c) {
     uint64_t low = UINT64_MAX;
-    for (auto& kv : global_seq) low = std::min(low, kv.second);
-    while (!claims.empty() && claims.begin()->first < low) claims.erase(claims.begin());
+    for (auto& kv : c.seq) low = std::min(low, kv.second);
+    while (!c.claims.empty() && c.claims.begin()->first < low) c.claims.erase(c.claims.begin());
   }
   // Every event not yet completed by the thread (pending, ready, in flight); clears the queues.
   std::vector<Event> take_all() {
@@ -252,14 +256,14 @@ struct InProcessCommunicator::Impl {
     for (auto& job : ready)
       for (auto& p : job.at) evs.push_back(p->ev);
     ready.clear();
-    claims.clear();
+    for (auto& [ids, c] : contexts) c.claims.clear();
     return evs;
   }
   // A device naming another group than a peer for the same (g-th) start: the error, or null.
-  std::exception_ptr group_conflict(int device, const std::vector<int>& group, uint64_t g, const CollectiveOp& op,
-                                    std::vector<Event>& fail, const Key& key) {
-    auto cit = claims.find(g);
-    if (cit == claims.end()) return nullptr;
+  std::exception_ptr group_conflict(Context& c, int device, const std::vector<int>& group, uint64_t g,
+                                    const CollectiveOp& op, std::vector<Event>& fail, const Key& key) {
+    auto cit = c.claims.find(g);
+    if (cit == c.claims.end()) return nullptr;
     for (auto& [e, cl] : cit->second) {
       const bool related = std::count(group.begin(), group.end(), e) || std::count(cl.group.begin(), cl.group.end(), device);
       if (!related || cl.group == group) continue;
@@ -349,7 +353,7 @@ InProcessCommunicator::~InProcessCommunicator() {
 }
 
 Event InProcessCommunicator::start(const CollectiveOp& op, int device_id, const CollectiveBuffers& bufs,
-                                   const std::vector<int>& group) {
+                                   const std::vector<int>& group, const std::vector<int>& context) {
   const std::string what = "communicator start of " + std::string(collective_kind_name(op.kind)) + " by device " +
                            std::to_string(device_id) + " over " + group_str(group) + ": ";
   if (group.empty()) throw ValueError(what + "the group is empty");
@@ -358,6 +362,11 @@ Event InProcessCommunicator::start(const CollectiveOp& op, int device_id, const 
     throw ValueError(what + "the group has a repeated or negative device id");
   auto pos = std::find(group.begin(), group.end(), device_id);
   if (pos == group.end()) throw ValueError(what + "the device is not in the group");
+  if (!context.empty())
+    for (int d : group)
+      if (std::find(context.begin(), context.end(), d) == context.end())
+        throw ValueError(what + "device " + std::to_string(d) + " of the group is not in the context " +
+                         group_str(context));
   const size_t rank = size_t(pos - group.begin());
 
   Impl& m = *impl_;
@@ -367,19 +376,20 @@ Event InProcessCommunicator::start(const CollectiveOp& op, int device_id, const 
   {
     std::lock_guard<std::mutex> lk(m.mu);
     if (m.aborted) return Event::failed_with(m.aborted);
-    const uint64_t g = m.global_seq[device_id]++;
+    Impl::Context& c = m.contexts[context];
+    const uint64_t g = c.seq[device_id]++;
     const Key key{group, m.group_seq[{device_id, group}]++};
     if (auto it = m.poisoned.find(key); it != m.poisoned.end()) return Event::failed_with(it->second);
-    err = m.group_conflict(device_id, group, g, op, fail, key);
-    m.prune_claims();
+    err = m.group_conflict(c, device_id, group, g, op, fail, key);
+    Impl::prune_claims(c);
     if (!err) {
-      m.claims[g][device_id] = Claim{group, key};
+      c.claims[g][device_id] = Claim{group, key};
       Pending& p = m.pending[key];
       if (p.at.empty()) {
         p.group = group;
         p.at.resize(group.size());
       }
-      p.at[rank] = Participant{device_id, op, bufs, ev, g};
+      p.at[rank] = Participant{device_id, op, bufs, ev};
       if (++p.arrived == group.size()) {
         m.ready.push_back(std::move(p));
         m.pending.erase(key);
@@ -414,7 +424,7 @@ void InProcessCommunicator::reset() {
     evs = m.take_all();
     evs.erase(evs.begin(), evs.begin() + std::ptrdiff_t(inflight.size()));  // the thread completes those
     m.group_seq.clear();
-    m.global_seq.clear();
+    m.contexts.clear();
     m.poisoned.clear();
     m.aborted = nullptr;
     m.idle_cv.wait(lk, [&] { return !m.busy; });

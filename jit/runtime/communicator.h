@@ -102,12 +102,16 @@ class Communicator {
   /// op does not fit the group or the buffers, or for ragged sizes that disagree between peers
   /// or fall outside the buffers (run_spmd's messages); TypeError for a sum of bools; the
   /// abort error after abort(). A group disagreement is found by comparing the groups the
-  /// devices name for their g-th start; members of a group that completed before a disagreeing
+  /// devices name for their g-th start in `context`: the devices that run one program and so
+  /// start the same sequence of collectives (an SPMD executor passes its mesh's device ids; empty,
+  /// the default: every device of the process). Programs on different device subsets (meshes)
+  /// therefore each have their own context, or a device that sat out another mesh's collectives
+  /// would be compared with the wrong start. Members of a group that completed before a disagreeing
   /// device started keep their result, every participant still pending fails (no deadlock).
   /// Throws ValueError at once (nothing started) for an empty group, a repeated or negative id,
-  /// or a device_id not in group.
+  /// or a device_id not in group, or a group member outside a non-empty context.
   virtual Event start(const CollectiveOp& op, int device_id, const CollectiveBuffers& bufs,
-                      const std::vector<int>& group) = 0;
+                      const std::vector<int>& group, const std::vector<int>& context = {}) = 0;
   /// Fails every pending collective's events, and every start until reset(), with `err` (when
   /// one device's program fails, so the others stop waiting). A null err is a ValueError
   /// "communicator aborted".
@@ -132,7 +136,7 @@ class InProcessCommunicator final : public Communicator {
   InProcessCommunicator& operator=(const InProcessCommunicator&) = delete;
 
   Event start(const CollectiveOp& op, int device_id, const CollectiveBuffers& bufs,
-              const std::vector<int>& group) override;
+              const std::vector<int>& group, const std::vector<int>& context = {}) override;
   void abort(std::exception_ptr err) override;
   void reset() override;
 

@@ -295,7 +295,8 @@ TEST(Communicator, StartsAreMatchedInOrderPerGroup) {
 
 // Runs `n` device threads; thread r starts ops[r] over groups[r]; returns each one's error.
 std::vector<std::exception_ptr> start_all(Communicator& comm, const std::vector<CollectiveOp>& ops,
-                                          const std::vector<std::vector<int>>& groups) {
+                                          const std::vector<std::vector<int>>& groups,
+                                          const std::vector<int>& context = {}) {
   const size_t n = ops.size();
   std::vector<std::vector<float>> in(n, std::vector<float>(64, 1.f)), out(n, std::vector<float>(64));
   std::vector<std::exception_ptr> errs(n);
@@ -305,7 +306,7 @@ std::vector<std::exception_ptr> start_all(Communicator& comm, const std::vector<
       try {
         const int64_t e = shape_size(ops[r].shape) * 4;
         const int64_t o = shape_size(ops[r].result_shape(int64_t(groups[r].size()))) * 4;
-        comm.start(ops[r], int(r), {{{in[r].data(), e}}, out[r].data(), o}, groups[r]).wait();
+        comm.start(ops[r], int(r), {{{in[r].data(), e}}, out[r].data(), o}, groups[r], context).wait();
       } catch (...) {
         errs[r] = std::current_exception();
       }
@@ -354,6 +355,27 @@ TEST(Communicator, DisagreeingParticipantsAllFailWithValueError) {
   comm.reset();
   ops.assign(2, CollectiveOp{.kind = CollectiveKind::reduce_scatter, .dtype = f32, .shape = {3}});
   for (auto& e : start_all(comm, ops, {{0, 1}, {0, 1}})) EXPECT_NE(message_of(e).find("not divisible"), std::string::npos);
+}
+
+// Programs on meshes over different device subsets, one after another (as a jit on mesh
+// [0..3], then one on [0, 1], then the first again): each mesh is its own context, so devices 2
+// and 3, which sat out the [0, 1] collectives, are not compared with those starts. Within one
+// context a group disagreement is still found.
+TEST(Communicator, MeshesOverDeviceSubsetsAreSeparateContexts) {
+  InProcessCommunicator comm;
+  const std::vector<int> four = {0, 1, 2, 3}, two = {0, 1};
+  const CollectiveOp op{.kind = CollectiveKind::all_reduce, .dtype = f32, .shape = {4}};
+  for (int round = 0; round < 3; ++round) {
+    for (auto& e : start_all(comm, std::vector<CollectiveOp>(4, op), {four, four, four, four}, four))
+      EXPECT_FALSE(e) << message_of(e);
+    for (auto& e : start_all(comm, std::vector<CollectiveOp>(2, op), {two, two}, two)) EXPECT_FALSE(e) << message_of(e);
+  }
+  auto errs = start_all(comm, std::vector<CollectiveOp>(4, op), {two, two, four, four}, four);
+  for (size_t d = 2; d < 4; ++d) {
+    ASSERT_TRUE(errs[d]) << "device " << d;
+    EXPECT_NE(message_of(errs[d]).find("disagree on the group"), std::string::npos) << message_of(errs[d]);
+  }
+  EXPECT_THROW(comm.start(op, 0, {}, four, two), ValueError);  // a member outside the context
 }
 
 TEST(Communicator, RaggedSizesThatDisagreeFailEveryParticipant) {
