@@ -40,7 +40,15 @@ ConcreteArray::ConcreteArray(ShapedArray aval, std::vector<StoredShard> shards,
 const std::shared_ptr<Buffer>& ConcreteArray::buffer() const { return buffers().front(); }
 
 const std::vector<std::shared_ptr<Buffer>>& ConcreteArray::buffers() const {
-  if (shards_.empty()) return buffers_;
+  if (shards_.empty()) {
+    buffers_.front()->ready().wait();
+    return buffers_;
+  }
+  for (auto& sh : shards_)
+    if (sh.buffer->donated())
+      throw ValueError("the shard of device " + std::to_string(sh.device_id) + " of this sharded " + aval_.str() +
+                       " array was donated");
+  for (auto& sh : shards_) sh.buffer->ready().wait();
   // Gather once: copy every shard's box into one global buffer (replicas write equal values).
   std::call_once(gather_once_, [&] {
     auto g = std::make_shared<Buffer>(size_t(checked_nbytes(aval_.shape, aval_.dtype)),
@@ -155,6 +163,15 @@ Array::operator bool() const {
 
 bool Array::is_sharded() const {
   return is_concrete() && static_cast<const ConcreteArray*>(impl_.get())->is_sharded();
+}
+
+bool Array::is_ready(std::source_location loc) const {
+  Array c = concrete(loc, "whether a value is ready");
+  const ConcreteArray& ci = *static_cast<const ConcreteArray*>(c.impl());
+  if (!ci.is_sharded()) return ci.buffer_no_wait()->ready().is_ready();
+  for (const StoredShard& s : ci.shards())
+    if (!s.buffer->ready().is_ready()) return false;
+  return true;
 }
 
 std::vector<Shard> Array::addressable_shards(std::source_location loc) const {

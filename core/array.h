@@ -67,12 +67,20 @@ class ConcreteArray final : public ArrayImpl {
   /// by the boxes is the caller's contract (make_sharded_array checks it against the sharding).
   ConcreteArray(ShapedArray aval, std::vector<StoredShard> shards, ParamObjectPtr sharding);
   const ShapedArray& aval() const override { return aval_; }
-  /// The global buffer (assembled from the shards on first use when sharded).
+  /// The global buffer (assembled from the shards on first use when sharded), once its bytes are
+  /// written: waits for the buffer's ready event (every shard's, when sharded) and rethrows the
+  /// error of the computation that failed to write them. ValueError for a sharded array whose
+  /// shards were donated.
   const std::shared_ptr<Buffer>& buffer() const;
-  /// The global buffer as a one-element list (assembled on first use when sharded).
+  /// The global buffer as a one-element list (assembled on first use when sharded); waits as
+  /// buffer() does.
   const std::vector<std::shared_ptr<Buffer>>& buffers() const;
+  /// An unsharded array's buffer without waiting for its ready event (an executor ordering its
+  /// reads by the event itself). Null for a sharded array.
+  std::shared_ptr<Buffer> buffer_no_wait() const { return shards_.empty() ? buffers_.front() : nullptr; }
   bool is_sharded() const { return !shards_.empty(); }
-  /// The per-device shards (empty when unsharded).
+  /// The per-device shards (empty when unsharded); their buffers may still be pending (wait on
+  /// each one's ready() before reading its bytes).
   const std::vector<StoredShard>& shards() const { return shards_; }
   /// The sharding handle given at construction (null when unsharded).
   const ParamObjectPtr& sharding() const { return sharding_; }
@@ -182,6 +190,11 @@ class Array {
   /// Whether this is a concrete array held as per-device shards (device_put to a sharding, or a
   /// jit output). Tracers are not sharded arrays (false).
   bool is_sharded() const;
+  /// JAX's `x.is_ready()`: whether the computation writing this array has completed (or failed:
+  /// reading it then rethrows the error); never blocks. Eager arrays are always ready; a jit
+  /// output is ready once its program has run (every shard's, when sharded). Throws
+  /// ConcretizationError for staged values.
+  bool is_ready(std::source_location loc = std::source_location::current()) const;
   /// JAX's `x.sharding`: the NamedSharding (or the Shardy Sharding when PartitionSpec cannot
   /// express it) the array is laid out with; an unsharded array reports a fully replicated
   /// sharding on a one-device, zero-axis mesh of the device holding it (JAX's

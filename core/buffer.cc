@@ -10,26 +10,39 @@ ReadyEvent::ReadyEvent() : s_(std::make_shared<State>()) {}
 
 ReadyEvent ReadyEvent::already_set() {
   ReadyEvent e;
-  e.s_->ready = true;
+  e.s_->done.store(true, std::memory_order_relaxed);
   return e;
-}
-
-bool ReadyEvent::is_ready() const {
-  std::lock_guard<std::mutex> g(s_->mu);
-  return s_->ready;
 }
 
 void ReadyEvent::set() const {
   {
     std::lock_guard<std::mutex> g(s_->mu);
-    s_->ready = true;
+    s_->done.store(true, std::memory_order_release);
+  }
+  s_->cv.notify_all();
+}
+
+void ReadyEvent::set_error(std::exception_ptr err) const {
+  {
+    std::lock_guard<std::mutex> g(s_->mu);
+    if (s_->done.load(std::memory_order_relaxed)) return;
+    s_->error = std::move(err);
+    s_->done.store(true, std::memory_order_release);
   }
   s_->cv.notify_all();
 }
 
 void ReadyEvent::wait() const {
-  std::unique_lock<std::mutex> g(s_->mu);
-  s_->cv.wait(g, [&] { return s_->ready; });
+  if (!s_->done.load(std::memory_order_acquire)) {
+    std::unique_lock<std::mutex> g(s_->mu);
+    s_->cv.wait(g, [&] { return s_->done.load(std::memory_order_relaxed); });
+  }
+  if (s_->error) std::rethrow_exception(s_->error);
+}
+
+std::exception_ptr ReadyEvent::error() const {
+  if (!is_ready()) return nullptr;
+  return s_->error;
 }
 
 Buffer::Buffer(size_t nbytes, MemoryKind kind, int device_id, Init init)

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <memory>
 #include <mutex>
 
@@ -13,23 +14,30 @@
 namespace minijax {
 
 /// Signals that a buffer's contents are complete (set by whoever writes it: an eager kernel, a
-/// copy engine, an executor). Copies of a ReadyEvent share one state.
+/// copy engine, an executor), or that they never will be (set_error: the computation writing
+/// them failed). Copies of a ReadyEvent share one state. Waiting blocks on a condition variable.
 class ReadyEvent {
  public:
   /// An event that is already set (what eager evaluation produces).
   static ReadyEvent already_set();
   /// A fresh, unset event.
   ReadyEvent();
-  bool is_ready() const;
+  /// Set or failed (wait() returns or throws at once).
+  bool is_ready() const { return s_->done.load(std::memory_order_acquire); }
   void set() const;
-  /// Blocks until set.
+  /// Completes the event with `err` (the first completion wins): wait() rethrows it.
+  void set_error(std::exception_ptr err) const;
+  /// Blocks until set; rethrows the error of set_error.
   void wait() const;
+  /// The error of set_error, null while pending or when set without one.
+  std::exception_ptr error() const;
 
  private:
   struct State {
     std::mutex mu;
     std::condition_variable cv;
-    bool ready = false;
+    std::atomic<bool> done{false};
+    std::exception_ptr error;
   };
   std::shared_ptr<State> s_;
 };
@@ -58,7 +66,11 @@ class Buffer {
   size_t nbytes() const { return nbytes_; }
   MemoryKind memory_kind() const { return kind_; }
   int device_id() const { return device_id_; }
+  /// Completes when the bytes are written (already set for eager values; an executor's output
+  /// completes when its program has run on the device).
   const ReadyEvent& ready() const { return ready_; }
+  /// Makes `e` the buffer's ready event (an executor does so before anyone else sees the buffer).
+  void set_ready_event(ReadyEvent e) { ready_ = std::move(e); }
   /// True once the buffer was donated to a computation; its contents may then be overwritten.
   bool donated() const { return donated_.load(std::memory_order_acquire); }
   void mark_donated() { donated_.store(true, std::memory_order_release); }

@@ -41,8 +41,18 @@ struct Device {
   bool operator==(const Device& o) const = default;
 };
 
-// devices(), num_devices() and set_num_devices() (the ids and the count) are declared in
-// sharding/mesh.h; like device(), they are defined by jit/runtime/devices.cc.
+/// The process's virtual devices: ids 0..N-1. N is fixed at first use: set_num_devices(n) if it
+/// was called before, else mj::config().num_cpu_devices when non-zero (core/config.h), else the
+/// environment variable MINIJAX_NUM_DEVICES, else 1 (as XLA's forced host platform device
+/// count). ShardingError if MINIJAX_NUM_DEVICES or the config is not an integer >= 1, or if the
+/// config was changed to another count after first use.
+std::vector<int> devices(std::source_location loc = std::source_location::current());
+/// Number of virtual devices (devices().size()).
+int num_devices(std::source_location loc = std::source_location::current());
+/// Sets the virtual device count. ShardingError if n < 1, or if devices() was already used with
+/// a different count (the count cannot change once meshes may have been built from it).
+void set_num_devices(int n, std::source_location loc = std::source_location::current());
+// Like device(), these are defined by jit/runtime/devices.cc (the runtime owns the count).
 
 /// The descriptor of device `id`, its capacities read from config() now. ValueError naming the id
 /// and the device count when id is not one of devices().

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/aval.h"
+#include "core/device.h"
 
 namespace minijax {
 
@@ -55,16 +56,6 @@ struct Mesh {
   bool operator==(const Mesh& o) const = default;
 };
 
-/// The process's virtual devices: ids 0..N-1. N is fixed at first use: set_num_devices(n) if it
-/// was called before, else mj::config().num_cpu_devices when non-zero (core/config.h), else the
-/// environment variable MINIJAX_NUM_DEVICES, else 1 (as XLA's forced host platform device
-/// count). ShardingError if MINIJAX_NUM_DEVICES or the config is not an integer >= 1, or if the
-/// config was changed to another count after first use.
-std::vector<int> devices(std::source_location loc = std::source_location::current());
-/// Number of virtual devices (devices().size()).
-int num_devices(std::source_location loc = std::source_location::current());
-/// Sets the virtual device count. ShardingError if n < 1, or if devices() was already used with
-/// a different count (the count cannot change once meshes may have been built from it).
-void set_num_devices(int n, std::source_location loc = std::source_location::current());
+// devices(), num_devices() and set_num_devices() are declared in core/device.h.
 
 }  // namespace minijax

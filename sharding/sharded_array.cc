@@ -119,9 +119,10 @@ Array make_sharded_array(const ShapedArray& global, const Sharding& s_in, std::v
                        loc);
     std::shared_ptr<Buffer> buf;
     const ConcreteArray& c = a.concrete_impl(loc);
-    if (exact && !c.is_sharded() && c.buffer()->memory_kind() == s.memory_kind &&
-        !c.buffer()->donated())
-      buf = c.buffer();
+    // Unsharded shards are taken as they are, pending or not (a compiled call's outputs).
+    std::shared_ptr<Buffer> own = c.buffer_no_wait();
+    if (exact && own && own->memory_kind() == s.memory_kind && !own->donated())
+      buf = std::move(own);
     else
       buf = copy_leading(a, ext, s.memory_kind, dev);
     stored.push_back(StoredShard{dev, boxes[p].lo, boxes[p].hi, std::move(buf)});
@@ -181,9 +182,10 @@ std::vector<Array> local_shards(const Array& x_in, const Sharding& s_in, std::so
     }
     for (size_t p = 0; p < moved.size(); ++p) {
       Shape ext = dst[p].extent();
-      const ConcreteArray& m = moved[p].concrete_impl(loc);
-      if (m.buffer()->memory_kind() == s.memory_kind && m.buffer()->device_id() == mesh.device_ids[p])
-        out.push_back(shard_array(global, ext, m.buffer()));
+      // Not waited for: a compiled call waits for its inputs on the device itself.
+      std::shared_ptr<Buffer> m = moved[p].concrete_impl(loc).buffer_no_wait();
+      if (m->memory_kind() == s.memory_kind && m->device_id() == mesh.device_ids[p])
+        out.push_back(shard_array(global, ext, std::move(m)));
       else
         out.push_back(
             shard_array(global, ext, copy_leading(moved[p], ext, s.memory_kind, mesh.device_ids[p])));
@@ -196,6 +198,7 @@ std::vector<Array> local_shards(const Array& x_in, const Sharding& s_in, std::so
     auto buf = std::make_shared<Buffer>(size_t(shape_size(ext)) * isz, s.memory_kind,
                                         mesh.device_ids[p]);
     for (auto& sh : c.shards()) {
+      sh.buffer->ready().wait();
       Box r = intersect(Box{sh.start, sh.stop}, dst[p]);
       if (r.volume() == 0) continue;
       copy_region(sh.buffer->data(), sh.start, sh.stop, buf->data(), dst[p].lo, dst[p].hi, r.lo,
