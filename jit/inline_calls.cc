@@ -28,6 +28,67 @@ bool is_identity_tag(const Primitive& p) { return p.name == "name"; }
 
 using Env = std::unordered_map<Var, Atom, VarHash>;
 
+/// Constants a body's inlined calls hoisted: the body's new leading inputs and their values.
+struct Hoisted {
+  std::vector<Var> vars;
+  std::vector<Array> consts;
+};
+
+ClosedJaxprPtr with_invars_prepended(const ClosedJaxprPtr& cj, const std::vector<Var>& vars) {
+  auto n = std::make_shared<ClosedJaxpr>(*cj);
+  auto j = std::make_shared<Jaxpr>(*cj->jaxpr);
+  j->invars.insert(j->invars.begin(), vars.begin(), vars.end());
+  n->jaxpr = std::move(j);
+  return n;
+}
+
+std::vector<Var> fresh_like(const std::vector<Var>& vs) {
+  std::vector<Var> out;
+  for (const Var& v : vs) out.emplace_back(v.aval());
+  return out;
+}
+
+/// How a loop or branch equation takes the constants its body `key` (element `index` of a
+/// body list) hoisted: as new leading inputs of that body, fed by new operands `outer`.
+using ThreadRule = void (*)(Eqn& e, const std::string& key, size_t index, const Hoisted& h,
+                            const std::vector<Atom>& outer);
+
+void thread_scan(Eqn& e, const std::string& key, size_t, const Hoisted& h, const std::vector<Atom>& outer) {
+  e.params.set(key, with_invars_prepended(e.params.get_jaxpr(key), h.vars));
+  e.inputs.insert(e.inputs.begin(), outer.begin(), outer.end());
+  e.params.set("num_consts", e.params.get_int("num_consts") + int64_t(outer.size()));
+  if (e.params.has("linear")) {
+    std::vector<int64_t> lin = e.params.get_ints("linear");
+    lin.insert(lin.begin(), outer.size(), 0);
+    e.params.set("linear", std::move(lin));
+  }
+}
+
+// while's operands: cond constants, body constants, carry.
+void thread_while(Eqn& e, const std::string& key, size_t, const Hoisted& h, const std::vector<Atom>& outer) {
+  e.params.set(key, with_invars_prepended(e.params.get_jaxpr(key), h.vars));
+  const bool body = key == "body_jaxpr";
+  const int64_t cn = e.params.get_int("cond_nconsts");
+  e.inputs.insert(e.inputs.begin() + (body ? cn : 0), outer.begin(), outer.end());
+  const char* count = body ? "body_nconsts" : "cond_nconsts";
+  e.params.set(count, e.params.get_int(count) + int64_t(outer.size()));
+}
+
+// cond's operands: the index, then every branch's inputs; each branch gets the new inputs (the
+// others leave them unused).
+void thread_cond(Eqn& e, const std::string& key, size_t index, const Hoisted& h, const std::vector<Atom>& outer) {
+  std::vector<ClosedJaxprPtr> bs = e.params.get_jaxprs(key);
+  for (size_t b = 0; b < bs.size(); ++b) bs[b] = with_invars_prepended(bs[b], b == index ? h.vars : fresh_like(h.vars));
+  e.params.set(key, std::move(bs));
+  e.inputs.insert(e.inputs.begin() + 1, outer.begin(), outer.end());
+}
+
+const std::map<std::string, ThreadRule>& thread_rules() {
+  static const std::map<std::string, ThreadRule> t = {
+      {"scan", thread_scan}, {"while", thread_while}, {"cond", thread_cond}};
+  return t;
+}
+
 Atom subst(const Env& env, const Atom& a) {
   if (auto* v = std::get_if<Var>(&a)) {
     auto it = env.find(*v);
@@ -93,8 +154,10 @@ struct Inliner {
       }
       Eqn n = e;
       n.inputs = std::move(ins);
-      if (has_bodies(e.params))
-        n.params = map_bodies(e.params, [](const Jaxpr& body) { return Inliner{}.run(body); });
+      if (has_bodies(e.params)) {
+        if (constvars && thread_rules().count(e.primitive->name)) inline_bodies_threading(n);
+        else n.params = map_bodies(e.params, [](const Jaxpr& body) { return Inliner{}.run(body); });
+      }
       if (fresh) {
         for (auto& o : n.outputs) {
           Var nv = o.is_dropvar() ? Var::dropvar(o.aval()) : Var(o.aval());
@@ -107,6 +170,48 @@ struct Inliner {
     std::vector<Atom> res;
     for (auto& a : b.outvars) res.push_back(subst(env, a));
     return res;
+  }
+
+  /// Inlines the bodies of loop or branch equation `n` with their own sinks: the array
+  /// constants a body's calls hoist become its leading inputs (thread_rules), fed by operands
+  /// that are hoisted into this level's sink in turn, up to the top level.
+  void inline_bodies_threading(Eqn& n) {
+    const ThreadRule rule = thread_rules().at(n.primitive->name);
+    struct Pending {
+      std::string key;
+      size_t index;
+      Hoisted h;
+    };
+    std::vector<Pending> pending;
+    auto one = [&](const std::string& key, size_t index, const ClosedJaxprPtr& cj) -> ClosedJaxprPtr {
+      if (!cj || !cj->jaxpr) return cj;
+      Hoisted h;
+      Inliner inner{&h.vars, &h.consts};
+      auto r = std::make_shared<ClosedJaxpr>(*cj);
+      r->jaxpr = std::make_shared<Jaxpr>(inner.run(*cj->jaxpr));
+      if (!h.vars.empty()) pending.push_back({key, index, std::move(h)});
+      return r;
+    };
+    const Params before = n.params;  // n.params changes below (a range-for over a temporary would dangle)
+    for (auto& [k, v] : before.items()) {
+      if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) {
+        n.params.set(k, one(k, 0, *cj));
+      } else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v)) {
+        std::vector<ClosedJaxprPtr> bs;
+        for (size_t b = 0; b < cjs->size(); ++b) bs.push_back(one(k, b, (*cjs)[b]));
+        n.params.set(k, std::move(bs));
+      }
+    }
+    for (const Pending& p : pending) {
+      std::vector<Atom> outer;
+      for (size_t k = 0; k < p.h.vars.size(); ++k) {
+        Var v(p.h.consts[k].aval());
+        constvars->push_back(v);
+        consts->push_back(p.h.consts[k]);
+        outer.push_back(v);
+      }
+      rule(n, p.key, p.index, p.h, outer);
+    }
   }
 
   Jaxpr run(const Jaxpr& j) {

@@ -21,8 +21,12 @@ namespace minijax {
 /// pjit(inline=True) (jax/_src/interpreters/partial_eval.py); the remat body as in
 /// jax/_src/ad_checkpoint.py remat_expansion.
 Jaxpr inline_calls(const Jaxpr& j);
-/// As above; array constants of call bodies inlined at the top level become new constvars
-/// (appended, with their values appended to consts), so no call equation remains there.
+/// As above; array constants of inlined call bodies become new constvars of the top level
+/// (appended, with their values appended to consts), so no call equation remains: those of
+/// calls inside a scan, while or cond body are threaded out as new leading loop constants
+/// (scan's num_consts, while's cond_nconsts/body_nconsts) or new leading branch inputs (cond;
+/// unused by the other branches), level by level (JAX's closure conversion of loop bodies,
+/// pe.convert_constvars_jaxpr). Calls inside other equations' bodies keep their constants.
 ClosedJaxpr inline_calls(const ClosedJaxpr& j);
 
 }  // namespace minijax

@@ -136,6 +136,55 @@ TEST(InlineCalls, BodyConstantsHoistedAtTheTopLevel) {
   passtest::expect_bitwise_equal(mj::eval_jaxpr(cj, args), mj::eval_jaxpr(r, args), "hoisted constant");
 }
 
+// The same call inside a scan body, a scan nested in a scan, a while body and a cond branch: its
+// constant is threaded out level by level (a new loop constant or branch input at each level) to
+// a new top-level constvar, so no call remains anywhere; the values are unchanged bit for bit.
+TEST(InlineCalls, BodyConstantsInsideLoopsAndBranchesAreThreadedOut) {
+  Array table = passtest::random_array({4}, 11, mj::f32, false);
+  auto body = std::make_shared<mj::ClosedJaxpr>(mj::trace_to_jaxpr(
+      [&](const std::vector<Array>& a) { return std::vector<Array>{a[0] * table + 1.0}; },
+      {mj::ShapedArray{{4}, mj::f32}}));
+  auto call = [body](const Array& x) { return mj::bind_call(mj::closed_call_p(), body, "with_table", {x}).at(0); };
+  auto in_scan = [call](const Array& x) {
+    auto [c, ys] = mj::scan([&](const Array& c, const Array& r) { return std::pair{call(c) * r, c}; }, x,
+                            mj::stack({x, x * 0.5}));
+    return c + mj::sum(ys, 0);
+  };
+  const std::vector<std::pair<std::string, std::function<Array(const Array&)>>> programs = {
+      {"scan", in_scan},
+      {"scan in scan",
+       [in_scan](const Array& x) {
+         auto [c, ys] = mj::scan([&](const Array& c, const Array& r) { return std::pair{in_scan(c) * 0.25 + r, c}; },
+                                 x, mj::stack({x, mj::cos(x)}));
+         return c;
+       }},
+      {"while",
+       [call](const Array& x) {
+         auto [i, v] = mj::while_loop([](const std::pair<Array, Array>& s) { return s.first < 3; },
+                                      [&](const std::pair<Array, Array>& s) {
+                                        return std::pair{s.first + 1, mj::tanh(call(s.second))};
+                                      },
+                                      std::pair{mj::array({0}, {}, mj::i32), x});
+         return v;
+       }},
+      {"cond",
+       [call](const Array& x) {
+         return mj::cond(mj::sum(x) > 0, [&](const Array& v) { return call(v); }, [](const Array& v) { return -v; }, x);
+       }},
+  };
+  for (const auto& [what, f] : programs) {
+    auto cj = mj::make_jaxpr(f)(x4());
+    mj::ClosedJaxpr r = mj::inline_calls(cj);
+    EXPECT_EQ(count_calls(*r.jaxpr), 0) << what << "\n" << r;
+    EXPECT_EQ(r.jaxpr->constvars.size(), cj.jaxpr->constvars.size() + 1) << what << "\n" << r;
+    EXPECT_NO_THROW(mj::verify_jaxpr(r)) << what;
+    for (int seed : {1, 2}) {
+      auto args = passtest::random_args(*cj.jaxpr, seed);
+      passtest::expect_bitwise_equal(mj::eval_jaxpr(cj, args), mj::eval_jaxpr(r, args), what);
+    }
+  }
+}
+
 // Random programs: expression trees whose nodes are wrapped at random in jit, closed_call,
 // checkpoint (with a policy), custom_vjp or a scan, evaluated and differentiated.
 using Fn = std::function<Array(const Array&, const Array&)>;
