@@ -11,6 +11,7 @@ PACKAGES=(
   libxtensor-dev xtl-dev # host arrays
   libdnnl-dev            # oneDNN: f32 GEMM
   libopenblas-dev        # OpenBLAS: f64 GEMM (cblas)
+  libopenblas-serial-dev # its single-threaded flavour, the one minijax links (no spinning workers)
   libgtest-dev           # googletest
   llvm-19-dev            # LLVM 19: code generation (ORC LLJIT)
   libtbb-dev             # oneTBB: the kernels' thread pool

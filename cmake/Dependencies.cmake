@@ -3,10 +3,18 @@
 find_package(xtensor REQUIRED)
 find_library(DNNL_LIB NAMES dnnl REQUIRED)
 find_path(DNNL_INCLUDE oneapi/dnnl/dnnl.h REQUIRED)
-find_library(OPENBLAS_LIB NAMES openblas REQUIRED)
-find_path(CBLAS_INCLUDE cblas.h PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas REQUIRED)
-set(MINIJAX_GEMM_LIBS ${DNNL_LIB} ${OPENBLAS_LIB})
-set(MINIJAX_GEMM_INCLUDES ${DNNL_INCLUDE} ${CBLAS_INCLUDE})
+# OpenBLAS single-threaded (Debian's libopenblas-serial-dev): minijax's threads are its devices and
+# oneTBB's pool; OpenBLAS's pthread flavour adds worker threads that spin ~0.1 s after every call
+# (and after load), which the no-busy-wait test of the multi-device runtime caught. The serial
+# library is found in its own folder and that folder is put in minijax's run path, since the
+# system-wide libopenblas.so.0 is whichever flavour Debian's alternatives chose.
+find_library(OPENBLAS_SERIAL_LIB NAMES openblas PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-serial
+             NO_DEFAULT_PATH REQUIRED)
+get_filename_component(MINIJAX_OPENBLAS_DIR ${OPENBLAS_SERIAL_LIB} DIRECTORY)
+find_path(CBLAS_SERIAL_INCLUDE cblas.h PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-serial NO_DEFAULT_PATH
+          REQUIRED)
+set(MINIJAX_GEMM_LIBS ${DNNL_LIB} ${OPENBLAS_SERIAL_LIB})
+set(MINIJAX_GEMM_INCLUDES ${DNNL_INCLUDE} ${CBLAS_SERIAL_INCLUDE})
 
 # LLVM 19 (Debian's llvm-19-dev): the code generator behind jit (ORC LLJIT), linked as the one
 # shared libLLVM. oneTBB (libtbb-dev): the thread pool kernels run on.
