@@ -47,6 +47,7 @@ Cache& cache() {
 std::string options_key(const CompileOptions& opts) {
   std::string k = "donated:";
   for (bool d : opts.donated) k += d ? '1' : '0';
+  if (opts.spmd) k += " spmd";  // collectives and axis_index call the runtime
   return k;
 }
 
@@ -236,8 +237,13 @@ std::shared_ptr<const Executable> cached_executable(Executable exe, const Compil
   Cache& c = cache();
   std::string const_ids;
   body_const_ids(exe.program, const_ids);
+  // Hoisted constants are inputs (the code does not hold them), but the executable this slot
+  // keeps does: keyed by their identities too.
+  std::string hoisted_ids;
+  for (const Array& c : exe.hoisted_consts) hoisted_ids += std::to_string(reinterpret_cast<uintptr_t>(c.impl())) + ",";
   const std::string key = to_string(exe.program) + "\n" + options_key(opts) + (opts.keep_llvm_ir ? "\nir" : "") +
-                          (const_ids.empty() ? "" : "\nconsts:" + const_ids);
+                          (const_ids.empty() ? "" : "\nconsts:" + const_ids) +
+                          (hoisted_ids.empty() ? "" : "\nhoisted:" + hoisted_ids);
   // The disk holds object code only: no LLVM IR to show (keep_llvm_ir) and no body constants.
   const bool use_disk = !config().compilation_cache_dir.empty() && !opts.keep_llvm_ir && const_ids.empty();
   std::shared_ptr<Slot> slot;

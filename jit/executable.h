@@ -24,6 +24,9 @@ struct CompileOptions {
   std::string dump_dir;
   /// Keep the optimized LLVM IR text (Compiled::as_text(true)).
   bool keep_llvm_ir = false;
+  /// An SPMD program, run on every device of a mesh at once (jit/runtime/execute_spmd.h): its
+  /// collectives over several devices go through the communicator. False: one device.
+  bool spmd = false;
 };
 
 /// Seconds spent in each stage of one compilation.
@@ -44,6 +47,14 @@ struct Executable {
   using Entry = void (*)(void** args, void** outs, void** arenas);
   Entry entry = nullptr;
   std::vector<ShapedArray> in_avals, out_avals;
+  /// Array constants of inlined call bodies (inline_calls): the program's trailing inputs after
+  /// the caller's (program.invars has in_avals.size() + hoisted_consts.size()); the executors
+  /// pass them, read-only, on every call.
+  std::vector<Array> hoisted_consts;
+  /// CompileOptions::spmd: the collective and axis_index equations the code calls the runtime
+  /// for (mj_rt_collective / mj_rt_axis_index name their index here), in site order.
+  bool spmd = false;
+  std::vector<Eqn> collective_sites;
   CompiledMemoryStats memory;
   std::map<std::string, double> cost;
   CompileTimes times;

@@ -176,19 +176,23 @@ std::shared_ptr<const LoweredProgram> lower_unsharded(const ClosedJaxprPtr& jaxp
   return low;
 }
 
+void check_mesh_devices(const Mesh& mesh, std::source_location loc) {
+  const int count = num_devices(loc);
+  for (int id : mesh.device_ids)
+    if (id >= count)
+      throw ShardingError("jit: " + mesh.str() + " names device " + std::to_string(id) + ", but there are " +
+                              std::to_string(count) + " devices (ids 0.." + std::to_string(count - 1) +
+                              "; config().num_cpu_devices sets the count before first use)",
+                          loc);
+}
+
 SpmdRun run_lowered(const std::shared_ptr<const LoweredProgram>& lowered, const std::vector<Array>& operands,
                     std::source_location loc) {
   const LoweredProgram& low = *lowered;
   if (!low.mesh)
     throw ShardingError("jit: run_lowered on an unpartitioned Lowered (no sharding given, no mesh)", loc);
   const size_t n = low.mesh->num_devices();
-  const int count = num_devices(loc);
-  for (int id : low.mesh->device_ids)
-    if (id >= count)
-      throw ShardingError("jit: " + low.mesh->str() + " names device " + std::to_string(id) + ", but there are " +
-                              std::to_string(count) + " devices (ids 0.." + std::to_string(count - 1) +
-                              "; config().num_cpu_devices sets the count before first use)",
-                          loc);
+  check_mesh_devices(*low.mesh, loc);
   if (operands.size() != low.in_shardings.size())
     throw ValueError("jit: " + std::to_string(operands.size()) + " operands for a program of " +
                          std::to_string(low.in_shardings.size()) + " inputs",
@@ -324,13 +328,15 @@ std::vector<Array> run_compiled(const Executable& exe, const std::vector<Array>&
 }
 
 std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
-                                                 const std::vector<bool>& donated) {
+                                                 const std::vector<bool>& donated, std::source_location loc) {
   CompileOptions co;
   co.name = opts.name;
   co.donated = donated;
   co.dump_dir = opts.dump_dir;
   co.keep_llvm_ir = opts.keep_llvm_ir;
-  return compile_executable(*jaxpr->jaxpr, co);
+  std::shared_ptr<const Executable> exe = compile_executable(*jaxpr->jaxpr, co);
+  check_compiled_capacity(*exe, 1, loc);
+  return exe;
 }
 
 std::string compiled_text(const Executable& exe, bool llvm_ir) {
@@ -399,7 +405,8 @@ std::string collectives_text(const SpmdStats& stats, const Jaxpr& program) {
   for (auto& c : stats.collectives) {
     // Where: the top-level equation; one holding the collective in a body is named as
     // spmd_collectives_text names it (`eqn 1 closed_call reshard_ragged /`).
-    std::string where = "eqn " + std::to_string(c.eqn_index);
+    // A compiled site the matcher could not place (SIZE_MAX) is named by its primitive alone.
+    std::string where = c.eqn_index < program.eqns.size() ? "eqn " + std::to_string(c.eqn_index) : "(site)";
     if (c.eqn_index < program.eqns.size()) {
       const Eqn& e = program.eqns[c.eqn_index];
       if (!is_collective(e.primitive->name)) {

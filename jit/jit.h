@@ -24,6 +24,7 @@
 #include "core/api.h"
 #include "core/jaxpr.h"
 #include "jit/executable.h"
+#include "jit/runtime/execute.h"
 #include "jit/runtime/reference_executor.h"
 #include "sharding/mesh.h"
 #include "sharding/partition_spec.h"
@@ -119,11 +120,19 @@ struct LoweredProgram {
   std::string as_text() const;
 };
 
-/// One sharded run: the per-device outputs and what run_spmd measured.
+struct SpmdExecutable;  // jit/runtime/execute_spmd.h
+struct SpmdCall;
+
+/// One sharded run: the per-device outputs and what was measured. From run_spmd_shards (the
+/// reference executor): its traffic model's bytes and the live bytes. From a compiled call
+/// (last_run()): stats.collectives holds the bytes each device's communicator counted per
+/// collective executed (no peak_live_bytes: the allocator's memory_stats has those).
 struct SpmdRun {
   std::shared_ptr<const LoweredProgram> lowered;
   std::vector<std::vector<Array>> outputs;  ///< [mesh position][output], local shards
   SpmdStats stats;
+  /// A compiled call still running (null once finished_run has copied its statistics).
+  std::shared_ptr<const SpmdCall> call;
 };
 
 /// One line per collective run_spmd measured (`stats`, in run order; a loop's once per
@@ -152,6 +161,10 @@ std::shared_ptr<const LoweredProgram> lower_sharded(const ClosedJaxprPtr& jaxpr,
 
 /// The unpartitioned LoweredProgram of `jaxpr`: dead equations removed, no mesh.
 std::shared_ptr<const LoweredProgram> lower_unsharded(const ClosedJaxprPtr& jaxpr, size_t num_consts);
+
+/// ShardingError at `loc` when `mesh` names a device id at or beyond num_devices(), naming the
+/// id and the count.
+void check_mesh_devices(const Mesh& mesh, std::source_location loc);
 
 /// Puts each operand onto its propagated input sharding and runs the SPMD program with run_spmd.
 SpmdRun run_lowered(const std::shared_ptr<const LoweredProgram>& lowered, const std::vector<Array>& operands,
@@ -322,7 +335,37 @@ CompiledMemoryStats spmd_memory_analysis(const LoweredProgram& low);
 
 /// The compiled program of a traced signature (process-wide cache; see compile_executable).
 std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
-                                                 const std::vector<bool>& donated);
+                                                 const std::vector<bool>& donated, std::source_location loc);
+
+/// ResourceExhaustedError at `loc` when `exe`'s predicted peak of device memory exceeds
+/// config().device_memory_bytes (naming the peak, the capacity and the largest device buffer),
+/// or its host peak times `num_devices` exceeds config().host_memory_bytes. Read at every
+/// compile() (capacities may change between compilations of a cached program).
+void check_compiled_capacity(const Executable& exe, size_t num_devices, std::source_location loc);
+
+/// A sharded lowering compiled: its SPMD program compiled once (CompileOptions::spmd, the
+/// executable cache shared with every call) with inputs `donated`, capacity-checked, and bound
+/// to its mesh. ResourceExhaustedError as check_compiled_capacity; ShardingError for a
+/// collective whose axes do not fit the mesh.
+std::shared_ptr<const SpmdExecutable> compile_sharded(const LoweredProgram& low, const JitOptions& opts,
+                                                      const std::vector<bool>& donated, std::source_location loc);
+
+/// Runs `spmd` (compiled from `lowered`) on every device of its mesh: each operand (constants
+/// then leaves) put onto its input sharding, the call enqueued (execute_spmd: it returns before
+/// the devices finish), the outputs returned as sharded Arrays in their out shardings, pending
+/// until the call completes (a read waits; a failure is rethrown there). `*run` (when given)
+/// receives the call's SpmdRun (its statistics through finished_run). Throws as execute_spmd,
+/// and ShardingError for a mesh naming an unknown device.
+std::vector<Array> run_sharded(const std::shared_ptr<const LoweredProgram>& lowered,
+                               const std::shared_ptr<const SpmdExecutable>& spmd, const std::vector<Array>& operands,
+                               const InputNames& names, std::shared_ptr<SpmdRun>* run, std::source_location loc);
+
+/// `run` with its compiled call waited for and the communicator's counts copied into
+/// stats.collectives (a call that failed: returned as it is); other runs unchanged.
+std::shared_ptr<const SpmdRun> finished_run(const std::shared_ptr<const SpmdRun>& run);
+
+/// The compiled SPMD program of `spmd` (for Compiled's analyses and text).
+const std::shared_ptr<const Executable>& executable_of(const SpmdExecutable& spmd);
 
 /// The text of Compiled::as_text: the program after the passes, the kernels (KIR), the buffer
 /// plan, how each equation was lowered, memory and cost; the optimized LLVM IR when asked.
@@ -364,7 +407,9 @@ class Compiled;
 template <class R>
 struct Lowered : LoweredProgram {
   /// Compiles the program (shared with jit calls of the same program: the executable cache) and
-  /// returns the callable executable. Sharded programs run in the reference SPMD executor.
+  /// returns the callable executable; a sharded program's SPMD program is compiled once and runs
+  /// on every device of its mesh. Throws ResourceExhaustedError when the predicted peak exceeds
+  /// a capacity (detail::check_compiled_capacity), read at every call.
   Compiled<R> compile() const;
 
   // What compile() and the Compiled need (set by Jit::lower).
@@ -386,21 +431,18 @@ class Compiled {
  public:
   /// The program after the compiler's passes, its fused kernels (KIR), its buffer plan, how
   /// each equation was lowered, the memory and cost analyses; with llvm_ir the optimized LLVM IR
-  /// (compile with JitOptions::keep_llvm_ir). Sharded: the lowered SPMD program.
+  /// (compile with JitOptions::keep_llvm_ir). Sharded: the lowering's text (global program,
+  /// SPMD program, traffic model), then the compiled SPMD program's.
   std::string as_text(bool llvm_ir = false) const {
-    return exe_ ? detail::compiled_text(*exe_, llvm_ir) : low_.as_text();
+    if (!low_.spmd) return detail::compiled_text(*exe_, llvm_ir);
+    return low_.as_text() + "\n" + detail::compiled_text(*exe_, llvm_ir);
   }
   /// JAX's keys: "flops", "transcendentals", "bytes accessed" (jit/cost_analysis.h). Sharded:
-  /// one device's share, counted on the SPMD program (local shapes, collectives' bytes).
-  std::map<std::string, double> cost_analysis() const {
-    return exe_ ? exe_->cost : low_.spmd ? detail::spmd_cost_analysis(*low_.spmd) : std::map<std::string, double>{};
-  }
-  /// The planner's prediction (memory/memory_analysis.h). Sharded: one device's, planned on the
-  /// SPMD program as the reference executor runs it (every value its own buffer until dead).
-  CompiledMemoryStats memory_analysis() const {
-    return exe_ ? exe_->memory : low_.spmd ? detail::spmd_memory_analysis(*low_.spmd) : CompiledMemoryStats{};
-  }
-  /// The executable (null for sharded programs).
+  /// one device's share, counted on the compiled SPMD program (local shapes, collectives' bytes).
+  std::map<std::string, double> cost_analysis() const { return exe_->cost; }
+  /// The planner's prediction (memory/memory_analysis.h). Sharded: one device's.
+  CompiledMemoryStats memory_analysis() const { return exe_->memory; }
+  /// The executable (sharded: the SPMD program every device of the mesh runs).
   const std::shared_ptr<const Executable>& executable() const { return exe_; }
 
   template <class... A>
@@ -410,6 +452,7 @@ class Compiled {
   friend struct Lowered<R>;
   Lowered<R> low_;
   std::shared_ptr<const Executable> exe_;
+  std::shared_ptr<const SpmdExecutable> spmd_;  ///< sharded: exe_ bound to the mesh
 };
 
 /// The object every jit overload returns (JAX's jax.jit). Calling it on concrete arguments
@@ -418,8 +461,9 @@ class Compiled {
 /// before tracing and hashes no constant by value. Concurrent calls of one signature trace and
 /// compile once. Under a trace (grad, vmap, an outer jit, make_jaxpr) it binds one `pjit`
 /// equation, which the compiler inlines; with shardings its body constrains inputs and outputs.
-/// With shardings (options or sharded arguments) it propagates, partitions and runs the SPMD
-/// program on the mesh's virtual devices (the reference executor).
+/// With shardings (options or sharded arguments) it propagates, partitions, compiles the SPMD
+/// program once and runs it on every device of the mesh at once (jit/runtime/execute_spmd.h);
+/// a call returns once its work is enqueued, its outputs pending until it completes.
 template <class F>
 class Jit {
  public:
@@ -442,10 +486,18 @@ class Jit {
   template <class... A>
   SpmdRun run_spmd_shards(const A&... args) const;
 
-  /// The last sharded run (its program, per-device outputs, collectives and bytes), or nullptr.
+  /// The last sharded run (its program, per-device outputs, collectives and bytes), or nullptr;
+  /// waits for a compiled call to finish (its bytes are the communicator's counts).
   std::shared_ptr<const SpmdRun> last_run() const {
+    std::shared_ptr<const SpmdRun> last;
+    {
+      std::lock_guard<std::mutex> g(s_->mu);
+      last = s_->last;
+    }
+    std::shared_ptr<const SpmdRun> done = detail::finished_run(last);
     std::lock_guard<std::mutex> g(s_->mu);
-    return s_->last;
+    if (s_->last == last) s_->last = done;  // kept: later calls of last_run() return this object
+    return done;
   }
   /// How many times f was traced (once per new signature).
   int trace_count() const { return s_->traces.load(); }
@@ -464,6 +516,7 @@ class Jit {
     std::any out_like;
     std::vector<bool> donated;  // per program input
     std::shared_ptr<const LoweredProgram> spmd;
+    std::shared_ptr<const SpmdExecutable> spmd_exe;  // spmd compiled
     std::shared_ptr<const Executable> exe;
     std::vector<detail::StaticKey> statics;
     bool ready = false;

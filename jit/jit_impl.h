@@ -175,8 +175,12 @@ void Jit<F>::prepare(Entry& e, const std::vector<Array>& leaves) const {
     auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, leaves, e.consts.size(), "in_shardings",
                                         mesh, s.loc);
     auto out = detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, s.loc);
-    if (mesh) e.spmd = detail::lower_sharded(e.jaxpr, e.consts.size(), in, out, mesh, s.loc);
-    else e.exe = detail::compile_traced(e.jaxpr, s.opts, e.donated);
+    if (mesh) {
+      e.spmd = detail::lower_sharded(e.jaxpr, e.consts.size(), in, out, mesh, s.loc);
+      e.spmd_exe = detail::compile_sharded(*e.spmd, s.opts, e.donated, s.loc);
+    } else {
+      e.exe = detail::compile_traced(e.jaxpr, s.opts, e.donated, s.loc);
+    }
   });
 }
 
@@ -217,8 +221,10 @@ auto Jit<F>::operator()(const A&... args) const {
   if (e->spmd) {
     std::vector<Array> operands = e->consts;
     operands.insert(operands.end(), ca.leaves.begin(), ca.leaves.end());
-    auto run = std::make_shared<SpmdRun>(detail::run_lowered(e->spmd, operands, s.loc));
-    outs = detail::sharded_outputs(*e->spmd, *run, s.loc);
+    std::shared_ptr<SpmdRun> run;
+    outs = detail::run_sharded(e->spmd, e->spmd_exe, operands,
+                               InputNames{s.opts.name, e->consts.size(), ca.first_leaf.data(), ca.nargs}, &run,
+                               s.loc);
     std::lock_guard<std::mutex> g(s.mu);
     s.last = run;
   } else {
@@ -285,7 +291,12 @@ template <class R>
 Compiled<R> Lowered<R>::compile() const {
   Compiled<R> c;
   c.low_ = *this;
-  if (!spmd) c.exe_ = detail::compile_traced(jaxpr, options, donated);
+  if (spmd) {
+    c.spmd_ = detail::compile_sharded(*spmd, options, donated, loc);
+    c.exe_ = detail::executable_of(*c.spmd_);
+  } else {
+    c.exe_ = detail::compile_traced(jaxpr, options, donated, loc);
+  }
   return c;
 }
 
@@ -309,8 +320,9 @@ R Compiled<R>::operator()(const A&... args) const {
   if (low_.spmd) {
     std::vector<Array> operands = low_.consts;
     operands.insert(operands.end(), ca.leaves.begin(), ca.leaves.end());
-    SpmdRun run = detail::run_lowered(low_.spmd, operands, low_.loc);
-    outs = detail::sharded_outputs(*low_.spmd, run, low_.loc);
+    outs = detail::run_sharded(low_.spmd, spmd_, operands,
+                               InputNames{name, low_.consts.size(), ca.first_leaf.data(), ca.nargs}, nullptr,
+                               low_.loc);
   } else {
     outs = detail::run_compiled(*exe_, low_.consts, ca.leaves, name, ca.first_leaf.data(), ca.nargs, low_.loc);
   }

@@ -60,6 +60,19 @@ class Dumper {
 
 Jaxpr dce(const Jaxpr& j) { return dce_jaxpr(j, std::vector<bool>(j.outvars.size(), true), true).first; }
 
+// inline_calls with the array constants of inlined bodies as trailing inputs of the program
+// (their values in `hoisted`).
+Jaxpr inline_hoisting_constants(const Jaxpr& j, std::vector<Array>& hoisted) {
+  ClosedJaxpr cj;
+  cj.jaxpr = std::make_shared<Jaxpr>(j);
+  ClosedJaxpr r = inline_calls(cj);
+  Jaxpr out = *r.jaxpr;
+  out.invars.insert(out.invars.end(), out.constvars.begin(), out.constvars.end());
+  out.constvars.clear();
+  hoisted = r.consts;
+  return out;
+}
+
 // The passes, top to bottom.
 Executable run_passes(const Jaxpr& traced, const CompileOptions& opts) {
   Executable exe;
@@ -70,12 +83,14 @@ Executable run_passes(const Jaxpr& traced, const CompileOptions& opts) {
   auto t0 = Clock::now();
   Jaxpr j = dump("traced", traced);
   j = dump("dce", dce(j));
-  j = dump("inline_calls", inline_calls(j));
+  j = dump("inline_calls", inline_hoisting_constants(j, exe.hoisted_consts));
   j = dump("simplify", simplify(j));
   j = dump("pack_dot_operands", pack_dot_operands(j));
   j = dump("fuse", fuse(j));
   j = dump("rename_body_variables", rename_body_variables(j));
-  exe.plan = plan_buffers(j, opts.donated);  // analyze_liveness of each scope, then placement
+  std::vector<bool> donated = opts.donated;
+  if (!exe.hoisted_consts.empty()) donated.resize(j.invars.size(), false);  // constants: never donated
+  exe.plan = plan_buffers(j, donated);  // analyze_liveness of each scope, then placement
   exe.memory = memory_analysis(j, exe.plan);
   exe.cost = cost_analysis(j);
   exe.program = std::move(j);
@@ -88,7 +103,8 @@ void generate_code(Executable& exe, const CompileOptions& opts, const ObjectCode
   auto t1 = Clock::now();
   kir::Module m;
   m.name = opts.name;
-  exe.lowered = lower::lower_program(m, exe.program, exe.plan);
+  exe.spmd = opts.spmd;
+  exe.lowered = lower::lower_program(m, exe.program, exe.plan, opts.spmd ? &exe.collective_sites : nullptr);
   exe.kernels = kir::to_string(m);
   exe.times.lower = seconds_since(t1);
   ObjectCode obj;

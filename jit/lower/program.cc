@@ -260,7 +260,8 @@ const RegisterProgramRule reg_cond("cond", "control flow", lower_cond);
 
 }  // namespace
 
-std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, const BufferPlan& plan) {
+std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, const BufferPlan& plan,
+                                      std::vector<Eqn>* collective_sites) {
   kir::Function f;
   f.name = kEntryName;
   f.params = {kir::kPtr, kir::kPtr, kir::kPtr};
@@ -268,6 +269,7 @@ std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, cons
   f.linkage = kir::Linkage::external;
   kir::Builder b(f);
   ProgramEmitter pe(m, b, plan);
+  pe.collective_sites = collective_sites;
   pe.emit_scope(program);
   // Outputs the plan could not place where they are produced (an input or literal returned,
   // a value returned twice) are copied by the runtime from the plan's OutputPlan.

@@ -80,6 +80,11 @@ class ProgramEmitter {
   void note(const Eqn& eqn, const std::string& strategy, const std::string& text);
 
   std::vector<LoweredEqn> lowered;  ///< in emission order (bodies' equations after their loop)
+  /// An SPMD program (compiled for the devices of a mesh): its collectives over more than one
+  /// device and its axis_index equations are runtime calls (mj_rt_collective, mj_rt_axis_index)
+  /// naming their index in this list, which the executor turns into communicator operations.
+  /// Null for a program compiled for one device (collectives of axis_size > 1 are refused).
+  std::vector<Eqn>* collective_sites = nullptr;
 
  private:
   kir::Value args_, outs_, arenas_;
@@ -90,7 +95,9 @@ class ProgramEmitter {
 
 /// Lowers `program` (fused; planned by `plan`) into module m: kernels + the entry function.
 /// Returns how each equation was lowered. Throws ValueError naming the primitive for an equation
-/// no rule lowers.
-std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, const BufferPlan& plan);
+/// no rule lowers. `collective_sites`: non-null for an SPMD program (ProgramEmitter's field): it
+/// receives the collective equations the code calls the runtime for, in site order.
+std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, const BufferPlan& plan,
+                                      std::vector<Eqn>* collective_sites = nullptr);
 
 }  // namespace minijax::lower

@@ -1,6 +1,7 @@
 // minijax program rules of the data-movement and device primitives: bitcast_convert_type (a view),
-// device_put and sharding_constraint (views, or mj_rt_copy across memory kinds), the collectives on
-// one device, and custom_lin (rejected as eager rejects it).
+// device_put and sharding_constraint (views, or mj_rt_copy across memory kinds), the collectives
+// (on one device: copies; in an SPMD program over several: mj_rt_collective / mj_rt_axis_index
+// calls by site), and custom_lin (rejected as eager rejects it).
 #include <algorithm>
 
 #include "core/collectives.h"
@@ -52,6 +53,37 @@ void lower_memory_move(ProgramEmitter& pe, const Eqn& e) {
                                  memory_kind_name(out.memory_kind) + ", " + std::to_string(out.nbytes()) + " B");
 }
 
+// ---- collectives of an SPMD program -------------------------------------------------------------
+// A program compiled for a mesh (ProgramEmitter::collective_sites set) runs on every device of the
+// mesh at once: a collective over more than one device is a call of the runtime, which joins the
+// calling device's group through the communicator (jit/runtime/spmd_context.cc) and returns when
+// this device's result is in the output buffer. The call names the equation's site index; the
+// executor keeps the sites' descriptors, so the object code holds no addresses.
+
+bool spmd_collective(const ProgramEmitter& pe, const Eqn& e) {
+  return pe.collective_sites && e.params.has("axis_size") && e.params.get_int("axis_size") > 1;
+}
+
+int32_t add_site(ProgramEmitter& pe, const Eqn& e) {
+  pe.collective_sites->push_back(e);
+  return int32_t(pe.collective_sites->size() - 1);
+}
+
+// mj_rt_collective(site, out, in0 .. in5): up to six operand addresses (ragged_all_to_all has
+// six), unused ones repeat the output's.
+void lower_spmd_collective(ProgramEmitter& pe, const Eqn& e) {
+  const int32_t site = add_site(pe, e);
+  kir::Value out = pe.addr(e.outputs.at(0));
+  std::vector<Value> args{pe.b.i32(site), out};
+  for (size_t k = 0; k < 6; ++k) args.push_back(k < e.inputs.size() ? pe.addr(e.inputs[k]) : out);
+  std::vector<kir::Type> params{kir::kI32};
+  params.insert(params.end(), 7, kir::kPtr);
+  pe.call_runtime("mj_rt_collective", kir::kVoid, params, args);
+  pe.note(e, "runtime call", "mj_rt_collective site " + std::to_string(site) + " over axis " +
+                                 param_to_string(e.params.at("axis_name")) + " of " +
+                                 std::to_string(e.params.get_int("axis_size")) + " devices (communicator)");
+}
+
 // ---- collectives on one device ----------------------------------------------------------------
 // A program compiled by mj::jit without shardings runs on one device: every collective's group is
 // that device alone, so its axis_size must be 1, and the result is what the SPMD executor
@@ -71,6 +103,7 @@ void check_one_device(const Eqn& e) {
 // all_gather, all_reduce, reduce_scatter, all_to_all over one device: the operand itself (the
 // same bytes in the tiled/untiled/split/concat shape).
 void lower_identity_collective(ProgramEmitter& pe, const Eqn& e) {
+  if (spmd_collective(pe, e)) return lower_spmd_collective(pe, e);
   check_one_device(e);
   alias_outputs(pe, e);
   pe.note(e, "view", "group of one device: the operand itself");
@@ -79,6 +112,7 @@ void lower_identity_collective(ProgramEmitter& pe, const Eqn& e) {
 // collective_permute over one device: the operand when the pairs send rank 0 to itself, zeros
 // otherwise (no source targets rank 0).
 void lower_collective_permute(ProgramEmitter& pe, const Eqn& e) {
+  if (spmd_collective(pe, e)) return lower_spmd_collective(pe, e);
   check_one_device(e);
   const auto& st = e.params.get_ints("source_target_pairs");
   bool self = false;
@@ -93,8 +127,16 @@ void lower_collective_permute(ProgramEmitter& pe, const Eqn& e) {
   pe.note(e, "view", "group of one device, no pair targets rank 0: zeros");
 }
 
-// axis_index on one device: coordinate 0.
+// axis_index on one device: coordinate 0; in an SPMD program the calling device's rank along the
+// axes, from the runtime (mj_rt_axis_index).
 void lower_axis_index(ProgramEmitter& pe, const Eqn& e) {
+  if (pe.collective_sites) {
+    const int32_t site = add_site(pe, e);
+    kir::Value r = pe.call_runtime("mj_rt_axis_index", kir::kI32, {kir::kI32}, {pe.b.i32(site)});
+    pe.b.store(pe.addr(e.outputs[0]), pe.b.i64(0), r);
+    pe.note(e, "runtime call", "mj_rt_axis_index site " + std::to_string(site) + ": the device's rank");
+    return;
+  }
   pe.b.store(pe.addr(e.outputs[0]), pe.b.i64(0), pe.b.i32(0));
   pe.note(e, "constant", "one device: index 0");
 }
@@ -102,6 +144,7 @@ void lower_axis_index(ProgramEmitter& pe, const Eqn& e) {
 // ragged_all_to_all over one device: `output` with rank 0's rows of `input` written into it,
 // checked and copied by the runtime (mj_rt_ragged_all_to_all_local).
 void lower_ragged_all_to_all(ProgramEmitter& pe, const Eqn& e) {
+  if (spmd_collective(pe, e)) return lower_spmd_collective(pe, e);
   check_one_device(e);
   const ShapedArray& in = atom_aval(e.inputs[0]);
   const ShapedArray& out = e.outputs[0].aval();
@@ -128,12 +171,12 @@ void lower_custom_lin(ProgramEmitter&, const Eqn& e) {
 const RegisterProgramRule reg_bitcast("bitcast_convert_type", "view", lower_bitcast);
 const RegisterProgramRule reg_device_put("device_put", "view or runtime call", lower_memory_move);
 const RegisterProgramRule reg_constraint("sharding_constraint", "view or runtime call", lower_memory_move);
-const RegisterProgramRule reg_all_gather("all_gather", "view", lower_identity_collective);
-const RegisterProgramRule reg_all_reduce("all_reduce", "view", lower_identity_collective);
-const RegisterProgramRule reg_reduce_scatter("reduce_scatter", "view", lower_identity_collective);
-const RegisterProgramRule reg_all_to_all("all_to_all", "view", lower_identity_collective);
-const RegisterProgramRule reg_permute("collective_permute", "view", lower_collective_permute);
-const RegisterProgramRule reg_axis_index("axis_index", "constant", lower_axis_index);
+const RegisterProgramRule reg_all_gather("all_gather", "view or runtime call", lower_identity_collective);
+const RegisterProgramRule reg_all_reduce("all_reduce", "view or runtime call", lower_identity_collective);
+const RegisterProgramRule reg_reduce_scatter("reduce_scatter", "view or runtime call", lower_identity_collective);
+const RegisterProgramRule reg_all_to_all("all_to_all", "view or runtime call", lower_identity_collective);
+const RegisterProgramRule reg_permute("collective_permute", "view or runtime call", lower_collective_permute);
+const RegisterProgramRule reg_axis_index("axis_index", "constant or runtime call", lower_axis_index);
 const RegisterProgramRule reg_ragged("ragged_all_to_all", "runtime call", lower_ragged_all_to_all);
 const RegisterProgramRule reg_custom_lin("custom_lin", "rejected (as eager: forward-mode autodiff of custom_vjp)",
                                          lower_custom_lin);

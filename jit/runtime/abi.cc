@@ -16,6 +16,7 @@
 #include "core/dtype.h"
 #include "core/gemm.h"
 #include "jit/runtime/gemm.h"
+#include "jit/runtime/spmd_context.h"
 
 namespace minijax {
 
@@ -62,6 +63,8 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"mj_rt_gemm", reinterpret_cast<void*>(&mj_rt_gemm)},
       {"mj_rt_copy", reinterpret_cast<void*>(&mj_rt_copy)},
       {"mj_rt_ragged_all_to_all_local", reinterpret_cast<void*>(&mj_rt_ragged_all_to_all_local)},
+      {"mj_rt_collective", reinterpret_cast<void*>(&mj_rt_collective)},
+      {"mj_rt_axis_index", reinterpret_cast<void*>(&mj_rt_axis_index)},
   };
   return table;
 }

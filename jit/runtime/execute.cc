@@ -64,6 +64,10 @@ std::vector<Buffer*> check_inputs(const Executable& exe, const Inputs& in, const
 
 }  // namespace
 
+void* hoisted_data(const Array& c) {
+  return static_cast<const ConcreteArray*>(c.impl())->buffer()->data();
+}
+
 std::string InputNames::operator()(size_t input) const {
   if (input < num_consts) return "closed-over constant " + std::to_string(input);
   const size_t l = input - num_consts;
@@ -106,6 +110,7 @@ std::vector<Array> execute(const Executable& exe, std::span<const Array> consts,
     }
   std::vector<void*> in_ptrs(n_in);
   for (size_t i = 0; i < n_in; ++i) in_ptrs[i] = in_bufs[i]->data();
+  for (const Array& c : exe.hoisted_consts) in_ptrs.push_back(hoisted_data(c));
   // Output buffers.
   const size_t n_out = exe.out_avals.size();
   std::vector<std::shared_ptr<Buffer>> out_bufs(n_out);
@@ -116,7 +121,14 @@ std::vector<Array> execute(const Executable& exe, std::span<const Array> consts,
     switch (op.kind) {
       case OutputPlan::fresh: out_bufs[k] = new_buffer(av.nbytes(), av.memory_kind); break;
       case OutputPlan::donated_param:  // taken over below, after the call
-      case OutputPlan::param: out_bufs[k] = in.impl(size_t(op.index)).buffer(); break;
+      case OutputPlan::param:
+        if (size_t(op.index) < n_in) {
+          out_bufs[k] = in.impl(size_t(op.index)).buffer();
+        } else {  // a hoisted constant returned as it is: a copy (the constant stays the program's)
+          out_bufs[k] = new_buffer(av.nbytes(), av.memory_kind);
+          std::memcpy(out_bufs[k]->data(), in_ptrs[size_t(op.index)], size_t(av.nbytes()));
+        }
+        break;
       case OutputPlan::same_as: out_bufs[k] = out_bufs[size_t(op.index)]; break;
       case OutputPlan::literal: {
         out_bufs[k] = new_buffer(av.nbytes(), av.memory_kind);

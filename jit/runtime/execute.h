@@ -28,6 +28,10 @@ struct InputNames {
   std::string operator()(size_t input) const;
 };
 
+/// The bytes of hoisted constant `c` (Executable::hoisted_consts: a concrete Array), which the
+/// executors pass after the caller's inputs; the program only reads them.
+void* hoisted_data(const Array& c);
+
 /// Runs `exe` on its inputs: `consts` then `leaves` (concrete Arrays, one per program input,
 /// matching exe.in_avals in shape, dtype and memory kind; weak types may differ), on device
 /// kExecuteDevice, and returns its outputs. Donated inputs (CompileOptions::donated) are

@@ -1,5 +1,6 @@
 // minijax conformance suite, sharded: every case traced, propagated and partitioned under random
-// input shardings on meshes (2), (4), (2,2), (4,2), run by run_spmd and compared with eager.
+// input shardings on meshes (2), (4), (2,2), (4,2), run by run_spmd and compared with eager; on
+// (4,2) also compiled and run by the multi-device executor, compared with run_spmd.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,8 +10,11 @@
 #include <sstream>
 
 #include "conformance.h"
+#include "jit/pipeline.h"
+#include "jit/runtime/execute_spmd.h"
 #include "sharding/partition_spmd.h"
 #include "sharding/propagate_shardings.h"
+#include "sharding/sharded_array.h"
 
 namespace conformance {
 namespace {
@@ -101,9 +105,66 @@ std::string describe(const Draw& d) {
   return s;
 }
 
+// The SPMD program compiled and run on every device of `mesh` by the multi-device executor
+// (jit/runtime/execute_spmd.h), its inputs the devices' shards of `globals` under `in`: each
+// device's outputs equal run_spmd's `ref` (within the dtype's tolerance: the compiled kernels
+// round transcendentals and sums differently from eager's), and each collective it ran moved, per
+// device, the bytes run_spmd's traffic model gives (`ref_stats`, in execution order), as the
+// communicator counted them. Returns an error message (empty when all match).
+std::string run_compiled_draw(const mj::Jaxpr& program, const std::shared_ptr<const mj::Mesh>& mesh,
+                              const std::vector<Array>& globals, const std::vector<Sharding>& in,
+                              const std::vector<std::vector<Array>>& ref, const mj::SpmdStats& ref_stats) {
+  std::ostringstream err;
+  std::shared_ptr<mj::SpmdCall> call;
+  try {
+    mj::CompileOptions co;
+    co.name = "sharded_conformance";
+    co.spmd = true;
+    auto spmd = mj::bind_spmd_executable(mj::compile_executable(program, co), mesh, {}, std::source_location::current());
+    std::vector<std::vector<Array>> dev(mesh->num_devices());
+    for (size_t a = 0; a < globals.size(); ++a) {
+      auto shards = mj::local_shards(globals[a], in[a]);
+      for (size_t p = 0; p < dev.size(); ++p) dev[p].push_back(shards[p]);
+    }
+    call = mj::execute_spmd(spmd, dev, std::source_location::current(), mj::InputNames{});
+    call->done.wait();
+  } catch (const std::exception& e) {
+    return std::string("compiled: threw: ") + e.what() + "\n" + mj::to_string(program);
+  }
+  for (size_t p = 0; p < ref.size(); ++p)
+    for (size_t o = 0; o < ref[p].size(); ++o) {
+      const Array& want = ref[p][o];
+      Array got = Array::from_buffer(want.aval(), call->outputs[p][o]);
+      auto [atol, rtol] = tolerance(want.dtype());
+      if (want.dtype() == mj::f32) atol = rtol = 2e-5;
+      std::vector<double> g = as_f64(got), w = as_f64(want);
+      for (size_t i = 0; i < w.size(); ++i) {
+        const bool ok = (std::isnan(g[i]) && std::isnan(w[i])) || g[i] == w[i] ||
+                        std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i]);
+        if (!ok) {
+          err << "compiled: output " << o << " device " << p << " element " << i << ": " << g[i]
+              << " vs run_spmd " << w[i] << "\n";
+          break;
+        }
+      }
+    }
+  if (call->collectives.size() != ref_stats.collectives.size())
+    err << "compiled: " << call->collectives.size() << " collectives ran, run_spmd ran "
+        << ref_stats.collectives.size() << "\n";
+  for (size_t c = 0; c < std::min(call->collectives.size(), ref_stats.collectives.size()); ++c) {
+    const mj::CollectiveStats &got = call->collectives[c], &want = ref_stats.collectives[c];
+    if (got.primitive != want.primitive || got.bytes_sent != want.bytes_sent ||
+        got.bytes_received != want.bytes_received)
+      err << "compiled: collective " << c << " " << got.primitive << " moved other bytes than run_spmd's "
+          << want.primitive << " (the traffic model)\n";
+  }
+  if (!err.str().empty()) err << mj::to_string(program);
+  return err.str();
+}
+
 // Runs one draw; returns an error message (empty when every output matches).
 std::string run_draw(const Case& k, const mj::ClosedJaxpr& cj, const std::vector<Array>& eager,
-                     const std::shared_ptr<const mj::Mesh>& mesh, const Draw& draw) {
+                     const std::shared_ptr<const mj::Mesh>& mesh, const Draw& draw, bool compiled) {
   const mj::Jaxpr& j = *cj.jaxpr;
   std::vector<std::optional<Sharding>> in;
   for (auto& s : draw.in) in.push_back(s);
@@ -112,6 +173,7 @@ std::string run_draw(const Case& k, const mj::ClosedJaxpr& cj, const std::vector
   mj::PropagationResult prop;
   mj::Jaxpr program;
   std::vector<std::vector<Array>> out;
+  mj::SpmdStats stats;
   std::vector<mj::Var> inputs = j.constvars;
   inputs.insert(inputs.end(), j.invars.begin(), j.invars.end());
   try {
@@ -124,7 +186,7 @@ std::string run_draw(const Case& k, const mj::ClosedJaxpr& cj, const std::vector
         dev[p].push_back(globals[a].ndim() == 0 ? globals[a]
                                                 : mj::lax::slice(globals[a], boxes[p].lo, boxes[p].hi));
     }
-    out = mj::run_spmd(program, *mesh, dev);
+    out = mj::run_spmd(program, *mesh, dev, &stats);
   } catch (const std::exception& e) {
     return std::string("threw: ") + e.what() + "\n" + (prop.text.empty() ? mj::to_string(cj) : prop.text);
   }
@@ -199,7 +261,10 @@ std::string run_draw(const Case& k, const mj::ClosedJaxpr& cj, const std::vector
       err << "output " << o << ": the device blocks of " << s.str() << " do not cover the array\n";
   }
   if (!err.str().empty()) return err.str() + prop.text + "\n" + mj::to_string(program);
-  return "";
+  if (!compiled) return "";
+  std::vector<Sharding> in_shardings;
+  for (auto& v : inputs) in_shardings.push_back(prop.of(v));
+  return run_compiled_draw(program, mesh, globals, in_shardings, out, stats);
 }
 
 bool sharded_exempt(const std::string& prim) {
@@ -232,7 +297,8 @@ TEST_P(ShardedConformance, MatchesUnshardedUnderRandomInputShardings) {
       if (draw == kOutputDraw)
         for (auto& o : cj.out_avals()) d.out.push_back(draw_sharding(mesh, o.shape, g, false, o.memory_kind));
       if (!k.args.empty() && !d.in[cj.jaxpr->constvars.size()].is_fully_replicated()) ++sharded_draws;
-      std::string e = run_draw(k, cj, eager, mesh, d);
+      // Compiled on the seed mesh (4,2), each draw (compiling costs more than running).
+      std::string e = run_draw(k, cj, eager, mesh, d, mesh->shape == mj::Shape{4, 2});
       EXPECT_TRUE(e.empty()) << describe(d) << "\n" << e;
     }
   }

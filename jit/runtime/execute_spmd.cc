@@ -1,0 +1,340 @@
+// minijax multi-device executor: checks, capacity checks, donation, buffers per device, the call's
+// tasks on every device's compute queue (in call order), and the call's completion.
+#include "jit/runtime/execute_spmd.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <limits>
+#include <mutex>
+
+#include "core/allocator.h"
+#include "core/config.h"
+#include "core/errors.h"
+#include "jit/runtime/abi.h"
+#include "jit/runtime/communicator.h"
+#include "jit/runtime/device_queue.h"
+
+namespace minijax {
+
+namespace {
+
+// Calls run one at a time, in dispatch order, on all devices: call k starts on a device once
+// call k-1 has completed everywhere. Devices of a call therefore start its collectives in the
+// same order, and an abort or reset of the communicator only touches the call that failed.
+struct CallOrder {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t next_ticket = 1;  // under dispatch_mu
+  uint64_t completed = 0;    // under mu
+  std::mutex dispatch_mu;    // enqueueing one call on all its devices is atomic
+
+  void wait_turn(uint64_t ticket) {
+    std::unique_lock<std::mutex> g(mu);
+    cv.wait(g, [&] { return completed + 1 == ticket; });
+  }
+  void complete(uint64_t ticket) {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      completed = ticket;
+    }
+    cv.notify_all();
+  }
+};
+
+CallOrder& call_order() {
+  static auto* o = new CallOrder();  // outlives device threads at exit
+  return *o;
+}
+
+// What one device runs: its buffers' addresses, the buffers kept alive until it has run, the
+// events it waits for.
+struct DeviceWork {
+  std::vector<void*> in_ptrs, out_ptrs;
+  void* arena_ptrs[3] = {nullptr, nullptr, nullptr};
+  std::vector<std::shared_ptr<Buffer>> keep;  // inputs and arenas: freed when this device is done
+  std::vector<ReadyEvent> wait_for;
+  SpmdDeviceContext ctx;
+};
+
+// The state of one call shared by its device tasks.
+struct CallState {
+  std::shared_ptr<const SpmdExecutable> spmd;
+  std::shared_ptr<SpmdCall> call;
+  std::vector<DeviceWork> work;
+  uint64_t ticket = 0;
+  std::string fn;
+  std::source_location loc;
+  std::mutex mu;
+  size_t remaining = 0;
+  std::exception_ptr error;
+};
+
+std::string fn_name(const SpmdExecutable& s, const InputNames& names) {
+  return "jit '" + std::string(names.function.empty() ? std::string_view(s.exe->name) : names.function) + "'";
+}
+
+// Per-device checks of the inputs; returns the buffers [position][input] (not waited for).
+std::vector<std::vector<std::shared_ptr<Buffer>>> check_inputs(const SpmdExecutable& s,
+                                                               const std::vector<std::vector<Array>>& inputs,
+                                                               const std::string& fn, const InputNames& names,
+                                                               std::source_location loc) {
+  const Executable& exe = *s.exe;
+  const size_t n = s.mesh->num_devices(), n_in = exe.in_avals.size();
+  if (inputs.size() != n)
+    throw ValueError(fn + ": inputs for " + std::to_string(inputs.size()) + " devices, but " + s.mesh->str() +
+                         " has " + std::to_string(n),
+                     loc);
+  std::vector<std::vector<std::shared_ptr<Buffer>>> bufs(n);
+  for (size_t p = 0; p < n; ++p) {
+    const int dev = s.mesh->device_ids[p];
+    if (inputs[p].size() != n_in)
+      throw TypeError(fn + " takes " + std::to_string(n_in) + " inputs, got " + std::to_string(inputs[p].size()), loc);
+    for (size_t i = 0; i < n_in; ++i) {
+      const Array& a = inputs[p][i];
+      auto what = [&] { return names(i) + " (" + (a.defined() ? a.aval().str() : "empty") + ")"; };
+      if (!a.defined() || !a.is_concrete() || a.is_sharded())
+        throw TypeError(fn + ": the shard of " + what() + " for device " + std::to_string(dev) +
+                            " is not a concrete local Array",
+                        loc);
+      if (!a.aval().same_type(exe.in_avals[i]))
+        throw TypeError(fn + ": the shard of " + what() + " for device " + std::to_string(dev) +
+                            " does not match the compiled program's " + exe.in_avals[i].str(),
+                        loc);
+      std::shared_ptr<Buffer> b = static_cast<const ConcreteArray*>(a.impl())->buffer_no_wait();
+      if (b->donated())
+        throw ValueError(fn + ": " + what() + " was donated to an earlier call and cannot be read", loc);
+      if (b->device_id() != dev)
+        throw ValueError(fn + ": the shard of " + what() + " for mesh position " + std::to_string(p) +
+                             " is on device " + std::to_string(b->device_id()) + ", but " + s.mesh->str() +
+                             " runs it on device " + std::to_string(dev),
+                         loc);
+      bufs[p].push_back(std::move(b));
+    }
+    for (size_t i = 0; i < n_in; ++i)
+      if (exe.plan.donated[i])
+        for (size_t j = 0; j < n_in; ++j)
+          if (j != i && bufs[p][j] == bufs[p][i])
+            throw ValueError(fn + ": " + names(i) + " is donated and its buffer is also passed as " + names(j) +
+                                 " (a donated buffer may be passed once per call)",
+                             loc);
+  }
+  return bufs;
+}
+
+// ResourceExhaustedError when what the call allocates on a device (temporaries, fresh outputs)
+// does not fit beside the bytes in use there.
+void check_capacity(const SpmdExecutable& s, const std::string& fn, std::source_location loc) {
+  const Executable& exe = *s.exe;
+  int64_t new_bytes[3] = {exe.plan.arena_bytes[0], exe.plan.arena_bytes[1], exe.plan.arena_bytes[2]};
+  std::string largest = "temporaries (arena)";
+  int64_t largest_bytes = exe.plan.arena_bytes[0];
+  for (size_t k = 0; k < exe.out_avals.size(); ++k) {
+    const OutputPlan& op = exe.plan.outputs[k];
+    if (op.kind != OutputPlan::fresh && op.kind != OutputPlan::literal) continue;
+    const ShapedArray& av = exe.out_avals[k];
+    new_bytes[size_t(av.memory_kind)] += av.nbytes();
+    if (av.memory_kind == MemoryKind::device && av.nbytes() > largest_bytes) {
+      largest = "output " + std::to_string(k) + " " + av.str();
+      largest_bytes = av.nbytes();
+    }
+  }
+  auto fail = [&](const std::string& where, int64_t in_use, int64_t need, int64_t cap) {
+    throw ResourceExhaustedError(fn + ": " + where + " has " + std::to_string(in_use) + " B in use and the call " +
+                                     "needs " + std::to_string(need) + " B more (largest buffer: " + largest + ", " +
+                                     std::to_string(largest_bytes) + " B; planned peak " +
+                                     std::to_string(exe.memory.peak_bytes(MemoryKind::device)) +
+                                     " B per device), past its capacity of " + std::to_string(cap) +
+                                     " B (config().device_memory_bytes / host_memory_bytes); nothing ran",
+                                 loc);
+  };
+  const int64_t dev_cap = config().device_memory_bytes, host_cap = config().host_memory_bytes;
+  if (dev_cap > 0 && new_bytes[0] > 0)
+    for (int id : s.mesh->device_ids) {
+      const int64_t used = allocator().stats(id, MemoryKind::device).bytes_in_use;
+      if (used + new_bytes[0] > dev_cap) fail("device " + std::to_string(id) + "'s device memory", used, new_bytes[0], dev_cap);
+    }
+  const int64_t host_new = (new_bytes[1] + new_bytes[2]) * int64_t(s.mesh->num_devices());
+  if (host_cap > 0 && host_new > 0) {
+    const int64_t used = allocator().stats(s.mesh->device_ids[0], MemoryKind::pinned_host).bytes_in_use;
+    if (used + host_new > host_cap) fail("the process's host memory", used, host_new, host_cap);
+  }
+}
+
+// Position p's fresh outputs, literal outputs and arenas (allocation may throw
+// ResourceExhaustedError: nothing is donated yet).
+void allocate_buffers(CallState& st, size_t p) {
+  const Executable& exe = *st.spmd->exe;
+  const int dev = st.spmd->mesh->device_ids[p];
+  std::vector<std::shared_ptr<Buffer>>& out = st.call->outputs[p];
+  out.resize(exe.out_avals.size());
+  for (size_t k = 0; k < out.size(); ++k) {
+    const OutputPlan& op = exe.plan.outputs[k];
+    const ShapedArray& av = exe.out_avals[k];
+    const bool hoisted = op.kind == OutputPlan::param && size_t(op.index) >= exe.in_avals.size();
+    if (op.kind != OutputPlan::fresh && op.kind != OutputPlan::literal && !hoisted) continue;
+    out[k] = std::make_shared<Buffer>(size_t(av.nbytes()), av.memory_kind, dev, Init::uninitialized);
+    if (op.kind == OutputPlan::literal) std::memcpy(out[k]->data(), op.lit.value.raw_data(), size_t(av.nbytes()));
+    else if (hoisted) std::memcpy(out[k]->data(), st.work[p].in_ptrs[size_t(op.index)], size_t(av.nbytes()));
+    else out[k]->set_ready_event(st.call->done);
+  }
+  DeviceWork& w = st.work[p];
+  for (size_t k = 0; k < 3; ++k)
+    if (exe.plan.arena_bytes[k] > 0) {
+      auto a = std::make_shared<Buffer>(size_t(exe.plan.arena_bytes[k]), MemoryKind(k), dev, Init::uninitialized);
+      w.arena_ptrs[k] = a->data();
+      w.keep.push_back(std::move(a));
+    }
+}
+
+// Position p's remaining outputs: inputs returned, donated inputs whose bytes an output takes
+// over (the caller's Array is consumed), repeats; then every donated input is marked consumed.
+void bind_outputs(CallState& st, size_t p, const std::vector<std::shared_ptr<Buffer>>& in) {
+  const Executable& exe = *st.spmd->exe;
+  std::vector<std::shared_ptr<Buffer>>& out = st.call->outputs[p];
+  std::vector<std::shared_ptr<Buffer>> taken(in.size());
+  for (size_t k = 0; k < out.size(); ++k) {
+    const OutputPlan& op = exe.plan.outputs[k];
+    if (op.kind == OutputPlan::param && size_t(op.index) < in.size()) out[k] = in[size_t(op.index)];
+    if (op.kind == OutputPlan::same_as) out[k] = out[size_t(op.index)];
+    if (op.kind == OutputPlan::donated_param) {
+      const size_t src = size_t(op.index);
+      if (!taken[src]) {
+        taken[src] = Buffer::take(*in[src]);
+        taken[src]->set_ready_event(st.call->done);
+      }
+      out[k] = taken[src];
+    }
+    st.work[p].out_ptrs.push_back(out[k]->data());
+  }
+  for (size_t i = 0; i < in.size(); ++i)
+    if (exe.plan.donated[i] && !taken[i]) in[i]->mark_donated();
+}
+
+// The per-collective traffic of the devices, merged into CollectiveStats (by execution order).
+void merge_traffic(CallState& st) {
+  const size_t n = st.work.size();
+  size_t count = std::numeric_limits<size_t>::max();
+  for (auto& w : st.work) count = std::min(count, w.ctx.traffic.size());
+  for (size_t k = 0; k < count; ++k) {
+    const int32_t site = st.work[0].ctx.traffic[k].site;
+    const CollectiveSite& s = st.spmd->sites[size_t(site)];
+    CollectiveStats cs;
+    cs.eqn_index = size_t(site) < st.spmd->site_eqn_index.size() ? st.spmd->site_eqn_index[size_t(site)]
+                                                                 : std::numeric_limits<size_t>::max();
+    cs.primitive = s.primitive;
+    cs.axes = s.axes;
+    cs.bytes_sent.resize(n);
+    cs.bytes_received.resize(n);
+    for (size_t p = 0; p < n; ++p) {
+      cs.bytes_sent[p] = st.work[p].ctx.traffic[k].moved.bytes_sent;
+      cs.bytes_received[p] = st.work[p].ctx.traffic[k].moved.bytes_received;
+    }
+    st.call->collectives.push_back(std::move(cs));
+  }
+}
+
+// Device p's part of the call, on its compute thread.
+void run_on_device(const std::shared_ptr<CallState>& st, size_t p) {
+  call_order().wait_turn(st->ticket);
+  DeviceWork& w = st->work[p];
+  std::exception_ptr err;
+  try {
+    for (auto& e : w.wait_for) e.wait();
+    set_spmd_context(&w.ctx);
+    st->spmd->exe->entry(w.in_ptrs.data(), w.out_ptrs.data(), w.arena_ptrs);
+    set_spmd_context(nullptr);
+    std::string rt = take_runtime_error();
+    if (w.ctx.error) err = w.ctx.error;
+    else if (!rt.empty())
+      err = std::make_exception_ptr(ValueError(st->fn + " failed on device " + std::to_string(w.ctx.device_id) +
+                                                   ": " + rt,
+                                               st->loc));
+  } catch (...) {
+    set_spmd_context(nullptr);
+    err = std::current_exception();
+  }
+  if (err) communicator().abort(err);
+  w.keep.clear();  // inputs and arenas: this device no longer reads them
+  w.wait_for.clear();
+  std::unique_lock<std::mutex> g(st->mu);
+  if (err && !st->error) st->error = err;
+  if (--st->remaining > 0) return;
+  g.unlock();
+  if (st->error) communicator().reset();
+  else merge_traffic(*st);
+  if (st->error) st->call->done.set_error(st->error);
+  else st->call->done.set();
+  call_order().complete(st->ticket);
+}
+
+}  // namespace
+
+std::shared_ptr<const SpmdExecutable> bind_spmd_executable(std::shared_ptr<const Executable> exe,
+                                                           std::shared_ptr<const Mesh> mesh,
+                                                           std::vector<size_t> site_eqn_index,
+                                                           std::source_location loc) {
+  auto s = std::make_shared<SpmdExecutable>();
+  s->sites = bind_collective_sites(exe->collective_sites, *mesh, loc);
+  s->exe = std::move(exe);
+  s->mesh = std::move(mesh);
+  s->site_eqn_index = std::move(site_eqn_index);
+  return s;
+}
+
+std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutable>& spmd,
+                                       const std::vector<std::vector<Array>>& inputs, std::source_location loc,
+                                       const InputNames& names) {
+  const Executable& exe = *spmd->exe;
+  const std::string fn = fn_name(*spmd, names);
+  const size_t n = spmd->mesh->num_devices(), n_in = exe.in_avals.size();
+  std::vector<std::vector<std::shared_ptr<Buffer>>> in = check_inputs(*spmd, inputs, fn, names, loc);
+  check_capacity(*spmd, fn, loc);
+  // Donated shards are claimed atomically before anything is allocated or enqueued; a call that
+  // fails before it is enqueued releases its claims, so the caller's Arrays stay readable.
+  std::vector<Buffer*> claimed;
+  struct Release {
+    std::vector<Buffer*>* bufs;
+    bool enqueued = false;
+    ~Release() {
+      if (!enqueued)
+        for (Buffer* b : *bufs) b->release_donation();
+    }
+  } release{&claimed};
+  for (size_t p = 0; p < n; ++p)
+    for (size_t i = 0; i < n_in; ++i)
+      if (exe.plan.donated[i]) {
+        if (!in[p][i]->claim_donation())
+          throw ValueError(fn + ": " + names(i) + " was donated to another call and cannot be read", loc);
+        claimed.push_back(in[p][i].get());
+      }
+  auto st = std::make_shared<CallState>();
+  st->spmd = spmd;
+  st->call = std::make_shared<SpmdCall>();
+  st->call->outputs.resize(n);
+  st->work.resize(n);
+  st->fn = fn;
+  st->loc = loc;
+  st->remaining = n;
+  for (size_t p = 0; p < n; ++p) {
+    DeviceWork& w = st->work[p];
+    w.ctx.device_id = spmd->mesh->device_ids[p];
+    w.ctx.position = p;
+    w.ctx.sites = &spmd->sites;
+    for (auto& b : in[p]) {
+      w.in_ptrs.push_back(b->data());
+      if (!b->ready().is_ready() || b->ready().error()) w.wait_for.push_back(b->ready());
+      w.keep.push_back(b);
+    }
+    for (const Array& c : exe.hoisted_consts) w.in_ptrs.push_back(hoisted_data(c));  // shared, read-only
+  }
+  for (size_t p = 0; p < n; ++p) allocate_buffers(*st, p);  // may throw ResourceExhaustedError
+  release.enqueued = true;
+  for (size_t p = 0; p < n; ++p) bind_outputs(*st, p, in[p]);
+  CallOrder& order = call_order();
+  std::lock_guard<std::mutex> g(order.dispatch_mu);
+  st->ticket = order.next_ticket++;
+  for (size_t p = 0; p < n; ++p) compute_queue(spmd->mesh->device_ids[p]).enqueue([st, p] { run_on_device(st, p); });
+  return st->call;
+}
+
+}  // namespace minijax

@@ -1,0 +1,105 @@
+// minijax SPMD device context: binding collective sites to a mesh (groups and ranks per position),
+// the thread-local device context, and the runtime calls mj_rt_collective / mj_rt_axis_index.
+#include "jit/runtime/spmd_context.h"
+
+#include <cstring>
+
+#include "core/collectives.h"
+#include "core/errors.h"
+#include "core/primitive.h"
+#include "sharding/collective_groups.h"
+
+namespace minijax {
+
+namespace {
+thread_local SpmdDeviceContext* tls_context = nullptr;
+}  // namespace
+
+void set_spmd_context(SpmdDeviceContext* ctx) { tls_context = ctx; }
+
+std::vector<CollectiveSite> bind_collective_sites(const std::vector<Eqn>& sites, const Mesh& mesh,
+                                                  std::source_location loc) {
+  std::vector<CollectiveSite> out;
+  for (const Eqn& e : sites) {
+    CollectiveSite s;
+    s.primitive = e.primitive->name;
+    s.axes = axis_names_of(e.params);
+    s.is_axis_index = s.primitive == "axis_index";
+    CollectiveGroups g = collective_groups(mesh, s.axes);
+    if (!s.is_axis_index && e.params.get_int("axis_size") != g.size)
+      throw ShardingError(s.primitive + ": axis_size=" + std::to_string(e.params.get_int("axis_size")) +
+                              " but the axes " + param_to_string(e.params.at("axis_name")) + " of " + mesh.str() +
+                              " hold " + std::to_string(g.size) + " devices",
+                          loc);
+    s.context = mesh.device_ids;
+    s.group.resize(mesh.num_devices());
+    s.rank.resize(mesh.num_devices());
+    for (auto& members : g.members) {
+      std::vector<int> ids;
+      for (size_t pos : members) ids.push_back(mesh.device_ids[pos]);
+      for (size_t pos : members) s.group[pos] = ids;
+    }
+    for (size_t pos = 0; pos < mesh.num_devices(); ++pos) s.rank[pos] = int32_t(g.rank[pos]);
+    if (!s.is_axis_index) {
+      s.op = collective_op_of(e);
+      for (auto& in : e.inputs) s.operand_bytes.push_back(atom_aval(in).nbytes());
+      s.result_bytes = e.outputs.at(0).aval().nbytes();
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace minijax
+
+namespace {
+
+using namespace minijax;
+
+// The operands of one call of a site as the communicator takes them.
+CollectiveBuffers buffers_of(const CollectiveSite& s, CollectiveOp& op, void* out, const void* const* in) {
+  CollectiveBuffers b;
+  b.recv = out;
+  b.recv_bytes = s.result_bytes;
+  if (s.op.kind == CollectiveKind::ragged_all_to_all) {
+    b.send = {{in[0], s.operand_bytes[0]}, {in[1], s.operand_bytes[1]}};
+    std::vector<int32_t>* tables[4] = {&op.input_offsets, &op.send_sizes, &op.output_offsets, &op.recv_sizes};
+    for (size_t k = 0; k < 4; ++k) {
+      const auto* p = static_cast<const int32_t*>(in[2 + k]);
+      tables[k]->assign(p, p + s.operand_bytes[2 + k] / int64_t(sizeof(int32_t)));
+    }
+  } else {
+    b.send = {{in[0], s.operand_bytes.at(0)}};
+  }
+  return b;
+}
+
+}  // namespace
+
+extern "C" void mj_rt_collective(int32_t site, void* out, const void* in0, const void* in1, const void* in2,
+                                 const void* in3, const void* in4, const void* in5) {
+  SpmdDeviceContext* ctx = tls_context;
+  if (!ctx || !ctx->sites || size_t(site) >= ctx->sites->size()) return;
+  if (ctx->error) return;  // an earlier collective failed: the run's result is discarded
+  const CollectiveSite& s = (*ctx->sites)[size_t(site)];
+  const void* in[6] = {in0, in1, in2, in3, in4, in5};
+  try {
+    CollectiveOp op = s.op;
+    CollectiveBuffers bufs = buffers_of(s, op, out, in);
+    const CollectiveCounters before = collective_stats(ctx->device_id);
+    Event done = communicator().start(op, ctx->device_id, bufs, s.group[ctx->position], s.context);
+    done.wait();
+    const CollectiveCounters after = collective_stats(ctx->device_id);
+    ctx->traffic.push_back({site, {after.bytes_sent - before.bytes_sent, after.bytes_received - before.bytes_received,
+                                   after.messages - before.messages}});
+  } catch (...) {
+    ctx->error = std::current_exception();
+    communicator().abort(ctx->error);
+  }
+}
+
+extern "C" int32_t mj_rt_axis_index(int32_t site) {
+  SpmdDeviceContext* ctx = tls_context;
+  if (!ctx || !ctx->sites || size_t(site) >= ctx->sites->size()) return 0;
+  return (*ctx->sites)[size_t(site)].rank[ctx->position];
+}

@@ -1,0 +1,167 @@
+// minijax sharded jit, compiled: the SPMD program of a sharded lowering compiled once and bound to
+// its mesh, its calls on every device (execute_spmd), and the capacity checks compile() makes.
+#include <limits>
+#include <variant>
+
+#include "core/config.h"
+#include "core/errors.h"
+#include "jit/jit.h"
+#include "jit/pipeline.h"
+#include "jit/runtime/execute_spmd.h"
+#include "sharding/sharded_array.h"
+
+namespace minijax::detail {
+
+namespace {
+
+bool is_site(const Eqn& e) {
+  if (e.primitive->name == "axis_index") return true;
+  return is_collective(e.primitive->name) && e.params.has("axis_size") && e.params.get_int("axis_size") > 1;
+}
+
+// The collective sites of `j` in pre-order (bodies where they appear), each with the index of
+// the top-level equation holding it.
+void list_sites(const Jaxpr& j, size_t top, bool at_top, std::vector<std::pair<std::string, size_t>>& out) {
+  for (size_t i = 0; i < j.eqns.size(); ++i) {
+    const Eqn& e = j.eqns[i];
+    const size_t where = at_top ? i : top;
+    if (is_site(e)) out.emplace_back(e.primitive->name, where);
+    for (const auto& [key, value] : e.params.items()) {
+      if (auto* b = std::get_if<ClosedJaxprPtr>(&value)) list_sites(*(*b)->jaxpr, where, false, out);
+      if (auto* bs = std::get_if<std::vector<ClosedJaxprPtr>>(&value))
+        for (const auto& b : *bs) list_sites(*b->jaxpr, where, false, out);
+    }
+  }
+}
+
+// For each of the executable's sites, the top-level equation of the lowered SPMD program that
+// holds it: the compiler's passes keep the collectives' order, so the sites are matched in order
+// by primitive (one a pass removed is skipped); SIZE_MAX for a site left unmatched.
+std::vector<size_t> site_equations(const Jaxpr& program, const std::vector<Eqn>& sites) {
+  std::vector<std::pair<std::string, size_t>> listed;
+  list_sites(program, 0, true, listed);
+  std::vector<size_t> out(sites.size(), std::numeric_limits<size_t>::max());
+  size_t at = 0;
+  for (size_t s = 0; s < sites.size(); ++s) {
+    size_t k = at;
+    while (k < listed.size() && listed[k].first != sites[s].primitive->name) ++k;
+    if (k == listed.size()) break;
+    out[s] = listed[k].second;
+    at = k + 1;
+  }
+  return out;
+}
+
+// The largest device buffer of the compiled program (an input, an output or a temporary of the
+// top level), for capacity errors: "f32[1024,1024] (output of dot_general)".
+std::string largest_buffer(const Executable& exe, int64_t& bytes) {
+  std::string name = "none";
+  bytes = 0;
+  auto consider = [&](const Var& v, const std::string& what) {
+    const ShapedArray& a = v.aval();
+    if (a.memory_kind != MemoryKind::device || a.nbytes() <= bytes) return;
+    bytes = a.nbytes();
+    name = a.str() + " (" + what + ")";
+  };
+  for (size_t i = 0; i < exe.program.invars.size(); ++i) consider(exe.program.invars[i], "input " + std::to_string(i));
+  for (const Eqn& e : exe.program.eqns)
+    for (const Var& v : e.outputs) consider(v, "output of " + e.primitive->name);
+  return name;
+}
+
+}  // namespace
+
+void check_compiled_capacity(const Executable& exe, size_t num_devices, std::source_location loc) {
+  const int64_t dev_cap = config().device_memory_bytes, host_cap = config().host_memory_bytes;
+  const int64_t dev_peak = exe.memory.peak_bytes(MemoryKind::device);
+  const int64_t host_peak = (exe.memory.peak_bytes(MemoryKind::pinned_host) +
+                             exe.memory.peak_bytes(MemoryKind::unpinned_host)) *
+                            int64_t(num_devices);
+  if (dev_cap > 0 && dev_peak > dev_cap) {
+    int64_t bytes = 0;
+    std::string big = largest_buffer(exe, bytes);
+    throw ResourceExhaustedError("compile '" + exe.name + "': its predicted peak of " + std::to_string(dev_peak) +
+                                     " B of device memory per device exceeds the capacity of " +
+                                     std::to_string(dev_cap) +
+                                     " B (config().device_memory_bytes); largest buffer: " + big + ", " +
+                                     std::to_string(bytes) + " B",
+                                 loc);
+  }
+  if (host_cap > 0 && host_peak > host_cap)
+    throw ResourceExhaustedError("compile '" + exe.name + "': its predicted peak of " + std::to_string(host_peak) +
+                                     " B of host memory (pinned_host and unpinned_host, all " +
+                                     std::to_string(num_devices) + " devices) exceeds the capacity of " +
+                                     std::to_string(host_cap) + " B (config().host_memory_bytes)",
+                                 loc);
+}
+
+std::shared_ptr<const SpmdExecutable> compile_sharded(const LoweredProgram& low, const JitOptions& opts,
+                                                      const std::vector<bool>& donated, std::source_location loc) {
+  CompileOptions co;
+  co.name = opts.name;
+  co.donated = donated;
+  co.dump_dir = opts.dump_dir;
+  co.keep_llvm_ir = opts.keep_llvm_ir;
+  co.spmd = true;
+  std::shared_ptr<const Executable> exe = compile_executable(low.program, co);
+  check_compiled_capacity(*exe, low.mesh->num_devices(), loc);
+  std::vector<size_t> where = site_equations(low.program, exe->collective_sites);
+  return bind_spmd_executable(std::move(exe), low.mesh, std::move(where), loc);
+}
+
+std::vector<Array> run_sharded(const std::shared_ptr<const LoweredProgram>& lowered,
+                               const std::shared_ptr<const SpmdExecutable>& spmd,
+                               const std::vector<Array>& operands, const InputNames& names,
+                               std::shared_ptr<SpmdRun>* run, std::source_location loc) {
+  const LoweredProgram& low = *lowered;
+  check_mesh_devices(*low.mesh, loc);
+  if (!(*spmd->mesh == *low.mesh))
+    throw ShardingError("jit: the executable was compiled for " + spmd->mesh->str() + " and its lowering is on " +
+                            low.mesh->str(),
+                        loc);
+  if (operands.size() != low.in_shardings.size())
+    throw ValueError("jit: " + std::to_string(operands.size()) + " operands for a program of " +
+                         std::to_string(low.in_shardings.size()) + " inputs",
+                     loc);
+  const size_t n = low.mesh->num_devices();
+  std::vector<std::vector<Array>> dev(n);
+  for (size_t k = 0; k < operands.size(); ++k) {
+    std::vector<Array> shards = local_shards(operands[k], low.in_shardings[k], loc);
+    for (size_t p = 0; p < n; ++p) dev[p].push_back(std::move(shards[p]));
+  }
+  std::shared_ptr<SpmdCall> call = execute_spmd(spmd, dev, loc, names);
+  const Executable& exe = *spmd->exe;
+  const std::vector<ShapedArray> out_avals = low.jaxpr->jaxpr->out_avals();
+  auto r = std::make_shared<SpmdRun>();
+  r->lowered = lowered;
+  r->call = call;
+  r->outputs.resize(n);
+  std::vector<Array> outs;
+  for (size_t k = 0; k < exe.out_avals.size(); ++k) {
+    std::vector<Array> shards;
+    for (size_t p = 0; p < n; ++p) {
+      shards.push_back(Array::from_buffer(exe.out_avals[k], call->outputs[p][k]));
+      r->outputs[p].push_back(shards.back());
+    }
+    outs.push_back(make_sharded_array(out_avals[k], low.out_shardings[k], std::move(shards), loc));
+  }
+  if (run) *run = std::move(r);
+  return outs;
+}
+
+std::shared_ptr<const SpmdRun> finished_run(const std::shared_ptr<const SpmdRun>& run) {
+  if (!run || !run->call) return run;
+  try {
+    run->call->done.wait();
+  } catch (...) {  // a failed call: its error reached the caller's reads; no statistics
+    return run;
+  }
+  auto r = std::make_shared<SpmdRun>(*run);
+  r->stats.collectives = run->call->collectives;
+  r->call = nullptr;
+  return r;
+}
+
+const std::shared_ptr<const Executable>& executable_of(const SpmdExecutable& spmd) { return spmd.exe; }
+
+}  // namespace minijax::detail
