@@ -10,7 +10,7 @@
 #                   on a machine shared with other work, this stands in for an idle machine (other
 #                   processes get only the CPU time the benchmark leaves); env.sched records it
 #   --only          run only these benchmarks (mlp_step gru_step compile elementwise dot loops
-#                   dispatch peers)
+#                   dispatch collectives peers)
 #   --wait-idle S   before running, wait up to S seconds for a 5-second window in which the CPUs
 #                   are at least 90% idle (/proc/stat); the wait is reported on stderr
 # mlp_step runs twice: as is, and with a busy loop (`while :; do :; done`) competing for the CPUs,
@@ -128,6 +128,10 @@ wanted elementwise && run elementwise "$b/minijax_bench_elementwise" --reps "$re
 wanted dot && run dot "$b/minijax_bench_dot" --reps "$dot_reps"
 wanted loops && run loops "$b/minijax_bench_loops"
 wanted dispatch && run dispatch "$b/minijax_bench_dispatch"
+if wanted collectives; then
+  if [[ $quick == 1 ]]; then run collectives "$b/minijax_bench_collectives" --max-kib 4096 --target-ms 50 --steps 20
+  else run collectives "$b/minijax_bench_collectives"; fi
+fi
 if wanted compile; then
   run compile_cold "$b/minijax_bench_compile" cold
   run compile_persistent "$b/minijax_bench_compile" persistent
@@ -186,6 +190,19 @@ if c:
 for r in rows:
     if r.get('name') == 'compile' and r.get('mode') == 'persistent':
         add('compile persistent hit, new process (trace + compile)', f"{r['total_ms']:.1f} ms", '<= 30 ms', r['target_met'])
+co = first('collectives')
+if co:
+    def size(b): return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"
+    for r in co.get('communicator', {}).get('results', []):
+        what = f"collectives {r['kind']} {size(r['bytes_per_device'])} per device"
+        if 'error' in r:
+            lines.append(f"  {what:58s} error: {r['error'].splitlines()[0]}")
+        elif r['bytes_per_device'] in (64 << 10, 16 << 20):
+            lines.append(f"  {what:58s} {r['comm_bytes_per_s'] / 1e9:>16.2f} GB/s  {r['ratio_comm_to_memcpy']:.2f}x memcpy")
+    for r in co.get('mlp', {}).get('sharded', []):
+        what = f"collectives mlp step on {r['devices']} device(s)"
+        lines.append(f"  {what:58s} " + (f"{r['step']['median_ms']:>19.2f} ms" if 'step' in r else
+                                         'error: ' + r.get('error', '?').splitlines()[0]))
 print('summary (' + sys.argv[1] + '):')
 print('\n'.join(lines))
 EOF
