@@ -199,6 +199,9 @@ std::vector<Array> local_shards(const Array& x_in, const Sharding& s_in, std::so
                                         mesh.device_ids[p]);
     for (auto& sh : c.shards()) {
       sh.buffer->ready().wait();
+      if (sh.buffer->donated())
+        throw ValueError("local_shards: a shard of " + global.str() + " was donated to an earlier call and cannot be read",
+                         loc);
       Box r = intersect(Box{sh.start, sh.stop}, dst[p]);
       if (r.volume() == 0) continue;
       copy_region(sh.buffer->data(), sh.start, sh.stop, buf->data(), dst[p].lo, dst[p].hi, r.lo,

@@ -3,6 +3,7 @@
 #include "jit/runtime/execute_spmd.h"
 
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -39,11 +40,32 @@ struct CallOrder {
     }
     cv.notify_all();
   }
+  // Blocks until every call dispatched so far has completed.
+  void drain() {
+    uint64_t last;
+    {
+      std::lock_guard<std::mutex> g(dispatch_mu);
+      last = next_ticket - 1;
+    }
+    std::unique_lock<std::mutex> g(mu);
+    cv.wait(g, [&] { return completed >= last; });
+  }
 };
 
 CallOrder& call_order() {
   static auto* o = new CallOrder();  // outlives device threads at exit
   return *o;
+}
+
+// A program that returns from main with calls still running would have its device threads run
+// kernels while the libraries they call are destroyed (oneDNN frees the JIT'ed GEMM kernels a
+// program's first run created, in static destructors registered then). So after the first call
+// of each executable completes, a drain is registered with atexit: it runs before the
+// destructors of everything that call created, and exit waits for the dispatched calls. One
+// registration per executable (bounded by the compilations), not per call.
+void register_exit_drain(const SpmdExecutable& s) {
+  if (s.exit_drain_registered.exchange(true)) return;
+  std::atexit([] { call_order().drain(); });
 }
 
 // What one device runs: its buffers' addresses, the buffers kept alive until it has run, the
@@ -155,7 +177,9 @@ void check_capacity(const SpmdExecutable& s, const std::string& fn, std::source_
     }
   const int64_t host_new = (new_bytes[1] + new_bytes[2]) * int64_t(s.mesh->num_devices());
   if (host_cap > 0 && host_new > 0) {
-    const int64_t used = allocator().stats(s.mesh->device_ids[0], MemoryKind::pinned_host).bytes_in_use;
+    const int dev0 = s.mesh->device_ids[0];  // the host spaces are the process's: any device reports them
+    const int64_t used = allocator().stats(dev0, MemoryKind::pinned_host).bytes_in_use +
+                         allocator().stats(dev0, MemoryKind::unpinned_host).bytes_in_use;
     if (used + host_new > host_cap) fail("the process's host memory", used, host_new, host_cap);
   }
 }
@@ -254,14 +278,17 @@ void run_on_device(const std::shared_ptr<CallState>& st, size_t p) {
     err = std::current_exception();
   }
   if (err) communicator().abort(err);
-  w.keep.clear();  // inputs and arenas: this device no longer reads them
   w.wait_for.clear();
   std::unique_lock<std::mutex> g(st->mu);
   if (err && !st->error) st->error = err;
   if (--st->remaining > 0) return;
   g.unlock();
+  // The inputs and arenas are freed only now: after an abort the communicator thread may still
+  // be copying a collective of this call into or out of them until reset() returns.
   if (st->error) communicator().reset();
   else merge_traffic(*st);
+  for (DeviceWork& d : st->work) d.keep.clear();
+  register_exit_drain(*st->spmd);
   if (st->error) st->call->done.set_error(st->error);
   else st->call->done.set();
   call_order().complete(st->ticket);
@@ -289,6 +316,10 @@ std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutabl
   const size_t n = spmd->mesh->num_devices(), n_in = exe.in_avals.size();
   std::vector<std::vector<std::shared_ptr<Buffer>>> in = check_inputs(*spmd, inputs, fn, names, loc);
   check_capacity(*spmd, fn, loc);
+  // Every device's queue before anything is claimed (an id beyond the configured count throws
+  // here, not after a ticket is taken, which would stall every later call).
+  std::vector<DeviceQueue*> queues;
+  for (int id : spmd->mesh->device_ids) queues.push_back(&compute_queue(id));
   // Donated shards are claimed atomically before anything is allocated or enqueued; a call that
   // fails before it is enqueued releases its claims, so the caller's Arrays stay readable.
   std::vector<Buffer*> claimed;
@@ -333,7 +364,7 @@ std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutabl
   CallOrder& order = call_order();
   std::lock_guard<std::mutex> g(order.dispatch_mu);
   st->ticket = order.next_ticket++;
-  for (size_t p = 0; p < n; ++p) compute_queue(spmd->mesh->device_ids[p]).enqueue([st, p] { run_on_device(st, p); });
+  for (size_t p = 0; p < n; ++p) queues[p]->enqueue([st, p] { run_on_device(st, p); });
   return st->call;
 }
 

@@ -1,6 +1,7 @@
 // minijax multi-device executor: runs one compiled SPMD program on every device of its mesh at
 // once, each device on its own compute thread, and returns as soon as the work is enqueued.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <source_location>
@@ -23,6 +24,9 @@ struct SpmdExecutable {
   /// Per site: the index of the top-level equation of the SPMD program (before the compiler's
   /// passes) holding it, for CollectiveStats::eqn_index; SIZE_MAX when unknown.
   std::vector<size_t> site_eqn_index;
+  /// Set once its first call has completed and the executor's exit drain was registered after
+  /// it (execute_spmd.cc, register_exit_drain).
+  mutable std::atomic<bool> exit_drain_registered{false};
 };
 
 /// Binds `exe` (compiled with spmd) to `mesh`. ShardingError at `loc` for a site whose axes do
