@@ -28,6 +28,11 @@ struct Config {
   /// Capacity in bytes of the process's host memory (pinned_host and unpinned_host together,
   /// one space shared by all devices), checked as device_memory_bytes is. 0 = unlimited.
   int64_t host_memory_bytes = 0;
+  /// The emulated host link of the copy engines (jit/runtime/copy_engine.h), in bytes per
+  /// second: a copy of n bytes takes at least n / host_link_bytes_per_s seconds of wall time (the
+  /// memcpy, then a timed wait using no core), as a DMA link would, since device and host memory
+  /// are the same RAM here. 0 (the default): off, a copy takes its memcpy's time. Read per copy.
+  double host_link_bytes_per_s = 0;
   /// Directory of the persistent compilation cache (JAX's jax_compilation_cache_dir): object code
   /// of compiled programs keyed by SHA-256 of the program, options, library build, LLVM version
   /// and CPU features (jit/compile_cache.h). Empty (the default): off. Read at every compile.

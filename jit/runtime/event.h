@@ -13,8 +13,9 @@ namespace minijax {
 /// A one-shot completion signal shared by its copies (copies of an Event refer to one state).
 /// It completes once, either successfully (set) or with an error (set_error); the first
 /// completion wins and later set/set_error calls are ignored. Waiting blocks on a condition
-/// variable (never spins). Unlike core/buffer.h's ReadyEvent it carries an error, which wait()
-/// rethrows. Thread-safe.
+/// variable (never spins). wait() rethrows the error. core/buffer.h's ReadyEvent (a buffer's
+/// completion, which core code must see) is the same signal without callbacks; merging the two
+/// is left open (docs/runtime.md). Thread-safe.
 class Event {
  public:
   /// A fresh, pending event.

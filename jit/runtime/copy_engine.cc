@@ -1,0 +1,171 @@
+// minijax copy engines: the FIFO thread of each device's engine, strided copies, the emulated
+// link's timed waits, and the process's engines (one per device, created on first use).
+#include "jit/runtime/copy_engine.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "core/config.h"
+#include "core/device.h"
+#include "core/errors.h"
+
+namespace minijax {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Job {
+  CopyDescriptor d;
+  std::vector<Event> after;
+  std::vector<std::shared_ptr<const void>> keep;
+  Event done;
+};
+
+void copy_chunks(const CopyDescriptor& d) {
+  const auto* src = static_cast<const std::byte*>(d.src);
+  auto* dst = static_cast<std::byte*>(d.dst);
+  if (d.count == 1 || (d.src_stride == d.chunk_bytes && d.dst_stride == d.chunk_bytes)) {
+    if (d.bytes() > 0) std::memcpy(dst, src, size_t(d.bytes()));
+    return;
+  }
+  for (int64_t k = 0; k < d.count; ++k)
+    std::memcpy(dst + k * d.dst_stride, src + k * d.src_stride, size_t(d.chunk_bytes));
+}
+
+}  // namespace
+
+struct CopyEngine::Impl {
+  mutable std::mutex mu;
+  std::condition_variable cv;       // work arrived, or stop
+  std::condition_variable idle_cv;  // the queue drained
+  std::deque<Job> jobs;
+  bool running = false, stop = false;
+  CopyEngineStats stats;
+  std::thread thread;
+
+  // The emulated link: what remains of bytes / B after the memcpy, waited without a core (an
+  // engine being destroyed stops waiting).
+  void link_wait(int64_t bytes, Clock::time_point start, double& waited) {
+    const double bw = config().host_link_bytes_per_s;
+    if (bw <= 0 || bytes <= 0) return;
+    const auto until = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(double(bytes) / bw));
+    const auto before = Clock::now();
+    std::unique_lock<std::mutex> g(mu);
+    cv.wait_until(g, until, [&] { return stop; });
+    waited = std::chrono::duration<double>(Clock::now() - before).count();
+  }
+
+  void run_one(Job& job) {
+    std::exception_ptr err;
+    for (const Event& e : job.after) {
+      try {
+        e.wait();
+      } catch (...) {
+        err = std::current_exception();
+        break;
+      }
+    }
+    double copied = 0, waited = 0;
+    if (!err) {
+      const auto start = Clock::now();
+      copy_chunks(job.d);
+      copied = std::chrono::duration<double>(Clock::now() - start).count();
+      link_wait(job.d.bytes(), start, waited);
+    }
+    {
+      std::lock_guard<std::mutex> g(mu);
+      if (!err) {
+        stats.copies += 1;
+        stats.bytes += job.d.bytes();
+        stats.copy_seconds += copied;
+        stats.link_wait_seconds += waited;
+      }
+    }
+    job.keep.clear();
+    if (err) job.done.set_error(err);
+    else job.done.set();
+  }
+
+  void loop() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> g(mu);
+        running = false;
+        if (jobs.empty()) idle_cv.notify_all();
+        cv.wait(g, [&] { return stop || !jobs.empty(); });
+        if (jobs.empty()) return;
+        job = std::move(jobs.front());
+        jobs.pop_front();
+        running = true;
+      }
+      run_one(job);
+    }
+  }
+};
+
+CopyEngine::CopyEngine(int device_id) : device_id_(device_id), impl_(std::make_unique<Impl>()) {
+  impl_->thread = std::thread([this] { impl_->loop(); });
+}
+
+CopyEngine::~CopyEngine() {
+  std::deque<Job> left;
+  {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    impl_->stop = true;
+    left.swap(impl_->jobs);
+  }
+  impl_->cv.notify_all();
+  impl_->thread.join();
+  auto err = std::make_exception_ptr(ValueError("copy engine of device " + std::to_string(device_id_) +
+                                                " destroyed with the copy queued"));
+  for (Job& j : left) j.done.set_error(err);
+}
+
+Event CopyEngine::enqueue(const CopyDescriptor& d, std::vector<Event> after,
+                          std::vector<std::shared_ptr<const void>> keep) {
+  const std::string what = "copy engine of device " + std::to_string(device_id_) + ": a copy of " +
+                           std::to_string(d.count) + " x " + std::to_string(d.chunk_bytes) + " B";
+  if (d.chunk_bytes < 0 || d.count < 0) throw ValueError(what + " has a negative size or count");
+  if (d.bytes() > 0 && (!d.src || !d.dst)) throw ValueError(what + " has a null source or destination");
+  Job job{d, std::move(after), std::move(keep), Event()};
+  Event done = job.done;
+  {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    impl_->jobs.push_back(std::move(job));
+  }
+  impl_->cv.notify_one();
+  return done;
+}
+
+void CopyEngine::synchronize() {
+  std::unique_lock<std::mutex> g(impl_->mu);
+  impl_->idle_cv.wait(g, [&] { return impl_->jobs.empty() && !impl_->running; });
+}
+
+CopyEngineStats CopyEngine::stats() const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  return impl_->stats;
+}
+
+CopyEngine& copy_engine(int device_id) {
+  // Leaked on purpose, as the compute queues: engines outlive static destructors.
+  static std::mutex mu;
+  static auto* engines = new std::vector<std::unique_ptr<CopyEngine>>();
+  const int n = num_devices();
+  if (device_id < 0 || device_id >= n)
+    throw ValueError("copy_engine: device " + std::to_string(device_id) + " does not exist (there are " +
+                     std::to_string(n) + " devices)");
+  std::lock_guard<std::mutex> g(mu);
+  if (engines->size() < size_t(n)) engines->resize(size_t(n));
+  auto& e = (*engines)[size_t(device_id)];
+  if (!e) e = std::make_unique<CopyEngine>(device_id);
+  return *e;
+}
+
+}  // namespace minijax

@@ -1,0 +1,69 @@
+// minijax copy engines: one per device, on its own thread, moving bytes between memory kinds
+// while the device computes, with an optional emulated host link (config().host_link_bytes_per_s).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "jit/runtime/event.h"
+
+namespace minijax {
+
+/// One copy: `count` chunks of `chunk_bytes` bytes, chunk k read at src + k·src_stride and
+/// written at dst + k·dst_stride (strides in bytes; negative walks backwards, as a reversed
+/// scan's slices of a stacked buffer; count 1 is a plain contiguous copy). Source and
+/// destination must not overlap.
+struct CopyDescriptor {
+  const void* src = nullptr;
+  void* dst = nullptr;
+  int64_t chunk_bytes = 0;
+  int64_t count = 1;
+  int64_t src_stride = 0, dst_stride = 0;
+  /// chunk_bytes × count.
+  int64_t bytes() const { return chunk_bytes * count; }
+};
+
+/// What one engine did since it was created: copies completed, bytes moved, seconds its thread
+/// spent copying (memcpy) and seconds it spent in the emulated link's timed waits.
+struct CopyEngineStats {
+  int64_t copies = 0, bytes = 0;
+  double copy_seconds = 0, link_wait_seconds = 0;
+};
+
+/// A device's copy engine: a thread working through a FIFO of copies, as a DMA engine works
+/// through its queue. A copy starts once the copies before it are done and its `after` events
+/// have completed; its event completes when its bytes are in place. With
+/// config().host_link_bytes_per_s = B > 0 (read per copy) a copy of n bytes takes at least n / B
+/// seconds of wall time: the memcpy, then a timed wait (a condition variable, no core used) for
+/// what remains of n / B, so overlap with compute can be measured on machines where device and
+/// host memory are the same RAM. Thread-safe; never spins.
+class CopyEngine {
+ public:
+  explicit CopyEngine(int device_id);
+  /// Fails the copies still queued (ValueError "copy engine destroyed") and joins the thread.
+  ~CopyEngine();
+  CopyEngine(const CopyEngine&) = delete;
+  CopyEngine& operator=(const CopyEngine&) = delete;
+
+  /// Enqueues `d`; returns at once. The returned event completes when the copy is done; if one
+  /// of `after` fails, the copy is skipped (nothing written) and the event fails with that
+  /// error. `keep` is held until the copy completes (the buffers it reads and writes). Throws
+  /// ValueError for a null pointer with bytes to copy, or a negative size or count.
+  Event enqueue(const CopyDescriptor& d, std::vector<Event> after = {},
+                std::vector<std::shared_ptr<const void>> keep = {});
+  /// Waits until every copy enqueued so far has completed (successfully or not).
+  void synchronize();
+  CopyEngineStats stats() const;
+  int device_id() const { return device_id_; }
+
+ private:
+  struct Impl;
+  int device_id_;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The copy engine of device `device_id` (created on first use, kept for the life of the
+/// process). ValueError naming the id and the count for an id outside devices().
+CopyEngine& copy_engine(int device_id);
+
+}  // namespace minijax
