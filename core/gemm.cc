@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <mutex>
 #include <string>
 
 #include "core/errors.h"
@@ -60,6 +61,11 @@ void gemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k, double al
     if (v > INT_MAX) throw ValueError("gemm: dimension " + std::to_string(v) + " exceeds the BLAS int range");
   auto ta = (trans_a == 'T' || trans_a == 't') ? CblasTrans : CblasNoTrans;
   auto tb = (trans_b == 'T' || trans_b == 't') ? CblasTrans : CblasNoTrans;
+  // Debian's serial OpenBLAS (cmake/Dependencies.cmake) shares its work buffer between calls, so
+  // calls from several device threads at once corrupt each other's results (seen as wrong f64
+  // dots in the sharded conformance suite): they take turns.
+  static std::mutex serial_blas;
+  std::lock_guard<std::mutex> turn(serial_blas);
   cblas_dgemm(CblasRowMajor, ta, tb, blasint(m), blasint(n), blasint(k), alpha, A, blasint(lda), B,
               blasint(ldb), beta, C, blasint(ldc));
 }
