@@ -30,7 +30,7 @@ const std::set<std::string>& transcendental() {
 const std::set<std::string>& data_movement() {
   static const std::set<std::string> s = {"broadcast_in_dim", "transpose", "reshape", "squeeze", "expand_dims",
                                           "slice", "rev", "pad", "concatenate", "dynamic_slice", "gather",
-                                          "dynamic_update_slice", "device_put", "optimization_barrier",
+                                          "dynamic_update_slice", "device_put", "copy_start", "copy_done", "optimization_barrier",
                                           "stop_gradient", "iota"};
   return s;
 }

@@ -21,6 +21,7 @@
 #include "jit/runtime/abi.h"
 #include "memory/memory_analysis.h"
 #include "memory/plan_buffers.h"
+#include "memory/schedule_offloads.h"
 
 namespace minijax {
 
@@ -87,6 +88,7 @@ Executable run_passes(const Jaxpr& traced, const CompileOptions& opts) {
   j = dump("simplify", simplify(j));
   j = dump("pack_dot_operands", pack_dot_operands(j));
   j = dump("fuse", fuse(j));
+  j = dump("schedule_offloads", schedule_offloads(j));
   j = dump("rename_body_variables", rename_body_variables(j));
   std::vector<bool> donated = opts.donated;
   if (!exe.hoisted_consts.empty()) donated.resize(j.invars.size(), false);  // constants: never donated

@@ -9,7 +9,7 @@
 namespace minijax {
 
 /// Compiles `traced` (a jaxpr without constvars: f's constants are leading invars) through
-/// dce → inline_calls → simplify → pack_dot_operands → fuse → rename_body_variables → analyze_liveness / plan_buffers →
+/// dce → inline_calls → simplify → pack_dot_operands → fuse → schedule_offloads → rename_body_variables → analyze_liveness / plan_buffers →
 /// lower (KIR) → LLVM O2 → object code → ORC. The program after the passes is looked up in the
 /// process-wide executable cache (jit/compile_cache.h) first: an equal program compiled before
 /// (by any jit) is shared, and code generation is skipped. Throws CompileError when LLVM rejects

@@ -37,6 +37,9 @@ const bool registered = [] {
                         none_in_place});
   // bitcast_convert_type: the same row-major bytes under another dtype (and shape, 4 <-> 8 bytes).
   register_buffer_rule("bitcast_convert_type", view_of_first());
+  // copy_done returns the destination copy_start allocated (memory/schedule_offloads.h); its
+  // second operand, the source, is only kept alive until the copy completes.
+  register_buffer_rule("copy_done", view_of_first());
   // device_put within one memory kind is the identity; across kinds it is a copy. On one device a
   // sharding_constraint is only its memory kind: the same rule.
   for (const char* p : {"device_put", "sharding_constraint"})

@@ -53,6 +53,31 @@ void lower_memory_move(ProgramEmitter& pe, const Eqn& e) {
                                  memory_kind_name(out.memory_kind) + ", " + std::to_string(out.nbytes()) + " B");
 }
 
+// copy_start: device_put's copy, enqueued on the device's copy engine (jit/runtime/copy_engine.h)
+// and not waited for; copy_done waits for it (keyed by the destination's address, so the code
+// carries no handle). A literal source is stored at once.
+void lower_copy_start(ProgramEmitter& pe, const Eqn& e) {
+  const ShapedArray& in = atom_aval(e.inputs.at(0));
+  const ShapedArray& out = e.outputs.at(0).aval();
+  Value dst = pe.addr(e.outputs[0]);
+  if (auto* l = std::get_if<Literal>(&e.inputs[0])) {
+    pe.store_literal(dst, *l);
+  } else {
+    pe.call_runtime("mj_rt_copy_start", kir::kVoid, {kir::kPtr, kir::kI32, kir::kPtr, kir::kI32, kir::kI64},
+                    {dst, pe.b.i32(int32_t(out.memory_kind)), pe.addr(e.inputs[0]), pe.b.i32(int32_t(in.memory_kind)),
+                     pe.b.i64(out.nbytes())});
+  }
+  pe.note(e, "runtime call", std::string("mj_rt_copy_start ") + memory_kind_name(in.memory_kind) + " -> " +
+                                 memory_kind_name(out.memory_kind) + ", " + std::to_string(out.nbytes()) + " B");
+}
+
+void lower_copy_done(ProgramEmitter& pe, const Eqn& e) {
+  Value dst = pe.addr(e.inputs.at(0));
+  pe.call_runtime("mj_rt_copy_done", kir::kVoid, {kir::kPtr}, {dst});
+  pe.copy_atom(pe.addr(e.outputs[0]), e.inputs[0]);  // the same buffer (its buffer rule): no copy
+  pe.note(e, "runtime call", "mj_rt_copy_done: waits for its copy_start");
+}
+
 // ---- collectives of an SPMD program -------------------------------------------------------------
 // A program compiled for a mesh (ProgramEmitter::collective_sites set) runs on every device of the
 // mesh at once: a collective over more than one device is a call of the runtime, which joins the
@@ -170,6 +195,8 @@ void lower_custom_lin(ProgramEmitter&, const Eqn& e) {
 
 const RegisterProgramRule reg_bitcast("bitcast_convert_type", "view", lower_bitcast);
 const RegisterProgramRule reg_device_put("device_put", "view or runtime call", lower_memory_move);
+const RegisterProgramRule reg_copy_start("copy_start", "runtime call", lower_copy_start);
+const RegisterProgramRule reg_copy_done("copy_done", "runtime call", lower_copy_done);
 const RegisterProgramRule reg_constraint("sharding_constraint", "view or runtime call", lower_memory_move);
 const RegisterProgramRule reg_all_gather("all_gather", "view or runtime call", lower_identity_collective);
 const RegisterProgramRule reg_all_reduce("all_reduce", "view or runtime call", lower_identity_collective);

@@ -1,5 +1,5 @@
 // minijax runtime ABI: the runtime functions compiled code calls (oneTBB parallel loops, GEMM
-// through core/gemm.h, copies across memory kinds, one-device ragged_all_to_all) and their symbol
+// through core/gemm.h, copies across memory kinds on the copy engine, one-device ragged_all_to_all) and their symbol
 // table. Errors are recorded per thread, never thrown.
 #include "jit/runtime/abi.h"
 
@@ -7,6 +7,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <tbb/blocked_range.h>
@@ -15,6 +16,7 @@
 
 #include "core/dtype.h"
 #include "core/gemm.h"
+#include "jit/runtime/copy_engine.h"
 #include "jit/runtime/gemm.h"
 #include "jit/runtime/spmd_context.h"
 
@@ -62,6 +64,8 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"mj_rt_parallel_for", reinterpret_cast<void*>(&mj_rt_parallel_for)},
       {"mj_rt_gemm", reinterpret_cast<void*>(&mj_rt_gemm)},
       {"mj_rt_copy", reinterpret_cast<void*>(&mj_rt_copy)},
+      {"mj_rt_copy_start", reinterpret_cast<void*>(&mj_rt_copy_start)},
+      {"mj_rt_copy_done", reinterpret_cast<void*>(&mj_rt_copy_done)},
       {"mj_rt_ragged_all_to_all_local", reinterpret_cast<void*>(&mj_rt_ragged_all_to_all_local)},
       {"mj_rt_collective", reinterpret_cast<void*>(&mj_rt_collective)},
       {"mj_rt_axis_index", reinterpret_cast<void*>(&mj_rt_axis_index)},
@@ -115,10 +119,54 @@ extern "C" void mj_rt_gemm(int32_t dtype, int32_t trans_a, int32_t trans_b, int6
   }
 }
 
+// A copy between memory kinds runs on the device's copy engine (so config().host_link_bytes_per_s
+// applies and the engine counts it); the program waits for it here, until schedule_offloads
+// splits copies into copy_start / copy_done (docs/offload.md). Within one kind: a memcpy.
 extern "C" void mj_rt_copy(void* dst, int32_t dst_kind, const void* src, int32_t src_kind, int64_t nbytes) {
-  (void)dst_kind;
-  (void)src_kind;
-  if (nbytes > 0) std::memcpy(dst, src, size_t(nbytes));
+  using namespace minijax;
+  if (nbytes <= 0) return;
+  if (dst_kind == src_kind) {
+    std::memcpy(dst, src, size_t(nbytes));
+    return;
+  }
+  try {
+    copy_engine(current_device_id()).enqueue(CopyDescriptor{src, dst, nbytes}).wait();
+  } catch (const std::exception& e) {
+    record("mj_rt_copy", e);
+  }
+}
+
+namespace {
+// The copies a thread's program started and has not yet waited for, by destination address
+// (copy_start and its copy_done run on the same thread: the device's compute thread).
+thread_local std::unordered_map<const void*, minijax::Event> started_copies;
+}  // namespace
+
+extern "C" void mj_rt_copy_start(void* dst, int32_t dst_kind, const void* src, int32_t src_kind, int64_t nbytes) {
+  using namespace minijax;
+  if (nbytes <= 0) return;
+  try {
+    if (dst_kind == src_kind) {
+      std::memcpy(dst, src, size_t(nbytes));
+      return;
+    }
+    started_copies[dst] = copy_engine(current_device_id()).enqueue(CopyDescriptor{src, dst, nbytes});
+  } catch (const std::exception& e) {
+    record("mj_rt_copy_start", e);
+  }
+}
+
+extern "C" void mj_rt_copy_done(void* dst) {
+  using namespace minijax;
+  auto it = started_copies.find(dst);
+  if (it == started_copies.end()) return;  // a literal, an empty or a same-kind copy: done at the start
+  minijax::Event ev = std::move(it->second);
+  started_copies.erase(it);
+  try {
+    ev.wait();
+  } catch (const std::exception& e) {
+    record("mj_rt_copy_done", e);
+  }
 }
 
 extern "C" void mj_rt_ragged_all_to_all_local(void* out, int64_t out_rows, const void* in, int64_t in_rows,

@@ -39,10 +39,17 @@ void mj_rt_gemm(int32_t dtype, int32_t trans_a, int32_t trans_b, int64_t m, int6
                 void* C, int64_t ldc, int64_t stride_c, int64_t batch);
 /// Copies `nbytes` bytes from `src` (memory kind `src_kind`, a minijax MemoryKind: 0 device,
 /// 1 pinned_host, 2 unpinned_host) to `dst` (kind `dst_kind`): a device_put (or a
-/// sharding_constraint) across memory kinds. Every kind is host memory in this build, so it is
-/// one memcpy on the calling thread; the kinds are passed for a transfer scheduler. The buffers
-/// must not overlap. nbytes <= 0: nothing.
+/// sharding_constraint) across memory kinds, left synchronous (schedule_offloads splits the
+/// device_puts it sees): the copy runs on the calling device's copy engine (emulated link
+/// included) and this call waits for it; within one kind, a memcpy. The buffers must not
+/// overlap. nbytes <= 0: nothing.
 void mj_rt_copy(void* dst, int32_t dst_kind, const void* src, int32_t src_kind, int64_t nbytes);
+/// copy_start: enqueues the copy of nbytes from src (kind src_kind) to dst (kind dst_kind) on the
+/// calling device's copy engine and returns; within one kind, a memcpy at once.
+void mj_rt_copy_start(void* dst, int32_t dst_kind, const void* src, int32_t src_kind, int64_t nbytes);
+/// copy_done: waits for the copy the calling thread started into dst (a no-op when none is
+/// pending); a failed copy is recorded as the thread's runtime error.
+void mj_rt_copy_done(void* dst);
 /// ragged_all_to_all on a group of one device (XLA RaggedAllToAll with axis_size 1; the SPMD
 /// executor's rule in jit/runtime/reference_executor.cc): `out` (out_rows rows of row_bytes
 /// bytes) already holds the `output` operand; rows [in_off[0], in_off[0] + send[0]) of `in`

@@ -17,6 +17,8 @@ thread_local SpmdDeviceContext* tls_context = nullptr;
 
 void set_spmd_context(SpmdDeviceContext* ctx) { tls_context = ctx; }
 
+int current_device_id() { return tls_context ? tls_context->device_id : 0; }
+
 std::vector<CollectiveSite> bind_collective_sites(const std::vector<Eqn>& sites, const Mesh& mesh,
                                                   std::source_location loc) {
   std::vector<CollectiveSite> out;

@@ -51,6 +51,9 @@ struct SpmdDeviceContext {
   std::exception_ptr error;          ///< the first collective failure (the communicator is aborted)
 };
 
+/// The device the calling thread runs a program for: its SPMD context's device, else 0 (a
+/// one-device program runs on device 0).
+int current_device_id();
 /// Makes `ctx` the calling thread's device context (null: none).
 void set_spmd_context(SpmdDeviceContext* ctx);
 

@@ -20,6 +20,10 @@ Registrar reg([] {
   t["fusion"] =
       "a compiler-internal kernel that jit/fuse makes after partitioning (the pass pipeline runs "
       "propagate_shardings and partition_spmd first), so propagation never meets it";
+  for (const char* n : {"copy_start", "copy_done"})
+    t[n] =
+        "a compiler-internal half of a device_put that memory/schedule_offloads makes after "
+        "fusion (after partitioning), so propagation never meets it";
   t["custom_lin"] =
       "an autodiff-internal placeholder for a custom VJP's linear part that exists only while "
       "linearize runs; finished programs never hold it, so propagation never meets it";

@@ -41,6 +41,10 @@ const std::vector<std::pair<std::string, std::string>>& exemptions() {
       {"axis_index", "device coordinate: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
       {"fusion", "compiler-internal kernel made by jit/fuse after autodiff (takes a jaxpr; no JVP, "
                  "transpose or batching by design): tests/jit/test_fuse.cc"},
+      {"copy_start", "compiler-internal half of device_put made by memory/schedule_offloads after "
+                     "fusion: tests/memory/test_schedule_offloads.cc"},
+      {"copy_done", "compiler-internal half of device_put made by memory/schedule_offloads after "
+                    "fusion: tests/memory/test_schedule_offloads.cc"},
   };
   return e;
 }
@@ -62,6 +66,9 @@ const std::vector<std::pair<std::string, std::string>>& sharded_exemptions() {
     for (const char* n : {"all_gather", "all_reduce", "reduce_scatter", "all_to_all",
                           "collective_permute", "ragged_all_to_all", "axis_index"})
       v.emplace_back(n, coll);
+    for (const char* n : {"copy_start", "copy_done"})
+      v.emplace_back(n, "compiler-internal half of device_put made after partitioning and fusion "
+                        "(exempt from the unsharded suite too); tests/memory/test_schedule_offloads.cc");
     v.emplace_back("fusion",
                    "compiler-internal kernel made by jit/fuse after partitioning, so propagation "
                    "never meets it (exempt from the unsharded suite too); tests/jit/test_fuse.cc");
