@@ -327,14 +327,19 @@ std::vector<Array> run_compiled(const Executable& exe, const std::vector<Array>&
   return execute(exe, consts, leaves, loc, InputNames{name, consts.size(), first_leaf, nargs});
 }
 
-std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
-                                                 const std::vector<bool>& donated, std::source_location loc) {
+CompileOptions compile_options(const JitOptions& opts, const std::vector<bool>& donated, bool spmd) {
   CompileOptions co;
   co.name = opts.name;
   co.donated = donated;
   co.dump_dir = opts.dump_dir;
   co.keep_llvm_ir = opts.keep_llvm_ir;
-  std::shared_ptr<const Executable> exe = compile_executable(*jaxpr->jaxpr, co);
+  co.spmd = spmd;
+  return co;
+}
+
+std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
+                                                 const std::vector<bool>& donated, std::source_location loc) {
+  std::shared_ptr<const Executable> exe = compile_executable(*jaxpr->jaxpr, compile_options(opts, donated, false));
   check_compiled_capacity(*exe, 1, loc);
   return exe;
 }

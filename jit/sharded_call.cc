@@ -97,13 +97,7 @@ void check_compiled_capacity(const Executable& exe, size_t num_devices, std::sou
 
 std::shared_ptr<const SpmdExecutable> compile_sharded(const LoweredProgram& low, const JitOptions& opts,
                                                       const std::vector<bool>& donated, std::source_location loc) {
-  CompileOptions co;
-  co.name = opts.name;
-  co.donated = donated;
-  co.dump_dir = opts.dump_dir;
-  co.keep_llvm_ir = opts.keep_llvm_ir;
-  co.spmd = true;
-  std::shared_ptr<const Executable> exe = compile_executable(low.program, co);
+  std::shared_ptr<const Executable> exe = compile_executable(low.program, compile_options(opts, donated, true));
   check_compiled_capacity(*exe, low.mesh->num_devices(), loc);
   std::vector<size_t> where = site_equations(low.program, exe->collective_sites);
   return bind_spmd_executable(std::move(exe), low.mesh, std::move(where), loc);
@@ -115,10 +109,6 @@ std::vector<Array> run_sharded(const std::shared_ptr<const LoweredProgram>& lowe
                                std::shared_ptr<SpmdRun>* run, std::source_location loc) {
   const LoweredProgram& low = *lowered;
   check_mesh_devices(*low.mesh, loc);
-  if (!(*spmd->mesh == *low.mesh))
-    throw ShardingError("jit: the executable was compiled for " + spmd->mesh->str() + " and its lowering is on " +
-                            low.mesh->str(),
-                        loc);
   if (operands.size() != low.in_shardings.size())
     throw ValueError("jit: " + std::to_string(operands.size()) + " operands for a program of " +
                          std::to_string(low.in_shardings.size()) + " inputs",

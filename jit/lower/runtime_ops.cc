@@ -30,46 +30,39 @@ void lower_bitcast(ProgramEmitter& pe, const Eqn& e) {
   pe.note(e, "view", "reinterprets its operand's bytes");
 }
 
+// The copy of operand 0 into output 0 across memory kinds through runtime function `fn`
+// (mj_rt_copy: waited for; mj_rt_copy_start: enqueued on the copy engine); a literal is stored.
+void emit_copy(ProgramEmitter& pe, const Eqn& e, const char* fn) {
+  const ShapedArray& in = atom_aval(e.inputs.at(0));
+  const ShapedArray& out = e.outputs.at(0).aval();
+  Value dst = pe.addr(e.outputs[0]);
+  if (auto* l = std::get_if<Literal>(&e.inputs[0])) {
+    pe.store_literal(dst, *l);
+  } else {
+    pe.call_runtime(fn, kir::kVoid, {kir::kPtr, kir::kI32, kir::kPtr, kir::kI32, kir::kI64},
+                    {dst, pe.b.i32(int32_t(out.memory_kind)), pe.addr(e.inputs[0]), pe.b.i32(int32_t(in.memory_kind)),
+                     pe.b.i64(out.nbytes())});
+  }
+  pe.note(e, "runtime call", std::string(fn) + " " + memory_kind_name(in.memory_kind) + " -> " +
+                                 memory_kind_name(out.memory_kind) + ", " + std::to_string(out.nbytes()) + " B");
+}
+
 // device_put / sharding_constraint: the identity within one memory kind (a view); across kinds a
 // copy through the runtime (eager device_put: a memcpy into a buffer of the new kind). On one
 // device a sharding is only its memory kind.
 void lower_memory_move(ProgramEmitter& pe, const Eqn& e) {
-  const ShapedArray& in = atom_aval(e.inputs.at(0));
-  const ShapedArray& out = e.outputs.at(0).aval();
-  if (in.memory_kind == out.memory_kind) {
+  if (atom_aval(e.inputs.at(0)).memory_kind == e.outputs.at(0).aval().memory_kind) {
     alias_outputs(pe, e);
     pe.note(e, "view", "same memory kind: aliases its operand");
     return;
   }
-  Value dst = pe.addr(e.outputs[0]);
-  if (auto* l = std::get_if<Literal>(&e.inputs[0])) {
-    pe.store_literal(dst, *l);
-  } else {
-    pe.call_runtime("mj_rt_copy", kir::kVoid, {kir::kPtr, kir::kI32, kir::kPtr, kir::kI32, kir::kI64},
-                    {dst, pe.b.i32(int32_t(out.memory_kind)), pe.addr(e.inputs[0]), pe.b.i32(int32_t(in.memory_kind)),
-                     pe.b.i64(out.nbytes())});
-  }
-  pe.note(e, "runtime call", std::string("mj_rt_copy ") + memory_kind_name(in.memory_kind) + " -> " +
-                                 memory_kind_name(out.memory_kind) + ", " + std::to_string(out.nbytes()) + " B");
+  emit_copy(pe, e, "mj_rt_copy");
 }
 
 // copy_start: device_put's copy, enqueued on the device's copy engine (jit/runtime/copy_engine.h)
 // and not waited for; copy_done waits for it (keyed by the destination's address, so the code
-// carries no handle). A literal source is stored at once.
-void lower_copy_start(ProgramEmitter& pe, const Eqn& e) {
-  const ShapedArray& in = atom_aval(e.inputs.at(0));
-  const ShapedArray& out = e.outputs.at(0).aval();
-  Value dst = pe.addr(e.outputs[0]);
-  if (auto* l = std::get_if<Literal>(&e.inputs[0])) {
-    pe.store_literal(dst, *l);
-  } else {
-    pe.call_runtime("mj_rt_copy_start", kir::kVoid, {kir::kPtr, kir::kI32, kir::kPtr, kir::kI32, kir::kI64},
-                    {dst, pe.b.i32(int32_t(out.memory_kind)), pe.addr(e.inputs[0]), pe.b.i32(int32_t(in.memory_kind)),
-                     pe.b.i64(out.nbytes())});
-  }
-  pe.note(e, "runtime call", std::string("mj_rt_copy_start ") + memory_kind_name(in.memory_kind) + " -> " +
-                                 memory_kind_name(out.memory_kind) + ", " + std::to_string(out.nbytes()) + " B");
-}
+// carries no handle).
+void lower_copy_start(ProgramEmitter& pe, const Eqn& e) { emit_copy(pe, e, "mj_rt_copy_start"); }
 
 void lower_copy_done(ProgramEmitter& pe, const Eqn& e) {
   Value dst = pe.addr(e.inputs.at(0));

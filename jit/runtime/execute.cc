@@ -64,6 +64,17 @@ std::vector<Buffer*> check_inputs(const Executable& exe, const Inputs& in, const
 
 }  // namespace
 
+DonationClaims::~DonationClaims() {
+  if (!committed_)
+    for (Buffer* b : bufs_) b->release_donation();
+}
+
+bool DonationClaims::claim(Buffer* b) {
+  if (!b->claim_donation()) return false;
+  bufs_.push_back(b);
+  return true;
+}
+
 void* hoisted_data(const Array& c) {
   return static_cast<const ConcreteArray*>(c.impl())->buffer()->data();
 }
@@ -91,23 +102,12 @@ std::vector<Array> execute(const Executable& exe, std::span<const Array> consts,
   // Donated inputs are claimed before anything runs, atomically: of several calls donating one
   // Array at once, one runs and the others throw here. A call that fails before its program ran
   // releases its claims, so the caller's Arrays stay readable.
-  std::vector<Buffer*> claimed;
-  struct Release {
-    std::vector<Buffer*>* bufs;
-    bool ran = false;
-    ~Release() {
-      if (!ran)
-        for (Buffer* b : *bufs) b->release_donation();
-    }
-  } release{&claimed};
+  DonationClaims claims;
   for (size_t i = 0; i < n_in; ++i)
-    if (exe.plan.donated[i]) {
-      if (!in_bufs[i]->claim_donation())
-        throw ValueError(fn + ": " + names(i) + " (" + in[i].aval().str() +
-                             ") was donated to another call and cannot be read",
-                         loc);
-      claimed.push_back(in_bufs[i]);
-    }
+    if (exe.plan.donated[i] && !claims.claim(in_bufs[i]))
+      throw ValueError(fn + ": " + names(i) + " (" + in[i].aval().str() +
+                           ") was donated to another call and cannot be read",
+                       loc);
   std::vector<void*> in_ptrs(n_in);
   for (size_t i = 0; i < n_in; ++i) in_ptrs[i] = in_bufs[i]->data();
   for (const Array& c : exe.hoisted_consts) in_ptrs.push_back(hoisted_data(c));
@@ -145,7 +145,7 @@ std::vector<Array> execute(const Executable& exe, std::span<const Array> consts,
       arenas[k] = new_buffer(exe.plan.arena_bytes[k], MemoryKind(k));
       arena_ptrs[k] = arenas[k]->data();
     }
-  release.ran = true;  // the program may overwrite donated inputs from here on
+  claims.commit();  // the program may overwrite donated inputs from here on
   exe.entry(in_ptrs.data(), out_ptrs.data(), arena_ptrs);
   if (std::string err = take_runtime_error(); !err.empty()) throw ValueError(fn + " failed: " + err, loc);
   // Donated inputs are consumed: an output in a donated input's buffer takes its bytes over (the

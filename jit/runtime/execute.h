@@ -18,6 +18,26 @@ inline constexpr int kExecuteDevice = 0;
 
 /// How execute names a program input in its error messages: the jit function, how many leading
 /// inputs are its closed-over constants and, per positional argument, its first leaf.
+/// The donated input buffers one call has claimed (Buffer::claim_donation), shared by both
+/// executors: the claims are released when this object is destroyed unless commit() was called,
+/// so a call that fails before its program may overwrite anything leaves the caller's Arrays
+/// readable. Not thread-safe (one per call).
+class DonationClaims {
+ public:
+  DonationClaims() = default;
+  DonationClaims(const DonationClaims&) = delete;
+  DonationClaims& operator=(const DonationClaims&) = delete;
+  ~DonationClaims();
+  /// Claims `b` for this call; false (nothing claimed) when another call holds it.
+  bool claim(Buffer* b);
+  /// From here on the program may overwrite the claimed buffers: they are not released.
+  void commit() { committed_ = true; }
+
+ private:
+  std::vector<Buffer*> bufs_;
+  bool committed_ = false;
+};
+
 struct InputNames {
   std::string_view function;             ///< the jit's name (the executable's name when empty)
   size_t num_consts = 0;                 ///< leading inputs that are closed-over constants

@@ -322,22 +322,11 @@ std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutabl
   for (int id : spmd->mesh->device_ids) queues.push_back(&compute_queue(id));
   // Donated shards are claimed atomically before anything is allocated or enqueued; a call that
   // fails before it is enqueued releases its claims, so the caller's Arrays stay readable.
-  std::vector<Buffer*> claimed;
-  struct Release {
-    std::vector<Buffer*>* bufs;
-    bool enqueued = false;
-    ~Release() {
-      if (!enqueued)
-        for (Buffer* b : *bufs) b->release_donation();
-    }
-  } release{&claimed};
+  DonationClaims claims;
   for (size_t p = 0; p < n; ++p)
     for (size_t i = 0; i < n_in; ++i)
-      if (exe.plan.donated[i]) {
-        if (!in[p][i]->claim_donation())
-          throw ValueError(fn + ": " + names(i) + " was donated to another call and cannot be read", loc);
-        claimed.push_back(in[p][i].get());
-      }
+      if (exe.plan.donated[i] && !claims.claim(in[p][i].get()))
+        throw ValueError(fn + ": " + names(i) + " was donated to another call and cannot be read", loc);
   auto st = std::make_shared<CallState>();
   st->spmd = spmd;
   st->call = std::make_shared<SpmdCall>();
@@ -359,7 +348,7 @@ std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutabl
     for (const Array& c : exe.hoisted_consts) w.in_ptrs.push_back(hoisted_data(c));  // shared, read-only
   }
   for (size_t p = 0; p < n; ++p) allocate_buffers(*st, p);  // may throw ResourceExhaustedError
-  release.enqueued = true;
+  claims.commit();
   for (size_t p = 0; p < n; ++p) bind_outputs(*st, p, in[p]);
   CallOrder& order = call_order();
   std::lock_guard<std::mutex> g(order.dispatch_mu);

@@ -6,27 +6,17 @@
 
 #include <minijax/minijax.h>
 
-#include "core/dce.h"
-#include "jit/fuse.h"
-#include "jit/inline_calls.h"
-#include "jit/simplify.h"
 #include "jit/runtime/memory_stats.h"
 #include "memory/analyze_liveness.h"
 #include "memory/memory_analysis.h"
 #include "memory/plan_buffers.h"
+#include "tests/memory/memory_helpers.h"
 
 namespace {
 
 using mj::Array;
 
-// The program the compiler plans: traced, inlined, simplified, fused (jit/pipeline.cc's order).
-template <class F, class... A>
-mj::Jaxpr fused(F f, const A&... args) {
-  mj::ClosedJaxpr cj = mj::make_jaxpr(f)(args...);
-  mj::Jaxpr j = mj::convert_constvars_jaxpr(*cj.jaxpr);
-  j = mj::dce_jaxpr(j, std::vector<bool>(j.outvars.size(), true), true).first;
-  return mj::fuse(mj::simplify(mj::inline_calls(j)));
-}
+using memtest::fused;
 
 int64_t count_place(const mj::BufferPlan& p, const mj::Jaxpr& j, mj::Place place) {
   int64_t n = 0;

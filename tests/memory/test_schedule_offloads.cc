@@ -5,24 +5,15 @@
 #include <minijax/minijax.h>
 
 #include "core/config.h"
-#include "core/dce.h"
-#include "jit/fuse.h"
-#include "jit/inline_calls.h"
 #include "jit/runtime/copy_engine.h"
-#include "jit/simplify.h"
 #include "memory/schedule_offloads.h"
+#include "tests/memory/memory_helpers.h"
 
 namespace {
 
 using mj::Array;
 
-template <class F, class... A>
-mj::Jaxpr fused(F f, const A&... args) {
-  mj::ClosedJaxpr cj = mj::make_jaxpr(f)(args...);
-  mj::Jaxpr j = mj::convert_constvars_jaxpr(*cj.jaxpr);
-  j = mj::dce_jaxpr(j, std::vector<bool>(j.outvars.size(), true), true).first;
-  return mj::fuse(mj::simplify(mj::inline_calls(j)));
-}
+using memtest::fused;
 
 // The index of the first equation of `j` named `prim` at or after `from` (size when none).
 size_t index_of(const mj::Jaxpr& j, const std::string& prim, size_t from = 0) {
