@@ -7,6 +7,7 @@
 #include "jit/cost_analysis.h"
 #include "jit/pipeline.h"
 #include "memory/memory_analysis.h"
+#include "memory/offload_report.h"
 #include "memory/plan_buffers.h"
 #include "jit/runtime/execute.h"
 
@@ -350,6 +351,7 @@ std::string compiled_text(const Executable& exe, bool llvm_ir) {
   os << "# lowering, one line per equation\n";
   for (auto& l : exe.lowered) os << "  [" << l.strategy << "] " << l.text << "\n";
   os << "# buffer plan\n" << exe.plan.str(exe.program);
+  os << offload_report(exe.program).str();
   os << "# memory_analysis: " << exe.memory.str() << "\n";
   os << "# cost_analysis:";
   for (auto& [k, v] : exe.cost) os << " " << k << "=" << v;

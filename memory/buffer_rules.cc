@@ -40,6 +40,11 @@ const bool registered = [] {
   // copy_done returns the destination copy_start allocated (memory/schedule_offloads.h); its
   // second operand, the source, is only kept alive until the copy completes.
   register_buffer_rule("copy_done", view_of_first());
+  // copy_update_start writes its update into a slice of its first operand, in place (the result
+  // is that buffer, complete once its copy_done has run).
+  register_buffer_rule("copy_update_start",
+                       {[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },
+                        [](const Eqn&, size_t k) { return k == 0 ? std::vector<int>{0} : std::vector<int>{}; }});
   // device_put within one memory kind is the identity; across kinds it is a copy. On one device a
   // sharding_constraint is only its memory kind: the same rule.
   for (const char* p : {"device_put", "sharding_constraint"})
@@ -67,6 +72,19 @@ const bool registered = [] {
   for (const char* p : {"dynamic_update_slice", "scatter_add"})
     register_buffer_rule(p, {[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },
                              [](const Eqn&, size_t k) { return k == 0 ? std::vector<int>{0} : std::vector<int>{}; }});
+  // A loop's carry buffers are its carry outputs' (memory/plan_buffers.h); an initial value that
+  // dies at the loop is computed in place of its carry's buffer, so the loop copies nothing in.
+  register_buffer_rule("scan", {[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },
+                                [](const Eqn& e, size_t k) {
+                                  const size_t nc = size_t(e.params.get_int("num_consts"));
+                                  const size_t ncar = size_t(e.params.get_int("num_carry"));
+                                  return k < ncar ? std::vector<int>{int(nc + k)} : std::vector<int>{};
+                                }});
+  register_buffer_rule("while", {[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },
+                                 [](const Eqn& e, size_t k) {
+                                   const size_t n = size_t(e.params.get_int("cond_nconsts") + e.params.get_int("body_nconsts"));
+                                   return std::vector<int>{int(n + k)};
+                                 }});
   register_buffer_rule("fusion",
                        {[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },
                         [](const Eqn& e, size_t k) {

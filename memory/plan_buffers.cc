@@ -64,6 +64,7 @@ std::string BufferPlan::str(const Jaxpr& program) const {
         case Place::view: os << " view"; break;
         case Place::loop_slice: os << " slice"; break;
         case Place::literal: os << " literal"; break;
+        case Place::undefined: os << " unallocated"; break;
       }
       os << " (" << v.aval().str() << ")";
     }
@@ -87,6 +88,7 @@ struct Class {
   Location fixed_loc;
   bool writable = true;       // may be overwritten in place
   int carry = -1;             // body: the carry whose incoming buffer this is
+  bool undefined = false;     // an allocate_buffer only loops read, as a carry's initial value
   std::vector<Var> members;
   int64_t offset = 0;         // temp placement
 };
@@ -128,6 +130,27 @@ int64_t place(std::vector<Interval>& items) {
 
 using Shifts = std::vector<std::pair<int64_t*, int>>;
 
+// The outputs of allocate_buffer equations of j that are read only as the initial value of a
+// scan's carry (their contents are never read: the loop writes its carry before reading it).
+std::unordered_map<uint64_t, bool> carry_only_allocations(const Jaxpr& j) {
+  std::unordered_map<uint64_t, bool> only;
+  for (const Eqn& e : j.eqns)
+    if (e.primitive->name == "allocate_buffer") only[e.outputs.at(0).id()] = true;
+  if (only.empty()) return only;
+  auto spoil = [&](const Atom& a) {
+    if (auto* v = std::get_if<Var>(&a); v && only.count(v->id())) only[v->id()] = false;
+  };
+  for (const Eqn& e : j.eqns) {
+    const bool scan = e.primitive->name == "scan";
+    const size_t nc = scan ? size_t(e.params.get_int("num_consts")) : 0;
+    const size_t ncar = scan ? size_t(e.params.get_int("num_carry")) : 0;
+    for (size_t a = 0; a < e.inputs.size(); ++a)
+      if (!scan || a < nc || a >= nc + ncar) spoil(e.inputs[a]);
+  }
+  for (const Atom& a : j.outvars) spoil(a);
+  return only;
+}
+
 struct BodySpec {
   std::vector<Location> in_locs;   // per invar: its fixed storage
   std::vector<int> in_carry;       // per invar: carry index (-1: none)
@@ -137,7 +160,15 @@ struct BodySpec {
 
 class ScopePlanner {
  public:
-  ScopePlanner(BufferPlan& plan, const Jaxpr& j) : plan_(plan), j_(j), live_(analyze_liveness(j)) {}
+  ScopePlanner(BufferPlan& plan, const Jaxpr& j) : plan_(plan), j_(j), live_(analyze_liveness(j)) {
+    for (const Eqn& e : j.eqns) {
+      const BufferRule* rule = buffer_rule(e);
+      const std::vector<int> views = rule && rule->views ? rule->views(e) : std::vector<int>{};
+      for (size_t k = 0; k < views.size() && k < e.outputs.size(); ++k)
+        if (views[k] >= 0)
+          if (auto* u = std::get_if<Var>(&e.inputs.at(size_t(views[k])))) view_of_[e.outputs[k].id()] = *u;
+    }
+  }
 
   // Plans the scope; returns the bytes of its temporaries per kind (its region size). The offsets
   // placed in this scope and in nested ones (temps, staging buffers) are appended to `subtree`
@@ -186,6 +217,11 @@ class ScopePlanner {
   }
 
   void try_in_place(size_t i, const Eqn& e, size_t k, const BodySpec* body);
+  // The value v is a view of (through view rules only, e.g. copy_done or reshape), or v itself.
+  Var view_source(const Var& v) const {
+    auto it = view_of_.find(v.id());
+    return it == view_of_.end() ? v : view_source(it->second);
+  }
   std::array<int64_t, 3> plan_nested(size_t i, const Eqn& e);
   void body_destinations(const BodySpec& spec);
   void top_outputs();
@@ -197,6 +233,7 @@ class ScopePlanner {
   std::unordered_map<uint64_t, uint64_t> parent_;
   std::unordered_map<uint64_t, Class> classes_;
   std::unordered_map<uint64_t, Var> vars_;
+  std::unordered_map<uint64_t, Var> view_of_;  // output id -> the operand it is a view of
   std::vector<std::pair<size_t, std::array<int64_t, 3>>> regions_;  // nested regions per eqn
   std::vector<std::array<int64_t, 3>> region_offsets_;
   std::vector<Shifts> region_temps_;
@@ -221,7 +258,7 @@ void ScopePlanner::try_in_place(size_t i, const Eqn& e, size_t k, const BodySpec
       size_t uses = 0;
       bool is_its_carry = false;
       for (size_t o = 0; o < j_.outvars.size(); ++o)
-        if (auto* v = std::get_if<Var>(&j_.outvars[o]); v && *v == out) {
+        if (auto* v = std::get_if<Var>(&j_.outvars[o]); v && view_source(*v) == out) {
           ++uses;
           is_its_carry |= body->out_carry[o] == c.carry;
         }
@@ -388,7 +425,9 @@ void ScopePlanner::body_destinations(const BodySpec& spec) {
     c.outvar = o;
     if (auto* v = std::get_if<Var>(&j_.outvars[o]); v && parent_.count(v->id())) {
       int carry = classes_.at(find(*v)).carry;
-      c.staged = carry >= 0 && overwritten.count(carry) && carry != spec.out_carry[o];
+      // A ys (no carry destination) reading a carry buffer is copied before any carry's copy
+      // (jit/lower/program.cc end_copies), so only a carry reading another carry's buffer stages.
+      c.staged = carry >= 0 && spec.out_carry[o] >= 0 && overwritten.count(carry) && carry != spec.out_carry[o];
     }
     if (c.staged) staging_.push_back({&atom_aval(j_.outvars[o]), sp.end_copies.size()});
     sp.end_copies.push_back(c);
@@ -453,9 +492,18 @@ std::array<int64_t, 3> ScopePlanner::run(const BodySpec* body, Shifts& subtree) 
       c.writable = c.carry >= 0;
     }
   }
+  const auto unallocated = carry_only_allocations(j_);
   for (size_t i = 0; i < j_.eqns.size(); ++i) {
     const Eqn& e = j_.eqns[i];
-    for (auto& o : e.outputs) make_class(o);
+    for (auto& o : e.outputs) {
+      make_class(o);
+      if (auto it = unallocated.find(o.id()); it != unallocated.end() && it->second) {
+        Class& c = classes_.at(o.id());
+        c.undefined = true;
+        c.bytes = 0;
+        c.writable = false;
+      }
+    }
     const BufferRule* rule = buffer_rule(e);
     std::vector<int> views = rule && rule->views ? rule->views(e) : std::vector<int>{};
     for (size_t k = 0; k < e.outputs.size(); ++k) {
@@ -489,7 +537,7 @@ std::array<int64_t, 3> ScopePlanner::run(const BodySpec* body, Shifts& subtree) 
   for (int kind = 0; kind < 3; ++kind) {
     std::vector<Interval> items;
     for (auto& [root, c] : classes_)
-      if (!c.fixed && c.param < 0 && !(top && c.output >= 0) && int(c.kind) == kind) {
+      if (!c.fixed && !c.undefined && c.param < 0 && !(top && c.output >= 0) && int(c.kind) == kind) {
         items.push_back({c.first, c.last, c.bytes, &c.offset});
         plan_.unplanned_bytes[size_t(kind)] += c.bytes;
       }
@@ -508,6 +556,7 @@ std::array<int64_t, 3> ScopePlanner::run(const BodySpec* body, Shifts& subtree) 
     if (c.param >= 0) l.place = Place::param, l.index = c.param;
     else if (top && c.output >= 0) l.place = Place::output, l.index = c.output;
     else if (c.fixed) l = c.fixed_loc;
+    else if (c.undefined) l.place = Place::undefined;
     else l.place = Place::temp, l.index = int(c.kind), l.offset = c.offset;
     for (auto& m : c.members) {
       if (m.aval().is_token()) continue;

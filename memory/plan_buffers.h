@@ -32,6 +32,8 @@ enum class Place : uint8_t {
   loop_slice,  ///< slice i of the stacked variable `base`: base + i * stride bytes, where i is
                ///< the iteration of scan `loop` (length-1-i when `reversed`)
   literal,     ///< a body input bound to a literal operand of its equation (no buffer)
+  undefined,   ///< an allocate_buffer whose only readers are loops taking it as a carry's
+               ///< initial value: no bytes of its own, nothing copied from it
 };
 
 struct Location {

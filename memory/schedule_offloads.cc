@@ -1,17 +1,24 @@
-// minijax compiler pass schedule_offloads: each device_put between memory kinds split into
-// copy_start / copy_done, placed by the equations' estimated time (offloads early, reloads late).
+// minijax compiler pass schedule_offloads: device_puts between memory kinds split into
+// asynchronous copies, loops' slice copies coalesced and pipelined, every copy's halves placed.
 #include "memory/schedule_offloads.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <variant>
 
 #include "core/config.h"
 #include "core/lax.h"
 #include "core/primitive.h"
+#include "memory/coalesce_slice_copies.h"
+#include "memory/offload_loops.h"
+#include "memory/pipeline_slice_copies.h"
 
 namespace minijax {
 
 namespace {
+
+using offload::copy_destination_kind;
+using offload::is_copy_start;
 
 constexpr double kFlopsPerSecond = 20e9;  // one device (two cores, AVX2): the estimate's rate
 constexpr double kBytesPerSecond = 10e9;  // memory traffic, and a copy without an emulated link
@@ -23,33 +30,19 @@ double copy_seconds(int64_t bytes) {
 
 bool is_var(const Atom& a) { return std::holds_alternative<Var>(a); }
 
-bool reads(const Eqn& e, const Var& v) {
-  for (const Atom& a : e.inputs)
-    if (is_var(a) && std::get<Var>(a) == v) return true;
-  return false;
-}
-
-// The offload-relevant device_put: a variable moved between two memory kinds.
-bool is_copy_between_kinds(const Eqn& e) {
-  return e.primitive->name == "device_put" && e.inputs.size() == 1 && is_var(e.inputs[0]) &&
-         atom_aval(e.inputs[0]).memory_kind != e.outputs.at(0).aval().memory_kind;
-}
-
-Jaxpr schedule_body(const Jaxpr& j);
-
-// The equation with its bodies scheduled.
-Eqn with_bodies_scheduled(const Eqn& e) {
+// The equation with f applied to each of its bodies.
+Eqn with_bodies(const Eqn& e, const std::function<Jaxpr(const Jaxpr&)>& f) {
   Eqn n = e;
   for (const auto& [key, value] : e.params.items()) {
     if (auto* b = std::get_if<ClosedJaxprPtr>(&value)) {
       auto c = std::make_shared<ClosedJaxpr>(**b);
-      c->jaxpr = std::make_shared<Jaxpr>(schedule_body(*(*b)->jaxpr));
+      c->jaxpr = std::make_shared<Jaxpr>(f(*(*b)->jaxpr));
       n.params.set(key, ClosedJaxprPtr(c));
     } else if (auto* bs = std::get_if<std::vector<ClosedJaxprPtr>>(&value)) {
       std::vector<ClosedJaxprPtr> out;
       for (const auto& b : *bs) {
         auto c = std::make_shared<ClosedJaxpr>(*b);
-        c->jaxpr = std::make_shared<Jaxpr>(schedule_body(*b->jaxpr));
+        c->jaxpr = std::make_shared<Jaxpr>(f(*b->jaxpr));
         out.push_back(c);
       }
       n.params.set(key, std::move(out));
@@ -58,65 +51,172 @@ Eqn with_bodies_scheduled(const Eqn& e) {
   return n;
 }
 
-// One level: equations to emit before original equation k (k = size: at the end), and the
-// original equations that are dropped (the device_puts split in two).
-struct Schedule {
-  std::vector<std::vector<Eqn>> before;
-  std::vector<bool> dropped;
-  std::unordered_map<Var, size_t, VarHash> available_from;  // the first slot a variable exists in
-};
-
-// The first original equation after `i` reading `v` (size when none does).
-size_t first_reader(const Jaxpr& j, size_t i, const Var& v) {
-  for (size_t k = i + 1; k < j.eqns.size(); ++k)
-    if (reads(j.eqns[k], v)) return k;
-  return j.eqns.size();
-}
-
-void place(const Jaxpr& j, size_t i, const std::vector<double>& secs, Schedule& s) {
-  const Eqn& e = j.eqns[i];
-  const Var x = std::get<Var>(e.inputs[0]);
-  const Var b = e.outputs[0];
-  const ShapedArray& out = b.aval();
-  const double need = copy_seconds(out.nbytes());
-  const size_t from = s.available_from.count(x) ? s.available_from.at(x) : 0;
-  const size_t reader = first_reader(j, i, b);
-  size_t start = from, done = reader;
-  if (out.memory_kind != MemoryKind::device) {  // offload: start early, done once hidden
-    double covered = 0;
-    done = start;
-    while (done < reader && covered < need) covered += done < secs.size() ? secs[done++] : need;
-  } else {  // reload: done before the reader, start as late as hiding allows
-    double covered = 0;
-    start = reader;
-    while (start > from && covered < need) covered += secs[--start];
-  }
-  Var h(out);
-  Eqn cs{&primitive("copy_start"), {x}, {h}, Params{{"memory_kind", out.memory_kind}}, {}};
-  Eqn cd{&primitive("copy_done"), {h, x}, {b}, Params{}, {}};
-  s.before[start].push_back(std::move(cs));
-  s.before[done].push_back(std::move(cd));
-  s.available_from[b] = done;
-  s.dropped[i] = true;
-}
-
-Jaxpr schedule_body(const Jaxpr& j) {
-  const size_t n = j.eqns.size();
-  std::vector<double> secs(n);
-  for (size_t k = 0; k < n; ++k) secs[k] = offload_estimate_seconds(j.eqns[k]);
-  Schedule s{std::vector<std::vector<Eqn>>(n + 1), std::vector<bool>(n, false), {}};
-  for (size_t k = 0; k < n; ++k) {
-    if (is_copy_between_kinds(j.eqns[k])) place(j, k, secs, s);
-    else
-      for (const Var& o : j.eqns[k].outputs) s.available_from[o] = k + 1;
-  }
+// ---- 1. every device_put of a variable between memory kinds: copy_start + copy_done ----------
+Jaxpr split_copies(const Jaxpr& j) {
   Jaxpr r = j;
   r.eqns.clear();
-  for (size_t k = 0; k <= n; ++k) {
-    for (Eqn& e : s.before[k]) r.eqns.push_back(std::move(e));
-    if (k < n && !s.dropped[k]) r.eqns.push_back(with_bodies_scheduled(j.eqns[k]));
+  for (const Eqn& e : j.eqns) {
+    const bool between_kinds = e.primitive->name == "device_put" && e.inputs.size() == 1 && is_var(e.inputs[0]) &&
+                               atom_aval(e.inputs[0]).memory_kind != e.outputs.at(0).aval().memory_kind;
+    if (!between_kinds) {
+      r.eqns.push_back(with_bodies(e, split_copies));
+      continue;
+    }
+    const Var& b = e.outputs[0];
+    Var h(b.aval());
+    r.eqns.push_back(offload::copy_eqn("copy_start", {e.inputs[0]}, h, Params{{"memory_kind", b.aval().memory_kind}}));
+    r.eqns.push_back(offload::copy_done(h, {e.inputs[0]}, b));
   }
   return r;
+}
+
+// ---- 2. loops: slice copies coalesced, then pipelined across iterations (bodies first) ---------
+Jaxpr rewrite_loops(const Jaxpr& j) {
+  Jaxpr r = j;
+  r.eqns.clear();
+  for (const Eqn& e : j.eqns) {
+    Eqn n = with_bodies(e, rewrite_loops);
+    if (n.primitive->name != "scan") {
+      r.eqns.push_back(std::move(n));
+      continue;
+    }
+    for (const Eqn& c : coalesce_slice_copies(n, config().offload_coalesce_bytes))
+      for (Eqn& p : pipeline_slice_copies(c)) r.eqns.push_back(std::move(p));
+  }
+  return r;
+}
+
+// ---- 3. placement of every copy's halves among the equations that compute -------------------
+// Slots: slot s is just before the s-th computing equation of the scope (slot n: the end).
+class Placer {
+ public:
+  explicit Placer(const Jaxpr& j) : j_(j) {}
+  Jaxpr run();
+
+ private:
+  size_t operand_slot(const Eqn& e) const;
+  size_t first_reader(const Var& v) const;
+  size_t place_start(size_t k, const Eqn& e);
+  size_t place_done(const Eqn& e);
+  size_t prefetch_budget_slot(size_t from, size_t done, int64_t bytes) const;
+
+  const Jaxpr& j_;
+  std::vector<size_t> compute_;                              // indices of computing equations
+  std::vector<double> secs_;                                 // their estimated seconds
+  std::unordered_map<Var, size_t, VarHash> avail_;           // the first slot a value exists in
+  std::unordered_map<Var, size_t, VarHash> reader_;          // the first computing reader's slot
+  std::unordered_map<Var, size_t, VarHash> started_;         // copy handle -> its start's slot
+  std::vector<std::pair<size_t, size_t>> prefetch_spans_;    // placed reloads: [start, done) slots
+  std::vector<int64_t> prefetch_bytes_;
+};
+
+size_t Placer::operand_slot(const Eqn& e) const {
+  size_t s = 0;
+  for (const Atom& a : e.inputs)
+    if (is_var(a))
+      if (auto it = avail_.find(std::get<Var>(a)); it != avail_.end()) s = std::max(s, it->second);
+  return s;
+}
+
+size_t Placer::first_reader(const Var& v) const {
+  auto it = reader_.find(v);
+  return it == reader_.end() ? compute_.size() : it->second;
+}
+
+// The earliest slot >= `from` such that no slot in [s, done) would hold more than the budget of
+// reload bytes in flight with this one added.
+size_t Placer::prefetch_budget_slot(size_t from, size_t done, int64_t bytes) const {
+  const int64_t budget = config().offload_prefetch_bytes;
+  if (budget <= 0) return from;
+  size_t s = done;
+  while (s > from) {
+    int64_t in_flight = bytes;
+    for (size_t p = 0; p < prefetch_spans_.size(); ++p)
+      if (prefetch_spans_[p].first <= s - 1 && s - 1 < prefetch_spans_[p].second) in_flight += prefetch_bytes_[p];
+    if (in_flight > budget) break;
+    --s;
+  }
+  return s;
+}
+
+// A start: an offload right after its operands exist; a reload as late as the computing
+// equations before its first reader still cover the copy, under the prefetch budget.
+size_t Placer::place_start(size_t k, const Eqn& e) {
+  const size_t from = operand_slot(e);
+  const bool to_host = copy_destination_kind(e) != MemoryKind::device;
+  const int64_t bytes = e.primitive->name == "copy_update_start" ? atom_aval(e.inputs.at(1)).nbytes()
+                                                                  : e.outputs[0].aval().nbytes();
+  if (to_host) return from;
+  // The reload's done goes before the first computing reader of its value.
+  size_t done = compute_.size();
+  for (size_t d = k + 1; d < j_.eqns.size(); ++d) {
+    const Eqn& f = j_.eqns[d];
+    if (f.primitive->name == "copy_done" && is_var(f.inputs[0]) && std::get<Var>(f.inputs[0]) == e.outputs[0]) {
+      done = std::max(from, first_reader(f.outputs[0]));
+      break;
+    }
+  }
+  const double need = copy_seconds(bytes);
+  double covered = 0;
+  size_t s = done;
+  while (s > from && covered < need) covered += secs_[--s];
+  s = std::max(s, prefetch_budget_slot(from, done, bytes));
+  prefetch_spans_.push_back({s, done});
+  prefetch_bytes_.push_back(bytes);
+  return s;
+}
+
+// A done: a reload's right before its value's first computing reader; an offload's (or a copy
+// started outside this scope, in a previous iteration or a loop) once the computing equations
+// after its start cover the copy, but no later than its value's first computing reader.
+size_t Placer::place_done(const Eqn& e) {
+  const size_t from = operand_slot(e);
+  const Var& h = std::get<Var>(e.inputs[0]);
+  const size_t limit = std::max(from, first_reader(e.outputs[0]));
+  if (h.aval().memory_kind == MemoryKind::device && started_.count(h)) return limit;
+  const double need = copy_seconds(h.aval().nbytes());
+  size_t s = started_.count(h) ? started_.at(h) : from;
+  double covered = 0;
+  while (s < limit && covered < need) covered += secs_[s++];
+  return std::max(s, from);
+}
+
+Jaxpr Placer::run() {
+  std::vector<size_t> copies;
+  for (size_t k = 0; k < j_.eqns.size(); ++k) {
+    const Eqn& e = j_.eqns[k];
+    if (is_copy_start(e) || e.primitive->name == "copy_done") {
+      copies.push_back(k);
+      continue;
+    }
+    for (const Atom& a : e.inputs)
+      if (is_var(a)) reader_.emplace(std::get<Var>(a), compute_.size());
+    compute_.push_back(k);
+    secs_.push_back(offload_estimate_seconds(e));
+    for (const Var& o : e.outputs) avail_[o] = compute_.size();
+  }
+  const size_t n = compute_.size();
+  std::vector<std::vector<size_t>> at(n + 1);  // copies per slot, in program order
+  for (size_t k : copies) {
+    const Eqn& e = j_.eqns[k];
+    const size_t slot = is_copy_start(e) ? place_start(k, e) : place_done(e);
+    if (is_copy_start(e)) started_[e.outputs[0]] = slot;
+    avail_[e.outputs[0]] = slot;
+    at[slot].push_back(k);
+  }
+  Jaxpr r = j_;
+  r.eqns.clear();
+  for (size_t s = 0; s <= n; ++s) {
+    for (size_t k : at[s]) r.eqns.push_back(j_.eqns[k]);
+    if (s < n) r.eqns.push_back(j_.eqns[compute_[s]]);
+  }
+  return r;
+}
+
+Jaxpr place_copies(const Jaxpr& j) {
+  Jaxpr bodies = j;
+  for (Eqn& e : bodies.eqns) e = with_bodies(e, place_copies);
+  return Placer(bodies).run();
 }
 
 double bytes_of(const Atom& a) { return double(atom_aval(a).nbytes()); }
@@ -125,6 +225,9 @@ double bytes_of(const Atom& a) { return double(atom_aval(a).nbytes()); }
 
 double offload_estimate_seconds(const Eqn& e) {
   const std::string& name = e.primitive->name;
+  if (name == "allocate_buffer" || name == "reshape" || name == "squeeze" || name == "expand_dims" ||
+      name == "optimization_barrier" || is_copy_start(e) || name == "copy_done")
+    return 0;  // no work on the device (views, allocations, copies on the engine)
   if (name == "scan" && e.params.has("jaxpr") && e.params.has("length")) {
     double body = 0;
     for (const Eqn& b : e.params.get_jaxpr("jaxpr")->jaxpr->eqns) body += offload_estimate_seconds(b);
@@ -144,6 +247,6 @@ double offload_estimate_seconds(const Eqn& e) {
   return bytes / kBytesPerSecond;
 }
 
-Jaxpr schedule_offloads(const Jaxpr& j) { return schedule_body(j); }
+Jaxpr schedule_offloads(const Jaxpr& j) { return place_copies(rewrite_loops(split_copies(j))); }
 
 }  // namespace minijax

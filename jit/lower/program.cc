@@ -80,6 +80,9 @@ Value ProgramEmitter::addr(const Atom& a) {
       return b.ptr_add(addr(loc.base), b.mul(i, b.i64(loc.stride)));
     }
     case Place::literal: return addr(loc.literal);
+    case Place::undefined:
+      throw ValueError("program emitter: an allocate_buffer value without bytes was read (it may only "
+                       "initialize a loop carry)");
   }
   return {};
 }
@@ -91,6 +94,7 @@ void ProgramEmitter::copy_if_different(Value dst, Value src, int64_t bytes) {
 
 void ProgramEmitter::copy_atom(Value dst, const Atom& a) {
   if (auto* l = std::get_if<Literal>(&a)) return store_literal(dst, *l);
+  if (plan.at(std::get<Var>(a)).place == Place::undefined) return;  // unspecified contents: nothing to copy
   copy_if_different(dst, addr(a), atom_aval(a).nbytes());
 }
 
@@ -156,8 +160,10 @@ void lower_view(ProgramEmitter& pe, const Eqn& e) {
   pe.note(e, "view", "aliases its operand (a copy only when the plan placed them apart)");
 }
 
-// The copies at the end of a body: staged sources first (a carry buffer another copy overwrites).
-void end_copies(ProgramEmitter& pe, const Jaxpr& body, const std::vector<Value>& dest) {
+// The copies at the end of a body: staged sources first (a carry buffer another copy overwrites),
+// then the outvars from `ncar` on (ys slices, which no copy reads), then the first ncar (carries,
+// whose buffers the ys copies may read).
+void end_copies(ProgramEmitter& pe, const Jaxpr& body, const std::vector<Value>& dest, size_t ncar) {
   auto it = pe.plan.scopes.find(&body);
   if (it == pe.plan.scopes.end()) return;
   std::vector<Value> src(body.outvars.size());
@@ -169,11 +175,13 @@ void end_copies(ProgramEmitter& pe, const Jaxpr& body, const std::vector<Value>&
     pe.copy_atom(stage, a);
     src[c.outvar] = stage;
   }
-  for (auto& c : it->second.end_copies) {
-    const Atom& a = body.outvars[c.outvar];
-    if (c.staged) pe.copy_if_different(dest[c.outvar], src[c.outvar], atom_aval(a).nbytes());
-    else pe.copy_atom(dest[c.outvar], a);
-  }
+  for (bool carries : {false, true})
+    for (auto& c : it->second.end_copies) {
+      if ((c.outvar < ncar) != carries) continue;
+      const Atom& a = body.outvars[c.outvar];
+      if (c.staged) pe.copy_if_different(dest[c.outvar], src[c.outvar], atom_aval(a).nbytes());
+      else pe.copy_atom(dest[c.outvar], a);
+    }
 }
 
 void lower_scan(ProgramEmitter& pe, const Eqn& e) {
@@ -192,7 +200,7 @@ void lower_scan(ProgramEmitter& pe, const Eqn& e) {
         Value row = e.params.get_bool("reverse") ? b.sub(b.i64(length - 1), i) : i;
         dest[o] = b.ptr_add(dest[o], b.mul(row, b.i64(atom_aval(body.outvars[o]).nbytes())));
       }
-      end_copies(pe, body, dest);
+      end_copies(pe, body, dest, ncar);
     });
   });
   pe.note(e, "control flow", "native loop of " + std::to_string(length) + " iterations");
@@ -217,7 +225,7 @@ void lower_while(ProgramEmitter& pe, const Eqn& e) {
         pe.emit_scope(bj);
         std::vector<Value> dest;
         for (auto& o : e.outputs) dest.push_back(pe.addr(o));
-        end_copies(pe, bj, dest);
+        end_copies(pe, bj, dest, bj.outvars.size());
       });
   pe.note(e, "control flow", "native while loop");
 }
@@ -240,7 +248,7 @@ void lower_cond(ProgramEmitter& pe, const Eqn& e) {
       pe.emit_scope(br);
       std::vector<Value> dest;
       for (auto& o : e.outputs) dest.push_back(pe.addr(o));
-      end_copies(pe, br, dest);
+      end_copies(pe, br, dest, 0);
     };
     if (k == n - 1) return run();
     b.if_(b.icmp(Pred::eq, idx, b.i32(int32_t(k))), run, [&, k] { chain(k + 1); });

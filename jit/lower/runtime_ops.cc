@@ -68,7 +68,45 @@ void lower_copy_done(ProgramEmitter& pe, const Eqn& e) {
   Value dst = pe.addr(e.inputs.at(0));
   pe.call_runtime("mj_rt_copy_done", kir::kVoid, {kir::kPtr}, {dst});
   pe.copy_atom(pe.addr(e.outputs[0]), e.inputs[0]);  // the same buffer (its buffer rule): no copy
-  pe.note(e, "runtime call", "mj_rt_copy_done: waits for its copy_start");
+  pe.note(e, "runtime call", "mj_rt_copy_done: waits for its copy's start");
+}
+
+// The i64 value of an integer scalar atom (a literal, or an i32/u32 buffer).
+Value index_value(ProgramEmitter& pe, const Atom& a) {
+  if (auto* l = std::get_if<Literal>(&a)) return pe.b.i64(int64_t(l->value.item<double>()));
+  const bool is_unsigned = atom_aval(a).dtype == DType::u32;
+  return pe.b.cast(is_unsigned ? kir::Op::ZExt : kir::Op::SExt, kir::kI64, pe.b.load(kir::kI32, pe.addr(a), pe.b.i64(0)));
+}
+
+// copy_slice_start(x, i) / copy_update_start(r, u, i): index i of a stacked buffer along `axis`,
+// copied to a new buffer / from an update, on the device's copy engine (mj_rt_copy_slice_start:
+// `count` chunks of `chunk` bytes, one strided copy).
+void lower_slice_copy(ProgramEmitter& pe, const Eqn& e, bool update) {
+  const ShapedArray& stacked = update ? e.outputs[0].aval() : atom_aval(e.inputs.at(0));
+  const int64_t axis = e.params.get_int("axis");
+  int64_t count = 1, chunk = int64_t(itemsize(stacked.dtype));
+  for (int64_t d = 0; d < axis; ++d) count *= stacked.shape[size_t(d)];
+  for (size_t d = size_t(axis) + 1; d < stacked.shape.size(); ++d) chunk *= stacked.shape[d];
+  const int64_t extent = stacked.shape[size_t(axis)];
+  Value dst = pe.addr(e.outputs[0]);
+  if (update) pe.copy_atom(dst, e.inputs[0]);  // in place when the plan put them together
+  const Atom& src = e.inputs.at(update ? 1 : 0);
+  const MemoryKind src_kind = atom_aval(src).memory_kind, dst_kind = e.outputs[0].aval().memory_kind;
+  pe.call_runtime("mj_rt_copy_slice_start", kir::kVoid,
+                  {kir::kPtr, kir::kI32, kir::kPtr, kir::kI32, kir::kI64, kir::kI64, kir::kI64, kir::kI64, kir::kI32},
+                  {dst, pe.b.i32(int32_t(dst_kind)), pe.addr(src), pe.b.i32(int32_t(src_kind)),
+                   index_value(pe, e.inputs.back()), pe.b.i64(extent), pe.b.i64(count), pe.b.i64(chunk),
+                   pe.b.i32(update ? 1 : 0)});
+  const int64_t k = e.params.has("slices") ? e.params.get_int("slices") : 1;
+  pe.note(e, "runtime call",
+          std::string("mj_rt_copy_slice_start ") + memory_kind_name(src_kind) + " -> " + memory_kind_name(dst_kind) +
+              ", " + std::to_string(count * chunk) + " B" + (count > 1 ? " strided (" + std::to_string(count) + " x " + std::to_string(chunk) + " B)" : std::string()) +
+              (k > 1 ? ", " + std::to_string(k) + " slices per copy" : std::string()));
+}
+
+// allocate_buffer: no code; its value is only a loop carry's initial contents, never read.
+void lower_allocate_buffer(ProgramEmitter& pe, const Eqn& e) {
+  pe.note(e, "view", "no bytes of its own: the loop that carries it writes every slice before reading it");
 }
 
 // ---- collectives of an SPMD program -------------------------------------------------------------
@@ -190,6 +228,11 @@ const RegisterProgramRule reg_bitcast("bitcast_convert_type", "view", lower_bitc
 const RegisterProgramRule reg_device_put("device_put", "view or runtime call", lower_memory_move);
 const RegisterProgramRule reg_copy_start("copy_start", "runtime call", lower_copy_start);
 const RegisterProgramRule reg_copy_done("copy_done", "runtime call", lower_copy_done);
+const RegisterProgramRule reg_copy_slice_start("copy_slice_start", "runtime call",
+                                               [](ProgramEmitter& pe, const Eqn& e) { lower_slice_copy(pe, e, false); });
+const RegisterProgramRule reg_copy_update_start("copy_update_start", "runtime call",
+                                                [](ProgramEmitter& pe, const Eqn& e) { lower_slice_copy(pe, e, true); });
+const RegisterProgramRule reg_allocate_buffer("allocate_buffer", "view", lower_allocate_buffer);
 const RegisterProgramRule reg_constraint("sharding_constraint", "view or runtime call", lower_memory_move);
 const RegisterProgramRule reg_all_gather("all_gather", "view or runtime call", lower_identity_collective);
 const RegisterProgramRule reg_all_reduce("all_reduce", "view or runtime call", lower_identity_collective);

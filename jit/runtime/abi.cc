@@ -14,6 +14,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 
+#include "core/config.h"
 #include "core/dtype.h"
 #include "core/gemm.h"
 #include "jit/runtime/copy_engine.h"
@@ -65,6 +66,7 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"mj_rt_gemm", reinterpret_cast<void*>(&mj_rt_gemm)},
       {"mj_rt_copy", reinterpret_cast<void*>(&mj_rt_copy)},
       {"mj_rt_copy_start", reinterpret_cast<void*>(&mj_rt_copy_start)},
+      {"mj_rt_copy_slice_start", reinterpret_cast<void*>(&mj_rt_copy_slice_start)},
       {"mj_rt_copy_done", reinterpret_cast<void*>(&mj_rt_copy_done)},
       {"mj_rt_ragged_all_to_all_local", reinterpret_cast<void*>(&mj_rt_ragged_all_to_all_local)},
       {"mj_rt_collective", reinterpret_cast<void*>(&mj_rt_collective)},
@@ -130,7 +132,8 @@ extern "C" void mj_rt_copy(void* dst, int32_t dst_kind, const void* src, int32_t
     return;
   }
   try {
-    copy_engine(current_device_id()).enqueue(CopyDescriptor{src, dst, nbytes}).wait();
+    CopyEngine& engine = copy_engine(current_device_id());
+    engine.wait_for(engine.enqueue(CopyDescriptor{src, dst, nbytes}));
   } catch (const std::exception& e) {
     record("mj_rt_copy", e);
   }
@@ -140,6 +143,16 @@ namespace {
 // The copies a thread's program started and has not yet waited for, by destination address
 // (copy_start and its copy_done run on the same thread: the device's compute thread).
 thread_local std::unordered_map<const void*, minijax::Event> started_copies;
+
+// Enqueues d on the calling device's engine, pending under `key` (or waited for at once when
+// config().synchronous_copies is set).
+void start_copy(const void* key, const minijax::CopyDescriptor& d) {
+  using namespace minijax;
+  CopyEngine& engine = copy_engine(current_device_id());
+  Event ev = engine.enqueue(d);
+  if (config().synchronous_copies) engine.wait_for(ev);
+  else started_copies[key] = std::move(ev);
+}
 }  // namespace
 
 extern "C" void mj_rt_copy_start(void* dst, int32_t dst_kind, const void* src, int32_t src_kind, int64_t nbytes) {
@@ -150,9 +163,46 @@ extern "C" void mj_rt_copy_start(void* dst, int32_t dst_kind, const void* src, i
       std::memcpy(dst, src, size_t(nbytes));
       return;
     }
-    started_copies[dst] = copy_engine(current_device_id()).enqueue(CopyDescriptor{src, dst, nbytes});
+    start_copy(dst, CopyDescriptor{src, dst, nbytes});
   } catch (const std::exception& e) {
     record("mj_rt_copy_start", e);
+  }
+}
+
+extern "C" void mj_rt_copy_slice_start(void* dst, int32_t dst_kind, const void* src, int32_t src_kind,
+                                       int64_t index, int64_t extent, int64_t count, int64_t chunk_bytes,
+                                       int32_t update) {
+  using namespace minijax;
+  const int64_t bytes = count * chunk_bytes;
+  if (bytes <= 0) return;
+  if (index < 0 || index >= extent) {
+    if (!update) std::memset(dst, 0, size_t(bytes));  // the prefetch past a loop's end
+    return;
+  }
+  CopyDescriptor d;
+  d.chunk_bytes = chunk_bytes;
+  d.count = count;
+  if (update) {
+    d.src = src;
+    d.dst = static_cast<char*>(dst) + index * chunk_bytes;
+    d.src_stride = chunk_bytes;
+    d.dst_stride = extent * chunk_bytes;
+  } else {
+    d.src = static_cast<const char*>(src) + index * chunk_bytes;
+    d.dst = dst;
+    d.src_stride = extent * chunk_bytes;
+    d.dst_stride = chunk_bytes;
+  }
+  try {
+    if (dst_kind == src_kind) {
+      for (int64_t c = 0; c < count; ++c)
+        std::memcpy(static_cast<char*>(d.dst) + c * d.dst_stride, static_cast<const char*>(d.src) + c * d.src_stride,
+                    size_t(chunk_bytes));
+      return;
+    }
+    start_copy(dst, d);
+  } catch (const std::exception& e) {
+    record(update ? "mj_rt_copy_update_start" : "mj_rt_copy_slice_start", e);
   }
 }
 
@@ -163,7 +213,7 @@ extern "C" void mj_rt_copy_done(void* dst) {
   minijax::Event ev = std::move(it->second);
   started_copies.erase(it);
   try {
-    ev.wait();
+    copy_engine(current_device_id()).wait_for(ev);
   } catch (const std::exception& e) {
     record("mj_rt_copy_done", e);
   }

@@ -45,10 +45,21 @@ void mj_rt_gemm(int32_t dtype, int32_t trans_a, int32_t trans_b, int64_t m, int6
 /// overlap. nbytes <= 0: nothing.
 void mj_rt_copy(void* dst, int32_t dst_kind, const void* src, int32_t src_kind, int64_t nbytes);
 /// copy_start: enqueues the copy of nbytes from src (kind src_kind) to dst (kind dst_kind) on the
-/// calling device's copy engine and returns; within one kind, a memcpy at once.
+/// calling device's copy engine and returns (with config().synchronous_copies: after it is done);
+/// within one kind, a memcpy at once.
 void mj_rt_copy_start(void* dst, int32_t dst_kind, const void* src, int32_t src_kind, int64_t nbytes);
+/// copy_slice_start (update = 0) / copy_update_start (update = 1): enqueues the copy of index
+/// `index` of a stacked buffer along one axis, laid out as `count` × `extent` × `chunk_bytes`
+/// bytes (the dims before the axis, the axis, the dims after it, row-major): with update = 0 from
+/// the stacked `src` into `dst` (count × chunk_bytes), with update = 1 from `src` (count ×
+/// chunk_bytes) into the stacked `dst` — one strided copy when count > 1. The copy is pending
+/// under `dst` until mj_rt_copy_done(dst). An index outside [0, extent) copies nothing (update
+/// = 0: dst is zero-filled). As mj_rt_copy_start otherwise.
+void mj_rt_copy_slice_start(void* dst, int32_t dst_kind, const void* src, int32_t src_kind, int64_t index,
+                            int64_t extent, int64_t count, int64_t chunk_bytes, int32_t update);
 /// copy_done: waits for the copy the calling thread started into dst (a no-op when none is
-/// pending); a failed copy is recorded as the thread's runtime error.
+/// pending), counting the wait in the engine's stats; a failed copy is recorded as the
+/// thread's runtime error.
 void mj_rt_copy_done(void* dst);
 /// ragged_all_to_all on a group of one device (XLA RaggedAllToAll with axis_size 1; the SPMD
 /// executor's rule in jit/runtime/reference_executor.cc): `out` (out_rows rows of row_bytes

@@ -153,6 +153,22 @@ CopyEngineStats CopyEngine::stats() const {
   return impl_->stats;
 }
 
+void CopyEngine::wait_for(const Event& copy) {
+  if (copy.ready()) return copy.wait();
+  const auto t0 = Clock::now();
+  try {
+    copy.wait();
+  } catch (...) {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    impl_->stats.device_waits += 1;
+    impl_->stats.device_wait_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    throw;
+  }
+  std::lock_guard<std::mutex> g(impl_->mu);
+  impl_->stats.device_waits += 1;
+  impl_->stats.device_wait_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 CopyEngine& copy_engine(int device_id) {
   // Leaked on purpose, as the compute queues: engines outlive static destructors.
   static std::mutex mu;

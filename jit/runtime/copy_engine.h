@@ -24,10 +24,15 @@ struct CopyDescriptor {
 };
 
 /// What one engine did since it was created: copies completed, bytes moved, seconds its thread
-/// spent copying (memcpy) and seconds it spent in the emulated link's timed waits.
+/// spent copying (memcpy) and seconds it spent in the emulated link's timed waits; and what the
+/// device it serves waited for it: `device_waits` copy_dones (or synchronous copies) that found
+/// their copy still running and the wall seconds they blocked (`device_wait_seconds`). A copy's
+/// time is copy_seconds + link_wait_seconds; the device's stall is device_wait_seconds.
 struct CopyEngineStats {
   int64_t copies = 0, bytes = 0;
   double copy_seconds = 0, link_wait_seconds = 0;
+  int64_t device_waits = 0;
+  double device_wait_seconds = 0;
 };
 
 /// A device's copy engine: a thread working through a FIFO of copies, as a DMA engine works
@@ -54,6 +59,9 @@ class CopyEngine {
   /// Waits until every copy enqueued so far has completed (successfully or not).
   void synchronize();
   CopyEngineStats stats() const;
+  /// Waits for `copy` (an event this engine returned) on behalf of its device, counting the
+  /// wait in stats() when the copy was still running. Rethrows the copy's error.
+  void wait_for(const Event& copy);
   int device_id() const { return device_id_; }
 
  private:

@@ -45,6 +45,12 @@ const std::vector<std::pair<std::string, std::string>>& exemptions() {
                      "fusion: tests/memory/test_schedule_offloads.cc"},
       {"copy_done", "compiler-internal half of device_put made by memory/schedule_offloads after "
                     "fusion: tests/memory/test_schedule_offloads.cc"},
+      {"copy_slice_start", "compiler-internal slice copy made by memory/schedule_offloads after "
+                           "fusion: tests/memory/test_schedule_offloads.cc"},
+      {"copy_update_start", "compiler-internal slice copy made by memory/schedule_offloads after "
+                            "fusion: tests/memory/test_schedule_offloads.cc"},
+      {"allocate_buffer", "compiler-internal loop buffer made by memory/schedule_offloads after "
+                          "fusion: tests/memory/test_schedule_offloads.cc"},
   };
   return e;
 }
@@ -66,8 +72,8 @@ const std::vector<std::pair<std::string, std::string>>& sharded_exemptions() {
     for (const char* n : {"all_gather", "all_reduce", "reduce_scatter", "all_to_all",
                           "collective_permute", "ragged_all_to_all", "axis_index"})
       v.emplace_back(n, coll);
-    for (const char* n : {"copy_start", "copy_done"})
-      v.emplace_back(n, "compiler-internal half of device_put made after partitioning and fusion "
+    for (const char* n : {"copy_start", "copy_done", "copy_slice_start", "copy_update_start", "allocate_buffer"})
+      v.emplace_back(n, "compiler-internal copy (or loop buffer) of memory/schedule_offloads, made after partitioning and fusion "
                         "(exempt from the unsharded suite too); tests/memory/test_schedule_offloads.cc");
     v.emplace_back("fusion",
                    "compiler-internal kernel made by jit/fuse after partitioning, so propagation "

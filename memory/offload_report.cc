@@ -1,0 +1,93 @@
+// minijax host offload report: walks a scheduled program (bodies too, with their trip counts) for
+// its host buffers and copy sites, and prints them as the "# host offload" part of as_text.
+#include "memory/offload_report.h"
+
+#include <sstream>
+
+namespace minijax {
+
+namespace {
+
+bool is_host(MemoryKind k) { return k != MemoryKind::device; }
+
+bool is_start(const std::string& n) {
+  return n == "copy_start" || n == "copy_slice_start" || n == "copy_update_start";
+}
+
+void walk(const Jaxpr& j, int64_t runs, const std::string& where, OffloadReport& r) {
+  for (const Eqn& e : j.eqns) {
+    const std::string& n = e.primitive->name;
+    if (is_start(n)) {
+      OffloadCopy c;
+      c.primitive = n;
+      const bool update = n == "copy_update_start";
+      const ShapedArray& src = atom_aval(e.inputs.at(update ? 1 : 0));
+      c.from = src.memory_kind;
+      c.to = e.outputs[0].aval().memory_kind;
+      c.bytes = src.nbytes();
+      if (n == "copy_slice_start") c.bytes = e.outputs[0].aval().nbytes();
+      c.slices = e.params.has("slices") ? e.params.get_int("slices") : 1;
+      if (n != "copy_start") {
+        const ShapedArray& stacked = update ? e.outputs[0].aval() : src;
+        for (int64_t d = 0; d < e.params.get_int("axis"); ++d) c.chunks *= stacked.shape[size_t(d)];
+      }
+      c.runs = runs;
+      c.where = where;
+      r.copies.push_back(c);
+    }
+    if (n == "scan") {
+      const int64_t len = e.params.get_int("length");
+      std::string w = "scan(length=" + std::to_string(len) + (e.params.get_bool("reverse") ? ", reverse" : "") + ")";
+      if (where != "top level") w += " in " + where;
+      walk(*e.params.get_jaxpr("jaxpr")->jaxpr, runs * len, w, r);
+      continue;
+    }
+    for (const auto& [key, value] : e.params.items()) {
+      if (auto* b = std::get_if<ClosedJaxprPtr>(&value)) walk(*(*b)->jaxpr, runs, n + " in " + where, r);
+      else if (auto* bs = std::get_if<std::vector<ClosedJaxprPtr>>(&value))
+        for (const auto& b : *bs) walk(*b->jaxpr, runs, n + " in " + where, r);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t OffloadReport::host_bytes() const {
+  int64_t b = 0;
+  for (const ShapedArray& a : host_buffers) b += a.nbytes();
+  return b;
+}
+
+std::string OffloadReport::str() const {
+  if (copies.empty()) return "";
+  std::ostringstream os;
+  os << "# host offload: " << host_buffers.size() << " host buffer(s), " << host_bytes() << " B; " << copies.size()
+     << " copy site(s)\n";
+  for (const ShapedArray& a : host_buffers) os << "  host buffer " << a.str() << ": " << a.nbytes() << " B\n";
+  for (const OffloadCopy& c : copies) {
+    os << "  " << c.primitive << " " << memory_kind_name(c.from) << " -> " << memory_kind_name(c.to) << ": "
+       << c.bytes << " B per copy";
+    if (c.chunks > 1) os << " (strided: " << c.chunks << " chunks of " << c.bytes / c.chunks << " B)";
+    os << ", k=" << c.slices << " slice" << (c.slices == 1 ? "" : "s") << " per copy, ";
+    if (c.runs == 1) os << "once";
+    else os << c.runs << " times";
+    os << " (" << c.where << ")\n";
+  }
+  return os.str();
+}
+
+OffloadReport offload_report(const Jaxpr& program) {
+  OffloadReport r;
+  for (const Var& v : program.invars)
+    if (is_host(v.aval().memory_kind)) r.host_buffers.push_back(v.aval());
+  for (const Eqn& e : program.eqns) {
+    const std::string& n = e.primitive->name;
+    if (n != "scan" && n != "copy_start" && n != "copy_slice_start") continue;
+    for (const Var& o : e.outputs)
+      if (is_host(o.aval().memory_kind) && !o.is_dropvar()) r.host_buffers.push_back(o.aval());
+  }
+  walk(program, 1, "top level", r);
+  return r;
+}
+
+}  // namespace minijax
