@@ -2,6 +2,7 @@
 // Owns the size classes, the intrusive free lists, the per-space counters and the static installer.
 #include "jit/runtime/allocator.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 
@@ -39,7 +40,8 @@ struct PoolAllocator::Pool {
   mutable std::mutex mu;
   std::array<void*, kNumClasses> free{};
   int64_t cached = 0;  ///< bytes on the free lists
-  int64_t system = 0;  ///< bytes obtained from the system and not returned (in use + cached)
+  int64_t system = 0;       ///< bytes obtained from the system and not returned (in use + cached)
+  int64_t peak_system = 0;  ///< the largest `system` since the start or the last reset_peak
   SpaceCounters counters;
 
   /// Returns the cached blocks to the system. Caller holds mu.
@@ -127,6 +129,7 @@ void* PoolAllocator::allocate(size_t nbytes, MemoryKind kind, int device_id) {
       throw_resource_exhausted(kind, device_id, nbytes, cls, p.counters.total_in_use(),
                                reported_memory_limit(kind), "failed: the system has no memory left");
     p.system += cls;
+    p.peak_system = std::max(p.peak_system, p.system);
   }
   p.counters.on_alloc(kind, cls);
   MINIJAX_MARK_UNDEFINED(b, size_t(cls));
@@ -162,6 +165,8 @@ MemoryStats PoolAllocator::stats(int device_id, MemoryKind kind) const {
   m.peak_bytes_in_use = p->counters.peak[k];
   m.num_allocs = p->counters.num_allocs[k];
   m.bytes_reserved = p->cached;
+  m.pool_bytes = p->system;
+  m.peak_pool_bytes = p->peak_system;
   return m;
 }
 
@@ -169,9 +174,11 @@ void PoolAllocator::reset_peak(int device_id) {
   if (Pool* p = find_pool(MemoryKind::device, device_id)) {
     std::lock_guard<std::mutex> g(p->mu);
     p->counters.reset_peaks();
+    p->peak_system = p->system;
   }
   std::lock_guard<std::mutex> g(host_->mu);
   host_->counters.reset_peaks();
+  host_->peak_system = host_->system;
 }
 
 void PoolAllocator::release_cached() {

@@ -27,7 +27,8 @@ namespace minijax {
 ///
 /// Counters (per space, under the space's mutex; no busy-waiting): bytes_in_use and its peak per
 /// memory kind count the class size of every block handed out; bytes_reserved counts the cached
-/// blocks. Limits: a block that would take a space's bytes in use past the configured limit
+/// blocks; pool_bytes (and its peak) the bytes obtained from the system and not returned, in use
+/// plus cached. Limits: a block that would take a space's bytes in use past the configured limit
 /// (config().device_memory_bytes / host_memory_bytes, 0 = none) throws ResourceExhaustedError
 /// and changes nothing; before taking fresh memory past the limit (in use + cached), the space's
 /// cache is released first, so a limited space holds at most about its limit. When the system

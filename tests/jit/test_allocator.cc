@@ -1,5 +1,5 @@
 // Tests of the allocator every Buffer goes through (core/allocator.h, jit/runtime/allocator.h) and
-// of mj::memory_stats: exact byte counts, peaks, host vs device kinds, limits, threads, reuse.
+// of mj::memory_stats: exact byte counts, peaks, pool bytes, host vs device kinds, limits, reuse.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -51,6 +51,35 @@ TEST(Allocator, SizeClassesByHand) {
   EXPECT_EQ(P::size_class(4000), 4096u);  // p = 2048, step 512: 2048 + 4*512
   EXPECT_EQ(P::size_class(262144), 262144u);
   EXPECT_EQ(P::size_class(262145), 327680u);  // p = 262144, step 65536
+}
+
+// pool_bytes is per space: both host kinds report the one host pool (in use of both + cached).
+TEST(Allocator, PoolBytesCountInUsePlusCachedPerSpace) {
+  mj::PoolAllocator pool;
+  void* h = pool.allocate(1000, MemoryKind::pinned_host, 0);    // 1024
+  void* u = pool.allocate(3000, MemoryKind::unpinned_host, 3);  // 3072 (2048 + 2 * 512)
+  void* d = pool.allocate(100, MemoryKind::device, 0);          // 128
+  for (MemoryKind k : {MemoryKind::pinned_host, MemoryKind::unpinned_host}) {
+    EXPECT_EQ(pool.stats(5, k).pool_bytes, 1024 + 3072);
+    EXPECT_EQ(pool.stats(5, k).peak_pool_bytes, 1024 + 3072);
+  }
+  EXPECT_EQ(pool.stats(0, MemoryKind::device).pool_bytes, 128);
+  EXPECT_EQ(pool.stats(1, MemoryKind::device).pool_bytes, 0);  // device 1 never allocated
+  pool.deallocate(u, 3000, MemoryKind::unpinned_host, 3);
+  EXPECT_EQ(pool.stats(0, MemoryKind::pinned_host).pool_bytes, 1024 + 3072);  // 3072 cached
+  EXPECT_EQ(pool.stats(0, MemoryKind::pinned_host).bytes_reserved, 3072);
+  pool.release_cached();
+  EXPECT_EQ(pool.stats(0, MemoryKind::unpinned_host).pool_bytes, 1024);
+  pool.reset_peak(0);
+  EXPECT_EQ(pool.stats(0, MemoryKind::unpinned_host).peak_pool_bytes, 1024);
+  EXPECT_EQ(pool.stats(0, MemoryKind::device).peak_pool_bytes, 128);
+  pool.deallocate(h, 1000, MemoryKind::pinned_host, 0);
+  pool.deallocate(d, 100, MemoryKind::device, 0);
+  // Core's counting allocator has no pool: 0.
+  auto counting = mj::make_counting_allocator();
+  void* c = counting->allocate(5000, MemoryKind::device, 0);
+  EXPECT_EQ(counting->stats(0, MemoryKind::device).pool_bytes, 0);
+  counting->deallocate(c, 5000, MemoryKind::device, 0);
 }
 
 TEST(Allocator, BytesInUseRiseByTheRoundedSizeAndFall) {
