@@ -14,9 +14,9 @@ namespace minijax {
 /// bytes_in_use, peak_bytes_in_use, bytes_limit, bytes_reserved (cached by the pool, not in use),
 /// num_allocs, pool_bytes and peak_pool_bytes (obtained from the system by the space's pool: in
 /// use + cached). Counted by the allocator at every allocation, eager or compiled, independently
-/// of any planner; a block counts at its size class (PoolAllocator::size_class). Host kinds
-/// (pinned_host, unpinned_host) are counted per process: every device reports the same figures,
-/// and both kinds the same pool_bytes.
+/// of any planner; a block counts at its block size (PoolAllocator::size_class: a size class up
+/// to 1 MiB, page-rounded above). Host kinds (pinned_host, unpinned_host) are counted per
+/// process: every device reports the same figures, and both kinds the same pool_bytes.
 /// Throws ValueError when device_id is not one of mj::devices() (sharding/mesh.h).
 MemoryStats memory_stats(int device_id, MemoryKind kind = MemoryKind::device,
                          std::source_location loc = std::source_location::current());
