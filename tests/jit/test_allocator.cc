@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <minijax/minijax.h>
 #include <string>
@@ -498,3 +499,70 @@ TEST(Allocator, ReplacedAllocatorsKeepTheirBuffers) {
 }
 
 }  // namespace
+
+namespace {
+
+// A training-like step: an activation f32[512,512] (1 MiB) and its row sums f32[512,1] (2 KiB)
+// are offloaded to pinned_host while the device computes, then brought back and used. Both host
+// copies live at once, so the host arena is about 1 MiB + 2 KiB: a large block.
+mj::Array offload_step(const mj::Array& x, const mj::Array& w) {
+  mj::Array a = mj::tanh(mj::matmul(x, w));
+  mj::Array r = mj::sum(a, 1, /*keepdims=*/true);
+  mj::Array ha = mj::device_put(a, "pinned_host"), hr = mj::device_put(r, "pinned_host");
+  mj::Array y = mj::tanh(mj::matmul(mj::matmul(x, w), w));
+  mj::Array back = mj::device_put(ha, "device"), rows = mj::device_put(hr, "device");
+  return y * back + rows;
+}
+
+}  // namespace
+
+// Measured vs predicted: five calls of the jitted step. After the first, a step obtains no new
+// memory from the system (host and device pool_bytes stay, even at their peaks during a call),
+// and the pinned_host peak of a call is the planner's host peak (memory_analysis) rounded by the
+// allocator's rule: one host arena, a single block above 1 MiB, so a page multiple.
+TEST(Allocator, AnOffloadingStepReusesItsMemoryAndPeaksAsPlanned) {
+  mj::Array x = mj::random::uniform(mj::random::PRNGKey(11), {512, 512}, mj::f32, -1.0, 1.0);
+  mj::Array w = mj::random::uniform(mj::random::PRNGKey(12), {512, 512}, mj::f32, -0.05, 0.05);
+  auto f = mj::jit(offload_step, "offload_step");
+  const mj::CompiledMemoryStats mem = f.lower(x, w).compile().memory_analysis();
+  const int64_t planned = mem.host_peak_memory_in_bytes;
+  ASSERT_GT(planned, int64_t(1) << 20) << mem.str();  // a large block: page rounding applies
+  EXPECT_EQ(mem.peak_bytes(MemoryKind::pinned_host), planned) << mem.str();
+  // By hand: both host copies at once, 512 * 512 * 4 + 512 * 4 = 1050624 B (256.5 pages).
+  EXPECT_EQ(planned, 1050624) << mem.str();
+  const int64_t rounded = int64_t(mj::PoolAllocator::size_class(size_t(planned)));
+  // The rule by hand: the next multiple of 4096 (257 pages = 1052672 B; the small classes would
+  // have counted 1310720), less than a page (< 0.4%) above the plan.
+  EXPECT_EQ(rounded, (planned + 4095) / 4096 * 4096);
+  EXPECT_LT(double(rounded - planned) / double(planned), 0.004);
+
+  const mj::Array want = offload_step(x, w);  // eager, before any figure is taken
+  // Earlier tests' cached blocks (and a cache near max_cached_bytes) must not decide this.
+  mj::clear_memory_pools();
+  int64_t dev_pool = 0, host_pool = 0;
+  for (int step = 0; step < 5; ++step) {
+    const int64_t host_in_use = host().bytes_in_use;
+    mj::reset_peak_memory_stats(0);
+    {
+      mj::Array y = f(x, w);
+      mj::block_until_ready(y);
+      if (step == 0)  // the values once: what eager evaluation computed
+        for (int64_t i = 0; i < want.size(); i += 997) {
+          const float e = want.data<float>()[i];
+          ASSERT_NEAR(y.data<float>()[i], e, 1e-4 * (1 + std::fabs(e))) << i;
+        }
+    }
+    const MemoryStats d = dev0(), h = host();
+    EXPECT_EQ(h.peak_bytes_in_use - host_in_use, rounded) << "step " << step << ": " << mem.str();
+    if (step == 0) {
+      dev_pool = d.pool_bytes;
+      host_pool = h.pool_bytes;
+      EXPECT_GE(host_pool, rounded);  // the arena is cached for the next step
+      continue;
+    }
+    EXPECT_EQ(d.pool_bytes, dev_pool) << "step " << step;
+    EXPECT_EQ(d.peak_pool_bytes, dev_pool) << "step " << step;  // not even during the call
+    EXPECT_EQ(h.pool_bytes, host_pool) << "step " << step;
+    EXPECT_EQ(h.peak_pool_bytes, host_pool) << "step " << step;
+  }
+}
