@@ -18,7 +18,8 @@ inline constexpr size_t kBufferAlignment = 64;
 /// except num_allocs. Counted by the allocator itself, independently of any buffer planner.
 struct MemoryStats {
   /// Bytes of the blocks handed out and not yet returned (each block counted at the size the
-  /// allocator gave it, i.e. the request rounded up to its size class; see the allocator).
+  /// allocator gave it, i.e. the request rounded up by the allocator's rule; see
+  /// PoolAllocator::size_class).
   int64_t bytes_in_use = 0;
   /// The largest bytes_in_use since the start or the last reset_peak().
   int64_t peak_bytes_in_use = 0;
@@ -31,6 +32,15 @@ struct MemoryStats {
   int64_t bytes_reserved = 0;
   /// Number of allocations made since the start (never reset).
   int64_t num_allocs = 0;
+  /// JAX's `pool_bytes`: bytes the allocator's pool for this memory space has obtained from the
+  /// system and not returned: the bytes in use of every kind the space serves plus
+  /// bytes_reserved. Per space, not per kind: both host kinds report the process's one host pool
+  /// (pinned_host + unpinned_host in use + cached); the device kind reports that device's pool.
+  /// 0 for an allocator without a pool.
+  int64_t pool_bytes = 0;
+  /// JAX's `peak_pool_bytes`: the largest pool_bytes since the start or the last reset_peak()
+  /// of the space (reset_peak makes it the current pool_bytes). 0 for an allocator without a pool.
+  int64_t peak_pool_bytes = 0;
 };
 
 /// The source of every Buffer's memory (core/buffer.h), eager or compiled.
@@ -50,7 +60,7 @@ class Allocator {
   /// The counters of memory kind `kind` of device `device_id` (host kinds: the process's).
   virtual MemoryStats stats(int device_id, MemoryKind kind) const = 0;
   /// Sets the peak of device `device_id`'s device memory and the peaks of the process's host
-  /// kinds to their current bytes in use.
+  /// kinds to their current bytes in use (and those spaces' peak_pool_bytes to their pool_bytes).
   virtual void reset_peak(int device_id) = 0;
   /// Returns cached, unused blocks to the system (no-op for allocators without a cache).
   virtual void release_cached() {}

@@ -1,9 +1,11 @@
 // minijax runtime allocator: caching pools per memory space and their installation at load time.
-// Owns the size classes, the intrusive free lists, the per-space counters and the static installer.
+// Owns the block sizes, the intrusive caches (small classes, large groups), counters and installer.
 #include "jit/runtime/allocator.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <new>
 
 #include "core/errors.h"
 
@@ -21,7 +23,7 @@ namespace minijax {
 
 namespace {
 
-/// Requests above this (4 EiB) fail at once (no size class can hold them without overflow).
+/// Requests above this (4 EiB) fail at once (no block size can hold them without overflow).
 constexpr size_t kMaxRequest = size_t(1) << 62;
 
 size_t size_of_index(size_t i) {
@@ -31,15 +33,52 @@ size_t size_of_index(size_t i) {
   return p + q * (p / 4);
 }
 
+/// The small class of a request of at most PoolAllocator::kLargeThreshold bytes.
+size_t class_index(size_t n) {
+  if (n <= 512) return n <= 64 ? 0 : (n + 63) / 64 - 1;
+  const size_t p = std::bit_floor(n - 1);  // p < n <= 2p, 512 <= p < 1 MiB
+  const size_t e = size_t(std::countr_zero(p)), step = p / 4;
+  const size_t q = (n - p + step - 1) / step;  // 1..4
+  return 8 + (e - 9) * 4 + (q - 1);
+}
+
+/// Where a request of n bytes lives: a small class, or a large block of a page multiple.
+struct BlockSize {
+  bool large;
+  size_t idx;    ///< the small class (0 for large blocks)
+  size_t bytes;  ///< the block's size, what it is counted at
+};
+
+BlockSize block_size(size_t n) {
+  if (n > PoolAllocator::kLargeThreshold) {
+    const size_t page = PoolAllocator::kPageBytes;
+    return {true, 0, (n + page - 1) / page * page};
+  }
+  const size_t idx = class_index(n);
+  return {false, idx, size_of_index(idx)};
+}
+
+/// The header a cached large block carries in its first bytes (blocks are at least 1 MiB).
+/// Blocks of one size form a group linked by next_same; groups are linked by their heads'
+/// next_group (only a group's head has a meaningful next_group).
+struct LargeBlock {
+  LargeBlock* next_same;
+  LargeBlock* next_group;
+  size_t bytes;
+};
+
 }  // namespace
 
-/// One memory space's pool: free lists by size class (each block's first word links to the
-/// next), the space's counters, and the bytes obtained from the system, under one mutex.
+/// One memory space's pool: small free lists by size class (each block's first word links to
+/// the next), the large blocks cached by exact size, the space's counters, and the bytes
+/// obtained from the system, under one mutex.
 struct PoolAllocator::Pool {
   mutable std::mutex mu;
   std::array<void*, kNumClasses> free{};
-  int64_t cached = 0;  ///< bytes on the free lists
-  int64_t system = 0;  ///< bytes obtained from the system and not returned (in use + cached)
+  LargeBlock* large = nullptr;  ///< the first group of cached large blocks
+  int64_t cached = 0;           ///< bytes on the free lists and in the large groups
+  int64_t system = 0;       ///< bytes obtained from the system and not returned (in use + cached)
+  int64_t peak_system = 0;  ///< the largest `system` since the start or the last reset_peak
   SpaceCounters counters;
 
   /// Returns the cached blocks to the system. Caller holds mu.
@@ -52,19 +91,58 @@ struct PoolAllocator::Pool {
         system -= int64_t(size_of_index(i));
       }
     }
+    while (LargeBlock* g = large) {
+      large = g->next_group;
+      while (LargeBlock* b = g) {
+        g = b->next_same;
+        cached -= int64_t(b->bytes);
+        system -= int64_t(b->bytes);
+        std::free(b);
+      }
+    }
+  }
+
+  /// A cached block of class `idx` (small) or of exactly `bytes` (large), taken off its list;
+  /// nullptr when none is cached. Caller holds mu.
+  void* take_locked(bool is_large, size_t idx, size_t bytes) {
+    void* b = nullptr;
+    if (!is_large) {
+      b = free[idx];
+      if (b) free[idx] = *static_cast<void**>(b);
+    } else {
+      LargeBlock** link = &large;
+      while (*link && (*link)->bytes != bytes) link = &(*link)->next_group;
+      LargeBlock* h = *link;
+      if (h && h->next_same) {  // the next block of this size heads the group now
+        h->next_same->next_group = h->next_group;
+        *link = h->next_same;
+      } else if (h) {
+        *link = h->next_group;
+      }
+      b = h;
+    }
+    if (b) cached -= int64_t(bytes);
+    return b;
+  }
+
+  /// Caches block `b` of class `idx` (small) or of `bytes` (large); allocates nothing. Caller
+  /// holds mu.
+  void put_locked(void* b, bool is_large, size_t idx, size_t bytes) {
+    if (!is_large) {
+      *static_cast<void**>(b) = free[idx];
+      free[idx] = b;
+    } else {
+      LargeBlock** link = &large;
+      while (*link && (*link)->bytes != bytes) link = &(*link)->next_group;
+      // b becomes its group's head (LIFO); a new size's group goes first.
+      if (LargeBlock* h = *link)
+        *link = new (b) LargeBlock{h, h->next_group, bytes};
+      else
+        large = new (b) LargeBlock{nullptr, large, bytes};
+    }
+    cached += int64_t(bytes);
   }
 };
-
-size_t PoolAllocator::class_index(size_t n) {
-  if (n <= 512) return n <= 64 ? 0 : (n + 63) / 64 - 1;
-  const size_t p = std::bit_floor(n - 1);  // p < n <= 2p, p >= 512
-  const size_t e = size_t(std::countr_zero(p)), step = p / 4;
-  const size_t q = (n - p + step - 1) / step;  // 1..4
-  return 8 + (e - 9) * 4 + (q - 1);
-}
-
-size_t PoolAllocator::size_class(size_t nbytes) { return size_of_index(class_index(nbytes)); }
-
 PoolAllocator::PoolAllocator(int64_t max_cached_bytes)
     : max_cached_(max_cached_bytes), host_(std::make_unique<Pool>()) {}
 
@@ -102,34 +180,34 @@ PoolAllocator::Pool& PoolAllocator::pool(MemoryKind kind, int device_id) const {
   return *expected;
 }
 
+size_t PoolAllocator::size_class(size_t nbytes) { return block_size(nbytes).bytes; }
+
 void* PoolAllocator::allocate(size_t nbytes, MemoryKind kind, int device_id) {
   Pool& p = pool(kind, device_id);
   if (nbytes > kMaxRequest)
     throw_resource_exhausted(kind, device_id, nbytes, int64_t(nbytes), 0,
                              reported_memory_limit(kind), "failed: no machine has that much memory");
-  const size_t idx = class_index(nbytes);
-  const int64_t cls = int64_t(size_of_index(idx));
+  const BlockSize bs = block_size(nbytes);
+  const int64_t bytes = int64_t(bs.bytes);
   std::lock_guard<std::mutex> g(p.mu);
-  p.counters.check_limit(kind, device_id, nbytes, cls);
-  void* b = p.free[idx];
-  if (b) {
-    p.free[idx] = *static_cast<void**>(b);
-    p.cached -= cls;
-  } else {
+  p.counters.check_limit(kind, device_id, nbytes, bytes);
+  void* b = p.take_locked(bs.large, bs.idx, bs.bytes);
+  if (!b) {
     const int64_t limit = configured_memory_limit(kind);
-    if (limit > 0 && p.system + cls > limit) p.release_locked();
-    b = std::aligned_alloc(kBufferAlignment, size_t(cls));
+    if (limit > 0 && p.system + bytes > limit) p.release_locked();
+    b = std::aligned_alloc(kBufferAlignment, bs.bytes);
     if (!b && p.cached > 0) {
       p.release_locked();
-      b = std::aligned_alloc(kBufferAlignment, size_t(cls));
+      b = std::aligned_alloc(kBufferAlignment, bs.bytes);
     }
     if (!b)
-      throw_resource_exhausted(kind, device_id, nbytes, cls, p.counters.total_in_use(),
+      throw_resource_exhausted(kind, device_id, nbytes, bytes, p.counters.total_in_use(),
                                reported_memory_limit(kind), "failed: the system has no memory left");
-    p.system += cls;
+    p.system += bytes;
+    p.peak_system = std::max(p.peak_system, p.system);
   }
-  p.counters.on_alloc(kind, cls);
-  MINIJAX_MARK_UNDEFINED(b, size_t(cls));
+  p.counters.on_alloc(kind, bytes);
+  MINIJAX_MARK_UNDEFINED(b, bs.bytes);
   return b;
 }
 
@@ -137,17 +215,15 @@ void PoolAllocator::deallocate(void* b, size_t nbytes, MemoryKind kind, int devi
   if (!b) return;
   Pool* p = find_pool(kind, device_id);
   if (!p) return;  // not ours (cannot happen for blocks allocate() returned)
-  const size_t idx = class_index(nbytes);
-  const int64_t cls = int64_t(size_of_index(idx));
+  const BlockSize bs = block_size(nbytes);
+  const int64_t bytes = int64_t(bs.bytes);
   std::lock_guard<std::mutex> g(p->mu);
-  p->counters.on_free(kind, cls);
-  if (p->cached + cls <= max_cached_) {
-    *static_cast<void**>(b) = p->free[idx];
-    p->free[idx] = b;
-    p->cached += cls;
+  p->counters.on_free(kind, bytes);
+  if (p->cached + bytes <= max_cached_) {
+    p->put_locked(b, bs.large, bs.idx, bs.bytes);
   } else {
     std::free(b);
-    p->system -= cls;
+    p->system -= bytes;
   }
 }
 
@@ -162,6 +238,8 @@ MemoryStats PoolAllocator::stats(int device_id, MemoryKind kind) const {
   m.peak_bytes_in_use = p->counters.peak[k];
   m.num_allocs = p->counters.num_allocs[k];
   m.bytes_reserved = p->cached;
+  m.pool_bytes = p->system;
+  m.peak_pool_bytes = p->peak_system;
   return m;
 }
 
@@ -169,9 +247,11 @@ void PoolAllocator::reset_peak(int device_id) {
   if (Pool* p = find_pool(MemoryKind::device, device_id)) {
     std::lock_guard<std::mutex> g(p->mu);
     p->counters.reset_peaks();
+    p->peak_system = p->system;
   }
   std::lock_guard<std::mutex> g(host_->mu);
   host_->counters.reset_peaks();
+  host_->peak_system = host_->system;
 }
 
 void PoolAllocator::release_cached() {
