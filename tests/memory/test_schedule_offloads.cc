@@ -2,10 +2,13 @@
 // into copy_start / copy_done, where each half is placed, values, and the compiled program.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <minijax/minijax.h>
 
 #include "core/config.h"
 #include "jit/runtime/copy_engine.h"
+#include "memory/coalesce_slice_copies.h"
 #include "memory/schedule_offloads.h"
 #include "tests/memory/memory_helpers.h"
 
@@ -104,4 +107,212 @@ TEST(ScheduleOffloads, CompiledCopiesRunAsynchronouslyOnTheEngine) {
   Array want = offload_program(x, w);
   for (int64_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4 * (1 + std::fabs(want.data<float>()[i]))) << i;
+}
+
+// ---- loops: the seed program's stacked host buffer, coalescing, pipelining --------------------
+
+namespace {
+
+namespace cp = mj::checkpoint_policies;
+
+// The seed's loss (seed-offload-in-scan, docs/offload.md) on a carry of `width` floats over
+// `length` iterations: the step's named value "save_remat" is offloaded to pinned_host.
+auto seed_loss(int width, int length) {
+  (void)width;
+  auto policy = cp::save_and_offload_only_these_names({}, {"save_remat"}, "device", "pinned_host");
+  auto step = [](const Array& y, const Array&) {
+    return std::pair{mj::sin(mj::checkpoint_name(mj::sin(y), "save_remat")), mj::None{}};
+  };
+  const Array xs = mj::zeros({length, 0}, mj::f32);
+  return [=](const Array& p) { return mj::sum(mj::scan(mj::checkpoint(step, {.policy = policy}), p, xs).first); };
+}
+
+struct CopyCount {
+  int64_t copies = 0, bytes = 0;
+};
+
+// The gradient of seed_loss compiled, its as_text, and what device 0's copy engine moved for it.
+struct SeedRun {
+  std::string text;
+  CopyCount moved;
+  Array grad, eager;
+};
+
+SeedRun run_seed(int width, int length) {
+  SeedRun r;
+  const Array p = mj::ones({width}, mj::f32);
+  auto compiled = mj::jit(mj::grad(seed_loss(width, length))).lower(p).compile();
+  r.text = compiled.as_text();
+  const mj::CopyEngineStats before = mj::copy_engine(0).stats();
+  r.grad = compiled(p);
+  mj::block_until_ready(r.grad);
+  const mj::CopyEngineStats after = mj::copy_engine(0).stats();
+  r.moved = {after.copies - before.copies, after.bytes - before.bytes};
+  r.eager = mj::grad(seed_loss(width, length))(p);
+  return r;
+}
+
+// Equal to float32 rounding: the compiled transcendentals and eager's differ by an ulp or two, and
+// a gradient through a dozen steps gathers a few of them (relative 2e-6, ~16 ulps).
+void expect_equal(const Array& got, const Array& want) {
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-6 + 2e-6 * std::fabs(want.data<float>()[i])) << i;
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+// The seed itself (f32[3] rows of 12 bytes, 2 iterations): the rows are coalesced, k = 2 slices
+// per copy, one copy to the host after the forward loop and one back before the backward loop;
+// the gradient is the published 0.2059352 per element.
+TEST(ScheduleOffloadsLoops, SeedRowsAreCoalescedIntoOneCopyEachWay) {
+  SeedRun r = run_seed(3, 2);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(r.grad.data<float>()[i], 0.2059352, 1e-7);
+  EXPECT_NE(r.text.find("f32<pinned_host>[1,2,3] = allocate_buffer"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("host buffer f32<pinned_host>[1,2,3]: 24 B"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("copy_update_start device -> pinned_host: 24 B per copy, k=2 slices per copy"),
+            std::string::npos)
+      << r.text;
+  EXPECT_NE(r.text.find("copy_slice_start pinned_host -> device: 24 B per copy, k=2 slices per copy"),
+            std::string::npos)
+      << r.text;
+  // The inner loops run the original body twice; the copies sit in the outer ones (length 1),
+  // whose pipelined indices past the ends copy nothing: 2 copies of 24 B moved.
+  EXPECT_EQ(r.moved.copies, 2);
+  EXPECT_EQ(r.moved.bytes, 48);
+}
+
+// At a carry of 4096 floats (16 KiB rows) nothing is coalesced: one copy each way per iteration.
+// The forward loop copies the previous iteration's row (its first iteration has none) and the
+// last row after the loop; the backward loop loads the first row before it and prefetches the
+// next one in each iteration but the last: 2 x length copies of 16 KiB.
+TEST(ScheduleOffloadsLoops, WideRowsMoveOneCopyPairPerIteration) {
+  const int length = 8;
+  SeedRun r = run_seed(4096, length);
+  expect_equal(r.grad, r.eager);
+  EXPECT_NE(r.text.find("host buffer f32<pinned_host>[8,4096]: 131072 B"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("copy_update_start device -> pinned_host: 16384 B per copy, k=1 slice per copy, 8 times "
+                        "(scan(length=8))"),
+            std::string::npos)
+      << r.text;
+  EXPECT_NE(r.text.find("copy_slice_start pinned_host -> device: 16384 B per copy, k=1 slice per copy, 8 times "
+                        "(scan(length=8, reverse))"),
+            std::string::npos)
+      << r.text;
+  EXPECT_EQ(r.moved.copies, 2 * length);
+  EXPECT_EQ(r.moved.bytes, 2 * length * 16384);
+}
+
+// 1000 iterations of 12-byte rows: k is the smallest divisor of 1000 with k x 12 >= 4096 (342
+// needed: 500), so each way moves 2 copies of 6000 B, out of 1000 rows.
+TEST(ScheduleOffloadsLoops, ManyTinyRowsAreCoalescedByADivisorOfTheLength) {
+  EXPECT_EQ(mj::coalesce_factor(1000, 12, 4096), 500);
+  EXPECT_EQ(mj::coalesce_factor(2, 12, 4096), 2);          // the whole stack is under 4 KiB
+  EXPECT_EQ(mj::coalesce_factor(1000, 16384, 4096), 1);    // rows above the threshold
+  EXPECT_EQ(mj::coalesce_factor(997, 12, 4096), 997);      // a prime under 4 x 342: one copy of all
+  EXPECT_EQ(mj::coalesce_factor(2003, 12, 4096), 1);       // a prime over it: per iteration
+  EXPECT_EQ(mj::coalesce_factor(1024, 12, 4096), 512);     // 512 <= 4 x 342
+  SeedRun r = run_seed(3, 1000);
+  expect_equal(r.grad, r.eager);
+  EXPECT_NE(r.text.find("k=500 slices per copy"), std::string::npos) << r.text;
+  EXPECT_EQ(r.moved.copies, 4);
+  EXPECT_EQ(r.moved.bytes, 2 * 1000 * 12);
+}
+
+// Reverse scans and every small length: compiled values equal eager's, whatever k and the
+// pipelined indices (offload-reverse-order: reading rows in the wrong order changes d/dxs).
+TEST(ScheduleOffloadsLoops, ForwardAndReverseLoopsOfEveryLengthMatchEager) {
+  auto policy = cp::save_and_offload_only_these_names({}, {"h"}, "device", "pinned_host");
+  for (bool reverse : {false, true})
+    for (int n = 0; n <= 9; ++n) {
+      for (int width : {1, 1024}) {
+        auto loss = [=](const Array& c0, const Array& xs) {
+          auto body = [](const Array& c, const Array& x) {
+            Array h = mj::checkpoint_name(mj::sin(c * (1.0 + x)), "h");
+            Array next = mj::tanh(h);
+            return std::pair{next, next};
+          };
+          auto [c, ys] = mj::scan(mj::checkpoint(body, {.policy = policy}), c0, xs, {.reverse = reverse});
+          return mj::sum(c) + mj::sum(ys * ys);
+        };
+        const Array c0 = mj::full({width}, 0.7, mj::f32);
+        const Array xs = mj::random::uniform(mj::random::PRNGKey(uint64_t(n + 1)), {n, width}, mj::f32, 0.0, 1.0);
+        auto g = mj::grad(loss, mj::argnums<0, 1>);
+        auto [ec, ex] = g(c0, xs);
+        auto [jc, jx] = mj::jit(g)(c0, xs);
+        SCOPED_TRACE("n=" + std::to_string(n) + " width=" + std::to_string(width) + (reverse ? " reverse" : ""));
+        expect_equal(jc, ec);
+        expect_equal(jx, ex);
+      }
+    }
+}
+
+// A scan nested in a scan, the inner one offloading: the outer loop stacks the inner stacks
+// ([outer, inner, row] in pinned_host). The compiled gradients are bitwise those of the same
+// program compiled with everything_saveable (the same kernels; only where the residual is kept
+// differs), and eager's to float32 rounding (compiled sin/cos differ from eager's by an ulp, and
+// twelve steps gather them: relative 1e-5).
+TEST(ScheduleOffloadsLoops, NestedScansOffloadIntoOneStackedHostBuffer) {
+  auto loss_with = [](mj::PolicyPtr policy) {
+    auto inner = [policy](const Array& c, const Array& x) {
+      auto body = [](const Array& h, const Array& w) {
+        Array a = mj::checkpoint_name(mj::sin(h * w), "a");
+        return std::pair{mj::cos(a) + h, mj::None{}};
+      };
+      return std::pair{mj::scan(mj::checkpoint(body, {.policy = policy}), c, x).first, mj::None{}};
+    };
+    return [inner](const Array& c0, const Array& xs) { return mj::sum(mj::scan(inner, c0, xs).first); };
+  };
+  const Array c0 = mj::full({2048}, 0.3, mj::f32);
+  const Array xs = mj::random::uniform(mj::random::PRNGKey(5), {3, 4, 2048}, mj::f32, 0.5, 1.0);
+  auto g = mj::grad(loss_with(cp::save_and_offload_only_these_names({}, {"a"}, "device", "pinned_host")),
+                    mj::argnums<0, 1>);
+  auto g_saved = mj::grad(loss_with(cp::everything_saveable()), mj::argnums<0, 1>);
+  auto compiled = mj::jit(g).lower(c0, xs).compile();
+  const std::string text = compiled.as_text();
+  EXPECT_NE(text.find("f32<pinned_host>[3,4,2048]"), std::string::npos) << text;
+  EXPECT_NE(text.find("(scan(length=4) in scan(length=3))"), std::string::npos) << text;
+  auto [jc, jx] = compiled(c0, xs);
+  auto [sc, sx] = mj::jit(g_saved)(c0, xs);
+  for (int64_t i = 0; i < sc.size(); ++i) ASSERT_EQ(jc.data<float>()[i], sc.data<float>()[i]) << i;
+  for (int64_t i = 0; i < sx.size(); ++i) ASSERT_EQ(jx.data<float>()[i], sx.data<float>()[i]) << i;
+  auto [ec, ex] = g(c0, xs);
+  for (int64_t i = 0; i < ex.size(); ++i)
+    ASSERT_NEAR(jx.data<float>()[i], ex.data<float>()[i], 1e-5 * (1 + std::fabs(ex.data<float>()[i]))) << i;
+  for (int64_t i = 0; i < ec.size(); ++i)
+    ASSERT_NEAR(jc.data<float>()[i], ec.data<float>()[i], 1e-5 * (1 + std::fabs(ec.data<float>()[i]))) << i;
+}
+
+// Slice copies along an inner axis are strided (one chunk per index of the leading axes), in
+// both directions, and an index outside the buffer copies nothing (zeros for a slice read):
+// compiled against the primitives' eager rules.
+TEST(ScheduleOffloadsLoops, StridedSliceCopiesMatchTheirEagerRules) {
+  auto f = [](const Array& x, const Array& u, const Array& i) {
+    const mj::Params read{{"memory_kind", mj::MemoryKind::device}, {"axis", int64_t(1)}, {"slices", int64_t(1)}};
+    Array h = mj::bind1("copy_slice_start", {x, i}, read);
+    Array s = mj::bind1("copy_done", {h, x});
+    Array r = mj::bind1("copy_update_start", {x, u, i}, mj::Params{{"axis", int64_t(1)}, {"slices", int64_t(1)}});
+    Array w = mj::bind1("copy_done", {r, u});
+    return std::pair{s * 2.0, w};
+  };
+  const Array x = mj::device_put(mj::random::normal(mj::random::PRNGKey(9), {3, 5, 4}), "pinned_host");
+  const Array u = mj::random::normal(mj::random::PRNGKey(10), {3, 4});
+  auto compiled = mj::jit(f).lower(x, u, mj::scalar(0, mj::i32)).compile();
+  const std::string text = compiled.as_text();
+  EXPECT_NE(text.find("strided: 3 chunks of 16 B"), std::string::npos) << text;
+  for (int32_t i : {0, 2, 4, 5, -1}) {
+    auto [es, ew] = f(x, u, mj::scalar(i, mj::i32));
+    auto [js, jw] = compiled(x, u, mj::scalar(i, mj::i32));
+    SCOPED_TRACE("index " + std::to_string(i));
+    expect_equal(js, es);
+    expect_equal(mj::device_put(jw, "device"), mj::device_put(ew, "device"));
+    if (i < 0 || i >= 5)
+      for (int64_t k = 0; k < es.size(); ++k) ASSERT_EQ(es.data<float>()[k], 0.0f);
+  }
 }
