@@ -11,7 +11,17 @@
 namespace minijax {
 namespace {
 
-// The checkpoint_name of a value defined in `j` (looking through device_put), if any.
+// The name a `name` equation of `j` gives to `v` (v is its input: the value was also named,
+// e.g. a dot saved by dots_saveable whose output was then named; jax PR #20285), if any.
+std::string name_given_to(const Jaxpr& j, const Var& v) {
+  for (auto& e : j.eqns)
+    if (e.primitive->name == "name" && e.params.has("name") && !e.inputs.empty())
+      if (auto* in = std::get_if<Var>(&e.inputs[0]); in && *in == v) return e.params.get_string("name");
+  return "";
+}
+
+// The checkpoint_name of a value defined in `j` (looking through device_put), if any: the name
+// equation that made it, or else one that names it.
 std::string name_in(const Jaxpr& j, const Atom& a, std::string* made_by) {
   auto* v = std::get_if<Var>(&a);
   if (!v) return "";
@@ -20,8 +30,11 @@ std::string name_in(const Jaxpr& j, const Atom& a, std::string* made_by) {
       if (o == *v) {
         if (made_by && made_by->empty()) *made_by = it->primitive->name;
         if (it->primitive->name == "name" && it->params.has("name")) return it->params.get_string("name");
-        if (it->primitive->name == "device_put" && !it->inputs.empty()) return name_in(j, it->inputs[0], nullptr);
-        return "";
+        if (it->primitive->name == "device_put" && !it->inputs.empty()) {
+          std::string n = name_in(j, it->inputs[0], nullptr);
+          return n.empty() ? name_given_to(j, *v) : n;
+        }
+        return name_given_to(j, *v);
       }
   return "";
 }

@@ -19,7 +19,9 @@ struct SavedResidual {
   ShapedArray aval;                 ///< shape and dtype (memory kind included)
   int64_t bytes = 0;                ///< size in bytes
   MemoryKind memory_kind = MemoryKind::device;
-  std::string name;                 ///< its checkpoint_name, if any
+  /// Its checkpoint_name, if any: the value a `name` equation made, or the value it names
+  /// (whichever policy saved it, e.g. a dot saved by dots_saveable; jax PR #20285).
+  std::string name;
   std::string made_by;              ///< primitive of the equation that made it ("" for arguments)
   ResidualPlacement placement = ResidualPlacement::computed;
   std::optional<int> argument;      ///< flat index of the argument it forwards, if forwarded

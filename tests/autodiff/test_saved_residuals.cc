@@ -119,4 +119,114 @@ TEST(SavedResiduals, SimpleFunctions) {
   EXPECT_EQ(pinned, 1) << ro;
 }
 
+// ---- Helpers.
+
+std::vector<const mj::SavedResidual*> placed(const mj::SavedResiduals& rs, mj::ResidualPlacement p) {
+  std::vector<const mj::SavedResidual*> out;
+  for (auto& r : rs)
+    if (r.placement == p) out.push_back(&r);
+  return out;
+}
+
+constexpr int kSteps = 4;
+
+// loss(c0) = sum(final carry of kSteps steps of `step`), xs unused zeros [kSteps, 3].
+template <class Step>
+auto scan_loss(Step step) {
+  return [step](const Array& c0) {
+    return mj::sum(mj::scan(step, c0, mj::zeros({kSteps, 3}, mj::f32)).first);
+  };
+}
+
+// ---- Names: a residual whose value was named by checkpoint_name is reported by that name,
+// whichever policy saved it (jax PR #20285).
+
+std::vector<const mj::SavedResidual*> named(const mj::SavedResiduals& rs) {
+  std::vector<const mj::SavedResidual*> out;
+  for (auto& r : rs)
+    if (!r.name.empty()) out.push_back(&r);
+  return out;
+}
+
+// g(x, w, v) = name(x @ w, "proj") @ v. By hand the tangent is dx@w@v + x@dw@v + y@dv with
+// y = x @ w: the backward pass reads x, w, v (the arguments, forwarded) and y, f32[2,4] = 32
+// bytes. Under dots_saveable y is the saved dot (the name is recomputed from it); under
+// everything_saveable and without a checkpoint it is the named value itself. Either way it is
+// the value named "proj", and it is the only named residual.
+TEST(SavedResidualsNames, NamedDotIsNamedUnderEveryPolicy) {
+  Array x = mj::ones({2, 3}, mj::f32), w = mj::ones({3, 4}, mj::f32), v = mj::ones({4, 5}, mj::f32);
+  auto g = [](const Array& a, const Array& b, const Array& c) {
+    return mj::matmul(mj::checkpoint_name(mj::matmul(a, b), "proj"), c);
+  };
+  auto check = [&](auto body, const std::string& what) {
+    auto rs = mj::saved_residuals(
+        [&](const Array& a, const Array& b, const Array& c) { return mj::sum(body(a, b, c)); }, x, w, v);
+    ASSERT_EQ(rs.size(), 4u) << what << "\n" << rs;
+    auto n = named(rs);
+    ASSERT_EQ(n.size(), 1u) << what << "\n" << rs;
+    EXPECT_EQ(n[0]->name, "proj");
+    EXPECT_EQ(n[0]->aval.shape, (mj::Shape{2, 4}));
+    EXPECT_EQ(n[0]->bytes, 32);
+    EXPECT_EQ(placed(rs, mj::ResidualPlacement::forwarded).size(), 3u) << what << "\n" << rs;
+    std::ostringstream os;
+    os << rs;
+    EXPECT_NE(os.str().find("f32[2,4] computed device 32 bytes named 'proj'"), std::string::npos)
+        << what << "\n" << os.str();
+  };
+  check(mj::checkpoint(g, {.policy = cp::dots_saveable()}), "dots_saveable");
+  check(mj::checkpoint(g, {.policy = cp::everything_saveable()}), "everything_saveable");
+  check(g, "no checkpoint");
+}
+
+// A policy that saves sin only: in name(sin(x), "s") * name(sin(x), "s") the sin output is saved
+// because it is a sin, not because of its name; it still bears the name. By hand the tangent is
+// 2 * s * cos(x) * dx with s = sin(x): residuals x (forwarded, cos recomputed from it) and s
+// (f32[4] = 16 bytes, named "s").
+TEST(SavedResidualsNames, NameOfAValueSavedForAnotherReason) {
+  auto save_sin = cp::custom("save_sin", [](const mj::Primitive& p, const std::vector<mj::ShapedArray>&,
+                                            const mj::Params&) -> mj::PolicyDecision {
+    if (p.name == "sin") return mj::Saveable{};
+    return mj::Recompute{};
+  });
+  auto g = mj::checkpoint([](const Array& v) {
+    Array s = mj::checkpoint_name(mj::sin(v), "s");
+    return s * s;
+  }, {.policy = save_sin});
+  auto rs = mj::saved_residuals([&](const Array& v) { return mj::sum(g(v)); }, mj::array({0.1f, 0.2f, 0.3f, 0.4f}));
+  ASSERT_EQ(rs.size(), 2u) << rs;
+  auto n = named(rs);
+  ASSERT_EQ(n.size(), 1u) << rs;
+  EXPECT_EQ(n[0]->name, "s");
+  EXPECT_EQ(n[0]->made_by, "sin");
+  EXPECT_EQ(n[0]->bytes, 16);
+  EXPECT_EQ(placed(rs, mj::ResidualPlacement::forwarded).size(), 1u) << rs;
+}
+
+// step(c) = name(c @ Wc, "proj") * c, Wc [3,3] closed over, under a checkpoint. By hand
+// dc' = (dc @ Wc) * c + y * dc with y = c @ Wc: per step the backward pass reads c (the carry,
+// stacked, unnamed: the carry out is a product, never named) and y (stacked, named "proj": the
+// named value under everything_saveable, the saved dot under dots_saveable), both f32[4,3] = 48
+// bytes; Wc is a loop constant passed through (forwarded).
+TEST(SavedResidualsNames, NameSurvivesStackingInScan) {
+  Array Wc = mj::reshape(mj::arange(9, mj::f32), {3, 3}) * 0.1f;
+  auto step = [Wc](const Array& c, const Array&) {
+    return std::pair{mj::checkpoint_name(mj::matmul(c, Wc), "proj") * c, mj::None{}};
+  };
+  for (auto policy : {cp::everything_saveable(), cp::dots_saveable()}) {
+    auto rs = mj::saved_residuals(scan_loss(mj::checkpoint(step, {.policy = policy})), mj::ones({3}, mj::f32));
+    auto s = placed(rs, mj::ResidualPlacement::stacked);
+    ASSERT_EQ(s.size(), 2u) << policy->str() << "\n" << rs;
+    int proj = 0, unnamed = 0;
+    for (auto* r : s) {
+      EXPECT_EQ(r->aval.shape, (mj::Shape{kSteps, 3}));
+      EXPECT_EQ(r->bytes, 48);
+      proj += r->name == "proj";
+      unnamed += r->name.empty();
+    }
+    EXPECT_EQ(proj, 1) << policy->str() << "\n" << rs;
+    EXPECT_EQ(unnamed, 1) << policy->str() << "\n" << rs;
+    EXPECT_EQ(named(rs).size(), 1u) << policy->str() << "\n" << rs;
+  }
+}
+
 }  // namespace
