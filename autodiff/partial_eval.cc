@@ -21,6 +21,24 @@ const char* residual_placement_name(ResidualPlacement p) {
   return "?";
 }
 
+namespace {
+thread_local ResidualNotes* innermost_notes = nullptr;
+}  // namespace
+
+ResidualNotes::ResidualNotes() : outer_(innermost_notes) { innermost_notes = this; }
+ResidualNotes::~ResidualNotes() { innermost_notes = outer_; }
+
+void ResidualNotes::note(const Array& value, const ResidualInfo& info) {
+  if (innermost_notes && value.defined() && !info.forwards_input)
+    innermost_notes->notes_.emplace_back(value.impl_ptr(), info);
+}
+
+const ResidualInfo* ResidualNotes::find(const Array& value) const {
+  for (auto it = notes_.rbegin(); it != notes_.rend(); ++it)
+    if (value.defined() && it->first.get() == value.impl()) return &it->second;
+  return nullptr;
+}
+
 std::map<std::string, PeCustomRule>& pe_custom_rules() {
   static std::map<std::string, PeCustomRule> t;
   return t;

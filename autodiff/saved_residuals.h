@@ -44,7 +44,9 @@ std::ostream& operator<<(std::ostream& os, const SavedResiduals& r);
 /// (traced abstractly: f may not branch on values). Placement: forwarded (an argument of f, or a
 /// value f closes over; `argument` is set for arguments only),
 /// stacked (an extra stacked output of a known scan: one slice per iteration; named after the
-/// scan body's checkpoint_name, in the body's memory kind), computed (made once by an equation).
+/// scan body's checkpoint_name, in the body's memory kind), hoisted (a value of a scan body
+/// that depends only on loop constants, which partial evaluation computes once before the
+/// loop: its unstacked shape and bytes), computed (made once by an equation).
 SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& args,
                                     std::source_location loc = std::source_location::current());
 

@@ -119,7 +119,7 @@ TEST(SavedResiduals, SimpleFunctions) {
   EXPECT_EQ(pinned, 1) << ro;
 }
 
-// ---- Helpers.
+// ---- Placement of residuals that scan's partial evaluation hoists out of the loop.
 
 std::vector<const mj::SavedResidual*> placed(const mj::SavedResiduals& rs, mj::ResidualPlacement p) {
   std::vector<const mj::SavedResidual*> out;
@@ -136,6 +136,60 @@ auto scan_loss(Step step) {
   return [step](const Array& c0) {
     return mj::sum(mj::scan(step, c0, mj::zeros({kSteps, 3}, mj::f32)).first);
   };
+}
+
+// step(c) = sin(c * sin(W)), W closed over. By hand: dc' = cos(c * sin(W)) * (dc * sin(W)).
+// sin(W) depends on the loop constant W only: hoisted, computed once, f32[3] = 12 bytes.
+// cos(c * sin(W)) changes with the carry: stacked, f32[4,3] = 48 bytes. Nothing else is read.
+void expect_sin_w_residuals(const mj::SavedResiduals& rs) {
+  ASSERT_EQ(rs.size(), 2u) << rs;
+  auto h = placed(rs, mj::ResidualPlacement::hoisted);
+  ASSERT_EQ(h.size(), 1u) << rs;
+  EXPECT_EQ(h[0]->aval.shape, (mj::Shape{3}));
+  EXPECT_EQ(h[0]->bytes, 12);
+  EXPECT_EQ(h[0]->made_by, "sin");
+  EXPECT_EQ(h[0]->name, "");
+  auto s = placed(rs, mj::ResidualPlacement::stacked);
+  ASSERT_EQ(s.size(), 1u) << rs;
+  EXPECT_EQ(s[0]->aval.shape, (mj::Shape{kSteps, 3}));
+  EXPECT_EQ(s[0]->bytes, 48);
+  std::ostringstream os;
+  os << rs;
+  EXPECT_NE(os.str().find("f32[3] hoisted device 12 bytes"), std::string::npos) << os.str();
+}
+
+TEST(SavedResidualsHoisted, LoopConstantOnlyValueIsHoistedNotStacked) {
+  Array W = mj::array({0.5f, 1.0f, 1.5f});
+  auto step = [W](const Array& c, const Array&) { return std::pair{mj::sin(c * mj::sin(W)), mj::None{}}; };
+  expect_sin_w_residuals(mj::saved_residuals(scan_loss(step), mj::ones({3}, mj::f32)));
+  // Saving everything inside a checkpoint around the body keeps the same two residuals.
+  auto saved = mj::checkpoint(step, {.policy = cp::everything_saveable()});
+  expect_sin_w_residuals(mj::saved_residuals(scan_loss(saved), mj::ones({3}, mj::f32)));
+}
+
+// step(c) = sin(c @ (W @ W)), W [3,3] closed over, under a checkpoint. By hand:
+// dc' = cos(c @ M) * (dc @ M) with M = W @ W. M is a dot of loop constants: hoisted, f32[3,3] =
+// 36 bytes, under both policies (dots_saveable saves dots). The per-step factor is cos(c @ M)
+// under everything_saveable, and the dot c @ M (cos recomputed from it) under dots_saveable:
+// stacked either way, f32[4,3] = 48 bytes.
+TEST(SavedResidualsHoisted, DotOfLoopConstantsUnderCheckpointPolicies) {
+  Array W = mj::reshape(mj::arange(9, mj::f32), {3, 3}) * 0.1f;
+  auto step = [W](const Array& c, const Array&) {
+    return std::pair{mj::sin(mj::matmul(c, mj::matmul(W, W))), mj::None{}};
+  };
+  for (auto policy : {cp::everything_saveable(), cp::dots_saveable()}) {
+    auto rs = mj::saved_residuals(scan_loss(mj::checkpoint(step, {.policy = policy})), mj::ones({3}, mj::f32));
+    ASSERT_EQ(rs.size(), 2u) << policy->str() << "\n" << rs;
+    auto h = placed(rs, mj::ResidualPlacement::hoisted);
+    ASSERT_EQ(h.size(), 1u) << policy->str() << "\n" << rs;
+    EXPECT_EQ(h[0]->aval.shape, (mj::Shape{3, 3}));
+    EXPECT_EQ(h[0]->bytes, 36);
+    EXPECT_EQ(h[0]->made_by, "dot_general");
+    auto s = placed(rs, mj::ResidualPlacement::stacked);
+    ASSERT_EQ(s.size(), 1u) << policy->str() << "\n" << rs;
+    EXPECT_EQ(s[0]->aval.shape, (mj::Shape{kSteps, 3}));
+    EXPECT_EQ(s[0]->bytes, 48);
+  }
 }
 
 // ---- Names: a residual whose value was named by checkpoint_name is reported by that name,
