@@ -149,8 +149,13 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
                        : (e.effects.empty() && policy) ? policy(*e.primitive, avals, e.params)
                                                        : PolicyDecision{Saveable{}};
     for (auto& o : e.outputs) made_by[o] = e.primitive->name;
-    if (e.primitive->name == "name" && e.params.has("name"))
+    if (e.primitive->name == "name" && e.params.has("name")) {
       for (auto& o : e.outputs) names[o] = e.params.get_string("name");
+      // The named value itself bears the name too (a dot saved by dots_saveable whose output
+      // is named; jax PR #20285), unless it already has one.
+      if (auto* in = e.inputs.empty() ? nullptr : std::get_if<Var>(&e.inputs[0]))
+        names.emplace(*in, e.params.get_string("name"));
+    }
     if (std::holds_alternative<Saveable>(d)) {
       known_eqns.push_back(e);
       for (auto& o : e.outputs) write(o, false, false);

@@ -78,7 +78,8 @@ void describe_stacked(const Eqn& e, size_t k, SavedResidual& s) {
 }
 
 // A residual made by an equation of the traced program: `noted` is what partial evaluation
-// said of it, if anything (a value hoisted out of a scan is an ordinary equation here).
+// said of it, if anything (a value hoisted out of a scan is an ordinary equation here; the
+// equation naming a residual may have stayed in the loop, or be inside the call returning it).
 void describe_computed(const Jaxpr& j, const Var& v, const Eqn& e, size_t k, const ResidualInfo* noted,
                        SavedResidual& s) {
   s.made_by = e.primitive->name;
@@ -87,6 +88,7 @@ void describe_computed(const Jaxpr& j, const Var& v, const Eqn& e, size_t k, con
     return;
   }
   s.name = name_in(j, v, nullptr);
+  if (s.name.empty() && noted) s.name = noted->name;
   s.description = "from " + s.made_by;
   if (noted && noted->placement == ResidualPlacement::hoisted) {
     s.placement = ResidualPlacement::hoisted;

@@ -283,4 +283,47 @@ TEST(SavedResidualsNames, NameSurvivesStackingInScan) {
   }
 }
 
+// step(c) = sin(c @ name(W @ W, "m")): as in DotOfLoopConstantsUnderCheckpointPolicies, by hand
+// the one hoisted residual is M = W @ W, f32[3,3]; here it is the value named "m" (the named
+// value under everything_saveable, the saved dot it names under dots_saveable) and keeps the
+// name, although under dots_saveable the name equation stays in the loop (only the dot is
+// hoisted). The stacked per-step factor is unnamed.
+TEST(SavedResidualsNames, HoistedResidualKeepsItsName) {
+  Array W = mj::reshape(mj::arange(9, mj::f32), {3, 3}) * 0.1f;
+  auto step = [W](const Array& c, const Array&) {
+    return std::pair{mj::sin(mj::matmul(c, mj::checkpoint_name(mj::matmul(W, W), "m"))), mj::None{}};
+  };
+  for (auto policy : {cp::everything_saveable(), cp::dots_saveable()}) {
+    auto rs = mj::saved_residuals(scan_loss(mj::checkpoint(step, {.policy = policy})), mj::ones({3}, mj::f32));
+    auto h = placed(rs, mj::ResidualPlacement::hoisted);
+    ASSERT_EQ(h.size(), 1u) << policy->str() << "\n" << rs;
+    EXPECT_EQ(h[0]->name, "m") << policy->str() << "\n" << rs;
+    EXPECT_EQ(h[0]->aval.shape, (mj::Shape{3, 3}));
+    EXPECT_EQ(named(rs).size(), 1u) << policy->str() << "\n" << rs;
+  }
+}
+
+// s = sin(x), t = name(s, "s"), f = sum(s * t). By hand df = sum(ds * t + s * dt) with
+// ds = dt = cos(x) * dx: the backward pass reads cos(x) (unnamed), t (the named value) and s
+// (saved because the product reads it, and named by t's name: jax PR #20285), each f32[4].
+// Inside jit the three are outputs of the known call and the name equation is inside it; they
+// bear the same names as without jit.
+TEST(SavedResidualsNames, NamesSurviveJit) {
+  auto f = [](const Array& x) {
+    Array s = mj::sin(x);
+    return mj::sum(s * mj::checkpoint_name(s, "s"));
+  };
+  Array x = mj::array({0.1f, 0.2f, 0.3f, 0.4f});
+  for (bool jitted : {false, true}) {
+    auto rs = jitted ? mj::saved_residuals(mj::jit(f), x) : mj::saved_residuals(f, x);
+    ASSERT_EQ(rs.size(), 3u) << "jit " << jitted << "\n" << rs;
+    auto n = named(rs);
+    ASSERT_EQ(n.size(), 2u) << "jit " << jitted << "\n" << rs;
+    for (auto* r : n) {
+      EXPECT_EQ(r->name, "s");
+      EXPECT_EQ(r->bytes, 16);
+    }
+  }
+}
+
 }  // namespace
