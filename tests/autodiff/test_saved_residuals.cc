@@ -189,6 +189,7 @@ TEST(SavedResidualsHoisted, DotOfLoopConstantsUnderCheckpointPolicies) {
     ASSERT_EQ(s.size(), 1u) << policy->str() << "\n" << rs;
     EXPECT_EQ(s[0]->aval.shape, (mj::Shape{kSteps, 3}));
     EXPECT_EQ(s[0]->bytes, 48);
+    for (auto& r : rs) EXPECT_EQ(r.name, "") << policy->str() << "\n" << rs;  // nothing is named
   }
 }
 
