@@ -72,6 +72,7 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_by_partial_eval(
   size_t nknown = kouts.size() - size_t(pe.num_res);
   std::vector<Array> primal_outs(kouts.begin(), kouts.begin() + std::ptrdiff_t(nout));
   std::vector<Array> sargs(kouts.begin() + std::ptrdiff_t(nknown), kouts.end());
+  for (size_t r = 0; r < sargs.size() && r < pe.residuals.size(); ++r) ResidualNotes::note(sargs[r], pe.residuals[r]);
   for (size_t i : nz) sargs.push_back(tangents[i]);
   // The staged half runs on the tangents' trace (the linear jaxpr's, under linearize), so its
   // constant-only equations are recomputed there rather than captured as array constants.

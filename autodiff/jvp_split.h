@@ -18,6 +18,7 @@ namespace minijax {
 /// `policy` is passed to partial_eval_jaxpr_custom (empty: save everything, nested checkpoints
 /// apply their own policies). This is JAX's linearize-time partial-eval rule for these
 /// primitives (`_scan_partial_eval`, `remat_partial_eval`) expressed through the jaxpr-level rule.
+/// The residuals are noted in an open ResidualNotes scope (saved_residuals opens one).
 /// Returns (primal outputs, tangent outputs with empty Arrays for symbolic zeros).
 std::pair<std::vector<Array>, std::vector<Array>> jvp_by_partial_eval(
     const JvpRule& pure_jvp, const std::vector<Array>& primals, const std::vector<Array>& tangents,

@@ -21,6 +21,24 @@ const char* residual_placement_name(ResidualPlacement p) {
   return "?";
 }
 
+namespace {
+thread_local ResidualNotes* innermost_notes = nullptr;
+}  // namespace
+
+ResidualNotes::ResidualNotes() : outer_(innermost_notes) { innermost_notes = this; }
+ResidualNotes::~ResidualNotes() { innermost_notes = outer_; }
+
+void ResidualNotes::note(const Array& value, const ResidualInfo& info) {
+  if (innermost_notes && value.defined() && !info.forwards_input)
+    innermost_notes->notes_.emplace_back(value.impl_ptr(), info);
+}
+
+const ResidualInfo* ResidualNotes::find(const Array& value) const {
+  for (auto it = notes_.rbegin(); it != notes_.rend(); ++it)
+    if (value.defined() && it->first.get() == value.impl()) return &it->second;
+  return nullptr;
+}
+
 std::map<std::string, PeCustomRule>& pe_custom_rules() {
   static std::map<std::string, PeCustomRule> t;
   return t;
@@ -131,8 +149,13 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
                        : (e.effects.empty() && policy) ? policy(*e.primitive, avals, e.params)
                                                        : PolicyDecision{Saveable{}};
     for (auto& o : e.outputs) made_by[o] = e.primitive->name;
-    if (e.primitive->name == "name" && e.params.has("name"))
+    if (e.primitive->name == "name" && e.params.has("name")) {
       for (auto& o : e.outputs) names[o] = e.params.get_string("name");
+      // The named value itself bears the name too (a dot saved by dots_saveable whose output
+      // is named; jax PR #20285), unless it already has one.
+      if (auto* in = e.inputs.empty() ? nullptr : std::get_if<Var>(&e.inputs[0]))
+        names.emplace(*in, e.params.get_string("name"));
+    }
     if (std::holds_alternative<Saveable>(d)) {
       known_eqns.push_back(e);
       for (auto& o : e.outputs) write(o, false, false);

@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <source_location>
 #include <string>
@@ -31,9 +32,32 @@ struct ResidualInfo {
   std::optional<int> forwards_input;
   /// Primitive of the equation that made it ("" for forwarded inputs).
   std::string made_by;
-  /// The checkpoint_name of the value, if it was named.
+  /// The checkpoint_name of the value, if it was named: the output of a `name` equation, or
+  /// the value a `name` equation names (jax PR #20285).
   std::string name;
   ResidualPlacement placement = ResidualPlacement::computed;
+};
+
+/// While one is open on this thread, linearize-time partial evaluation (jvp_by_partial_eval,
+/// the JVP of pjit and closed_call) notes each residual value it computes for the staged side
+/// with its ResidualInfo. saved_residuals reads the notes to report what the enclosing program
+/// no longer shows: a value hoisted out of a scan is an ordinary equation there, and the name
+/// of a value may be given in the loop or inside the call that returns it. Scopes nest (the
+/// innermost receives the notes); residuals that merely forward an input are not noted.
+class ResidualNotes {
+ public:
+  ResidualNotes();
+  ~ResidualNotes();
+  ResidualNotes(const ResidualNotes&) = delete;
+  ResidualNotes& operator=(const ResidualNotes&) = delete;
+  /// Notes `value` as a residual described by `info` in the innermost open scope, if any.
+  static void note(const Array& value, const ResidualInfo& info);
+  /// The info last noted for `value` (this very array or tracer, not an equal one), or nullptr.
+  const ResidualInfo* find(const Array& value) const;
+
+ private:
+  std::vector<std::pair<std::shared_ptr<ArrayImpl>, ResidualInfo>> notes_;
+  ResidualNotes* outer_;
 };
 
 /// The split of a jaxpr (JAX's conventions):

@@ -11,7 +11,17 @@
 namespace minijax {
 namespace {
 
-// The checkpoint_name of a value defined in `j` (looking through device_put), if any.
+// The name a `name` equation of `j` gives to `v` (v is its input: the value was also named,
+// e.g. a dot saved by dots_saveable whose output was then named; jax PR #20285), if any.
+std::string name_given_to(const Jaxpr& j, const Var& v) {
+  for (auto& e : j.eqns)
+    if (e.primitive->name == "name" && e.params.has("name") && !e.inputs.empty())
+      if (auto* in = std::get_if<Var>(&e.inputs[0]); in && *in == v) return e.params.get_string("name");
+  return "";
+}
+
+// The checkpoint_name of a value defined in `j` (looking through device_put), if any: the name
+// equation that made it, or else one that names it.
 std::string name_in(const Jaxpr& j, const Atom& a, std::string* made_by) {
   auto* v = std::get_if<Var>(&a);
   if (!v) return "";
@@ -20,10 +30,70 @@ std::string name_in(const Jaxpr& j, const Atom& a, std::string* made_by) {
       if (o == *v) {
         if (made_by && made_by->empty()) *made_by = it->primitive->name;
         if (it->primitive->name == "name" && it->params.has("name")) return it->params.get_string("name");
-        if (it->primitive->name == "device_put" && !it->inputs.empty()) return name_in(j, it->inputs[0], nullptr);
-        return "";
+        if (it->primitive->name == "device_put" && !it->inputs.empty()) {
+          std::string n = name_in(j, it->inputs[0], nullptr);
+          return n.empty() ? name_given_to(j, *v) : n;
+        }
+        return name_given_to(j, *v);
       }
   return "";
+}
+
+// A residual stacked by scan `e` (its extra output k): one slice per iteration, named after
+// the body's checkpoint_name, described by what the slice is per iteration.
+void describe_stacked(const Eqn& e, size_t k, SavedResidual& s) {
+  s.placement = ResidualPlacement::stacked;
+  const Jaxpr& body = *e.params.get_jaxpr("jaxpr")->jaxpr;
+  std::string inner;
+  s.name = name_in(body, body.outvars[k], &inner);
+  // What the slice is per iteration, looking through copies between memory kinds (an
+  // offloaded carry is a device_put of the carry input).
+  Atom root = body.outvars[k];
+  std::string copied;
+  for (bool moved = true; moved;) {
+    moved = false;
+    if (auto* rv = std::get_if<Var>(&root))
+      for (auto& be : body.eqns)
+        if (be.primitive->name == "device_put" && be.outputs.size() == 1 && be.outputs[0] == *rv &&
+            !be.inputs.empty()) {
+          copied = std::string(" copied to ") + memory_kind_name(be.params.get_memory_kind("memory_kind"));
+          root = be.inputs[0];
+          moved = true;
+          break;
+        }
+  }
+  if (auto* bv = std::get_if<Var>(&root)) {
+    const size_t nc = size_t(e.params.get_int("num_consts"));
+    const size_t nk = size_t(e.params.get_int("num_carry"));
+    for (size_t i = 0; i < body.invars.size(); ++i)
+      if (body.invars[i] == *bv) {
+        inner = (i < nc ? "a loop constant" : i < nc + nk ? "the carry " + std::to_string(i - nc)
+                                                          : "an xs slice") + copied;
+        // An iteration's input carry is the previous iteration's output carry: it bears the
+        // name given to that output (offload-named-carry.md).
+        if (s.name.empty() && i >= nc && i < nc + nk) s.name = name_in(body, body.outvars[i - nc], nullptr);
+      }
+  }
+  s.description = "stacked by scan" + (inner.empty() ? std::string() : " (per iteration: " + inner + ")");
+}
+
+// A residual made by an equation of the traced program: `noted` is what partial evaluation
+// said of it, if anything (a value hoisted out of a scan is an ordinary equation here; the
+// equation naming a residual may have stayed in the loop, or be inside the call returning it).
+void describe_computed(const Jaxpr& j, const Var& v, const Eqn& e, size_t k, const ResidualInfo* noted,
+                       SavedResidual& s) {
+  s.made_by = e.primitive->name;
+  if (e.primitive->name == "scan" && k >= size_t(e.params.get_int("num_carry"))) {
+    describe_stacked(e, k, s);  // an extra stacked output of the forward loop
+    return;
+  }
+  s.name = name_in(j, v, nullptr);
+  if (s.name.empty() && noted) s.name = noted->name;
+  s.description = "from " + s.made_by;
+  if (noted && noted->placement == ResidualPlacement::hoisted) {
+    s.placement = ResidualPlacement::hoisted;
+    s.description += ", hoisted out of a loop (computed once, before it)";
+  }
 }
 
 }  // namespace
@@ -32,11 +102,17 @@ SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& a
   std::vector<ShapedArray> avals;
   for (auto& a : args) avals.push_back(a.aval());
   size_t nout = 0, nres = 0;
+  std::vector<std::optional<ResidualInfo>> noted;  // per residual: what partial evaluation noted
   ClosedJaxpr traced = trace_to_jaxpr(
       [&](const std::vector<Array>& xs) {
+        ResidualNotes notes;
         LinearizeResult lr = linearize_flat(f, xs, loc);
         nout = lr.primal_outs.size();
         nres = lr.linear.consts.size();
+        for (auto& c : lr.linear.consts) {
+          const ResidualInfo* i = notes.find(c);
+          noted.push_back(i ? std::optional<ResidualInfo>(*i) : std::nullopt);
+        }
         std::vector<Array> outs = lr.primal_outs;
         outs.insert(outs.end(), lr.linear.consts.begin(), lr.linear.consts.end());
         return outs;
@@ -75,49 +151,7 @@ SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& a
         s.placement = ResidualPlacement::forwarded;
         s.description = "a constant f closes over";
       } else {
-        const Eqn& e = *p->second.first;
-        size_t k = p->second.second;
-        s.made_by = e.primitive->name;
-        if (e.primitive->name == "scan" && k >= size_t(e.params.get_int("num_carry"))) {
-          // An extra stacked output of the forward loop: one slice per iteration.
-          s.placement = ResidualPlacement::stacked;
-          const Jaxpr& body = *e.params.get_jaxpr("jaxpr")->jaxpr;
-          std::string inner;
-          s.name = name_in(body, body.outvars[k], &inner);
-          // What the slice is per iteration, looking through copies between memory kinds (an
-          // offloaded carry is a device_put of the carry input).
-          Atom root = body.outvars[k];
-          std::string copied;
-          for (bool moved = true; moved;) {
-            moved = false;
-            if (auto* rv = std::get_if<Var>(&root))
-              for (auto& be : body.eqns)
-                if (be.primitive->name == "device_put" && be.outputs.size() == 1 && be.outputs[0] == *rv &&
-                    !be.inputs.empty()) {
-                  copied = std::string(" copied to ") + memory_kind_name(be.params.get_memory_kind("memory_kind"));
-                  root = be.inputs[0];
-                  moved = true;
-                  break;
-                }
-          }
-          if (auto* bv = std::get_if<Var>(&root)) {
-            const size_t nc = size_t(e.params.get_int("num_consts"));
-            const size_t nk = size_t(e.params.get_int("num_carry"));
-            for (size_t i = 0; i < body.invars.size(); ++i)
-              if (body.invars[i] == *bv) {
-                inner = (i < nc ? "a loop constant" : i < nc + nk ? "the carry " + std::to_string(i - nc)
-                                                                  : "an xs slice") + copied;
-                // An iteration's input carry is the previous iteration's output carry: it bears
-                // the name given to that output (offload-named-carry.md).
-                if (s.name.empty() && i >= nc && i < nc + nk) s.name = name_in(body, body.outvars[i - nc], nullptr);
-              }
-          }
-          s.description = "stacked by scan" + (inner.empty() ? std::string() : " (per iteration: " + inner + ")");
-        } else {
-          std::string mb;
-          s.name = name_in(j, a, &mb);
-          s.description = "from " + s.made_by;
-        }
+        describe_computed(j, *v, *p->second.first, p->second.second, noted[r] ? &*noted[r] : nullptr, s);
       }
     }
     out.items.push_back(s);

@@ -19,7 +19,9 @@ struct SavedResidual {
   ShapedArray aval;                 ///< shape and dtype (memory kind included)
   int64_t bytes = 0;                ///< size in bytes
   MemoryKind memory_kind = MemoryKind::device;
-  std::string name;                 ///< its checkpoint_name, if any
+  /// Its checkpoint_name, if any: the value a `name` equation made, or the value it names
+  /// (whichever policy saved it, e.g. a dot saved by dots_saveable; jax PR #20285).
+  std::string name;
   std::string made_by;              ///< primitive of the equation that made it ("" for arguments)
   ResidualPlacement placement = ResidualPlacement::computed;
   std::optional<int> argument;      ///< flat index of the argument it forwards, if forwarded
@@ -42,7 +44,9 @@ std::ostream& operator<<(std::ostream& os, const SavedResiduals& r);
 /// (traced abstractly: f may not branch on values). Placement: forwarded (an argument of f, or a
 /// value f closes over; `argument` is set for arguments only),
 /// stacked (an extra stacked output of a known scan: one slice per iteration; named after the
-/// scan body's checkpoint_name, in the body's memory kind), computed (made once by an equation).
+/// scan body's checkpoint_name, in the body's memory kind), hoisted (a value of a scan body
+/// that depends only on loop constants, which partial evaluation computes once before the
+/// loop: its unstacked shape and bytes), computed (made once by an equation).
 SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& args,
                                     std::source_location loc = std::source_location::current());
 

@@ -65,6 +65,7 @@ JvpRule call_jvp(const Primitive& p) {
     for (int r = 0; r < pe.num_res; ++r) {
       const auto& fwd = pe.residuals[size_t(r)].forwards_input;
       sargs.push_back(fwd ? kargs[size_t(*fwd)] : kouts[k++]);
+      ResidualNotes::note(sargs.back(), pe.residuals[size_t(r)]);
     }
     for (size_t i = 0; i < n; ++i) sargs.push_back(instantiate_zero(tangents[i], primals[i].aval()));
     std::vector<Array> touts = bind_call(p, staged, "jvp(" + name + ")", sargs);

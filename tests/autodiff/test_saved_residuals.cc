@@ -119,4 +119,212 @@ TEST(SavedResiduals, SimpleFunctions) {
   EXPECT_EQ(pinned, 1) << ro;
 }
 
+// ---- Placement of residuals that scan's partial evaluation hoists out of the loop.
+
+std::vector<const mj::SavedResidual*> placed(const mj::SavedResiduals& rs, mj::ResidualPlacement p) {
+  std::vector<const mj::SavedResidual*> out;
+  for (auto& r : rs)
+    if (r.placement == p) out.push_back(&r);
+  return out;
+}
+
+constexpr int kSteps = 4;
+
+// loss(c0) = sum(final carry of kSteps steps of `step`), xs unused zeros [kSteps, 3].
+template <class Step>
+auto scan_loss(Step step) {
+  return [step](const Array& c0) {
+    return mj::sum(mj::scan(step, c0, mj::zeros({kSteps, 3}, mj::f32)).first);
+  };
+}
+
+// step(c) = sin(c * sin(W)), W closed over. By hand: dc' = cos(c * sin(W)) * (dc * sin(W)).
+// sin(W) depends on the loop constant W only: hoisted, computed once, f32[3] = 12 bytes.
+// cos(c * sin(W)) changes with the carry: stacked, f32[4,3] = 48 bytes. Nothing else is read.
+void expect_sin_w_residuals(const mj::SavedResiduals& rs) {
+  ASSERT_EQ(rs.size(), 2u) << rs;
+  auto h = placed(rs, mj::ResidualPlacement::hoisted);
+  ASSERT_EQ(h.size(), 1u) << rs;
+  EXPECT_EQ(h[0]->aval.shape, (mj::Shape{3}));
+  EXPECT_EQ(h[0]->bytes, 12);
+  EXPECT_EQ(h[0]->made_by, "sin");
+  EXPECT_EQ(h[0]->name, "");
+  auto s = placed(rs, mj::ResidualPlacement::stacked);
+  ASSERT_EQ(s.size(), 1u) << rs;
+  EXPECT_EQ(s[0]->aval.shape, (mj::Shape{kSteps, 3}));
+  EXPECT_EQ(s[0]->bytes, 48);
+  std::ostringstream os;
+  os << rs;
+  EXPECT_NE(os.str().find("f32[3] hoisted device 12 bytes"), std::string::npos) << os.str();
+}
+
+TEST(SavedResidualsHoisted, LoopConstantOnlyValueIsHoistedNotStacked) {
+  Array W = mj::array({0.5f, 1.0f, 1.5f});
+  auto step = [W](const Array& c, const Array&) { return std::pair{mj::sin(c * mj::sin(W)), mj::None{}}; };
+  expect_sin_w_residuals(mj::saved_residuals(scan_loss(step), mj::ones({3}, mj::f32)));
+  // Saving everything inside a checkpoint around the body keeps the same two residuals.
+  auto saved = mj::checkpoint(step, {.policy = cp::everything_saveable()});
+  expect_sin_w_residuals(mj::saved_residuals(scan_loss(saved), mj::ones({3}, mj::f32)));
+}
+
+// step(c) = sin(c @ (W @ W)), W [3,3] closed over, under a checkpoint. By hand:
+// dc' = cos(c @ M) * (dc @ M) with M = W @ W. M is a dot of loop constants: hoisted, f32[3,3] =
+// 36 bytes, under both policies (dots_saveable saves dots). The per-step factor is cos(c @ M)
+// under everything_saveable, and the dot c @ M (cos recomputed from it) under dots_saveable:
+// stacked either way, f32[4,3] = 48 bytes.
+TEST(SavedResidualsHoisted, DotOfLoopConstantsUnderCheckpointPolicies) {
+  Array W = mj::reshape(mj::arange(9, mj::f32), {3, 3}) * 0.1f;
+  auto step = [W](const Array& c, const Array&) {
+    return std::pair{mj::sin(mj::matmul(c, mj::matmul(W, W))), mj::None{}};
+  };
+  for (auto policy : {cp::everything_saveable(), cp::dots_saveable()}) {
+    auto rs = mj::saved_residuals(scan_loss(mj::checkpoint(step, {.policy = policy})), mj::ones({3}, mj::f32));
+    ASSERT_EQ(rs.size(), 2u) << policy->str() << "\n" << rs;
+    auto h = placed(rs, mj::ResidualPlacement::hoisted);
+    ASSERT_EQ(h.size(), 1u) << policy->str() << "\n" << rs;
+    EXPECT_EQ(h[0]->aval.shape, (mj::Shape{3, 3}));
+    EXPECT_EQ(h[0]->bytes, 36);
+    EXPECT_EQ(h[0]->made_by, "dot_general");
+    auto s = placed(rs, mj::ResidualPlacement::stacked);
+    ASSERT_EQ(s.size(), 1u) << policy->str() << "\n" << rs;
+    EXPECT_EQ(s[0]->aval.shape, (mj::Shape{kSteps, 3}));
+    EXPECT_EQ(s[0]->bytes, 48);
+    for (auto& r : rs) EXPECT_EQ(r.name, "") << policy->str() << "\n" << rs;  // nothing is named
+  }
+}
+
+// ---- Names: a residual whose value was named by checkpoint_name is reported by that name,
+// whichever policy saved it (jax PR #20285).
+
+std::vector<const mj::SavedResidual*> named(const mj::SavedResiduals& rs) {
+  std::vector<const mj::SavedResidual*> out;
+  for (auto& r : rs)
+    if (!r.name.empty()) out.push_back(&r);
+  return out;
+}
+
+// g(x, w, v) = name(x @ w, "proj") @ v. By hand the tangent is dx@w@v + x@dw@v + y@dv with
+// y = x @ w: the backward pass reads x, w, v (the arguments, forwarded) and y, f32[2,4] = 32
+// bytes. Under dots_saveable y is the saved dot (the name is recomputed from it); under
+// everything_saveable and without a checkpoint it is the named value itself. Either way it is
+// the value named "proj", and it is the only named residual.
+TEST(SavedResidualsNames, NamedDotIsNamedUnderEveryPolicy) {
+  Array x = mj::ones({2, 3}, mj::f32), w = mj::ones({3, 4}, mj::f32), v = mj::ones({4, 5}, mj::f32);
+  auto g = [](const Array& a, const Array& b, const Array& c) {
+    return mj::matmul(mj::checkpoint_name(mj::matmul(a, b), "proj"), c);
+  };
+  auto check = [&](auto body, const std::string& what) {
+    auto rs = mj::saved_residuals(
+        [&](const Array& a, const Array& b, const Array& c) { return mj::sum(body(a, b, c)); }, x, w, v);
+    ASSERT_EQ(rs.size(), 4u) << what << "\n" << rs;
+    auto n = named(rs);
+    ASSERT_EQ(n.size(), 1u) << what << "\n" << rs;
+    EXPECT_EQ(n[0]->name, "proj");
+    EXPECT_EQ(n[0]->aval.shape, (mj::Shape{2, 4}));
+    EXPECT_EQ(n[0]->bytes, 32);
+    EXPECT_EQ(placed(rs, mj::ResidualPlacement::forwarded).size(), 3u) << what << "\n" << rs;
+    std::ostringstream os;
+    os << rs;
+    EXPECT_NE(os.str().find("f32[2,4] computed device 32 bytes named 'proj'"), std::string::npos)
+        << what << "\n" << os.str();
+  };
+  check(mj::checkpoint(g, {.policy = cp::dots_saveable()}), "dots_saveable");
+  check(mj::checkpoint(g, {.policy = cp::everything_saveable()}), "everything_saveable");
+  check(g, "no checkpoint");
+}
+
+// A policy that saves sin only: in name(sin(x), "s") * name(sin(x), "s") the sin output is saved
+// because it is a sin, not because of its name; it still bears the name. By hand the tangent is
+// 2 * s * cos(x) * dx with s = sin(x): residuals x (forwarded, cos recomputed from it) and s
+// (f32[4] = 16 bytes, named "s").
+TEST(SavedResidualsNames, NameOfAValueSavedForAnotherReason) {
+  auto save_sin = cp::custom("save_sin", [](const mj::Primitive& p, const std::vector<mj::ShapedArray>&,
+                                            const mj::Params&) -> mj::PolicyDecision {
+    if (p.name == "sin") return mj::Saveable{};
+    return mj::Recompute{};
+  });
+  auto g = mj::checkpoint([](const Array& v) {
+    Array s = mj::checkpoint_name(mj::sin(v), "s");
+    return s * s;
+  }, {.policy = save_sin});
+  auto rs = mj::saved_residuals([&](const Array& v) { return mj::sum(g(v)); }, mj::array({0.1f, 0.2f, 0.3f, 0.4f}));
+  ASSERT_EQ(rs.size(), 2u) << rs;
+  auto n = named(rs);
+  ASSERT_EQ(n.size(), 1u) << rs;
+  EXPECT_EQ(n[0]->name, "s");
+  EXPECT_EQ(n[0]->made_by, "sin");
+  EXPECT_EQ(n[0]->bytes, 16);
+  EXPECT_EQ(placed(rs, mj::ResidualPlacement::forwarded).size(), 1u) << rs;
+}
+
+// step(c) = name(c @ Wc, "proj") * c, Wc [3,3] closed over, under a checkpoint. By hand
+// dc' = (dc @ Wc) * c + y * dc with y = c @ Wc: per step the backward pass reads c (the carry,
+// stacked, unnamed: the carry out is a product, never named) and y (stacked, named "proj": the
+// named value under everything_saveable, the saved dot under dots_saveable), both f32[4,3] = 48
+// bytes; Wc is a loop constant passed through (forwarded).
+TEST(SavedResidualsNames, NameSurvivesStackingInScan) {
+  Array Wc = mj::reshape(mj::arange(9, mj::f32), {3, 3}) * 0.1f;
+  auto step = [Wc](const Array& c, const Array&) {
+    return std::pair{mj::checkpoint_name(mj::matmul(c, Wc), "proj") * c, mj::None{}};
+  };
+  for (auto policy : {cp::everything_saveable(), cp::dots_saveable()}) {
+    auto rs = mj::saved_residuals(scan_loss(mj::checkpoint(step, {.policy = policy})), mj::ones({3}, mj::f32));
+    auto s = placed(rs, mj::ResidualPlacement::stacked);
+    ASSERT_EQ(s.size(), 2u) << policy->str() << "\n" << rs;
+    int proj = 0, unnamed = 0;
+    for (auto* r : s) {
+      EXPECT_EQ(r->aval.shape, (mj::Shape{kSteps, 3}));
+      EXPECT_EQ(r->bytes, 48);
+      proj += r->name == "proj";
+      unnamed += r->name.empty();
+    }
+    EXPECT_EQ(proj, 1) << policy->str() << "\n" << rs;
+    EXPECT_EQ(unnamed, 1) << policy->str() << "\n" << rs;
+    EXPECT_EQ(named(rs).size(), 1u) << policy->str() << "\n" << rs;
+  }
+}
+
+// step(c) = sin(c @ name(W @ W, "m")): as in DotOfLoopConstantsUnderCheckpointPolicies, by hand
+// the one hoisted residual is M = W @ W, f32[3,3]; here it is the value named "m" (the named
+// value under everything_saveable, the saved dot it names under dots_saveable) and keeps the
+// name, although under dots_saveable the name equation stays in the loop (only the dot is
+// hoisted). The stacked per-step factor is unnamed.
+TEST(SavedResidualsNames, HoistedResidualKeepsItsName) {
+  Array W = mj::reshape(mj::arange(9, mj::f32), {3, 3}) * 0.1f;
+  auto step = [W](const Array& c, const Array&) {
+    return std::pair{mj::sin(mj::matmul(c, mj::checkpoint_name(mj::matmul(W, W), "m"))), mj::None{}};
+  };
+  for (auto policy : {cp::everything_saveable(), cp::dots_saveable()}) {
+    auto rs = mj::saved_residuals(scan_loss(mj::checkpoint(step, {.policy = policy})), mj::ones({3}, mj::f32));
+    auto h = placed(rs, mj::ResidualPlacement::hoisted);
+    ASSERT_EQ(h.size(), 1u) << policy->str() << "\n" << rs;
+    EXPECT_EQ(h[0]->name, "m") << policy->str() << "\n" << rs;
+    EXPECT_EQ(h[0]->aval.shape, (mj::Shape{3, 3}));
+    EXPECT_EQ(named(rs).size(), 1u) << policy->str() << "\n" << rs;
+  }
+}
+
+// s = sin(x), t = name(s, "s"), f = sum(s * t). By hand df = sum(ds * t + s * dt) with
+// ds = dt = cos(x) * dx: the backward pass reads cos(x) (unnamed), t (the named value) and s
+// (saved because the product reads it, and named by t's name: jax PR #20285), each f32[4].
+// Inside jit the three are outputs of the known call and the name equation is inside it; they
+// bear the same names as without jit.
+TEST(SavedResidualsNames, NamesSurviveJit) {
+  auto f = [](const Array& x) {
+    Array s = mj::sin(x);
+    return mj::sum(s * mj::checkpoint_name(s, "s"));
+  };
+  Array x = mj::array({0.1f, 0.2f, 0.3f, 0.4f});
+  for (bool jitted : {false, true}) {
+    auto rs = jitted ? mj::saved_residuals(mj::jit(f), x) : mj::saved_residuals(f, x);
+    ASSERT_EQ(rs.size(), 3u) << "jit " << jitted << "\n" << rs;
+    auto n = named(rs);
+    ASSERT_EQ(n.size(), 2u) << "jit " << jitted << "\n" << rs;
+    for (auto* r : n) {
+      EXPECT_EQ(r->name, "s");
+      EXPECT_EQ(r->bytes, 16);
+    }
+  }
+}
+
 }  // namespace
