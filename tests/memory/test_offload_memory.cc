@@ -110,3 +110,140 @@ TEST(SeedOffloadMemory, DevicePeakGrowsOnlyByTheStackedCarryAndIsFlatWithTheCarr
 }
 
 }  // namespace
+
+namespace {
+
+// ---- grad-of-scan-memory (docs/offload.md): a scan closing over z = ones(3000,3000) ----------
+
+constexpr int kSide = 3000;
+constexpr int64_t kBig = int64_t(kSide) * kSide * 4;  // one f32[3000,3000]: 36,000,000 B
+
+auto scan_over_constant_loss(int n, bool checkpointed) {
+  return [n, checkpointed](const Array& x) {
+    static const Array z = mj::ones({kSide, kSide}, mj::f32);
+    static const Array c0 = mj::zeros({kSide, kSide}, mj::f32);
+    const Array ys = mj::ones({n}, mj::f32);
+    auto body = [&](const Array& c, const Array& y) { return std::pair{c + x * (y + z), mj::None{}}; };
+    if (checkpointed)
+      return mj::mean(mj::scan(mj::checkpoint(body, {.policy = cp::nothing_saveable()}), c0, ys).first);
+    return mj::mean(mj::scan(body, c0, ys).first);
+  };
+}
+
+class GradOfScanMemory : public ::testing::TestWithParam<int> {};
+
+// By hand. The program's inputs: z and the initial carry c0 (closed-over constants), ys (4n B)
+// and x (4 B); its output: the gradient (4 B). Without checkpoint the backward loop reads the
+// stacked residual y + z (n big arrays), and carries the cotangent of the carry (one big array,
+// computed in place of its initial value) and the scalar accumulator (64 B in the arena). With
+// checkpoint(nothing_saveable) the backward loop recomputes y + z inside its fused reduction:
+// nothing is stacked, only the carried cotangent and the accumulator remain, whatever n.
+TEST_P(GradOfScanMemory, MeasuredPeaksAreTheHandDerivationAndThePrediction) {
+  const int n = GetParam();
+  const int64_t inputs = 2 * kBig + 4 * n + 4, output = 4;
+  for (bool ckpt : {false, true}) {
+    const Array x = mj::scalar(0.5f);
+    auto compiled = mj::jit(mj::grad(scan_over_constant_loss(n, ckpt))).lower(x).compile();
+    Array g;
+    const Peaks measured = memtest::measure([&] { g = compiled(x); mj::block_until_ready(g); }, inputs, 0);
+    const Peaks predicted = memtest::predicted(compiled.memory_analysis());
+    const int64_t by_hand = inputs + output + (ckpt ? 1 : n + 1) * kBig + 64;
+    const std::string what = std::string(ckpt ? "checkpoint(nothing_saveable)" : "no checkpoint") + ", n=" + std::to_string(n);
+    expect_within(measured.device, by_hand, kHandTolerance, what + ", measured vs by hand");
+    expect_within(predicted.device, measured.device, kPredictionTolerance, what + ", predicted vs measured");
+    EXPECT_EQ(measured.host, 0) << what;
+    EXPECT_NEAR(g.item<float>(), 2.0 * n, 1e-2) << what;  // d loss/dx = 2n (the case's closed form)
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Lengths, GradOfScanMemory, ::testing::Values(5, 10));
+
+// ---- offload-named-carry (docs/offload.md): the stacked carry of a scan over layers ---------
+
+constexpr int kBatch = 64, kFeatures = 256;
+
+// A scan over `layers` blocks tanh(h @ W) named "carry" (h f32[64,256], W f32[256,256]), the
+// block checkpointed with the named carry offloaded; the gradient with respect to the weights.
+Peaks named_carry_temporaries(int layers, Peaks* predicted) {
+  auto policy = cp::save_and_offload_only_these_names({}, {"carry"}, "device", "pinned_host");
+  auto block = [](const Array& h, const Array& w) { return mj::checkpoint_name(mj::tanh(mj::matmul(h, w)), "carry"); };
+  auto loss = [&](const Array& ws, const Array& h0) {
+    auto body = [&](const Array& c, const Array& w) {
+      return std::pair{mj::checkpoint(block, {.policy = policy})(c, w), mj::None{}};
+    };
+    return mj::sum(mj::scan(body, h0, ws).first);
+  };
+  const Array ws = mj::random::normal(mj::random::PRNGKey(uint64_t(layers)), {layers, kFeatures, kFeatures}) * (1.0 / 16.0);
+  const Array h0 = mj::random::normal(mj::random::PRNGKey(7), {kBatch, kFeatures});
+  auto compiled = mj::jit(mj::grad(loss)).lower(ws, h0).compile();
+  const mj::CompiledMemoryStats m = compiled.memory_analysis();
+  *predicted = Peaks{m.temp_size_in_bytes, m.host_temp_size_in_bytes};
+  // Temporaries: what the call allocated at its peak (its inputs, the weights and h0, were
+  // allocated before it) minus the output (the weights' gradient).
+  Array g;
+  Peaks p = memtest::measure([&] { g = compiled(ws, h0); mj::block_until_ready(g); }, 0, 0);
+  p.device -= m.output_size_in_bytes;
+  return p;
+}
+
+// Device temporaries are the same at 16 and 32 layers, host memory doubles: the stacked carry
+// (layers x 64 x 256 x 4 B) lives in pinned_host.
+TEST(OffloadNamedCarryMemory, DeviceIsFlatInTheLayersAndHostDoubles) {
+  mj::config().host_link_bytes_per_s = 8e9;
+  Peaks p16, p32;
+  const Peaks t16 = named_carry_temporaries(16, &p16), t32 = named_carry_temporaries(32, &p32);
+  mj::config().host_link_bytes_per_s = 0;
+  const int64_t page = 4096, carry = int64_t(kBatch) * kFeatures * 4;
+  EXPECT_NEAR(double(t32.device), double(t16.device), page) << "device temporaries, 16 vs 32 layers";
+  EXPECT_EQ(t16.host, 16 * carry);
+  EXPECT_EQ(t32.host, 32 * carry);
+  EXPECT_EQ(p16.host, 16 * carry);
+  EXPECT_EQ(p32.host, 32 * carry);
+  EXPECT_NEAR(double(p32.device), double(p16.device), page) << "predicted device temporaries";
+}
+
+// ---- capacity: the offload policy fits where everything_saveable does not --------------------
+
+// With the device capacity between the two policies' predicted peaks, the offload policy compiles
+// and trains (its measured peak stays under the capacity); everything_saveable, which keeps the
+// named residual on the device too (1000 more rows), is refused at compile() with
+// ResourceExhaustedError naming its peak and its largest buffer (the stacked rows).
+TEST(OffloadCapacity, OffloadTrainsWhereEverythingSaveableIsRefusedAtCompile) {
+  const int length = 1000;
+  const Array p = mj::ones({kWidth}, mj::f32);
+  auto step = [](const Array& y, const Array&) {
+    return std::pair{mj::sin(mj::checkpoint_name(mj::sin(y), "save_remat")), mj::None{}};
+  };
+  auto loss_with = [&](mj::PolicyPtr policy) {
+    const Array xs = mj::zeros({length, 0}, mj::f32);
+    return [=](const Array& q) { return mj::sum(mj::scan(mj::checkpoint(step, {.policy = policy}), q, xs).first); };
+  };
+  auto offload = mj::jit(mj::grad(loss_with(cp::save_and_offload_only_these_names({}, {"save_remat"}, "device", "pinned_host"))));
+  auto everything = mj::jit(mj::grad(loss_with(cp::everything_saveable())));
+  const int64_t offload_peak = offload.lower(p).compile().memory_analysis().peak_memory_in_bytes;
+  const int64_t everything_peak = everything.lower(p).compile().memory_analysis().peak_memory_in_bytes;
+  ASSERT_GT(everything_peak, offload_peak + int64_t(length - 10) * kRow);  // about 1000 rows more
+  const int64_t capacity = (offload_peak + everything_peak) / 2;
+  struct Restore {
+    ~Restore() { mj::config().device_memory_bytes = 0; }
+  } restore;
+  mj::config().device_memory_bytes = capacity;
+  Array q = p;
+  for (int k = 0; k < 3; ++k) {  // a few SGD steps under the capacity
+    Array g;
+    const Peaks used = memtest::measure([&] { g = offload(q); mj::block_until_ready(g); }, kRow, 0);
+    EXPECT_LE(used.device, capacity);
+    q = q - 0.1 * g;
+  }
+  try {
+    (void)everything.lower(p).compile();
+    FAIL() << "everything_saveable compiled under a capacity of " << capacity << " B";
+  } catch (const mj::ResourceExhaustedError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(std::to_string(everything_peak)), std::string::npos) << what;
+    EXPECT_NE(what.find("f32[1000,4096]"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::to_string(capacity)), std::string::npos) << what;
+  }
+}
+
+}  // namespace
