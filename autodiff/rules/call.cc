@@ -46,7 +46,9 @@ JvpRule call_jvp(const Primitive& p) {
     for (size_t i = 0; i < n; ++i) unknown[nc + n + i] = inst[nc + n + i] = true;
     std::vector<bool> out_unk(2 * nout, false), out_inst(2 * nout, false);
     for (size_t i = 0; i < nout; ++i) out_unk[nout + i] = out_inst[nout + i] = true;
-    PartialEvalResult pe = partial_eval_jaxpr_custom(flat, unknown, inst, out_unk, out_inst);
+    // No enclosing policy: ordinary equations are saved, and a checkpoint inside the call applies
+    // its own policy (as outside a call).
+    PartialEvalResult pe = partial_eval_jaxpr_custom(flat, unknown, inst, out_unk, out_inst, SaveablePolicy{});
     // Residuals that merely forward an input are passed directly, not returned by the call.
     std::vector<Array> kargs = jj.consts;
     kargs.insert(kargs.end(), primals.begin(), primals.end());

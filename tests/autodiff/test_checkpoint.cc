@@ -270,4 +270,26 @@ INSTANTIATE_TEST_SUITE_P(AllPolicies, PolicyGrid,
                          ::testing::Combine(::testing::Range(0, 12),
                                             ::testing::Values(Ctx::plain, Ctx::nested, Ctx::scan_body)));
 
+// Under grad(jit(f)) a checkpoint inside the jitted function applies its own policy, as without
+// jit: the call's partial evaluation passes no enclosing policy down (it used to pass
+// everything_saveable, which kept cos(x) and cos(sin(x)) where nothing_saveable keeps only x, and
+// kept an offloaded value on the device).
+TEST(CheckpointUnderJit, TheCheckpointsOwnPolicyDecidesWhatIsSaved) {
+  Array x = mj::ones({3});
+  auto sin_sin = [](const Array& v) { return mj::sum(mj::sin(mj::sin(v))); };
+  auto f = mj::checkpoint(sin_sin, {.policy = cp::nothing_saveable()});
+  mj::SavedResiduals plain = mj::saved_residuals(f, x), jitted = mj::saved_residuals(mj::jit(f), x);
+  ASSERT_EQ(plain.size(), 1u);
+  ASSERT_EQ(jitted.size(), 1u) << jitted;
+  EXPECT_EQ(jitted.begin()->placement, mj::ResidualPlacement::forwarded) << jitted;
+  auto named = [](const Array& v) { return mj::sum(mj::sin(mj::checkpoint_name(mj::sin(v), "s"))); };
+  auto g = mj::checkpoint(named, {.policy = cp::save_and_offload_only_these_names({}, {"s"}, "device", "pinned_host")});
+  int host = 0;
+  for (const auto& r : mj::saved_residuals(mj::jit(g), x)) host += r.memory_kind == mj::MemoryKind::pinned_host;
+  EXPECT_EQ(host, 1) << mj::saved_residuals(mj::jit(g), x);
+  // The gradient is unchanged: cos(sin(1)) cos(1) per element.
+  Array dg = mj::grad(mj::jit(g))(x);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(dg.data<float>()[i], std::cos(std::sin(1.0)) * std::cos(1.0), 1e-6);
+}
+
 }  // namespace
