@@ -4,6 +4,8 @@
 
 #include <sstream>
 
+#include "core/primitive.h"
+
 namespace minijax {
 
 namespace {
