@@ -6,6 +6,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "samples/common/idx_reader.h"
 #include "samples/common/options.h"
@@ -18,15 +19,33 @@ void usage(const char* prog) {
       stderr,
       "usage: %s [--epochs N (5)] [--limit N (all 60000)] [--remat POLICY (none)]\n"
       "          [--data-dir DIR] [--seed S (0)] [--batch B (128)] [--lr LR (1e-3)]\n"
-      "          [--hidden H (128)] [--print-steps] [--no-eval] [--eager]\n"
+      "          [--hidden H (128)] [--print-steps] [--no-eval] [--eager] [--memory-report]\n"
       "POLICY: none | nothing_saveable | dots_saveable | everything_saveable | offload_gates\n"
       "  (the scan body wrapped in mj::checkpoint with that policy; offload_gates keeps the\n"
       "  recurrent gate pre-activations in pinned_host and recomputes the rest)\n"
       "--print-steps prints every step's loss; --no-eval skips the accuracy evaluations;\n"
-      "--eager runs each step op by op instead of one compiled step.\n"
+      "--eager runs each step op by op instead of one compiled step. A compiled run prints the\n"
+      "first step's measured device and pinned_host peaks next to memory_analysis()'s.\n"
+      "--memory-report: compiles the step under every POLICY, runs one step of each on the\n"
+      "first batch, prints the measured and predicted peaks, and exits (no training).\n"
       "Data: --data-dir, else $MINIJAX_FASHION_MNIST, else /usr/share/datasets/fashion-mnist\n"
       "(Debian package dataset-fashion-mnist).\n",
       prog);
+}
+
+// --memory-report: one compiled step under every policy on the first batch, as a table.
+int print_memory_report(const std::string& dir, const fmnist::rnn::TrainConfig& cfg, int64_t hidden) {
+  auto train_set = fmnist::load_split(dir, "train", cfg.batch);
+  std::printf("one training step (GRU hidden %lld, batch %lld, seed %u): peak bytes, measured by the "
+              "allocator around one call and predicted by memory_analysis()\n",
+              (long long)hidden, (long long)train_set.n, cfg.seed);
+  std::vector<fmnist::rnn::StepMemory> rows;
+  for (const char* name :
+       {"none", "nothing_saveable", "dots_saveable", "everything_saveable", "offload_gates"})
+    rows.push_back(fmnist::rnn::measure_step_memory(fmnist::rnn::parse_remat(name), train_set,
+                                                    cfg.batch, hidden, cfg.seed, cfg.lr));
+  std::printf("%s", fmnist::rnn::format_memory_table(rows).c_str());
+  return 0;
 }
 
 }  // namespace
@@ -34,7 +53,7 @@ void usage(const char* prog) {
 int main(int argc, char** argv) {
   fmnist::rnn::TrainConfig cfg;
   int64_t limit = -1, hidden = 128;
-  bool print_steps = false;
+  bool print_steps = false, memory_report = false;
   std::string data_dir;
   try {
     for (minijax::samples::OptionReader o(argc, argv); o.next();) {
@@ -54,6 +73,7 @@ int main(int argc, char** argv) {
       } else if (o.is("--print-steps")) { o.flag(); print_steps = true; }
       else if (o.is("--no-eval")) { o.flag(); cfg.skip_eval = true; }
       else if (o.is("--eager")) { o.flag(); cfg.eager = true; }
+      else if (o.is("--memory-report")) { o.flag(); memory_report = true; }
       else if (o.is("--help") || o.is("-h")) { usage(argv[0]); return 0; }
       else o.unknown();
     }
@@ -64,6 +84,7 @@ int main(int argc, char** argv) {
   }
   try {
     const std::string dir = minijax::samples::fashion_mnist_dir(data_dir);
+    if (memory_report) return print_memory_report(dir, cfg, hidden);
     auto train_set = fmnist::load_split(dir, "train", limit);
     auto test_set = fmnist::load_split(dir, "t10k");
     std::printf("Fashion-MNIST from %s: %lld training, %lld test images; GRU 28 -> %lld over 28 "
@@ -76,6 +97,11 @@ int main(int argc, char** argv) {
     auto params = fmnist::rnn::init_gru(cfg.seed, hidden);
     cfg.on_epoch = [](const fmnist::EpochReport& r) {
       std::printf("%s\n", fmnist::format_report(r).c_str());
+      std::fflush(stdout);
+    };
+    cfg.on_step_memory = [](const fmnist::rnn::StepMemory& m) {
+      std::printf("first step's memory (allocator, measured around the call; planner):\n%s",
+                  fmnist::rnn::format_memory_table({m}).c_str());
       std::fflush(stdout);
     };
     if (print_steps)

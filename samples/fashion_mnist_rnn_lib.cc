@@ -1,10 +1,13 @@
 // minijax samples: the Fashion-MNIST GRU — each image read as 28 rows of 28 pixels by mj::scan.
 // Training steps (value_and_grad through scan, optionally checkpointed, and Adam) compiled as one
-// jitted function, or run eagerly.
+// jitted function, or run eagerly; one compiled step's memory measured against the planner's.
 #include "samples/fashion_mnist_rnn_lib.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <tuple>
 
 #include "autodiff/checkpoint.h"
 #include "autodiff/grad.h"
@@ -145,24 +148,103 @@ double mean_loss(const GRU& p, const Dataset& d, int64_t batch) {
   });
 }
 
+namespace {
+using State = minijax::optim::AdamState<GRU>;
+
+// One training step: value_and_grad of loss_fn under `remat` through the scan, then Adam's
+// update; returns (new parameters, new state, loss).
+auto step_fn(const minijax::optim::Adam& opt, const Remat& remat) {
+  auto grad_fn = mj::value_and_grad([remat](const GRU& p, const mj::Array& x, const mj::Array& y) {
+    return loss_fn(p, x, y, remat);
+  });
+  return [opt, grad_fn](const GRU& p, const State& s, const mj::Array& x, const mj::Array& y) {
+    auto [loss, grads] = grad_fn(p, x, y);
+    auto [np, ns] = opt.update(grads, s, p);
+    return std::tuple{np, ns, loss};
+  };
+}
+
+// The step jitted; the parameters and Adam's state are donated: the new values overwrite them.
+auto jit_step(const minijax::optim::Adam& opt, const Remat& remat) {
+  return mj::jit(step_fn(opt, remat),
+                 mj::JitOptions{.name = "gru_train_step", .donate_argnums = {0, 1}});
+}
+
+// Bytes of a pytree's arrays (their avals, as the planner counts arguments).
+template <class T>
+int64_t tree_bytes(const T& tree) {
+  int64_t n = 0;
+  for (const mj::Array& a : mj::tree_flatten(tree)) n += a.aval().nbytes();
+  return n;
+}
+
+// Lowers and compiles `step` for these arguments (the jit's cache keeps the executable for later
+// calls), runs it once, and fills `m` (StepMemory's definitions); returns the call's outputs.
+template <class Step>
+auto measured_first_call(StepMemory& m, const Step& step, const GRU& p, const State& s,
+                         const mj::Array& x, const mj::Array& y) {
+  auto lowered = step.lower(p, s, x, y);
+  auto exe = lowered.compile();
+  m.predicted = exe.memory_analysis();
+  m.param_state_bytes = tree_bytes(p) + tree_bytes(s);
+  m.input_bytes = m.param_state_bytes + tree_bytes(x) + tree_bytes(y) + tree_bytes(lowered.consts);
+  mj::block_until_ready(std::tuple{p, s, x, y});
+  const int64_t dev_before = mj::memory_stats(0, "device").bytes_in_use;
+  const int64_t host_before = mj::memory_stats(0, "pinned_host").bytes_in_use;
+  mj::reset_peak_memory_stats(0);
+  auto out = mj::block_until_ready(exe(p, s, x, y));
+  m.device_peak = mj::memory_stats(0, "device").peak_bytes_in_use - dev_before + m.input_bytes;
+  m.host_peak = mj::memory_stats(0, "pinned_host").peak_bytes_in_use - host_before;
+  return out;
+}
+}  // namespace
+
+StepMemory measure_step_memory(const Remat& remat, const Dataset& train_set, int64_t batch,
+                               int64_t hidden, uint32_t seed, double lr) {
+  minijax::optim::Adam opt;
+  opt.lr = lr;
+  GRU params = init_gru(seed, hidden);
+  State state = opt.init(params);
+  auto [x, y] = make_row_batch(train_set, {}, 0, std::min(batch, train_set.n));
+  StepMemory m;
+  m.policy = remat.name;
+  measured_first_call(m, jit_step(opt, remat), params, state, x, y);
+  return m;
+}
+
+std::string format_memory_table(const std::vector<StepMemory>& rows) {
+  auto mib = [](int64_t b) { return double(b) / double(1 << 20); };
+  std::string out;
+  char line[256];
+  if (!rows.empty()) {
+    std::snprintf(line, sizeof line,
+                  "MiB = 2^20 B, host = pinned_host; inputs %lld B (parameters + Adam state %lld B, batch and "
+                  "constants %lld B); activations = device peak - inputs\n",
+                  (long long)rows[0].input_bytes, (long long)rows[0].param_state_bytes,
+                  (long long)(rows[0].input_bytes - rows[0].param_state_bytes));
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "%-20s %10s %10s %10s %10s %12s %12s\n", "policy", "device", "predicted",
+                "host", "predicted", "activations", "predicted");
+  out += line;
+  for (const StepMemory& r : rows) {
+    std::snprintf(line, sizeof line, "%-20s %10.3f %10.3f %10.3f %10.3f %12.3f %12.3f\n",
+                  r.policy.c_str(), mib(r.device_peak), mib(r.predicted.peak_memory_in_bytes),
+                  mib(r.host_peak), mib(r.predicted.host_peak_memory_in_bytes),
+                  mib(r.device_activations()), mib(r.predicted_device_activations()));
+    out += line;
+  }
+  return out;
+}
+
 std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Dataset& test_set,
                                const TrainConfig& cfg) {
   using clock = std::chrono::steady_clock;
   minijax::optim::Adam opt;
   opt.lr = cfg.lr;
-  auto state = opt.init(params);
-  const Remat remat = cfg.remat;
-  auto grad_fn = mj::value_and_grad([remat](const GRU& p, const mj::Array& x, const mj::Array& y) {
-    return loss_fn(p, x, y, remat);
-  });
-  using State = minijax::optim::AdamState<GRU>;
-  auto eager_step = [&opt, grad_fn](const GRU& p, const State& s, const mj::Array& x, const mj::Array& y) {
-    auto [loss, grads] = grad_fn(p, x, y);
-    auto [np, ns] = opt.update(grads, s, p);
-    return std::tuple{np, ns, loss};
-  };
-  // The parameters and Adam's state are donated: the new values overwrite them in place.
-  auto compiled_step = mj::jit(eager_step, mj::JitOptions{.name = "gru_train_step", .donate_argnums = {0, 1}});
+  State state = opt.init(params);
+  auto eager_step = step_fn(opt, cfg.remat);
+  auto compiled_step = jit_step(opt, cfg.remat);
   // The shuffling key is independent of the initialisation key (seed + 1 vs seed).
   mj::Array key = mj::random::PRNGKey(cfg.seed + 1);
   std::vector<EpochReport> reports;
@@ -181,13 +263,19 @@ std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Data
     for (int64_t b = 0; b < train_set.n; b += cfg.batch) {
       int64_t count = std::min(cfg.batch, train_set.n - b);
       auto [x, y] = make_row_batch(train_set, order, b, count);
+      const bool measure = global_step == 0 && !cfg.eager && cfg.on_step_memory;
+      StepMemory m;
+      m.policy = cfg.remat.name;
       auto [next_params, next_state, loss] =
-          cfg.eager ? eager_step(params, state, x, y) : compiled_step(params, state, x, y);
+          cfg.eager ? eager_step(params, state, x, y)
+          : measure ? measured_first_call(m, compiled_step, params, state, x, y)
+                    : compiled_step(params, state, x, y);
       params = std::move(next_params);
       state = std::move(next_state);
       const double l = loss.item<double>();
       loss_sum += l;
       if (cfg.on_step) cfg.on_step(global_step, l);
+      if (measure) cfg.on_step_memory(m);
       ++global_step;
       ++r.steps;
     }

@@ -1,5 +1,5 @@
 // minijax samples: the Fashion-MNIST GRU — each image read as 28 rows of 28 pixels by mj::scan.
-// Owns the GRU model, its optional remat policy, loss, accuracy and training loop (fmnist::rnn).
+// Owns the GRU model, its remat policy, loss, accuracy, training loop and step memory (fmnist::rnn).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -69,6 +69,31 @@ double accuracy(const GRU& p, const Dataset& d, int64_t batch = 1000);
 /// Mean loss over the dataset, evaluated in batches of `batch`.
 double mean_loss(const GRU& p, const Dataset& d, int64_t batch = 1000);
 
+/// The memory of one compiled training step (the step train() runs), measured by the runtime's
+/// allocator around one call and predicted by the planner, in bytes. Measured peaks are
+/// mj::memory_stats' peak_bytes_in_use during the call (after mj::reset_peak_memory_stats(0))
+/// minus the bytes in use before it, plus, for the device, `input_bytes`: the program's own
+/// footprint, comparable with memory_analysis()'s peak (which counts the arguments). The
+/// allocator counts blocks at their size class (jit/runtime/allocator.h), so measured figures are
+/// the planned ones rounded up by at most a size class per buffer.
+struct StepMemory {
+  std::string policy;          ///< the --remat name
+  /// Bytes of the step's inputs, all on the device and allocated before the call: the parameters,
+  /// Adam's state (mu, nu, step), the batch x and y, and the program's constants (avals' bytes).
+  int64_t input_bytes = 0;
+  /// Of input_bytes, the parameters and Adam's state (the rest is the batch and the constants).
+  int64_t param_state_bytes = 0;
+  int64_t device_peak = 0;     ///< measured device peak of the call, inputs included (bytes)
+  int64_t host_peak = 0;       ///< measured pinned_host peak of the call (bytes; no host inputs)
+  mj::CompiledMemoryStats predicted;  ///< the compiled step's memory_analysis()
+  /// Device bytes beyond the inputs (activations, gradients, temporaries, new outputs): measured
+  /// and predicted (bytes).
+  int64_t device_activations() const { return device_peak - input_bytes; }
+  int64_t predicted_device_activations() const {
+    return predicted.peak_memory_in_bytes - input_bytes;
+  }
+};
+
 struct TrainConfig {
   int epochs = 5;
   int64_t batch = 128;
@@ -83,7 +108,21 @@ struct TrainConfig {
   std::function<void(const EpochReport&)> on_epoch;
   /// Called after each step with the step's index (from 0, over all epochs) and loss.
   std::function<void(int64_t, double)> on_step;
+  /// Compiled steps only: when set, the first step is compiled ahead (lower().compile()), its
+  /// call measured as measure_step_memory describes, and the result passed here after it.
+  std::function<void(const StepMemory&)> on_step_memory;
 };
+
+/// Compiles the training step for `remat` (batch `batch` from the first images of `train_set`,
+/// parameters init_gru(seed, hidden), Adam lr `lr`), runs it once and returns its StepMemory.
+/// The parameters and state it creates are donated to the call and dropped. Throws what jit
+/// throws (e.g. ResourceExhaustedError when a capacity is exceeded).
+StepMemory measure_step_memory(const Remat& remat, const Dataset& train_set, int64_t batch,
+                               int64_t hidden, uint32_t seed = 0, double lr = 1e-3);
+
+/// One line per StepMemory (policy, measured and predicted device and host peaks, device bytes
+/// beyond the inputs measured and predicted, in MiB and bytes), under a header naming the inputs.
+std::string format_memory_table(const std::vector<StepMemory>& rows);
 
 /// Trains `params` in place with Adam (torch defaults, lr from cfg) on shuffled minibatches
 /// (a fresh permutation every epoch from PRNGKey(seed + 1), the last partial batch kept) and
