@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/device.h"
 #include "core/lax.h"
 #include "core/primitive.h"
 
@@ -45,6 +46,19 @@ namespace {
 bool valid_kind(MemoryKind k) {
   return k == MemoryKind::device || k == MemoryKind::pinned_host || k == MemoryKind::unpinned_host;
 }
+
+// Empty when the devices have memory kind k (every device of a process has the same memories,
+// core/device.h); else why not, naming the device and the memories it has.
+std::string missing_kind(MemoryKind k) {
+  const Device d = device(0);
+  std::string kinds;
+  for (const MemorySpace& m : d.memories) {
+    if (m.kind == k) return "";
+    kinds += std::string(kinds.empty() ? "" : ", ") + memory_kind_name(m.kind);
+  }
+  const std::string name = valid_kind(k) ? std::string(memory_kind_name(k)) : std::to_string(int(k)) + " (an unknown memory kind)";
+  return "memory kind " + name + ", which " + d.str() + " does not have (its memories: " + kinds + ")";
+}
 }  // namespace
 
 PolicyDecision Policy::operator()(const Primitive& p, const std::vector<ShapedArray>& avals,
@@ -55,10 +69,9 @@ PolicyDecision Policy::operator()(const Primitive& p, const std::vector<ShapedAr
                      describe_equation(p, avals, params), loc_);
   if (auto* off = std::get_if<Offloadable>(&d)) {
     for (MemoryKind k : {off->src, off->dst})
-      if (!valid_kind(k))
-        throw ValueError("remat policy " + printed_ + " returned Offloadable with an unknown memory kind (" +
-                         std::to_string(int(k)) + "; expected device, pinned_host or unpinned_host) for equation " +
-                         describe_equation(p, avals, params), loc_);
+      if (std::string missing = missing_kind(k); !missing.empty())
+        throw ValueError("remat policy " + printed_ + " returned Offloadable " + (k == off->dst ? "to " : "from ") +
+                         missing + ", for equation " + describe_equation(p, avals, params), loc_);
     if (off->src == off->dst)
       throw ValueError("remat policy " + printed_ + " returned Offloadable from " +
                        memory_kind_name(off->src) + " to the same memory kind for equation " +

@@ -52,14 +52,15 @@ std::vector<size_t> site_equations(const Jaxpr& program, const std::vector<Eqn>&
   return out;
 }
 
-// The largest device buffer of the compiled program (an input, an output or a temporary of the
-// top level), for capacity errors: "f32[1024,1024] (output of dot_general)".
-std::string largest_buffer(const Executable& exe, int64_t& bytes) {
+// The largest buffer of the compiled program in device memory (host = false) or in a host memory
+// (an input, an output or a temporary of the top level), for capacity errors:
+// "f32[1024,1024] (output of dot_general)".
+std::string largest_buffer(const Executable& exe, int64_t& bytes, bool host = false) {
   std::string name = "none";
   bytes = 0;
   auto consider = [&](const Var& v, const std::string& what) {
     const ShapedArray& a = v.aval();
-    if (a.memory_kind != MemoryKind::device || a.nbytes() <= bytes) return;
+    if ((a.memory_kind != MemoryKind::device) != host || a.nbytes() <= bytes) return;
     bytes = a.nbytes();
     name = a.str() + " (" + what + ")";
   };
@@ -87,12 +88,16 @@ void check_compiled_capacity(const Executable& exe, size_t num_devices, std::sou
                                      std::to_string(bytes) + " B",
                                  loc);
   }
-  if (host_cap > 0 && host_peak > host_cap)
+  if (host_cap > 0 && host_peak > host_cap) {
+    int64_t bytes = 0;
+    std::string big = largest_buffer(exe, bytes, true);
     throw ResourceExhaustedError("compile '" + exe.name + "': its predicted peak of " + std::to_string(host_peak) +
                                      " B of host memory (pinned_host and unpinned_host, all " +
                                      std::to_string(num_devices) + " devices) exceeds the capacity of " +
-                                     std::to_string(host_cap) + " B (config().host_memory_bytes)",
+                                     std::to_string(host_cap) + " B (config().host_memory_bytes); largest host buffer: " +
+                                     big + ", " + std::to_string(bytes) + " B; nothing ran",
                                  loc);
+  }
 }
 
 std::shared_ptr<const SpmdExecutable> compile_sharded(const LoweredProgram& low, const JitOptions& opts,

@@ -247,3 +247,63 @@ TEST(OffloadCapacity, OffloadTrainsWhereEverythingSaveableIsRefusedAtCompile) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---- bad input ---------------------------------------------------------------------------------
+
+// A host capacity below the offload plan's host peak: compile() refuses it with
+// ResourceExhaustedError naming the peak and the stacked host buffer, before anything runs.
+TEST(OffloadBadInput, AHostPoolOverTheHostCapacityIsRefusedBeforeTheRun) {
+  const int length = 100;
+  const Array p = mj::ones({kWidth}, mj::f32);
+  auto f = mj::jit(mj::grad(seed_loss(length, false)));
+  const int64_t host_peak = f.lower(p).compile().memory_analysis().host_peak_memory_in_bytes;
+  ASSERT_EQ(host_peak, seed_host_by_hand(length));
+  struct Restore {
+    ~Restore() { mj::config().host_memory_bytes = 0; }
+  } restore;
+  mj::config().host_memory_bytes = host_peak / 2;
+  const mj::CopyEngineStats before = mj::copy_engine(0).stats();
+  try {
+    (void)f(p);
+    FAIL() << "a plan of " << host_peak << " B of host memory ran under a capacity of " << host_peak / 2 << " B";
+  } catch (const mj::ResourceExhaustedError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(std::to_string(host_peak)), std::string::npos) << what;
+    EXPECT_NE(what.find("f32<pinned_host>[100,4096]"), std::string::npos) << what;
+    EXPECT_NE(what.find("host_memory_bytes"), std::string::npos) << what;
+  }
+  EXPECT_EQ(mj::copy_engine(0).stats().copies, before.copies) << "nothing ran";
+}
+
+// A policy offloading to a memory kind the devices do not have is refused while the program is
+// traced for compilation (lower), naming the policy, the kind, the device's memories and the
+// equation; a device_put to an unknown memory kind names the kind and the kinds available.
+TEST(OffloadBadInput, UnknownMemoryKindsAreNamedWithTheKindsAvailable) {
+  auto policy = cp::custom("to_hbm2", [](const mj::Primitive& prim, const std::vector<mj::ShapedArray>&,
+                                         const mj::Params&) -> mj::PolicyDecision {
+    if (prim.name == "sin") return mj::Offloadable{mj::MemoryKind::device, mj::MemoryKind(7)};
+    return mj::Recompute{};
+  });
+  auto loss = [&](const Array& v) { return mj::sum(mj::checkpoint([](const Array& u) { return mj::sin(mj::cos(u)); }, {.policy = policy})(v)); };
+  try {
+    (void)mj::jit(mj::grad(loss)).lower(mj::ones({5}, mj::f32));
+    FAIL() << "an offload to memory kind 7 was accepted";
+  } catch (const mj::ValueError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("to_hbm2"), std::string::npos) << what;
+    EXPECT_NE(what.find("does not have (its memories: device, pinned_host, unpinned_host)"), std::string::npos) << what;
+    EXPECT_NE(what.find("sin(f32[5])"), std::string::npos) << what;
+  }
+  try {
+    (void)mj::jit([](const Array& v) { return mj::device_put(v, "pinned_hots"); })(mj::ones({5}, mj::f32));
+    FAIL() << "device_put to 'pinned_hots' was accepted";
+  } catch (const mj::ValueError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'pinned_hots'"), std::string::npos) << what;
+    EXPECT_NE(what.find("\"device\", \"pinned_host\" or \"unpinned_host\""), std::string::npos) << what;
+  }
+}
+
+}  // namespace
