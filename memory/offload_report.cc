@@ -16,7 +16,7 @@ bool is_start(const std::string& n) {
   return n == "copy_start" || n == "copy_slice_start" || n == "copy_update_start";
 }
 
-void walk(const Jaxpr& j, int64_t runs, const std::string& where, OffloadReport& r) {
+void walk(const Jaxpr& j, int64_t runs, int64_t loop_length, const std::string& where, OffloadReport& r) {
   for (const Eqn& e : j.eqns) {
     const std::string& n = e.primitive->name;
     if (is_start(n)) {
@@ -34,6 +34,8 @@ void walk(const Jaxpr& j, int64_t runs, const std::string& where, OffloadReport&
         for (int64_t d = 0; d < e.params.get_int("axis"); ++d) c.chunks *= stacked.shape[size_t(d)];
       }
       c.runs = runs;
+      const bool pipelined = e.params.has("pipelined") && e.params.get_bool("pipelined") && loop_length > 0;
+      c.copying = pipelined ? runs - runs / loop_length : runs;
       c.where = where;
       r.copies.push_back(c);
     }
@@ -41,13 +43,13 @@ void walk(const Jaxpr& j, int64_t runs, const std::string& where, OffloadReport&
       const int64_t len = e.params.get_int("length");
       std::string w = "scan(length=" + std::to_string(len) + (e.params.get_bool("reverse") ? ", reverse" : "") + ")";
       if (where != "top level") w += " in " + where;
-      walk(*e.params.get_jaxpr("jaxpr")->jaxpr, runs * len, w, r);
+      walk(*e.params.get_jaxpr("jaxpr")->jaxpr, runs * len, len, w, r);
       continue;
     }
     for (const auto& [key, value] : e.params.items()) {
-      if (auto* b = std::get_if<ClosedJaxprPtr>(&value)) walk(*(*b)->jaxpr, runs, n + " in " + where, r);
+      if (auto* b = std::get_if<ClosedJaxprPtr>(&value)) walk(*(*b)->jaxpr, runs, loop_length, n + " in " + where, r);
       else if (auto* bs = std::get_if<std::vector<ClosedJaxprPtr>>(&value))
-        for (const auto& b : *bs) walk(*b->jaxpr, runs, n + " in " + where, r);
+        for (const auto& b : *bs) walk(*b->jaxpr, runs, loop_length, n + " in " + where, r);
     }
   }
 }
@@ -63,8 +65,10 @@ int64_t OffloadReport::host_bytes() const {
 std::string OffloadReport::str() const {
   if (copies.empty()) return "";
   std::ostringstream os;
+  int64_t moved = 0, bytes = 0;
+  for (const OffloadCopy& c : copies) moved += c.copying, bytes += c.copying * c.bytes;
   os << "# host offload: " << host_buffers.size() << " host buffer(s), " << host_bytes() << " B; " << copies.size()
-     << " copy site(s)\n";
+     << " copy site(s), " << moved << " copies of " << bytes << " B per call\n";
   for (const ShapedArray& a : host_buffers) os << "  host buffer " << a.str() << ": " << a.nbytes() << " B\n";
   for (const OffloadCopy& c : copies) {
     os << "  " << c.primitive << " " << memory_kind_name(c.from) << " -> " << memory_kind_name(c.to) << ": "
@@ -73,6 +77,7 @@ std::string OffloadReport::str() const {
     os << ", k=" << c.slices << " slice" << (c.slices == 1 ? "" : "s") << " per copy, ";
     if (c.runs == 1) os << "once";
     else os << c.runs << " times";
+    if (c.copying != c.runs) os << ", " << c.copying << " moving bytes";
     os << " (" << c.where << ")\n";
   }
   return os.str();
@@ -88,7 +93,7 @@ OffloadReport offload_report(const Jaxpr& program) {
     for (const Var& o : e.outputs)
       if (is_host(o.aval().memory_kind) && !o.is_dropvar()) r.host_buffers.push_back(o.aval());
   }
-  walk(program, 1, "top level", r);
+  walk(program, 1, 0, "top level", r);
   return r;
 }
 

@@ -18,6 +18,8 @@ struct OffloadCopy {
   int64_t slices = 1;      ///< original loop iterations' slices per copy (coalescing's k)
   int64_t chunks = 1;      ///< contiguous pieces of one copy (> 1: strided)
   int64_t runs = 1;        ///< times the equation runs per call (product of enclosing scan lengths)
+  int64_t copying = 1;     ///< runs that move bytes (a pipelined copy's index is past its loop's
+                           ///< end once per run of the loop: `pipelined` on the equation)
   std::string where;       ///< "top level" or "scan(length=100, reverse) in ..."
 };
 
@@ -33,8 +35,7 @@ struct OffloadReport {
   std::string str() const;
 };
 
-/// The report of `program` (after schedule_offloads). An equation that runs per iteration of a
-/// pipelined loop copies nothing in one of them (the index past either end); `runs` counts it.
+/// The report of `program` (after schedule_offloads).
 OffloadReport offload_report(const Jaxpr& program);
 
 }  // namespace minijax

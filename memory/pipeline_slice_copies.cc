@@ -58,7 +58,9 @@ std::vector<Eqn> pipeline_slice_copies(const Eqn& scan) {
     before.push_back(copy_done(h0, {r}, b0));
     in.push_back(b0);
     b.invars.push_back(cur);
-    head.push_back(copy_eqn("copy_slice_start", {stacks[m], next}, hn, p));
+    Params pp = p;
+    pp.set("pipelined", true);  // its index is past the loop's end in the last iteration
+    head.push_back(copy_eqn("copy_slice_start", {stacks[m], next}, hn, pp));
     tail.push_back(copy_done(hn, {stacks[m]}, nb));
     new_carries.push_back(nb);
     carry_outs.push_back(Var::dropvar(cur.aval()));
@@ -80,7 +82,9 @@ std::vector<Eqn> pipeline_slice_copies(const Eqn& scan) {
     in.push_back(p0);
     b.invars.push_back(rc);
     b.invars.push_back(pc);
-    head.push_back(copy_eqn("copy_update_start", {rc, pc, prev}, rs, p));
+    Params pp = p;
+    pp.set("pipelined", true);  // its index is before the loop's start in the first iteration
+    head.push_back(copy_eqn("copy_update_start", {rc, pc, prev}, rs, pp));
     tail.push_back(copy_done(rs, {pc}, rd));
     new_carries.push_back(rd);
     new_carries.push_back(r);

@@ -149,6 +149,10 @@ SeedRun run_seed(int width, int length) {
   const mj::CopyEngineStats after = mj::copy_engine(0).stats();
   r.moved = {after.copies - before.copies, after.bytes - before.bytes};
   r.eager = mj::grad(seed_loss(width, length))(p);
+  // as_text's static count of the copies that move bytes is what the engine counted.
+  const std::string total = "copy site(s), " + std::to_string(r.moved.copies) + " copies of " +
+                            std::to_string(r.moved.bytes) + " B per call";
+  EXPECT_NE(r.text.find(total), std::string::npos) << total << "\n" << r.text;
   return r;
 }
 
@@ -197,12 +201,12 @@ TEST(ScheduleOffloadsLoops, WideRowsMoveOneCopyPairPerIteration) {
   SeedRun r = run_seed(4096, length);
   expect_equal(r.grad, r.eager);
   EXPECT_NE(r.text.find("host buffer f32<pinned_host>[8,4096]: 131072 B"), std::string::npos) << r.text;
-  EXPECT_NE(r.text.find("copy_update_start device -> pinned_host: 16384 B per copy, k=1 slice per copy, 8 times "
-                        "(scan(length=8))"),
+  EXPECT_NE(r.text.find("copy_update_start device -> pinned_host: 16384 B per copy, k=1 slice per copy, 8 times, "
+                        "7 moving bytes (scan(length=8))"),
             std::string::npos)
       << r.text;
-  EXPECT_NE(r.text.find("copy_slice_start pinned_host -> device: 16384 B per copy, k=1 slice per copy, 8 times "
-                        "(scan(length=8, reverse))"),
+  EXPECT_NE(r.text.find("copy_slice_start pinned_host -> device: 16384 B per copy, k=1 slice per copy, 8 times, "
+                        "7 moving bytes (scan(length=8, reverse))"),
             std::string::npos)
       << r.text;
   EXPECT_EQ(r.moved.copies, 2 * length);
