@@ -3,7 +3,7 @@
 //
 // Usage: minijax_bench_offload [--layers L (32)] [--dim D (1024)] [--rounds R (6)] [--steps N (2)]
 //                              [--warmup W (2)] [--layer-reps K (21)] [--link-fraction F (0.75)]
-//                              [--mean] [--sgd] [--phases] [--as-text PREFIX]
+//                              [--mean] [--sgd] [--phases] [--engine-above] [--as-text PREFIX]
 // Model: h_{l+1} = tanh(checkpoint_name(h_l @ W_l, "act")), h and W_l f32[D,D], the W_l stacked as
 // the scan's xs f32[L,D,D]; the layer wrapped in mj::checkpoint with a policy; loss = sum (--mean:
 // mean) of the final h. Step: mj::jit(mj::value_and_grad(loss)) w.r.t. the stacked weights,
@@ -28,11 +28,22 @@
 // --phases adds "phases": the step's forward loop (act offloaded by an explicit device_put, h
 // stacked) and backward loop (act reloaded, two GEMMs) jitted alone, each run overlapped and with
 // synchronous copies, interleaved over the rounds: which loop loses the overlap.
+// --engine-above (under chrt -f P): the copy engine's thread is created at priority P + 1, as a
+// DMA engine would not queue behind the device's compute threads for a core; without it the
+// engine thread inherits P and, SCHED_FIFO being first come first served among equals, finishes a
+// copy's timed wait only when a compute thread blocks. "threads" records every thread's policy.
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <sstream>
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -52,7 +63,7 @@ namespace cp = mj::checkpoint_policies;
 struct Options {
   int layers = 32, dim = 1024, rounds = 6, steps = 2, warmup = 2, layer_reps = 21;
   double link_fraction = 0.75;
-  bool mean = false, sgd = false, phases = false;
+  bool mean = false, sgd = false, phases = false, engine_above = false;
   std::string as_text;
 };
 
@@ -178,7 +189,7 @@ double time_layer(const Array& h, const Array& w, int reps) {
 Options parse(int argc, char** argv) {
   mjbench::Args a(argc, argv,
                   "usage: minijax_bench_offload [--layers L] [--dim D] [--rounds R] [--steps N] [--warmup W] "
-                  "[--layer-reps K] [--link-fraction F] [--mean] [--sgd] [--phases] [--as-text PREFIX]");
+                  "[--layer-reps K] [--link-fraction F] [--mean] [--sgd] [--phases] [--engine-above] [--as-text PREFIX]");
   Options o;
   o.layers = a.integer("layers", o.layers);
   o.dim = a.integer("dim", o.dim);
@@ -190,6 +201,7 @@ Options parse(int argc, char** argv) {
   o.mean = a.flag("mean");
   o.sgd = a.flag("sgd");
   o.phases = a.flag("phases");
+  o.engine_above = a.flag("engine-above");
   o.as_text = a.string("as-text", "");
   a.check();
   return o;
@@ -198,6 +210,47 @@ Options parse(int argc, char** argv) {
 }  // namespace
 
 namespace {
+
+/// Creates device 0's copy engine (its thread inherits the creating thread's scheduling); with
+/// `above` and this thread under SCHED_FIFO/SCHED_RR, one priority above this thread. Call after
+/// the first jitted call (oneTBB's workers and the device's compute thread already exist).
+void start_copy_engine(bool above) {
+  int policy = 0;
+  sched_param sp{};
+  pthread_getschedparam(pthread_self(), &policy, &sp);
+  const bool rt = policy == SCHED_FIFO || policy == SCHED_RR;
+  if (above && !rt) std::fprintf(stderr, "offload: --engine-above ignored: not under chrt -f/-r\n");
+  if (!above || !rt) {
+    mj::copy_engine(0);
+    return;
+  }
+  sched_param up = sp;
+  up.sched_priority = sp.sched_priority + 1;
+  pthread_setschedparam(pthread_self(), policy, &up);
+  mj::copy_engine(0);
+  pthread_setschedparam(pthread_self(), policy, &sp);
+}
+
+/// Every thread of this process by scheduling class: {"SCHED_OTHER": 3, "rt 10": 4, ...}, from
+/// /proc/self/task/<tid>/stat (policy field 41, rt_priority field 40).
+std::string thread_classes() {
+  std::map<std::string, int> count;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream f(t.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const size_t close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::vector<std::string> fields;  // from field 3 (state) on
+    std::string word;
+    for (std::istringstream in(text.substr(close + 2)); in >> word;) fields.push_back(word);
+    if (fields.size() < 39) continue;
+    const int rt_priority = std::atoi(fields[37].c_str()), policy = std::atoi(fields[38].c_str());
+    count[policy == SCHED_OTHER ? "SCHED_OTHER" : "rt " + std::to_string(rt_priority)] += 1;
+  }
+  Json j;
+  for (const auto& [k, n] : count) j.integer(k, n);
+  return j.text();
+}
 
 // ---- --phases: the step's two loops alone ---------------------------------------------------------
 
@@ -357,6 +410,7 @@ void run_bench(const Options& o, Json& j) {
   const Array ws = mj::block_until_ready(mj::random::normal(mj::random::PRNGKey(2), {L, D, D}) * scale);
   const Array w0 = mj::block_until_ready(mj::random::normal(mj::random::PRNGKey(3), {D, D}) * scale);
   const double t_layer = time_layer(h0, w0, o.layer_reps);
+  start_copy_engine(o.engine_above);
   const int64_t act_bytes = D * D * 4;
   const double link = o.link_fraction > 0 ? double(act_bytes) / (o.link_fraction * t_layer) : 0;
   mj::config().host_link_bytes_per_s = link;
@@ -382,6 +436,7 @@ void run_bench(const Options& o, Json& j) {
   j.raw("variants", variants_json(vs));
   for (auto& v : vs) v.out = {};
   if (o.phases) j.raw("phases", phases_json(o, ws, h0));
+  j.boolean("engine_above", o.engine_above).raw("threads", thread_classes());
   j.num("layer_forward_ms_at_end", time_layer(h0, w0, o.layer_reps) * 1e3);
 }
 
