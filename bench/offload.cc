@@ -23,7 +23,8 @@
 // allocator's peak during the step (mj::reset_peak_memory_stats before) for "device" and
 // "pinned_host"; "step_peak" = peak − the bytes alive before the step that are not its arguments
 // (comparable with memory_analysis().peak_memory_in_bytes); "activations" = step_peak − arguments
-// − the outputs' net new bytes (compare temp_size_in_bytes). --as-text writes each compiled step's
+// − outputs + the outputs held in donated inputs (memory_analysis' alias; compare
+// temp_size_in_bytes). --as-text writes each compiled step's
 // Compiled::as_text() to PREFIX-<variant>.txt (offload's "# host offload" section lists the copies).
 // --phases adds "phases": the step's forward loop (act offloaded by an explicit device_put, h
 // stacked) and backward loop (act reloaded, two GEMMs) jitted alone, each run overlapped and with
@@ -164,11 +165,12 @@ std::string measure_memory(Variant& v, const Array& h0, bool sgd) {
   const int64_t others = dev0 - args;  // alive before the step, not its arguments
   const int64_t step_peak = d.peak_bytes_in_use - others;
   const int64_t new_outputs = d.bytes_in_use - dev0;
+  const int64_t outputs = std::get<0>(v.out).aval().nbytes() + std::get<1>(v.out).aval().nbytes();
   Json dev, host;
   dev.integer("peak_bytes_in_use", d.peak_bytes_in_use).integer("in_use_before", dev0);
-  dev.integer("argument_bytes", args).integer("output_net_new_bytes", new_outputs);
+  dev.integer("argument_bytes", args).integer("output_bytes", outputs).integer("output_net_new_bytes", new_outputs);
   dev.integer("step_peak_bytes", step_peak).integer("predicted_peak_bytes", m.peak_memory_in_bytes);
-  dev.integer("activation_bytes", step_peak - args - new_outputs);
+  dev.integer("activation_bytes", step_peak - args - outputs + m.alias_size_in_bytes);
   dev.integer("predicted_temp_bytes", m.temp_size_in_bytes);
   host.integer("peak_bytes_in_use", h.peak_bytes_in_use).integer("in_use_before", host0);
   host.integer("step_peak_bytes", h.peak_bytes_in_use - host0);

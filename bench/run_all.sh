@@ -133,8 +133,8 @@ if wanted collectives; then
   else run collectives "$b/minijax_bench_collectives"; fi
 fi
 if wanted offload; then
-  if [[ $quick == 1 ]]; then run offload "$b/minijax_bench_offload" --rounds 2 --steps 1 --warmup 1
-  else run offload "$b/minijax_bench_offload"; fi
+  if [[ $quick == 1 ]]; then run offload "$b/minijax_bench_offload" --engine-above --rounds 2 --steps 1 --warmup 1
+  else run offload "$b/minijax_bench_offload" --engine-above; fi
 fi
 if wanted compile; then
   run compile_cold "$b/minijax_bench_compile" cold
