@@ -25,7 +25,8 @@
 // (comparable with memory_analysis().peak_memory_in_bytes); "activations" = step_peak − arguments
 // − outputs + the outputs held in donated inputs (memory_analysis' alias; compare
 // temp_size_in_bytes). --as-text writes each compiled step's
-// Compiled::as_text() to PREFIX-<variant>.txt (offload's "# host offload" section lists the copies).
+// Compiled::as_text() to PREFIX-<variant>.txt (offload's "# host offload" section lists the copies),
+// with --phases also PREFIX-forward_loop.txt and PREFIX-backward_loop.txt.
 // --phases adds "phases": the step's forward loop (act offloaded by an explicit device_put, h
 // stacked) and backward loop (act reloaded, two GEMMs) jitted alone, each run overlapped and with
 // synchronous copies, interleaved over the rounds: which loop loses the overlap.
@@ -296,6 +297,10 @@ std::string phases_json(const Options& o, const Array& ws, const Array& h0) {
   auto bwd = make_backward();
   auto [l0, acts, hs] = fwd(ws, h0);
   const Array g = mj::ones({o.dim, o.dim});
+  if (!o.as_text.empty()) {
+    std::ofstream(o.as_text + "-forward_loop.txt") << fwd.lower(ws, h0).compile().as_text();
+    std::ofstream(o.as_text + "-backward_loop.txt") << bwd.lower(acts, ws, hs, g).compile().as_text();
+  }
   std::function<void()> calls[2] = {[&] { mj::block_until_ready(fwd(ws, h0)); },
                                     [&] { mj::block_until_ready(bwd(acts, ws, hs, g)); }};
   PhaseRun runs[2][2];  // [phase][sync]
