@@ -10,7 +10,7 @@
 #                   on a machine shared with other work, this stands in for an idle machine (other
 #                   processes get only the CPU time the benchmark leaves); env.sched records it
 #   --only          run only these benchmarks (mlp_step gru_step compile elementwise dot loops
-#                   dispatch collectives peers)
+#                   dispatch collectives offload peers)
 #   --wait-idle S   before running, wait up to S seconds for a 5-second window in which the CPUs
 #                   are at least 90% idle (/proc/stat); the wait is reported on stderr
 # mlp_step runs twice: as is, and with a busy loop (`while :; do :; done`) competing for the CPUs,
@@ -132,6 +132,10 @@ if wanted collectives; then
   if [[ $quick == 1 ]]; then run collectives "$b/minijax_bench_collectives" --max-kib 4096 --target-ms 50 --steps 20
   else run collectives "$b/minijax_bench_collectives"; fi
 fi
+if wanted offload; then
+  if [[ $quick == 1 ]]; then run offload "$b/minijax_bench_offload" --engine-above --rounds 2 --steps 1 --warmup 1
+  else run offload "$b/minijax_bench_offload" --engine-above; fi
+fi
 if wanted compile; then
   run compile_cold "$b/minijax_bench_compile" cold
   run compile_persistent "$b/minijax_bench_compile" persistent
@@ -203,6 +207,13 @@ if co:
         what = f"collectives mlp step on {r['devices']} device(s)"
         lines.append(f"  {what:58s} " + (f"{r['step']['median_ms']:>19.2f} ms" if 'step' in r else
                                          'error: ' + r.get('error', '?').splitlines()[0]))
+o = first('offload')
+if o:
+    r, v = o['ratios'], o['variants']
+    add('offload step / everything_saveable', f"{v['offload']['step']['median_ms']:.0f} ms, {r['offload_over_everything_saveable']:.2f}x", '<= 1.10x', r['offload_over_everything_saveable_met'])
+    lines.append(f"  {'offload step / nothing_saveable':58s} {r['offload_over_nothing_saveable']:>21.2f}x")
+    add('offload (sync - overlapped) / copy time', f"{r['overlap_bought']:.2f}", '>= 0.8', r['overlap_bought_met'])
+    add('offload device wait / copy time', f"{r['device_wait_over_copy_time']:.3f}", '<= 0.10', r['device_wait_over_copy_time_met'])
 print('summary (' + sys.argv[1] + '):')
 print('\n'.join(lines))
 EOF
