@@ -20,7 +20,7 @@ namespace {
 using offload::copy_destination_kind;
 using offload::is_copy_start;
 
-constexpr double kFlopsPerSecond = 20e9;  // one device (two cores, AVX2): the estimate's rate
+constexpr double kFlopsPerSecond = 100e9;  // one device (two cores, AVX2/AVX-512 GEMM): the estimate
 constexpr double kBytesPerSecond = 10e9;  // memory traffic, and a copy without an emulated link
 
 double copy_seconds(int64_t bytes) {

@@ -35,7 +35,7 @@ namespace minijax {
 /// (docs/offload.md) made first-class.
 Jaxpr schedule_offloads(const Jaxpr& j);
 
-/// The estimated seconds of one equation on one device: dot_general at 2·M·N·K flops at 20
+/// The estimated seconds of one equation on one device: dot_general at 2·M·N·K flops at 100
 /// GFLOP/s, views, allocations and copies 0, everything else its operand and result bytes at
 /// 10 GB/s, a scan its body times its length. A rough, constant-rate model: it only orders
 /// copies against compute.

@@ -48,16 +48,20 @@ struct CopyEngine::Impl {
   CopyEngineStats stats;
   std::thread thread;
 
-  // The emulated link: what remains of bytes / B after the memcpy, waited without a core (an
-  // engine being destroyed stops waiting).
-  void link_wait(int64_t bytes, Clock::time_point start, double& waited) {
+  // The emulated link, one per engine, moving copies in order: a copy of n bytes that starts
+  // at t leaves the link at max(t, when the link is free) + n / B. The memcpy has already put
+  // the bytes in place; the copy's event completes as of that time (Event::set_at), so a waiter
+  // sleeps until then on its own thread and the engine goes on with the next copy's memcpy at
+  // once: the link's timing does not depend on when this thread is next scheduled.
+  Clock::time_point link_free{};
+
+  Clock::time_point link_deadline(int64_t bytes, Clock::time_point start, Clock::time_point copied) {
     const double bw = config().host_link_bytes_per_s;
-    if (bw <= 0 || bytes <= 0) return;
-    const auto until = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(double(bytes) / bw));
-    const auto before = Clock::now();
-    std::unique_lock<std::mutex> g(mu);
-    cv.wait_until(g, until, [&] { return stop; });
-    waited = std::chrono::duration<double>(Clock::now() - before).count();
+    if (bw <= 0 || bytes <= 0) return copied;
+    const auto begin = std::max(start, link_free);
+    link_free = std::max(copied, begin + std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double>(double(bytes) / bw)));
+    return link_free;
   }
 
   void run_one(Job& job) {
@@ -70,12 +74,15 @@ struct CopyEngine::Impl {
         break;
       }
     }
-    double copied = 0, waited = 0;
+    double copied = 0, linked = 0;
+    Clock::time_point deadline{};
     if (!err) {
       const auto start = Clock::now();
       copy_chunks(job.d);
-      copied = std::chrono::duration<double>(Clock::now() - start).count();
-      link_wait(job.d.bytes(), start, waited);
+      const auto end = Clock::now();
+      copied = std::chrono::duration<double>(end - start).count();
+      deadline = link_deadline(job.d.bytes(), start, end);
+      linked = std::chrono::duration<double>(deadline - end).count();
     }
     {
       std::lock_guard<std::mutex> g(mu);
@@ -83,12 +90,12 @@ struct CopyEngine::Impl {
         stats.copies += 1;
         stats.bytes += job.d.bytes();
         stats.copy_seconds += copied;
-        stats.link_wait_seconds += waited;
+        stats.link_wait_seconds += linked;
       }
     }
     job.keep.clear();
     if (err) job.done.set_error(err);
-    else job.done.set();
+    else job.done.set_at(deadline);
   }
 
   void loop() {
@@ -146,6 +153,8 @@ Event CopyEngine::enqueue(const CopyDescriptor& d, std::vector<Event> after,
 void CopyEngine::synchronize() {
   std::unique_lock<std::mutex> g(impl_->mu);
   impl_->idle_cv.wait(g, [&] { return impl_->jobs.empty() && !impl_->running; });
+  // The last copies may still be on the emulated link: wait until it is free.
+  impl_->idle_cv.wait_until(g, impl_->link_free, [] { return false; });
 }
 
 CopyEngineStats CopyEngine::stats() const {

@@ -24,7 +24,8 @@ struct CopyDescriptor {
 };
 
 /// What one engine did since it was created: copies completed, bytes moved, seconds its thread
-/// spent copying (memcpy) and seconds it spent in the emulated link's timed waits; and what the
+/// spent copying (memcpy) and seconds its copies spent on the emulated link beyond their memcpy
+/// (each copy's completion time minus the end of its memcpy); and what the
 /// device it serves waited for it: `device_waits` copy_dones (or synchronous copies) that found
 /// their copy still running and the wall seconds they blocked (`device_wait_seconds`). A copy's
 /// time is copy_seconds + link_wait_seconds; the device's stall is device_wait_seconds.
@@ -36,12 +37,15 @@ struct CopyEngineStats {
 };
 
 /// A device's copy engine: a thread working through a FIFO of copies, as a DMA engine works
-/// through its queue. A copy starts once the copies before it are done and its `after` events
-/// have completed; its event completes when its bytes are in place. With
-/// config().host_link_bytes_per_s = B > 0 (read per copy) a copy of n bytes takes at least n / B
-/// seconds of wall time: the memcpy, then a timed wait (a condition variable, no core used) for
-/// what remains of n / B, so overlap with compute can be measured on machines where device and
-/// host memory are the same RAM. Thread-safe; never spins.
+/// through its queue. A copy starts once the copies before it have started and its `after`
+/// events have completed; its event completes when its bytes are in place. With
+/// config().host_link_bytes_per_s = B > 0 (read per copy) the engine emulates a link that moves
+/// one copy at a time: a copy of n bytes starting at t completes at max(t, the end of the
+/// previous copy on the link) + n / B (or when its memcpy ends, if later). Its event completes as
+/// of that time (Event::set_at: a waiter sleeps until then on a timed wait, no core used), so
+/// overlap with compute can be measured on machines where device and host memory are the same
+/// RAM, and the link's timing does not depend on when the engine's thread is scheduled.
+/// Thread-safe; never spins.
 class CopyEngine {
  public:
   explicit CopyEngine(int device_id);

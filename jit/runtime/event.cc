@@ -18,12 +18,13 @@ Event Event::failed_with(std::exception_ptr err) {
   return e;
 }
 
-void Event::complete(std::exception_ptr err) const {
+void Event::complete(std::exception_ptr err, std::chrono::steady_clock::time_point at) const {
   std::vector<std::function<void()>> cbs;
   {
     std::lock_guard<std::mutex> g(s_->mu);
     if (s_->done) return;
     s_->done = true;
+    s_->at = at;
     s_->error = std::move(err);
     cbs.swap(s_->callbacks);
   }
@@ -33,6 +34,8 @@ void Event::complete(std::exception_ptr err) const {
 
 void Event::set() const { complete(nullptr); }
 
+void Event::set_at(std::chrono::steady_clock::time_point at) const { complete(nullptr, at); }
+
 void Event::set_error(std::exception_ptr err) const {
   if (err) complete(std::move(err));
 }
@@ -41,11 +44,13 @@ void Event::wait() const {
   std::unique_lock<std::mutex> g(s_->mu);
   s_->cv.wait(g, [&] { return s_->done; });
   if (s_->error) std::rethrow_exception(s_->error);
+  // Completed as of s_->at: sleep until then (nothing notifies; the timeout ends the wait).
+  s_->cv.wait_until(g, s_->at, [] { return false; });
 }
 
 bool Event::ready() const {
   std::lock_guard<std::mutex> g(s_->mu);
-  return s_->done;
+  return s_->done && (s_->error || std::chrono::steady_clock::now() >= s_->at);
 }
 
 bool Event::failed() const {

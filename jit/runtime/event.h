@@ -1,6 +1,7 @@
 // minijax runtime events: one-shot completion signals that carry an error (set, set_error, wait).
 // Owns Event (shared state, condition-variable waits, ready callbacks).
 #pragma once
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -28,6 +29,11 @@ class Event {
   /// Completes the event successfully (no-op if already completed); wakes every waiter and runs
   /// the on_ready callbacks (on this thread, after the state is published).
   void set() const;
+  /// Completes the event successfully as of time `at`: waiters return, and ready() is true, from
+  /// `at` on (a waiter sleeps until then, on a timed condition wait); the on_ready callbacks run
+  /// now. The copy engines' emulated link uses it: a copy's bytes are in place at once, the link
+  /// delivers them at `at`.
+  void set_at(std::chrono::steady_clock::time_point at) const;
   /// Completes the event with `err` (no-op if already completed or if err is null).
   void set_error(std::exception_ptr err) const;
   /// Blocks until completed; rethrows the error of a failed event.
@@ -45,10 +51,11 @@ class Event {
     std::mutex mu;
     std::condition_variable cv;
     bool done = false;
+    std::chrono::steady_clock::time_point at{};  // successful completion observed from then on
     std::exception_ptr error;
     std::vector<std::function<void()>> callbacks;
   };
-  void complete(std::exception_ptr err) const;
+  void complete(std::exception_ptr err, std::chrono::steady_clock::time_point at = {}) const;
   std::shared_ptr<State> s_;
 };
 

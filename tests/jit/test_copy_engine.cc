@@ -104,6 +104,41 @@ TEST(CopyEngine, TheEmulatedLinkTakesBytesOverBandwidthWithoutCpu) {
   EXPECT_EQ(e.stats().link_wait_seconds, after.link_wait_seconds);
 }
 
+// The link moves one copy at a time: of two 1 MiB copies enqueued together at 10 MiB/s, the
+// second completes no earlier than 0.2 s after they were enqueued (lower bounds only: a sleep is
+// never shorter), while the engine's thread is free after the memcpys; a copy's event is not
+// ready before its link time has passed, and its waiters block (no core) until then.
+TEST(CopyEngine, TheLinkMovesCopiesOneAtATimeAndWaitersSleepUntilTheirTime) {
+  LinkGuard guard;
+  CopyEngine& e = copy_engine(6);
+  std::vector<float> a = iota(1 << 18), b = iota(1 << 18), da(1 << 18, 0), db(1 << 18, 0);
+  config().host_link_bytes_per_s = 10.0 * (1 << 20);
+  const auto t0 = std::chrono::steady_clock::now();
+  Event first = e.enqueue({a.data(), da.data(), int64_t(a.size() * 4)});
+  Event second = e.enqueue({b.data(), db.data(), int64_t(b.size() * 4)});
+  EXPECT_FALSE(second.ready()) << "ready before its link time";
+  second.wait();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(wall, 0.2);
+  EXPECT_TRUE(first.ready());
+  EXPECT_EQ(da, a);
+  EXPECT_EQ(db, b);
+}
+
+// Event::set_at: complete from a time on; ready() false before it, wait() returns after it.
+TEST(Event, SetAtCompletesAsOfItsTime) {
+  Event ev;
+  const auto at = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+  ev.set_at(at);
+  EXPECT_FALSE(ev.ready());
+  ev.wait();
+  EXPECT_GE(std::chrono::steady_clock::now(), at);
+  EXPECT_TRUE(ev.ready());
+  Event past;
+  past.set_at(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  EXPECT_TRUE(past.ready());
+}
+
 // A compiled program's copies between memory kinds run on device 0's copy engine (counted there,
 // under the emulated link when set); the values are eager's.
 TEST(CopyEngine, CompiledCopiesBetweenMemoryKindsRunOnTheEngine) {
