@@ -233,9 +233,13 @@ TEST(ScheduleOffloadsLoops, ManyTinyRowsAreCoalescedByADivisorOfTheLength) {
 // pipelined indices (offload-reverse-order: reading rows in the wrong order changes d/dxs).
 TEST(ScheduleOffloadsLoops, ForwardAndReverseLoopsOfEveryLengthMatchEager) {
   auto policy = cp::save_and_offload_only_these_names({}, {"h"}, "device", "pinned_host");
+  // Lengths 0-7 of 4-byte rows (coalesced: k = the length) and two lengths of 4 KiB rows (per
+  // iteration, pipelined), forward and reverse.
+  const std::vector<std::pair<int, int>> cases = {{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1},
+                                                  {6, 1}, {7, 1}, {2, 1024}, {5, 1024}};
   for (bool reverse : {false, true})
-    for (int n = 0; n <= 9; ++n) {
-      for (int width : {1, 1024}) {
+    for (auto [n, width] : cases) {
+      {
         auto loss = [=](const Array& c0, const Array& xs) {
           auto body = [](const Array& c, const Array& x) {
             Array h = mj::checkpoint_name(mj::sin(c * (1.0 + x)), "h");
