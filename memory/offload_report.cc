@@ -16,9 +16,13 @@ bool is_start(const std::string& n) {
   return n == "copy_start" || n == "copy_slice_start" || n == "copy_update_start";
 }
 
-void walk(const Jaxpr& j, int64_t runs, int64_t loop_length, const std::string& where, OffloadReport& r) {
+void walk(const Jaxpr& j, int64_t runs, int64_t loop_length, bool conditional, const std::string& where,
+          OffloadReport& r) {
   for (const Eqn& e : j.eqns) {
     const std::string& n = e.primitive->name;
+    if (n == "scan" || n == "copy_start" || n == "copy_slice_start")
+      for (const Var& o : e.outputs)
+        if (is_host(o.aval().memory_kind) && !o.is_dropvar()) r.host_buffers.push_back(o.aval());
     if (is_start(n)) {
       OffloadCopy c;
       c.primitive = n;
@@ -36,6 +40,7 @@ void walk(const Jaxpr& j, int64_t runs, int64_t loop_length, const std::string& 
       c.runs = runs;
       const bool pipelined = e.params.has("pipelined") && e.params.get_bool("pipelined") && loop_length > 0;
       c.copying = pipelined ? runs - runs / loop_length : runs;
+      c.conditional = conditional;
       c.where = where;
       r.copies.push_back(c);
     }
@@ -43,13 +48,13 @@ void walk(const Jaxpr& j, int64_t runs, int64_t loop_length, const std::string& 
       const int64_t len = e.params.get_int("length");
       std::string w = "scan(length=" + std::to_string(len) + (e.params.get_bool("reverse") ? ", reverse" : "") + ")";
       if (where != "top level") w += " in " + where;
-      walk(*e.params.get_jaxpr("jaxpr")->jaxpr, runs * len, len, w, r);
+      walk(*e.params.get_jaxpr("jaxpr")->jaxpr, runs * len, len, conditional, w, r);
       continue;
     }
     for (const auto& [key, value] : e.params.items()) {
-      if (auto* b = std::get_if<ClosedJaxprPtr>(&value)) walk(*(*b)->jaxpr, runs, loop_length, n + " in " + where, r);
+      if (auto* b = std::get_if<ClosedJaxprPtr>(&value)) walk(*(*b)->jaxpr, runs, loop_length, conditional || n == "cond" || n == "while", n + " in " + where, r);
       else if (auto* bs = std::get_if<std::vector<ClosedJaxprPtr>>(&value))
-        for (const auto& b : *bs) walk(*b->jaxpr, runs, loop_length, n + " in " + where, r);
+        for (const auto& b : *bs) walk(*b->jaxpr, runs, loop_length, conditional || n == "cond" || n == "while", n + " in " + where, r);
     }
   }
 }
@@ -65,10 +70,15 @@ int64_t OffloadReport::host_bytes() const {
 std::string OffloadReport::str() const {
   if (copies.empty()) return "";
   std::ostringstream os;
-  int64_t moved = 0, bytes = 0;
-  for (const OffloadCopy& c : copies) moved += c.copying, bytes += c.copying * c.bytes;
+  int64_t moved = 0, bytes = 0, conditional = 0;
+  for (const OffloadCopy& c : copies) {
+    if (c.conditional) ++conditional;
+    else moved += c.copying, bytes += c.copying * c.bytes;
+  }
   os << "# host offload: " << host_buffers.size() << " host buffer(s), " << host_bytes() << " B; " << copies.size()
-     << " copy site(s), " << moved << " copies of " << bytes << " B per call\n";
+     << " copy site(s), " << moved << " copies of " << bytes << " B per call";
+  if (conditional) os << " and those of " << conditional << " site(s) in cond/while bodies (as the run decides)";
+  os << "\n";
   for (const ShapedArray& a : host_buffers) os << "  host buffer " << a.str() << ": " << a.nbytes() << " B\n";
   for (const OffloadCopy& c : copies) {
     os << "  " << c.primitive << " " << memory_kind_name(c.from) << " -> " << memory_kind_name(c.to) << ": "
@@ -78,6 +88,7 @@ std::string OffloadReport::str() const {
     if (c.runs == 1) os << "once";
     else os << c.runs << " times";
     if (c.copying != c.runs) os << ", " << c.copying << " moving bytes";
+    if (c.conditional) os << " per run of its body";
     os << " (" << c.where << ")\n";
   }
   return os.str();
@@ -87,13 +98,7 @@ OffloadReport offload_report(const Jaxpr& program) {
   OffloadReport r;
   for (const Var& v : program.invars)
     if (is_host(v.aval().memory_kind)) r.host_buffers.push_back(v.aval());
-  for (const Eqn& e : program.eqns) {
-    const std::string& n = e.primitive->name;
-    if (n != "scan" && n != "copy_start" && n != "copy_slice_start") continue;
-    for (const Var& o : e.outputs)
-      if (is_host(o.aval().memory_kind) && !o.is_dropvar()) r.host_buffers.push_back(o.aval());
-  }
-  walk(program, 1, 0, "top level", r);
+  walk(program, 1, 0, false, "top level", r);
   return r;
 }
 

@@ -20,12 +20,14 @@ struct OffloadCopy {
   int64_t runs = 1;        ///< times the equation runs per call (product of enclosing scan lengths)
   int64_t copying = 1;     ///< runs that move bytes (a pipelined copy's index is past its loop's
                            ///< end once per run of the loop: `pipelined` on the equation)
+  bool conditional = false;  ///< inside a cond branch or a while body: runs and copying are per
+                             ///< run of that body, which the program decides at run time
   std::string where;       ///< "top level" or "scan(length=100, reverse) in ..."
 };
 
-/// The host offload of a scheduled program: its host-kind buffers (program inputs and outputs,
-/// and values computed by scans or copies at the top level, views excluded), with their avals,
-/// and every copy site.
+/// The host offload of a scheduled program: its host-kind buffers (program inputs, and values
+/// computed by scans or copies in any scope, views excluded), with their avals, and every copy
+/// site.
 struct OffloadReport {
   std::vector<ShapedArray> host_buffers;
   std::vector<OffloadCopy> copies;

@@ -217,6 +217,9 @@ class ScopePlanner {
   }
 
   void try_in_place(size_t i, const Eqn& e, size_t k, const BodySpec* body);
+  void build_classes(const BodySpec* body);
+  std::array<int64_t, 3> place_temporaries(bool top);
+  void record_locations(bool top, Shifts& subtree);
   // The value v is a view of (through view rules only, e.g. copy_done or reshape), or v itself.
   Var view_source(const Var& v) const {
     auto it = view_of_.find(v.id());
@@ -476,7 +479,9 @@ void ScopePlanner::donate() {
   }
 }
 
-std::array<int64_t, 3> ScopePlanner::run(const BodySpec* body, Shifts& subtree) {
+// Classes of this scope: its inputs (program inputs, or the storage the enclosing scope gives a
+// body), and every equation's outputs, merged with operands they view or overwrite in place.
+void ScopePlanner::build_classes(const BodySpec* body) {
   const bool top = body == nullptr;
   for (size_t a = 0; a < j_.invars.size(); ++a) {
     const Var& v = j_.invars[a];
@@ -518,19 +523,10 @@ std::array<int64_t, 3> ScopePlanner::run(const BodySpec* body, Shifts& subtree) 
     }
     plan_nested(i, e);
   }
-  if (top) top_outputs();
-  else body_destinations(*body);
-  for (auto& [root, c] : classes_) {
-    for (auto& m : c.members) {
-      const LiveInterval& li = live_.at(m);
-      c.first = std::min(c.first, li.def);
-      c.last = std::max(c.last, li.last_use);
-    }
-    if (c.param >= 0) c.first = -1;
-    if (top && c.output >= 0) c.last = int64_t(j_.eqns.size());
-  }
-  if (top) donate();
-  // Heap placement per memory kind: temps, nested regions, staging buffers.
+}
+
+// Temporaries, nested regions and staging buffers placed per memory kind; returns the sizes.
+std::array<int64_t, 3> ScopePlanner::place_temporaries(bool top) {
   std::array<int64_t, 3> size{};
   region_offsets_.assign(regions_.size(), {});
   staging_offsets_.assign(staging_.size(), 0);
@@ -550,7 +546,11 @@ std::array<int64_t, 3> ScopePlanner::run(const BodySpec* body, Shifts& subtree) 
         items.push_back({n, n, arena_size(*staging_[s].first), &staging_offsets_[s]});
     size[size_t(kind)] = place(items);
   }
-  // Locations.
+  return size;
+}
+
+// Every member's location; the offsets placed here and below are handed up in `subtree`.
+void ScopePlanner::record_locations(bool top, Shifts& subtree) {
   for (auto& [root, c] : classes_) {
     Location l;
     if (c.param >= 0) l.place = Place::param, l.index = c.param;
@@ -578,6 +578,25 @@ std::array<int64_t, 3> ScopePlanner::run(const BodySpec* body, Shifts& subtree) 
       subtree.push_back({&c.staging_offset, int(staging_[s].first->memory_kind)});
     }
   }
+}
+
+std::array<int64_t, 3> ScopePlanner::run(const BodySpec* body, Shifts& subtree) {
+  const bool top = body == nullptr;
+  build_classes(body);
+  if (top) top_outputs();
+  else body_destinations(*body);
+  for (auto& [root, c] : classes_) {
+    for (auto& m : c.members) {
+      const LiveInterval& li = live_.at(m);
+      c.first = std::min(c.first, li.def);
+      c.last = std::max(c.last, li.last_use);
+    }
+    if (c.param >= 0) c.first = -1;
+    if (top && c.output >= 0) c.last = int64_t(j_.eqns.size());
+  }
+  if (top) donate();
+  std::array<int64_t, 3> size = place_temporaries(top);
+  record_locations(top, subtree);
   return size;
 }
 

@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "core/lax.h"
 #include "core/primitive.h"
+#include "core/verify.h"
 #include "memory/coalesce_slice_copies.h"
 #include "memory/offload_loops.h"
 #include "memory/pipeline_slice_copies.h"
@@ -104,7 +105,9 @@ class Placer {
   std::vector<size_t> compute_;                              // indices of computing equations
   std::vector<double> secs_;                                 // their estimated seconds
   std::unordered_map<Var, size_t, VarHash> avail_;           // the first slot a value exists in
-  std::unordered_map<Var, size_t, VarHash> reader_;          // the first computing reader's slot
+  std::unordered_map<Var, size_t, VarHash> reader_;          // the first computing reader's slot,
+                                                             // through copies of the value
+  std::unordered_map<Var, std::vector<Var>, VarHash> copied_into_;  // value -> copies reading it
   std::unordered_map<Var, size_t, VarHash> started_;         // copy handle -> its start's slot
   std::vector<std::pair<size_t, size_t>> prefetch_spans_;    // placed reloads: [start, done) slots
   std::vector<int64_t> prefetch_bytes_;
@@ -118,9 +121,14 @@ size_t Placer::operand_slot(const Eqn& e) const {
   return s;
 }
 
+// The first computing equation that reads v or a copy made from v (a copy is placed before its
+// own readers, so a value must exist before the first of them).
 size_t Placer::first_reader(const Var& v) const {
   auto it = reader_.find(v);
-  return it == reader_.end() ? compute_.size() : it->second;
+  size_t first = it == reader_.end() ? compute_.size() : it->second;
+  if (auto c = copied_into_.find(v); c != copied_into_.end())
+    for (const Var& w : c->second) first = std::min(first, first_reader(w));
+  return first;
 }
 
 // The earliest slot >= `from` such that no slot in [s, done) would hold more than the budget of
@@ -187,6 +195,8 @@ Jaxpr Placer::run() {
     const Eqn& e = j_.eqns[k];
     if (is_copy_start(e) || e.primitive->name == "copy_done") {
       copies.push_back(k);
+      for (const Atom& a : e.inputs)
+        if (is_var(a)) copied_into_[std::get<Var>(a)].push_back(e.outputs[0]);
       continue;
     }
     for (const Atom& a : e.inputs)
@@ -247,6 +257,10 @@ double offload_estimate_seconds(const Eqn& e) {
   return bytes / kBytesPerSecond;
 }
 
-Jaxpr schedule_offloads(const Jaxpr& j) { return place_copies(rewrite_loops(split_copies(j))); }
+Jaxpr schedule_offloads(const Jaxpr& j) {
+  Jaxpr r = place_copies(rewrite_loops(split_copies(j)));
+  if (config().verify_jaxprs) verify_jaxpr(r);  // every value bound before its use, bodies too
+  return r;
+}
 
 }  // namespace minijax

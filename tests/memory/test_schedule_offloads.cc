@@ -324,3 +324,77 @@ TEST(ScheduleOffloadsLoops, StridedSliceCopiesMatchTheirEagerRules) {
       for (int64_t k = 0; k < es.size(); ++k) ASSERT_EQ(es.data<float>()[k], 0.0f);
   }
 }
+
+// ---- the configuration: coalescing threshold, prefetch budget, synchronous copies ------------
+
+// offload_coalesce_bytes = 0 turns coalescing off: the seed's two 12-byte rows then move one per
+// copy (4 copies of 12 B), against 2 copies of 24 B by default (k = 2).
+TEST(ScheduleOffloadsConfig, CoalescingFollowsOffloadCoalesceBytes) {
+  struct Restore {
+    int64_t was = mj::config().offload_coalesce_bytes;
+    ~Restore() { mj::config().offload_coalesce_bytes = was; }
+  } restore;
+  mj::config().offload_coalesce_bytes = 0;
+  SeedRun off = run_seed(3, 2);
+  expect_equal(off.grad, off.eager);
+  EXPECT_EQ(off.moved.copies, 4);
+  EXPECT_EQ(off.moved.bytes, 4 * 12);
+  EXPECT_EQ(off.text.find("k=2"), std::string::npos) << off.text;
+  mj::config().offload_coalesce_bytes = 4096;
+  SeedRun on = run_seed(3, 2);
+  EXPECT_EQ(on.moved.copies, 2);
+  EXPECT_EQ(on.moved.bytes, 2 * 24);
+}
+
+// The prefetch budget bounds a reload's lookahead: a host input reloaded after eight matmuls may
+// start as early as its input exists; with the default budget it starts behind the matmuls that
+// hide it (16 KiB at 1 GB/s: 16 us, three or four 64^3 matmuls by the estimate), with a budget
+// below its bytes it cannot start ahead of its done (it starts right before it).
+TEST(ScheduleOffloadsConfig, APrefetchBudgetBelowTheCopyRemovesTheLookahead) {
+  auto program = [](const Array& xh, const Array& w) {
+    Array y = w;
+    for (int k = 0; k < 8; ++k) y = mj::matmul(y, w);
+    return y + mj::device_put(xh, "device");
+  };
+  Array xh = mj::device_put(mj::random::uniform(mj::random::PRNGKey(1), {64, 64}, mj::f32, -1.0, 1.0), "pinned_host");
+  Array w = mj::random::uniform(mj::random::PRNGKey(2), {64, 64}, mj::f32, -0.2, 0.2);
+  LinkGuard guard;
+  struct Restore {
+    int64_t was = mj::config().offload_prefetch_bytes;
+    ~Restore() { mj::config().offload_prefetch_bytes = was; }
+  } restore;
+  mj::config().host_link_bytes_per_s = 1e9;
+  const mj::Jaxpr j = fused(program, xh, w);
+  auto reload_gap = [&] {
+    mj::Jaxpr s = mj::schedule_offloads(j);
+    return index_of(s, "copy_done") - index_of(s, "copy_start");  // equations from start to done
+  };
+  const size_t with_default = reload_gap();
+  mj::config().offload_prefetch_bytes = 1024;  // below the 16 KiB reload
+  EXPECT_EQ(reload_gap(), 1u);
+  EXPECT_GT(with_default, 2u);
+  EXPECT_LT(with_default, 9u) << "as late as hiding allows, not at the program's start";
+}
+
+// synchronous_copies: the same compiled program waits at every copy's start (the engine counts a
+// device wait for each copy, of at least its link time), and computes the same values.
+TEST(ScheduleOffloadsConfig, SynchronousCopiesWaitAtEveryStart) {
+  LinkGuard guard;
+  struct Restore {
+    ~Restore() { mj::config().synchronous_copies = false; }
+  } restore;
+  mj::config().host_link_bytes_per_s = 1e7;  // 16 KiB: 1.6 ms per copy
+  const int length = 4;
+  const Array p = mj::ones({4096}, mj::f32);
+  auto compiled = mj::jit(mj::grad(seed_loss(4096, length))).lower(p).compile();
+  const Array overlapped = compiled(p);
+  mj::config().synchronous_copies = true;
+  const mj::CopyEngineStats before = mj::copy_engine(0).stats();
+  const Array sync = compiled(p);
+  mj::block_until_ready(sync);
+  const mj::CopyEngineStats after = mj::copy_engine(0).stats();
+  EXPECT_EQ(after.copies - before.copies, 2 * length);
+  EXPECT_EQ(after.device_waits - before.device_waits, 2 * length);
+  EXPECT_GE(after.device_wait_seconds - before.device_wait_seconds, 2 * length * 16384 / 1e7);
+  for (int i = 0; i < 4096; ++i) ASSERT_EQ(sync.data<float>()[i], overlapped.data<float>()[i]) << i;
+}
