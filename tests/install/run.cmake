@@ -26,6 +26,13 @@ else()
   message(FATAL_ERROR "run.cmake: MODE must be install or subdirectory, got '${MODE}'")
 endif()
 
+# A sanitizer build of minijax (tests/CMakeLists.txt sets these for the install consumer): the same
+# compiler and -fsanitize flags, so the sanitizer's runtime is linked into the consumer.
+if(DEFINED ENV{MINIJAX_CONSUMER_SANITIZE} AND NOT "$ENV{MINIJAX_CONSUMER_SANITIZE}" STREQUAL "")
+  list(APPEND args -DCMAKE_CXX_COMPILER=$ENV{MINIJAX_CONSUMER_CXX} -DCMAKE_C_COMPILER=$ENV{MINIJAX_CONSUMER_CC}
+       "-DCMAKE_CXX_FLAGS=-fsanitize=$ENV{MINIJAX_CONSUMER_SANITIZE}"
+       "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=$ENV{MINIJAX_CONSUMER_SANITIZE}")
+endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${consumer_src} -B ${WORK_DIR}/build ${args}
                 COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build --target consumer -j 2
