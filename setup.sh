@@ -17,6 +17,8 @@ PACKAGES=(
   libtbb-dev             # oneTBB: the kernels' thread pool
   zlib1g-dev             # gzip'd IDX files
   dataset-fashion-mnist  # the main job's data: /usr/share/datasets/fashion-mnist
+  clang-19               # the sanitizer build .ci/run runs (tools/sanitize.sh) and the fuzzers
+  libclang-rt-19-dev     # its sanitizer and libFuzzer runtimes
 )
 
 missing=()
