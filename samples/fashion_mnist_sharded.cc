@@ -19,9 +19,9 @@ void usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s [--steps N (20)] [--limit N (all 60000)] [--batch B (128)] [--hidden H (512)]\n"
                "          [--lr LR (0.1)] [--seed S (0)] [--data-dir DIR] [--no-single]\n"
-               "Runs on 8 virtual devices (mesh (4, 2): batch over 'data', hidden dims over 'model')\n"
-               "with the eager reference executor (slow: keep --steps small). --no-single skips the\n"
-               "single-device comparison run.\n"
+               "Runs on 8 virtual devices (mesh (4, 2): batch over 'data', hidden dims over 'model'),\n"
+               "one compiled step run on every device at once. --no-single skips the single-device\n"
+               "comparison run.\n"
                "Data: --data-dir, else $MINIJAX_FASHION_MNIST, else /usr/share/datasets/fashion-mnist\n"
                "(Debian package dataset-fashion-mnist).\n",
                prog);
