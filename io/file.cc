@@ -114,6 +114,10 @@ void AtomicFile::write(const void* data, size_t n) {
   }
   flush();
   size_ += n;
+  if (n <= kBufferBytes) {
+    buf_.insert(buf_.end(), static_cast<const char*>(data), static_cast<const char*>(data) + n);
+    return;
+  }
   write_fd(data, n);
 }
 

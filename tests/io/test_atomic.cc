@@ -1,8 +1,12 @@
 // minijax tests (io): atomic writes — a failed save leaves the old file as it was and no debris.
 // Failures are real ones from the kernel: EFBIG past RLIMIT_FSIZE (mid-write), ENAMETOOLONG, EACCES.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <csignal>
 
@@ -79,21 +83,41 @@ TEST(AtomicWrite, ATemporaryThatCannotBeCreatedLeavesTheOldFileIntact) {
   EXPECT_EQ(others(dir, name), std::vector<std::string>{});
 }
 
+// Root ignores a folder's permissions through CAP_DAC_OVERRIDE; capabilities are per thread on
+// Linux (capset(2)), so this thread sets it (and CAP_DAC_READ_SEARCH, CAP_FOWNER) aside from its
+// effective set for the test's duration, and takes it back after.
+struct WithoutDacOverride {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct saved[2]{}, dropped[2]{};
+  bool changed = false;
+  WithoutDacOverride() {
+    if (::syscall(SYS_capget, &header, saved) != 0) return;
+    std::memcpy(dropped, saved, sizeof saved);
+    dropped[0].effective &= ~((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH) | (1u << CAP_FOWNER));
+    changed = ::syscall(SYS_capset, &header, dropped) == 0;
+  }
+  ~WithoutDacOverride() {
+    if (changed) ::syscall(SYS_capset, &header, saved);
+  }
+};
+
 TEST(AtomicWrite, AReadOnlyFolderLeavesTheOldFileIntact) {
   ScratchDir dir;
   const std::string p = dir / "a.npz";
   mj::save_npz(p, std::map<std::string, mj::Array>{{"x", mj::ones({2})}});
   const std::vector<uint8_t> before = read_bytes(p);
   fs::permissions(dir.path, fs::perms::owner_read | fs::perms::owner_exec);
-  if (::access(dir.path.c_str(), W_OK) == 0) {
-    fs::permissions(dir.path, fs::perms::owner_all);
-    GTEST_SKIP() << "this process may write into read-only folders (root): the two tests above "
-                    "cover failed writes with errors root gets too";
+  {
+    WithoutDacOverride guard;
+    const std::string probe = dir / "probe";
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    ASSERT_LT(fd, 0) << "the folder is writable despite mode 0500 (a capability this thread could not drop)";
+    expect_io_error([&] { mj::save_npz(p, std::map<std::string, mj::Array>{{"x", mj::zeros({3})}}); },
+                    {"save_npz", p, "cannot create the temporary file", "Permission denied"});
   }
-  expect_io_error([&] { mj::save_npz(p, std::map<std::string, mj::Array>{{"x", mj::zeros({3})}}); },
-                  {"save_npz", p, "cannot create the temporary file", "Permission denied"});
   fs::permissions(dir.path, fs::perms::owner_all);
   EXPECT_EQ(read_bytes(p), before);
+  EXPECT_EQ(others(dir, "a.npz"), std::vector<std::string>{});
 }
 
 TEST(AtomicWrite, ASuccessfulSaveReplacesTheFileWhole) {
