@@ -225,6 +225,8 @@ void save_npy(const std::string& path, const Array& a, std::source_location loc)
 namespace {
 Array load_npy_impl(const std::string& path, const Array* like, std::source_location loc) {
   detail::IOContext ctx{"load_npy", path, "", loc};
+  if (like && !like->defined())
+    throw ValueError(ctx.where() + ": `like` is an empty Array (no shape or dtype to expect)", loc);
   const std::vector<uint8_t> bytes = detail::read_file(ctx);
   const bool bf16 = like && like->dtype() == DType::bf16;
   detail::StoredArray s = detail::parse_npy(ctx, bytes.data(), bytes.size(), bf16);

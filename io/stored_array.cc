@@ -85,6 +85,8 @@ std::vector<Array> match_like(const IOContext& ctx, const std::vector<StoredArra
   for (const StoredArray& s : stored) by_key.emplace(s.key, &s);
   std::set<std::string> like_keys;
   for (auto& [key, leaf] : like) {
+    if (!leaf.defined())
+      throw ValueError(ctx.at(key).where() + ": like's leaf is an empty Array (no shape or dtype to expect)", ctx.loc);
     if (!like_keys.insert(key).second)
       ctx.at(key).fail("`like` has two leaves with this path (paths must be unique to be matched)");
     auto it = by_key.find(key);

@@ -39,8 +39,8 @@ std::map<std::string, Array> materialize_all(const std::vector<StoredArray>& sto
 
 /// The leaves of `like` read from `stored`, in like's order. Fails through ctx (IOError) before
 /// making any Array when: like repeats a key; a key of like is missing from the file; the file
-/// holds a key like lacks; a key's dtype or shape differs from like's leaf. Each loaded leaf
-/// takes like's aval (its weak type and memory kind too).
+/// holds a key like lacks; a key's dtype or shape differs from like's leaf (ValueError for an
+/// empty like leaf). Each loaded leaf takes like's aval (its weak type and memory kind too).
 std::vector<Array> match_like(const IOContext& ctx, const std::vector<StoredArray>& stored,
                               const PathLeaves& like);
 

@@ -179,6 +179,9 @@ TEST(SafetensorsLoad, LikeMismatchesNameTheKey) {
   like = golden_arrays();
   like["g"] = mj::zeros({1});
   expect_io_error([&] { mj::load_safetensors(p, like); }, {"key 'g'", "missing from the file"});
+  like = golden_arrays();
+  like["a"] = mj::Array();  // no aval to expect: a bad argument, not a bad file
+  EXPECT_THROW(mj::load_safetensors(p, like), mj::ValueError);
 }
 
 TEST(SafetensorsSave, ReservedAndInvalidKeys) {
