@@ -1,5 +1,6 @@
 // minijax samples: the main job — trains an MLP 784-512-512-10 on Fashion-MNIST, one compiled step each.
 // Usage: fashion_mnist_mlp [--epochs N] [--limit N] [--data-dir DIR] [--seed S] [--batch B] [--lr LR] [--eager]
+//        [--save DIR] [--resume DIR]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,10 @@ void usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s [--epochs N (5)] [--limit N (all 60000)] [--data-dir DIR] [--seed S (0)]\n"
                "          [--batch B (128)] [--lr LR (1e-3)] [--eager] [--print-steps]\n"
+               "          [--save DIR] [--resume DIR]\n"
+               "--save DIR writes DIR/checkpoint.safetensors after each epoch (parameters, Adam's\n"
+               "state, the data order's key, the epoch); --resume DIR continues from it up to\n"
+               "--epochs epochs in all, with the losses of an uninterrupted run.\n"
                "Data: --data-dir, else $MINIJAX_FASHION_MNIST, else /usr/share/datasets/fashion-mnist\n"
                "(Debian package dataset-fashion-mnist).\n",
                prog);
@@ -39,6 +44,8 @@ int main(int argc, char** argv) {
       else if (o.is("--lr")) cfg.lr = o.real(true);
       else if (o.is("--eager")) { o.flag(); cfg.eager = true; }
       else if (o.is("--print-steps")) { o.flag(); print_steps = true; }
+      else if (o.is("--save")) cfg.save_dir = o.value();
+      else if (o.is("--resume")) cfg.resume_dir = o.value();
       else if (o.is("--help") || o.is("-h")) { usage(argv[0]); return 0; }
       else o.unknown();
     }
@@ -59,6 +66,10 @@ int main(int argc, char** argv) {
     auto params = fmnist::init_mlp(cfg.seed);
     if (print_steps)
       cfg.on_step = [](int64_t step, double loss) { std::printf("step %lld loss %.9g\n", (long long)step, loss); };
+    cfg.on_checkpoint = [](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
     cfg.on_epoch = [](const fmnist::EpochReport& r) {
       std::printf("%s\n", fmnist::format_report(r).c_str());
       std::fflush(stdout);

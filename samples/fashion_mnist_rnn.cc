@@ -1,5 +1,6 @@
 // minijax samples: trains a GRU (hidden 128) on Fashion-MNIST read as 28 rows of 28 pixels.
 // Usage: fashion_mnist_rnn [--epochs N] [--limit N] [--remat POLICY] [--data-dir DIR] [--seed S] ...
+//        [--save DIR] [--resume DIR]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,12 +21,16 @@ void usage(const char* prog) {
       "usage: %s [--epochs N (5)] [--limit N (all 60000)] [--remat POLICY (none)]\n"
       "          [--data-dir DIR] [--seed S (0)] [--batch B (128)] [--lr LR (1e-3)]\n"
       "          [--hidden H (128)] [--print-steps] [--no-eval] [--eager] [--memory-report]\n"
+      "          [--save DIR] [--resume DIR]\n"
       "POLICY: none | nothing_saveable | dots_saveable | everything_saveable | offload_gates\n"
       "  (the scan body wrapped in mj::checkpoint with that policy; offload_gates keeps the\n"
       "  recurrent gate pre-activations in pinned_host and recomputes the rest)\n"
       "--print-steps prints every step's loss; --no-eval skips the accuracy evaluations;\n"
       "--eager runs each step op by op instead of one compiled step. A compiled run prints the\n"
       "first step's measured device and pinned_host peaks next to memory_analysis()'s.\n"
+      "--save DIR writes DIR/checkpoint.safetensors after each epoch (parameters, Adam's state,\n"
+      "the data order's key, the epoch); --resume DIR continues from it up to --epochs epochs\n"
+      "in all, with the losses of an uninterrupted run.\n"
       "--memory-report: compiles the step under every POLICY, runs one step of each on the\n"
       "first batch, prints the measured and predicted peaks, and exits (no training).\n"
       "Data: --data-dir, else $MINIJAX_FASHION_MNIST, else /usr/share/datasets/fashion-mnist\n"
@@ -74,6 +79,8 @@ int main(int argc, char** argv) {
       else if (o.is("--no-eval")) { o.flag(); cfg.skip_eval = true; }
       else if (o.is("--eager")) { o.flag(); cfg.eager = true; }
       else if (o.is("--memory-report")) { o.flag(); memory_report = true; }
+      else if (o.is("--save")) cfg.save_dir = o.value();
+      else if (o.is("--resume")) cfg.resume_dir = o.value();
       else if (o.is("--help") || o.is("-h")) { usage(argv[0]); return 0; }
       else o.unknown();
     }
@@ -97,6 +104,10 @@ int main(int argc, char** argv) {
     auto params = fmnist::rnn::init_gru(cfg.seed, hidden);
     cfg.on_epoch = [](const fmnist::EpochReport& r) {
       std::printf("%s\n", fmnist::format_report(r).c_str());
+      std::fflush(stdout);
+    };
+    cfg.on_checkpoint = [](const std::string& line) {
+      std::printf("%s\n", line.c_str());
       std::fflush(stdout);
     };
     cfg.on_step_memory = [](const fmnist::rnn::StepMemory& m) {

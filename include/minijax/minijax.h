@@ -47,5 +47,8 @@
 #include "jit/runtime/memory_stats.h"
 #include "jit/runtime/reference_executor.h"
 #include "jit/jit.h"
+#include "io/npy.h"
+#include "io/npz.h"
+#include "io/safetensors.h"
 
 namespace mj = minijax;
