@@ -333,12 +333,14 @@ extern "C" void mj_rt_kernel_begin(int32_t site) {
   tls_kernel_begin = detail::now_ns();
 }
 
+// With no trace active neither hook touches thread-local state (in a shared library that is a
+// __tls_get_addr call): each is one relaxed atomic load. A begin left from an earlier trace is
+// older than the current trace's start, so its event is dropped when the trace is written.
 extern "C" void mj_rt_kernel_end(int32_t site) {
   using namespace minijax::profiler;
-  if (tls_kernel_begin < 0) return;
+  if (!detail::tracing() || tls_kernel_begin < 0) return;
   const int64_t begin = tls_kernel_begin, end = detail::now_ns();
   tls_kernel_begin = -1;
-  if (!detail::tracing()) return;
   try {
     const auto* sites = tls_sites;
     if (sites && site >= 0 && size_t(site) < sites->size()) {
