@@ -63,8 +63,12 @@ class Scope {
  public:
   Scope(const char* cat, const char* name) noexcept : cat_(cat), name_(name), begin_(tracing() ? now_ns() : -1) {}
   ~Scope() {
-    if (begin_ >= 0) record(cat_, dynamic_name_.empty() ? std::string(name_) : std::move(dynamic_name_), begin_,
-                            now_ns(), std::move(args_));
+    if (begin_ < 0) return;
+    try {
+      record(cat_, dynamic_name_.empty() ? std::string(name_) : std::move(dynamic_name_), begin_, now_ns(),
+             std::move(args_));
+    } catch (...) {  // the name could not be allocated: the event is lost, nothing else
+    }
   }
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
