@@ -11,6 +11,7 @@
 
 #include "samples/common/idx_reader.h"
 #include "samples/common/options.h"
+#include "samples/common/trace_window.h"
 #include "samples/fashion_mnist_rnn_lib.h"
 
 namespace {
@@ -22,6 +23,7 @@ void usage(const char* prog) {
       "          [--data-dir DIR] [--seed S (0)] [--batch B (128)] [--lr LR (1e-3)]\n"
       "          [--hidden H (128)] [--print-steps] [--no-eval] [--eager] [--memory-report]\n"
       "          [--save DIR] [--resume DIR]\n"
+      "          [--trace FILE] [--trace-steps N (5)]\n"
       "POLICY: none | nothing_saveable | dots_saveable | everything_saveable | offload_gates\n"
       "  (the scan body wrapped in mj::checkpoint with that policy; offload_gates keeps the\n"
       "  recurrent gate pre-activations in pinned_host and recomputes the rest)\n"
@@ -33,6 +35,9 @@ void usage(const char* prog) {
       "in all, with the losses of an uninterrupted run.\n"
       "--memory-report: compiles the step under every POLICY, runs one step of each on the\n"
       "first batch, prints the measured and predicted peaks, and exits (no training).\n"
+      "--trace FILE writes a profiler trace (Chrome trace-event JSON: ui.perfetto.dev,\n"
+      "chrome://tracing) of the first N training steps, the first step's tracing and\n"
+      "compilation included (with offload_gates: the copy engine's copies too).\n"
       "Data: --data-dir, else $MINIJAX_FASHION_MNIST, else /usr/share/datasets/fashion-mnist\n"
       "(Debian package dataset-fashion-mnist).\n",
       prog);
@@ -59,7 +64,8 @@ int main(int argc, char** argv) {
   fmnist::rnn::TrainConfig cfg;
   int64_t limit = -1, hidden = 128;
   bool print_steps = false, memory_report = false;
-  std::string data_dir;
+  std::string data_dir, trace_path;
+  int64_t trace_steps = minijax::samples::TraceWindow::kDefaultSteps;
   try {
     for (minijax::samples::OptionReader o(argc, argv); o.next();) {
       if (o.is("--epochs")) cfg.epochs = int(o.integer(0, 1 << 30));
@@ -81,6 +87,8 @@ int main(int argc, char** argv) {
       else if (o.is("--memory-report")) { o.flag(); memory_report = true; }
       else if (o.is("--save")) cfg.save_dir = o.value();
       else if (o.is("--resume")) cfg.resume_dir = o.value();
+      else if (o.is("--trace")) trace_path = o.value();
+      else if (o.is("--trace-steps")) trace_steps = o.integer(1);
       else if (o.is("--help") || o.is("-h")) { usage(argv[0]); return 0; }
       else o.unknown();
     }
@@ -115,12 +123,16 @@ int main(int argc, char** argv) {
                   fmnist::rnn::format_memory_table({m}).c_str());
       std::fflush(stdout);
     };
-    if (print_steps)
-      cfg.on_step = [](int64_t step, double loss) {
+    minijax::samples::TraceWindow trace(trace_path, trace_steps);
+    cfg.on_step = [&](int64_t step, double loss) {
+      if (print_steps) {
         std::printf("step %lld  loss %.9g\n", (long long)step, loss);
         std::fflush(stdout);
-      };
+      }
+      trace.after_step(step);
+    };
     auto reports = fmnist::rnn::train(params, train_set, test_set, cfg);
+    trace.finish();
     if (!reports.empty() && !cfg.skip_eval) {
       double best = 0;
       for (auto& r : reports) best = std::max(best, r.test_acc);

@@ -45,6 +45,7 @@
 #include "sharding/sharded_array.h"
 #include "core/collectives.h"
 #include "jit/runtime/memory_stats.h"
+#include "jit/runtime/profiler.h"
 #include "jit/runtime/reference_executor.h"
 #include "jit/jit.h"
 #include "io/npy.h"
