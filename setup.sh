@@ -15,7 +15,8 @@ PACKAGES=(
   libgtest-dev           # googletest
   llvm-19-dev            # LLVM 19: code generation (ORC LLJIT)
   libtbb-dev             # oneTBB: the kernels' thread pool
-  zlib1g-dev             # gzip'd IDX files
+  zlib1g-dev             # gzip'd IDX files, deflated .npz members
+  python3-numpy          # the io tests' oracle: numpy reads minijax's files and writes files for it
   dataset-fashion-mnist  # the main job's data: /usr/share/datasets/fashion-mnist
   clang-19               # the sanitizer build .ci/run runs (tools/sanitize.sh) and the fuzzers
   libclang-rt-19-dev     # its sanitizer and libFuzzer runtimes
