@@ -16,6 +16,8 @@ class ParseError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+struct Member;
+
 /// A parsed JSON value. Numbers keep their text (the readers need exact integers only).
 struct Value {
   enum class Kind { null, boolean, number, string, array, object };
@@ -23,7 +25,7 @@ struct Value {
   bool boolean = false;
   std::string text;                                    ///< a string's value or a number's text
   std::vector<Value> items;                            ///< an array's elements
-  std::vector<std::pair<std::string, Value>> members;  ///< an object's members, in file order
+  std::vector<Member> members;                         ///< an object's members, in file order
 
   /// The member named `key` of an object, or nullptr.
   const Value* find(const std::string& key) const;
@@ -32,6 +34,13 @@ struct Value {
   bool to_u64(uint64_t& out) const;
   /// "null", "a boolean", "a number", "a string", "an array", "an object".
   const char* kind_name() const;
+};
+
+/// An object's member. Not a std::pair: pair<string, Value> inside Value needs Value complete
+/// (clang with libstdc++ rejects it), a struct may hold it once Value is defined.
+struct Member {
+  std::string key;
+  Value value;
 };
 
 /// Parses one JSON text (RFC 8259: whitespace around one value, nothing after it). Strings must
