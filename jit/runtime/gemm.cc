@@ -2,13 +2,19 @@
 // core/gemm.h (oneDNN's dnnl_sgemm, OpenBLAS's cblas_dgemm) with OpenMP limited to the caller.
 #include "jit/runtime/gemm.h"
 
-#include <omp.h>
-
 #include <algorithm>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
+
+// The two calls of the OpenMP API used here, as omp.h declares them (libgomp, which the library
+// links, defines them). Declared rather than included: omp.h is GCC's, and clang finds none
+// without LLVM's libomp headers, so the clang-19 sanitizer and fuzz builds could not compile it.
+extern "C" {
+int omp_get_max_threads(void);
+void omp_set_num_threads(int);
+}
 
 #include "core/gemm.h"
 
