@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# minijax fuzzing: builds a libFuzzer target (tests/fuzz/fuzz_<target>.cc) in build-fuzz/ and runs it.
+# minijax fuzzing: builds a libFuzzer target (tests/fuzz/fuzz_<target>.cc) in build-asan-ubsan/ and runs it.
 # Owns the fuzz build's configuration, the run's options and the committed log tests/fuzz/logs/<target>.log.
 #
 # Usage: tools/fuzz.sh TARGET SECONDS [extra libFuzzer flags...]
 #   TARGET   parser (or any tests/fuzz/fuzz_<name>.cc)
 #   SECONDS  -max_total_time for the run
 # The run starts from the checked-in seeds tests/fuzz/corpus/<target>/ (read only) plus the inputs
-# earlier runs found, kept in build-fuzz/corpus/<target>/ (not committed). A crash, leak, hang
+# earlier runs found, kept in build-asan-ubsan/fuzz/corpus/<target>/ (not committed). A crash, leak, hang
 # (an input running over 10 s) or sanitizer report stops it and leaves the input in
-# build-fuzz/artifacts/<target>/; turn each into a regression test (a corpus file and a googletest case).
+# build-asan-ubsan/fuzz/artifacts/<target>/; turn each into a regression test (a corpus file and a googletest case).
 # The log keeps the run's header, libFuzzer's INITED line, its last status lines and final stats.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,18 +25,21 @@ for tool in clang-19 clang++-19; do
   command -v "$tool" >/dev/null || { echo "fuzz.sh: $tool not found (apt-get install clang-19 libclang-rt-19-dev)" >&2; exit 1; }
 done
 
-build=build-fuzz
-cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DMINIJAX_SANITIZE=fuzzer-no-link,address,undefined \
-  -DMINIJAX_FUZZ=ON -DMINIJAX_BUILD_SAMPLES=OFF -DMINIJAX_BUILD_BENCH=OFF >/dev/null
+# The asan+ubsan build of tools/sanitize.sh (same configuration) with MINIJAX_FUZZ on: the
+# library is shared, only the fuzzed sources gain coverage instrumentation and the targets are added.
+build=build-asan-ubsan
+grep -qx "MINIJAX_FUZZ:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null ||
+  cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DMINIJAX_SANITIZE=address,undefined \
+    -DMINIJAX_FUZZ=ON -DMINIJAX_BUILD_SAMPLES=OFF -DMINIJAX_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j"${MINIJAX_JOBS:-2}" --target "minijax_fuzz_${target}"
 
 seeds="tests/fuzz/corpus/${target}"
-work="$build/corpus/${target}"
-artifacts="$build/artifacts/${target}/"
+work="$build/fuzz/corpus/${target}"
+artifacts="$build/fuzz/artifacts/${target}/"
 log="tests/fuzz/logs/${target}.log"
-full="$build/fuzz-${target}.log"
+full="$build/fuzz/${target}.log"
 mkdir -p "$work" "$artifacts" "$(dirname "$log")"
 
 export ASAN_OPTIONS="detect_leaks=1:${ASAN_OPTIONS:-}"

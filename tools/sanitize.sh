@@ -38,7 +38,7 @@ jobs="${MINIJAX_JOBS:-$(nproc)}"
 # What each mode runs. The whole suite is every test folder plus the install-consumer test (label
 # install: the consumer is built with the same sanitizer flags against the installed library; the
 # add_subdirectory consumer is disabled under sanitizers, tests/CMakeLists.txt says why).
-all_folders=(core autodiff conformance cases samples sharding memory jit)
+all_folders=(core autodiff conformance cases samples sharding memory jit io profiler)
 folders=("$@")
 extra_labels=()
 tsan_filter=""
@@ -46,9 +46,10 @@ if [ ${#folders[@]} -eq 0 ]; then
   if [ "$mode" = tsan ]; then
     # The runtime: the allocator's locks and events, copy engines, the communicator (tests/jit),
     # the multi-device executor's device queues and collective sites (tests/sharding), and
-    # offloaded programs whose copies run on the copy engines (tests/memory).
-    folders=(jit sharding memory)
-    tsan_filter="^(Allocator|Event|CopyEngine|Communicator|CompiledSpmd|ShardedJit|CollectivesExecutor|OffloadReview|SeedOffloadMemory)\\."
+    # offloaded programs whose copies run on the copy engines (tests/memory), and the profiler,
+    # which records events from all of those threads (tests/profiler).
+    folders=(jit sharding memory profiler)
+    tsan_filter="^(Allocator|Event|CopyEngine|Communicator|CompiledSpmd|ShardedJit|CollectivesExecutor|OffloadReview|SeedOffloadMemory|Profiler)\\."
   else
     folders=("${all_folders[@]}")
     extra_labels=(install)
@@ -76,6 +77,7 @@ cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DMINIJAX_SANITIZE="$flags" \
   -DMINIJAX_BUILD_SAMPLES=OFF -DMINIJAX_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j"$jobs" --target "${targets[@]}"
+echo "sanitize.sh: built ${targets[*]} in ${SECONDS} s"
 
 # Runtime options: every report fails its test (non-zero exit), with a stack trace.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0:${ASAN_OPTIONS:-}"
@@ -89,4 +91,6 @@ label_re="^($(IFS='|'; echo "${labels[*]}"))\$"
 ctest_args=(--test-dir "$build" --output-on-failure -L "$label_re")
 [ -n "$tsan_filter" ] && ctest_args+=(-R "$tsan_filter")
 echo "sanitize.sh: $mode ($flags) over ${folders[*]}${tsan_filter:+ (tests matching $tsan_filter)}"
+start=$SECONDS
 ctest "${ctest_args[@]}" -j"$jobs"
+echo "sanitize.sh: tests ran in $((SECONDS - start)) s"

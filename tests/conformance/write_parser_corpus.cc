@@ -38,7 +38,7 @@ std::string file_stem(const Case& k) {
 
 }  // namespace
 
-// Run by tools/gen_parser_corpus.sh: one file per distinct printed jaxpr.
+// Run by hand (tests/fuzz/README.md): one file per distinct printed jaxpr, minimized by libFuzzer -merge.
 TEST(ParserCorpus, WritePrintedJaxprsOfEveryCase) {
   const char* dir = std::getenv("MINIJAX_WRITE_PARSER_CORPUS");
   if (!dir) GTEST_SKIP() << "set MINIJAX_WRITE_PARSER_CORPUS=DIR to write the parser's seed corpus";
