@@ -175,8 +175,12 @@ std::string npy_header(DType d, const Shape& shape) {
 }
 
 StoredArray parse_npy(const IOContext& ctx, const uint8_t* p, size_t n, bool u2_as_bf16) {
-  if (n < kMagicLen + 4 || std::memcmp(p, kMagic, kMagicLen) != 0)
-    ctx.fail(n < kMagicLen + 4 && std::memcmp(p, kMagic, std::min(n, kMagicLen)) == 0
+  // The bytes read so far agree with the magic. No memcmp of 0 bytes: an empty file's (or empty
+  // npz member's) p is null, and memcmp(nullptr, ..., 0) is undefined (UBSan, found by the npy fuzzer).
+  const size_t head = std::min(n, kMagicLen);
+  const bool magic_so_far = head == 0 || std::memcmp(p, kMagic, head) == 0;
+  if (n < kMagicLen + 4 || !magic_so_far)
+    ctx.fail(n < kMagicLen + 4 && magic_so_far
                  ? "truncated .npy: " + std::to_string(n) + " bytes, fewer than the 10 of the preamble"
                  : "not a .npy file (it does not start with the magic \\x93NUMPY)");
   const int major = p[kMagicLen], minor = p[kMagicLen + 1];

@@ -39,7 +39,7 @@ void copy_elements(const StoredArray& s, uint8_t* dst) {
   const size_t item = itemsize(s.dtype);
   const size_t count = item ? s.nbytes / item : 0;
   if (!s.fortran_order || s.shape.size() < 2) {
-    std::memcpy(dst, s.data, s.nbytes);
+    if (s.nbytes) std::memcpy(dst, s.data, s.nbytes);  // an empty array's pointers may be null
   } else {
     // Fortran order: the element at index (i0, ..., i{n-1}) lies at sum_k i_k * prod_{j<k} d_j.
     const size_t nd = s.shape.size();
