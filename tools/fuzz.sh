@@ -47,13 +47,16 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 cmd=("$build/tests/minijax_fuzz_${target}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096
      -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts" "$@" "$work" "$seeds")
+# What ran: recorded before the run (the tree may change while it runs).
+started="$(date -u +%Y-%m-%dT%H:%MZ)"
+commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!tests/fuzz/logs' || echo ' (uncommitted changes)')"
 set +e
 "${cmd[@]}" >"$full" 2>&1
 rc=$?
 set -e
 
 {
-  echo "# tools/fuzz.sh $target $seconds: $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!tests/fuzz/logs' || echo ' (uncommitted changes)')"
+  echo "# tools/fuzz.sh $target $seconds: started $started, ended $(date -u +%Y-%m-%dT%H:%MZ), commit $commit"
   echo "# $(clang++-19 --version | head -1); seeds: $(find "$seeds" -type f | wc -l) files in $seeds"
   echo "# command: ${cmd[*]}"
   echo "# exit status: $rc ($([ $rc -eq 0 ] && echo 'no crash, leak or hang' || echo 'FOUND A FAILURE: see the report below and the artifact'))"
