@@ -3,6 +3,7 @@
 #include "core/parser.h"
 
 #include <cctype>
+#include <charconv>
 #include <cstring>
 #include <cmath>
 #include <cstdlib>
@@ -129,7 +130,20 @@ class Parser {
     if (peek() == '-') ++pos_;
     if (!std::isdigit(static_cast<unsigned char>(peek()))) fail("expected an integer", b);
     while (std::isdigit(static_cast<unsigned char>(peek()))) ++pos_;
-    return std::stoll(s_.substr(b, pos_ - b));
+    return to_int64(s_.substr(b, pos_ - b), b);
+  }
+
+  // The int64 that `digits` (an optional '-', then decimal digits) spells; fail() when it does not
+  // fit (std::stoll threw std::out_of_range there, an untyped error the parser fuzzer found).
+  int64_t to_int64(const std::string& digits, size_t at) const {
+    int64_t v = 0;
+    const char* end = digits.data() + digits.size();
+    auto [ptr, ec] = std::from_chars(digits.data(), end, v);
+    if (ec != std::errc() || ptr != end)
+      fail("integer " + (digits.size() > 24 ? digits.substr(0, 24) + "..." : digits) +
+               " is out of the range of int64",
+           at);
+    return v;
   }
 
   ShapedArray aval() {
@@ -271,7 +285,7 @@ class Parser {
         if (!std::isdigit(static_cast<unsigned char>(x[i]))) return false;
       return true;
     };
-    if (is_int(t)) return int64_t(std::stoll(t));
+    if (is_int(t)) return to_int64(t, at);
     if (t == "nan" || t == "inf" || t == "-inf") return std::strtod(t.c_str(), nullptr);
     if (!t.empty() && (std::isdigit(static_cast<unsigned char>(t[0])) || t[0] == '-')) {
       char* end = nullptr;
@@ -290,7 +304,7 @@ class Parser {
         while (!item.empty() && item.back() == ' ') item.pop_back();
         if (item.empty() && e == std::string::npos) break;
         if (!is_int(item)) ok = false;
-        else v.push_back(std::stoll(item));
+        else v.push_back(to_int64(item, at));
         if (e == std::string::npos) break;
         i = e + 1;
       }
