@@ -15,6 +15,12 @@ namespace {
 
 std::string tuple_str(const std::vector<int64_t>& v) { return param_to_string(Param(v)); }
 
+/// Each of these primitives takes one operand: a parsed jaxpr can give any number, and the shape
+/// rules read in[0] (out of bounds for none: found by the parser fuzzer through verify_jaxpr).
+void expect_one_operand(const std::vector<ShapedArray>& in, const char* prim) {
+  if (in.size() != 1) throw ValueError(std::string(prim) + " takes one operand, got " + std::to_string(in.size()));
+}
+
 /// Axes canonicalized against rank n when all are in range; otherwise returned as given (the
 /// shape rule then reports the bad axis with the call site).
 std::vector<int64_t> canonical_axes(const std::vector<int64_t>& axes, int64_t n) {
@@ -61,6 +67,7 @@ Array strided_read(const Array& x, const ShapedArray& out, int64_t src_off,
 // ---- reshape -------------------------------------------------------------------------------------
 
 std::vector<ShapedArray> reshape_shape(const std::vector<ShapedArray>& in, const Params& p) {
+  expect_one_operand(in, "reshape");
   const auto& ns = p.get_ints("new_sizes");
   for (auto d : ns)
     if (d < 0) throw ShapeError("new_sizes " + tuple_str(ns) + " has a negative dimension");
@@ -81,6 +88,7 @@ std::vector<Array> reshape_impl(const std::vector<Array>& a, const Params&,
 // ---- squeeze -------------------------------------------------------------------------------------
 
 std::vector<ShapedArray> squeeze_shape(const std::vector<ShapedArray>& in, const Params& p) {
+  expect_one_operand(in, "squeeze");
   const auto& dims = p.get_ints("dimensions");
   check_axes(dims, in[0].ndim(), "dimensions");
   Shape s;
@@ -97,6 +105,7 @@ std::vector<ShapedArray> squeeze_shape(const std::vector<ShapedArray>& in, const
 // ---- expand_dims ---------------------------------------------------------------------------------
 
 std::vector<ShapedArray> expand_dims_shape(const std::vector<ShapedArray>& in, const Params& p) {
+  expect_one_operand(in, "expand_dims");
   const auto& dims = p.get_ints("dimensions");
   const int64_t n = in[0].ndim() + int64_t(dims.size());
   check_axes(dims, n, "dimensions");
@@ -112,6 +121,7 @@ std::vector<ShapedArray> expand_dims_shape(const std::vector<ShapedArray>& in, c
 // ---- transpose -----------------------------------------------------------------------------------
 
 std::vector<ShapedArray> transpose_shape(const std::vector<ShapedArray>& in, const Params& p) {
+  expect_one_operand(in, "transpose");
   const auto& perm = p.get_ints("permutation");
   if (int64_t(perm.size()) != in[0].ndim())
     throw ShapeError("permutation " + tuple_str(perm) + " has " + std::to_string(perm.size()) +
@@ -138,6 +148,7 @@ std::vector<Array> transpose_impl(const std::vector<Array>& a, const Params& p,
 // ---- rev -----------------------------------------------------------------------------------------
 
 std::vector<ShapedArray> rev_shape(const std::vector<ShapedArray>& in, const Params& p) {
+  expect_one_operand(in, "rev");
   check_axes(p.get_ints("dimensions"), in[0].ndim(), "dimensions");
   return {in[0]};
 }
