@@ -27,8 +27,14 @@ MemoryKind memory_kind_from_name(const std::string& s, std::source_location loc)
 }
 
 int64_t shape_size(const Shape& s) {
+  // No signed overflow (undefined behaviour, UBSan in Errors.ShapesWhoseSizeOverflowsAreRejected-
+  // NotWrapped): a zero dimension makes the size 0 whatever the others are, and a product past
+  // int64 saturates at its maximum, which no operand's size equals and checked_nbytes rejects.
+  for (auto d : s)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (auto d : s) n *= d;
+  for (auto d : s)
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
   return n;
 }
 
