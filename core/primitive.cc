@@ -4,6 +4,7 @@
 
 #include <map>
 #include <mutex>
+#include <stdexcept>
 
 namespace minijax {
 
@@ -73,6 +74,12 @@ std::vector<ShapedArray> abstract_eval(const Primitive& p, const std::vector<Sha
     throw ValueError(describe_call(p, in, params) + ": " + e.message(), loc);
   } catch (const ShardingError& e) {
     throw ShardingError(describe_call(p, in, params) + ": " + e.message(), loc);
+  } catch (const std::out_of_range& e) {
+    // A rule reading an operand or a list parameter with .at() past its end: the equation has the
+    // wrong number of operands (a parsed jaxpr can give any primitive any number of them).
+    throw ValueError(describe_call(p, in, params) + ": malformed call (" + std::to_string(in.size()) +
+                         " operands): " + e.what(),
+                     loc);
   }
 }
 

@@ -4,7 +4,10 @@
 
 #include <fstream>
 #include <iterator>
+#include <source_location>
 #include <string>
+#include <typeinfo>
+#include <vector>
 
 #include <minijax/minijax.h>
 
@@ -63,3 +66,59 @@ TEST(ParserFuzzRegression, ShapePrimitivesWithoutTheirOperandAreTypedErrors) {
 }
 
 }  // namespace
+
+// The open finding generalised (tests/fuzz/corpus/parser/regression-dot-general-one-operand.jaxpr):
+// a parsed equation can give any primitive any number of operands, so every registered
+// primitive's shape rule, called through abstract_eval with 0 to 4 operands of f32[2,3] and no
+// params, either returns or throws a typed mj:: error naming the primitive; never an untyped
+// exception and never a read past the operands (which this test would see as a crash, and
+// tools/sanitize.sh as a report).
+TEST(ParserFuzzRegressions, EveryShapeRuleRejectsAnyOperandCountWithATypedError) {
+  const mj::ShapedArray f32{{2, 3}, mj::DType::f32, false, mj::MemoryKind::device};
+  int calls = 0;
+  for (const std::string& name : mj::primitive_names()) {
+    const mj::Primitive& p = mj::primitive(name);
+    if (!p.shape_rule) continue;
+    for (size_t n = 0; n <= 4; ++n) {
+      std::vector<mj::ShapedArray> in(n, f32);
+      ++calls;
+      try {
+        (void)mj::abstract_eval(p, in, mj::Params{}, std::source_location::current());
+      } catch (const mj::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << name << " with " << n << ": " << e.what();
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << name << " with " << n << " operands threw an untyped " << typeid(e).name() << ": "
+                      << e.what();
+      }
+    }
+  }
+  EXPECT_GT(calls, 400);  // ~90 primitives x 5 operand counts
+}
+
+// The finding itself: a mangled equation left dot_general one operand; its shape rule read the
+// second with .at(1) and std::out_of_range escaped verify_jaxpr untyped. Now a ValueError naming
+// dot_general and the operand count (abstract_eval, core/primitive.cc).
+TEST(ParserFuzzRegressions, DotGeneralWithOneOperandIsAValueErrorNamingIt) {
+  const mj::ClosedJaxpr j = mj::parse_jaxpr(
+      "{ lambda ; a:f32[5,2,3]. let b:f32[5,2,3] = dot_general[dimension_numbers=(([2], [1]), ([0], [0])) "
+      "precision=None preferred_element_type=float32] a in (b,) }");
+  try {
+    mj::verify_jaxpr(j);
+    ADD_FAILURE() << "verify_jaxpr accepted dot_general with one operand";
+  } catch (const mj::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dot_general"), std::string::npos) << e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "untyped " << typeid(e).name() << ": " << e.what();
+  }
+  std::ifstream f(std::string(MINIJAX_SOURCE_DIR) + "/tests/fuzz/corpus/parser/regression-dot-general-one-operand.jaxpr");
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  try {  // the fuzzer's own steps (tests/fuzz/fuzz_parser.cc): each may reject, none may escape untyped
+    const mj::ClosedJaxpr k = mj::parse_jaxpr(text);
+    try { mj::verify_jaxpr(k); } catch (const mj::Error&) {}
+    try { mj::parse_jaxpr(mj::to_string(k)); } catch (const mj::Error&) {}
+  } catch (const mj::Error&) {
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "untyped " << typeid(e).name() << ": " << e.what();
+  }
+}
