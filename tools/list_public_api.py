@@ -94,6 +94,9 @@ class Walker:
         elif kind in FUNCTION_KINDS:
             self.file = file_here
             public = scope and scope[0] == "minijax" and not node.get("isImplicit")
+            if kind == "FunctionTemplateDecl":  # an out-of-line member template is no free function
+                templated = [c.get("kind") for c in node.get("inner", []) if "Decl" in c.get("kind", "")]
+                public = public and "FunctionDecl" in templated
             if public and self.in_project():
                 self.names.add("::".join(scope + [node["name"]]))
             self._skip(node)
