@@ -17,6 +17,7 @@ PACKAGES=(
   libtbb-dev             # oneTBB: the kernels' thread pool
   zlib1g-dev             # gzip'd IDX files, deflated .npz members
   python3-numpy          # the io tests' oracle: numpy reads minijax's files and writes files for it
+  clang-19               # tools/list_public_api.py (clang's AST of the public header) and its CTest staleness check
   dataset-fashion-mnist  # the main job's data: /usr/share/datasets/fashion-mnist
 )
 
