@@ -18,7 +18,7 @@ PACKAGES=(
   zlib1g-dev             # gzip'd IDX files, deflated .npz members
   python3-numpy          # the io tests' oracle: numpy reads minijax's files and writes files for it
   dataset-fashion-mnist  # the main job's data: /usr/share/datasets/fashion-mnist
-  clang-19               # the sanitizer build .ci/run runs (tools/sanitize.sh) and the fuzzers
+  clang-19               # the sanitizer build .ci/run runs (tools/sanitize.sh), the fuzzers, tools/list_public_api.py
   libclang-rt-19-dev     # its sanitizer and libFuzzer runtimes
 )
 

@@ -111,9 +111,22 @@ SaveablePolicy Policy::saveable_for(const Jaxpr& body) const {
 }
 
 MemoryKindArg::MemoryKindArg(const char* s, std::source_location loc)
-    : kind(memory_kind_from_name(s, loc)) {}
-MemoryKindArg::MemoryKindArg(const std::string& s, std::source_location loc)
-    : kind(memory_kind_from_name(s, loc)) {}
+    : MemoryKindArg(std::string(s), loc) {}
+MemoryKindArg::MemoryKindArg(const std::string& s, std::source_location l) : loc(l) {
+  if (s == "device" || s == "pinned_host" || s == "unpinned_host")
+    kind = memory_kind_from_name(s, l);
+  else
+    unknown = s.empty() ? std::string("(empty)") : s;
+}
+MemoryKind MemoryKindArg::resolve(const char* fn) const {
+  if (unknown.empty()) return kind;
+  try {
+    memory_kind_from_name(unknown, loc);
+  } catch (const ValueError& e) {
+    throw ValueError(std::string(fn) + ": " + e.message(), loc);
+  }
+  return kind;
+}
 
 PolicyPtr policy_from_params(const Params& params) {
   if (!params.has("policy")) return checkpoint_policies::nothing_saveable();
@@ -185,7 +198,7 @@ PolicyPtr dots_with_no_batch_dims_saveable() {
 }
 
 PolicyPtr offload_dot_with_no_batch_dims(MemoryKindArg src, MemoryKindArg dst) {
-  MemoryKind s = src.kind, d = dst.kind;
+  MemoryKind s = src.resolve("offload_dot_with_no_batch_dims"), d = dst.resolve("offload_dot_with_no_batch_dims");
   std::string printed = std::string("offload_dot_with_no_batch_dims(offload_src='") + memory_kind_name(s) +
                         "', offload_dst='" + memory_kind_name(d) + "')";
   return std::make_shared<Policy>(
@@ -241,7 +254,8 @@ PolicyPtr save_and_offload_only_these_names(std::vector<std::string> saved,
                      "names_which_can_be_saved=(" + names_str(saved) + "), names_which_can_be_offloaded=(" +
                          names_str(offloaded) + ") and the intersection (" + names_str(both) + ")",
                      loc);
-  MemoryKind s = src.kind, d = dst.kind;
+  MemoryKind s = src.resolve("save_and_offload_only_these_names"),
+             d = dst.resolve("save_and_offload_only_these_names");
   std::set<std::string> sv(saved.begin(), saved.end()), of(offloaded.begin(), offloaded.end());
   std::string printed = "save_and_offload_only_these_names(names_which_can_be_saved=(" + names_str(saved) +
                         "), names_which_can_be_offloaded=(" + names_str(offloaded) + "), offload_src='" +

@@ -55,12 +55,17 @@ class Policy : public ParamObject {
 using PolicyPtr = std::shared_ptr<const Policy>;
 
 /// A memory kind given as JAX spells it ("device", "pinned_host", "unpinned_host") or as the
-/// enum. A string that is not a memory kind throws ValueError when converted.
+/// enum. A string that is not a memory kind is kept, and the policy taking it throws ValueError
+/// naming itself, the string and the call site (resolve()).
 struct MemoryKindArg {
-  MemoryKind kind;
+  MemoryKind kind = MemoryKind::device;
+  std::string unknown;       ///< the string when it names no memory kind, else empty
+  std::source_location loc;  ///< where the string was given
   MemoryKindArg(MemoryKind k) : kind(k) {}  // NOLINT(google-explicit-constructor)
   MemoryKindArg(const char* s, std::source_location loc = std::source_location::current());
   MemoryKindArg(const std::string& s, std::source_location loc = std::source_location::current());
+  /// `kind`; ValueError naming `fn`, the string and the call site when it named no memory kind.
+  MemoryKind resolve(const char* fn) const;
 };
 
 /// The printed form of one equation for error messages: `prim[params](avals)`.

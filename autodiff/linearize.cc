@@ -10,6 +10,11 @@ namespace minijax {
 
 LinearizeResult linearize_flat(const FlatFn& f, const std::vector<Array>& primals,
                                std::source_location loc) {
+  for (size_t i = 0; i < primals.size(); ++i)
+    if (!primals[i].defined())
+      throw ValueError("linearize/vjp: primal argument leaf " + std::to_string(i) +
+                           " is an empty (default-constructed) Array",
+                       loc);
   // The tangent trace must sit below the JVP trace and must not be dynamic: operations on
   // primals alone run on the primals' own trace (eagerly, or staged by an outer jit).
   TraceScope<JaxprTrace> tscope(/*dynamic=*/false);

@@ -100,7 +100,13 @@ void describe_computed(const Jaxpr& j, const Var& v, const Eqn& e, size_t k, con
 
 SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& args, std::source_location loc) {
   std::vector<ShapedArray> avals;
-  for (auto& a : args) avals.push_back(a.aval());
+  for (auto& a : args) {
+    if (!a.defined())
+      throw ValueError("saved_residuals: argument leaf " + std::to_string(avals.size()) +
+                           " is an empty (default-constructed) Array",
+                       loc);
+    avals.push_back(a.aval());
+  }
   size_t nout = 0, nres = 0;
   std::vector<std::optional<ResidualInfo>> noted;  // per residual: what partial evaluation noted
   ClosedJaxpr traced = trace_to_jaxpr(

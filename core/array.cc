@@ -7,6 +7,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "core/defined_arg.h"
 #include "core/trace.h"
 
 namespace minijax {
@@ -87,7 +88,18 @@ Array Array::empty(const ShapedArray& aval) {
 }
 
 Array Array::from_buffer(const ShapedArray& aval, std::shared_ptr<Buffer> buffer) {
+  if (!buffer)
+    throw ValueError("Array::from_buffer: a null buffer for an array of " + aval.str());
+  if (int64_t(buffer->nbytes()) < aval.nbytes())
+    throw ValueError("Array::from_buffer: a buffer of " + std::to_string(buffer->nbytes()) + " bytes for an array of " +
+                     aval.str() + " (" + std::to_string(aval.nbytes()) + " bytes)");
   return Array(std::make_shared<ConcreteArray>(aval, std::move(buffer)));
+}
+
+const Array& detail::defined_or_throw(const Array& x, const char* fn, std::source_location loc) {
+  if (!x.defined())
+    throw ValueError(std::string(fn) + ": the operand is an empty (default-constructed) Array", loc);
+  return x;
 }
 
 const ShapedArray& Array::aval() const {
@@ -98,12 +110,14 @@ const ShapedArray& Array::aval() const {
 int64_t Array::dim(int64_t i, std::source_location loc) const {
   int64_t n = ndim();
   if (i < -n || i >= n)
-    throw ShapeError("axis " + std::to_string(i) + " out of range for " + aval().str(), loc);
+    throw ShapeError("Array::dim: axis " + std::to_string(i) + " out of range for " + aval().str() + " (rank " +
+                         std::to_string(n) + ")",
+                     loc);
   return shape()[size_t(i < 0 ? i + n : i)];
 }
 
 Array Array::concrete(std::source_location loc, const char* what) const {
-  if (!impl_) throw ValueError("use of an empty (default-constructed) Array", loc);
+  if (!impl_) throw ValueError(std::string(what) + " was needed, but got an empty (default-constructed) Array", loc);
   Array cur = *this;
   while (auto* tr = cur.tracer()) {
     auto c = tr->concrete_value();

@@ -128,7 +128,8 @@ class Array {
   /// the memory may be a recycled block): only for writers that store every element before any
   /// is read, such as the eager kernels' outputs. Otherwise as allocate().
   static Array empty(const ShapedArray& aval);
-  /// A concrete array sharing `buffer` (which must hold aval.nbytes() bytes).
+  /// A concrete array sharing `buffer` (which must hold aval.nbytes() bytes: ValueError for a
+  /// null or smaller buffer).
   static Array from_buffer(const ShapedArray& aval, std::shared_ptr<Buffer> buffer);
 
   bool defined() const { return impl_ != nullptr; }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/defined_arg.h"
 #include "core/numpy.h"
 
 namespace minijax {
@@ -123,17 +124,17 @@ Array full(const Shape& shape, double value, DType dtype, SL loc) {
 // The *_like constructors keep x's dtype, weak type and memory kind, as jax.numpy's full_like
 // does when no dtype is given. Only x's aval is read, so x may be a tracer.
 Array zeros_like(const Array& x, SL loc) {
-  const ShapedArray& a = x.aval();
+  const ShapedArray& a = detail::defined_or_throw(x, "zeros_like", loc).aval();
   return filled(a.shape, 0.0, a.dtype, a.weak_type, a.memory_kind, "zeros_like", loc);
 }
 
 Array ones_like(const Array& x, SL loc) {
-  const ShapedArray& a = x.aval();
+  const ShapedArray& a = detail::defined_or_throw(x, "ones_like", loc).aval();
   return filled(a.shape, 1.0, a.dtype, a.weak_type, a.memory_kind, "ones_like", loc);
 }
 
 Array full_like(const Array& x, double value, SL loc) {
-  const ShapedArray& a = x.aval();
+  const ShapedArray& a = detail::defined_or_throw(x, "full_like", loc).aval();
   return filled(a.shape, value, a.dtype, a.weak_type, a.memory_kind, "full_like", loc);
 }
 

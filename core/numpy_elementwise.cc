@@ -6,6 +6,7 @@
 #include <numbers>
 #include <string>
 
+#include "core/defined_arg.h"
 #include "core/numpy.h"
 #include "core/primitive.h"
 
@@ -211,6 +212,7 @@ Array operator|(const Operand& a, const Operand& b) {
 }
 // Logical not: bool -> not; other dtypes -> (x == 0).
 Array operator!(const Array& a) {
+  detail::defined_or_throw(a, "operator!", std::source_location::current());
   if (a.dtype() == bool_) return lax::not_(a);
   return lax::eq(a, zero_of(a));
 }
@@ -222,31 +224,89 @@ Array& operator/=(Array& a, const Operand& b) { return a = divide(Operand(a, b.l
 
 // ---- unary functions ----------------------------------------------------------------------------
 
-Array negative(const Array& x, SL loc) { return lax::neg(x, loc); }
-Array exp(const Array& x, SL loc) { return lax::exp(inexact(x, loc), loc); }
-Array log(const Array& x, SL loc) { return lax::log(inexact(x, loc), loc); }
-Array log1p(const Array& x, SL loc) { return lax::log1p(inexact(x, loc), loc); }
-Array expm1(const Array& x, SL loc) { return lax::expm1(inexact(x, loc), loc); }
-Array sin(const Array& x, SL loc) { return lax::sin(inexact(x, loc), loc); }
-Array cos(const Array& x, SL loc) { return lax::cos(inexact(x, loc), loc); }
-Array tan(const Array& x, SL loc) { return lax::tan(inexact(x, loc), loc); }
-Array tanh(const Array& x, SL loc) { return lax::tanh(inexact(x, loc), loc); }
-Array sqrt(const Array& x, SL loc) { return lax::sqrt(inexact(x, loc), loc); }
-Array rsqrt(const Array& x, SL loc) { return lax::rsqrt(inexact(x, loc), loc); }
-Array erf(const Array& x, SL loc) { return lax::erf(inexact(x, loc), loc); }
-Array sigmoid(const Array& x, SL loc) { return lax::logistic(inexact(x, loc), loc); }
-Array square(const Array& x, SL loc) { return lax::integer_pow(x, 2, loc); }
-Array abs(const Array& x, SL loc) { return lax::abs(x, loc); }
-Array sign(const Array& x, SL loc) { return lax::sign(x, loc); }
+Array negative(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "negative", loc);
+  return lax::neg(x, loc);
+}
+Array exp(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "exp", loc);
+  return lax::exp(inexact(x, loc), loc);
+}
+Array log(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "log", loc);
+  return lax::log(inexact(x, loc), loc);
+}
+Array log1p(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "log1p", loc);
+  return lax::log1p(inexact(x, loc), loc);
+}
+Array expm1(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "expm1", loc);
+  return lax::expm1(inexact(x, loc), loc);
+}
+Array sin(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "sin", loc);
+  return lax::sin(inexact(x, loc), loc);
+}
+Array cos(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "cos", loc);
+  return lax::cos(inexact(x, loc), loc);
+}
+Array tan(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "tan", loc);
+  return lax::tan(inexact(x, loc), loc);
+}
+Array tanh(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "tanh", loc);
+  return lax::tanh(inexact(x, loc), loc);
+}
+Array sqrt(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "sqrt", loc);
+  return lax::sqrt(inexact(x, loc), loc);
+}
+Array rsqrt(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "rsqrt", loc);
+  return lax::rsqrt(inexact(x, loc), loc);
+}
+Array erf(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "erf", loc);
+  return lax::erf(inexact(x, loc), loc);
+}
+Array sigmoid(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "sigmoid", loc);
+  return lax::logistic(inexact(x, loc), loc);
+}
+Array square(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "square", loc);
+  return lax::integer_pow(x, 2, loc);
+}
+Array abs(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "abs", loc);
+  return lax::abs(x, loc);
+}
+Array sign(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "sign", loc);
+  return lax::sign(x, loc);
+}
 // floor/ceil/round of integers and bools are the identity (jnp returns them unchanged).
-Array floor(const Array& x, SL loc) { return is_floating(x.dtype()) ? lax::floor(x, loc) : x; }
-Array ceil(const Array& x, SL loc) { return is_floating(x.dtype()) ? lax::ceil(x, loc) : x; }
+Array floor(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "floor", loc);
+  return is_floating(x.dtype()) ? lax::floor(x, loc) : x;
+}
+Array ceil(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "ceil", loc);
+  return is_floating(x.dtype()) ? lax::ceil(x, loc) : x;
+}
 // numpy rounds half to even.
-Array round(const Array& x, SL loc) { return is_floating(x.dtype()) ? lax::round(x, 1, loc) : x; }
+Array round(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "round", loc);
+  return is_floating(x.dtype()) ? lax::round(x, 1, loc) : x;
+}
 
 // relu(x) = x where x > 0 else 0; the derivative at 0 is 0 (as jax.nn.relu's custom JVP and
 // PyTorch), which a select gives and max(x, 0) would not (max splits ties 0.5/0.5).
 Array relu(const Array& x, SL loc) {
+  detail::defined_or_throw(x, "relu", loc);
   Array z = zero_of(x);
   Array zeros = x.ndim() == 0 ? z : lax::broadcast_in_dim(z, x.shape(), {}, loc);
   return lax::select_n(lax::gt(x, z, loc), {zeros, x}, loc);
@@ -255,7 +315,7 @@ Array relu(const Array& x, SL loc) {
 // jax.nn.gelu: approximate = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); exact =
 // x (erf(x / sqrt(2)) + 1) / 2.
 Array gelu(const Array& x0, bool approximate, SL loc) {
-  Array x = inexact(x0, loc);
+  Array x = inexact(detail::defined_or_throw(x0, "gelu", loc), loc);
   if (approximate) {
     const double k = std::sqrt(2.0 / std::numbers::pi);
     Array inner = multiply(Operand(k, loc), add(Operand(x, loc), multiply(Operand(0.044715, loc),
@@ -289,6 +349,7 @@ Array clip(const Array& x, const Operand& lo, const Operand& hi) {
 }
 
 Array astype(const Array& x, DType dtype, SL loc) {
+  detail::defined_or_throw(x, "astype", loc);
   if (x.dtype() == dtype && !x.weak_type()) return x;
   return lax::convert_element_type(x, dtype, false, loc);
 }

@@ -109,7 +109,13 @@ Array take(const Array& x, const Array& indices, SL loc) { return lax::gather(x,
 Array device_put(const Array& x, MemoryKind kind, SL loc) { return lax::device_put(x, kind, loc); }
 
 Array device_put(const Array& x, const std::string& kind, SL loc) {
-  return lax::device_put(x, memory_kind_from_name(kind, loc), loc);
+  MemoryKind k;
+  try {
+    k = memory_kind_from_name(kind, loc);
+  } catch (const ValueError& e) {
+    throw ValueError("device_put: " + e.message(), loc);
+  }
+  return lax::device_put(x, k, loc);
 }
 
 }  // namespace minijax

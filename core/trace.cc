@@ -2,6 +2,8 @@
 // Owns the per-thread stack, the dynamic trace, the eval trace and raising values between levels.
 #include "core/trace.h"
 
+#include "core/collectives.h"
+
 namespace minijax {
 
 namespace {
@@ -83,6 +85,7 @@ std::vector<Array> EvalTrace::process_primitive(const Primitive& p, const std::v
   for (const auto& a : in) avals.push_back(a.aval());
   auto out_avals = abstract_eval(p, avals, params, loc);
   if (!p.impl) throw ValueError("primitive '" + p.name + "' has no eager implementation", loc);
+  if (is_collective(p.name)) detail::refuse_eager_collective(p.name, params, loc);
   std::vector<Array> conc;
   conc.reserve(in.size());
   for (const auto& a : in) conc.push_back(a.concrete(loc));
@@ -91,6 +94,9 @@ std::vector<Array> EvalTrace::process_primitive(const Primitive& p, const std::v
 
 std::vector<Array> bind(const Primitive& p, const std::vector<Array>& args, const Params& params,
                         std::source_location loc) {
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!args[i].defined())
+      throw ValueError(p.name + ": operand " + std::to_string(i) + " is an empty (default-constructed) Array", loc);
   auto top = find_top_trace(args, loc);
   std::vector<Array> raised;
   raised.reserve(args.size());
@@ -106,7 +112,13 @@ Array bind1(const Primitive& p, const std::vector<Array>& args, const Params& pa
 
 Array bind1(const std::string& name, const std::vector<Array>& args, const Params& params,
             std::source_location loc) {
-  return bind1(primitive(name), args, params, loc);
+  const Primitive* p = nullptr;
+  try {
+    p = &primitive(name);
+  } catch (const ValueError& e) {
+    throw ValueError("bind1: " + e.message(), loc);
+  }
+  return bind1(*p, args, params, loc);
 }
 
 }  // namespace minijax

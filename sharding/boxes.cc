@@ -2,6 +2,8 @@
 // Owns Box arithmetic and device_boxes (ceil-sized shards, trailing ones smaller or empty).
 #include "sharding/boxes.h"
 
+#include "core/errors.h"
+
 #include <algorithm>
 
 namespace minijax {
@@ -44,7 +46,11 @@ Box intersect(const Box& a, const Box& b) {
 }
 
 std::vector<Box> device_boxes(const Sharding& s, const Shape& shape, std::source_location loc) {
-  s.check(shape, loc);
+  try {
+    s.check(shape, loc);
+  } catch (const ShardingError& e) {
+    throw ShardingError("device_boxes: " + e.message(), loc);
+  }
   const Mesh& mesh = *s.mesh;
   std::vector<Box> boxes;
   boxes.reserve(mesh.num_devices());

@@ -68,13 +68,17 @@ bool Mesh::has_axis(const std::string& name) const {
 int64_t Mesh::axis_index(const std::string& name, std::source_location loc) const {
   for (size_t i = 0; i < axis_names.size(); ++i)
     if (axis_names[i] == name) return int64_t(i);
-  throw ShardingError("unknown mesh axis '" + name + "'; " + str() + " has axes " +
+  throw ShardingError("Mesh::axis_index: unknown mesh axis '" + name + "'; " + str() + " has axes " +
                           names_str(axis_names),
                       loc);
 }
 
 int64_t Mesh::axis_size(const std::string& name, std::source_location loc) const {
-  return shape[size_t(axis_index(name, loc))];
+  for (size_t i = 0; i < axis_names.size(); ++i)
+    if (axis_names[i] == name) return shape[i];
+  throw ShardingError("Mesh::axis_size: unknown mesh axis '" + name + "'; " + str() + " has axes " +
+                          names_str(axis_names),
+                      loc);
 }
 
 std::vector<int64_t> Mesh::coords_of(size_t position) const {

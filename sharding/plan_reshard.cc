@@ -373,8 +373,12 @@ ReshardPlan plan_reshard(const Sharding& src, const Sharding& dst, const ShapedA
     throw ShardingError("plan_reshard: the shardings are on different meshes (" +
                             describe(src, dst, aval) + ")",
                         loc);
-  src.check(aval.shape, loc);
-  dst.check(aval.shape, loc);
+  try {
+    src.check(aval.shape, loc);
+    dst.check(aval.shape, loc);
+  } catch (const ShardingError& e) {
+    throw ShardingError("plan_reshard: " + e.message(), loc);
+  }
   if (src.memory_kind != dst.memory_kind)
     throw ShardingError("plan_reshard: the memory kinds differ (" + describe(src, dst, aval) +
                             "); a reshard stays in one memory kind",

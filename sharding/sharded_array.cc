@@ -61,7 +61,11 @@ std::string where(const Sharding& s, const Shape& shape) {
 
 void check_reduced(const Sharding& s, const Shape& shape, const char* what,
                    std::source_location loc) {
-  s.check(shape, loc);
+  try {
+    s.check(shape, loc);
+  } catch (const ShardingError& e) {
+    throw ShardingError(std::string(what) + ": " + e.message(), loc);
+  }
   if (!s.unreduced.empty())
     throw ShardingError(std::string(what) + ": the " + where(s, shape) +
                             " has unreduced axes; a concrete array holds reduced values (reduce "

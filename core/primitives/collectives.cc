@@ -193,21 +193,22 @@ Registrar reg([] {
   def("axis_index", axis_index_shape);
 });
 
-Params with_axes(const AxisNames& axes, int64_t axis_size) {
+Params with_axes(const std::string& prim, const AxisNames& axes, int64_t axis_size, std::source_location loc) {
   Params p;
-  p.set("axis_name", axis_name_param(axes));
+  p.set("axis_name", axis_name_param(axes, prim, loc));
   p.set("axis_size", axis_size);
   return p;
 }
 
 }  // namespace
 
-Param axis_name_param(const AxisNames& names) {
-  if (names.empty()) throw ValueError("a collective needs at least one axis name");
+Param axis_name_param(const AxisNames& names, const std::string& primitive, std::source_location loc) {
+  if (names.empty()) throw ValueError(primitive + ": a collective needs at least one axis name", loc);
   std::set<std::string> seen;
   for (auto& n : names) {
-    if (n.empty()) throw ValueError("a collective's axis name is empty");
-    if (!seen.insert(n).second) throw ValueError("axis name '" + n + "' is repeated in a collective's axis_name");
+    if (n.empty()) throw ValueError(primitive + ": a collective's axis name is empty", loc);
+    if (!seen.insert(n).second)
+      throw ValueError(primitive + ": axis name '" + n + "' is repeated in a collective's axis_name", loc);
   }
   if (names.size() == 1) return names[0];
   return ParamObjectPtr(std::make_shared<AxisNameTuple>(names));
@@ -223,9 +224,16 @@ AxisNames axis_names_of(const Params& params) {
 
 bool is_collective(const std::string& name) { return collective_names().count(name) != 0; }
 
+void detail::refuse_eager_collective(const std::string& primitive, const Params& params, std::source_location loc) {
+  throw ValueError("collective " + primitive + " over axis " + axes_str(params) +
+                       " runs only under the SPMD executor (jit/runtime/reference_executor.h: run_spmd), "
+                       "not eagerly on one array",
+                   loc);
+}
+
 Array lax::all_gather(const Array& x, const AxisNames& axis_name, int64_t axis_size, int64_t gather_dimension,
                       bool tiled, SL loc) {
-  Params p = with_axes(axis_name, axis_size);
+  Params p = with_axes("all_gather", axis_name, axis_size, loc);
   p.set("gather_dimension", gather_dimension);
   p.set("tiled", tiled);
   return minijax::bind1(primitive("all_gather"), {x}, p, loc);
@@ -233,7 +241,7 @@ Array lax::all_gather(const Array& x, const AxisNames& axis_name, int64_t axis_s
 
 Array lax::all_reduce(const Array& x, const AxisNames& axis_name, int64_t axis_size, const std::string& reduction,
                       SL loc) {
-  Params p = with_axes(axis_name, axis_size);
+  Params p = with_axes("all_reduce", axis_name, axis_size, loc);
   p.set("reduction", reduction);
   return minijax::bind1(primitive("all_reduce"), {x}, p, loc);
 }
@@ -244,14 +252,14 @@ Array lax::psum(const Array& x, const AxisNames& axis_name, int64_t axis_size, S
 
 Array lax::reduce_scatter(const Array& x, const AxisNames& axis_name, int64_t axis_size, int64_t scatter_dimension,
                           SL loc) {
-  Params p = with_axes(axis_name, axis_size);
+  Params p = with_axes("reduce_scatter", axis_name, axis_size, loc);
   p.set("scatter_dimension", scatter_dimension);
   return minijax::bind1(primitive("reduce_scatter"), {x}, p, loc);
 }
 
 Array lax::all_to_all(const Array& x, const AxisNames& axis_name, int64_t axis_size, int64_t split_dimension,
                       int64_t concat_dimension, SL loc) {
-  Params p = with_axes(axis_name, axis_size);
+  Params p = with_axes("all_to_all", axis_name, axis_size, loc);
   p.set("split_dimension", split_dimension);
   p.set("concat_dimension", concat_dimension);
   return minijax::bind1(primitive("all_to_all"), {x}, p, loc);
@@ -259,7 +267,7 @@ Array lax::all_to_all(const Array& x, const AxisNames& axis_name, int64_t axis_s
 
 Array lax::collective_permute(const Array& x, const AxisNames& axis_name, int64_t axis_size,
                               const std::vector<int64_t>& source_target_pairs, SL loc) {
-  Params p = with_axes(axis_name, axis_size);
+  Params p = with_axes("collective_permute", axis_name, axis_size, loc);
   p.set("source_target_pairs", source_target_pairs);
   return minijax::bind1(primitive("collective_permute"), {x}, p, loc);
 }
@@ -269,12 +277,12 @@ Array lax::ragged_all_to_all(const Array& input, const Array& output, const Arra
                              const AxisNames& axis_name, int64_t axis_size, SL loc) {
   return minijax::bind1(primitive("ragged_all_to_all"),
                         {input, output, input_offsets, send_sizes, output_offsets, recv_sizes},
-                        with_axes(axis_name, axis_size), loc);
+                        with_axes("ragged_all_to_all", axis_name, axis_size, loc), loc);
 }
 
 Array lax::axis_index(const AxisNames& axis_name, SL loc) {
   Params p;
-  p.set("axis_name", axis_name_param(axis_name));
+  p.set("axis_name", axis_name_param(axis_name, "axis_index", loc));
   return minijax::bind1(primitive("axis_index"), {}, p, loc);
 }
 
