@@ -17,6 +17,7 @@ PACKAGES=(
   libtbb-dev             # oneTBB: the kernels' thread pool
   zlib1g-dev             # gzip'd IDX files
   dataset-fashion-mnist  # the main job's data: /usr/share/datasets/fashion-mnist
+  graphviz               # `dot`: the test rendering mj::to_dot's graphs to SVG
 )
 
 missing=()

@@ -9,6 +9,7 @@
 
 #include "samples/common/idx_reader.h"
 #include "samples/common/options.h"
+#include "samples/common/progress.h"
 #include "samples/fashion_mnist_mlp_lib.h"
 
 namespace {
@@ -57,9 +58,16 @@ int main(int argc, char** argv) {
                 (long long)cfg.batch, cfg.seed, cfg.epochs, cfg.eager ? "eager steps" : "compiled steps");
     std::fflush(stdout);
     auto params = fmnist::init_mlp(cfg.seed);
-    if (print_steps)
+    // On a terminal, a progress line while an epoch runs (nothing extra in a log or a pipe).
+    minijax::samples::ProgressLine progress;
+    if (print_steps) {
       cfg.on_step = [](int64_t step, double loss) { std::printf("step %lld loss %.9g\n", (long long)step, loss); };
-    cfg.on_epoch = [](const fmnist::EpochReport& r) {
+    } else {
+      cfg.on_epoch_begin = [&progress](int epoch, int64_t steps) { progress.begin(epoch, steps); };
+      cfg.on_step = [&progress](int64_t, double loss) { progress.step(loss); };
+    }
+    cfg.on_epoch = [&progress](const fmnist::EpochReport& r) {
+      progress.end();
       std::printf("%s\n", fmnist::format_report(r).c_str());
       std::fflush(stdout);
     };

@@ -10,6 +10,7 @@
 
 #include "samples/common/idx_reader.h"
 #include "samples/common/options.h"
+#include "samples/common/progress.h"
 #include "samples/fashion_mnist_rnn_lib.h"
 
 namespace {
@@ -95,20 +96,28 @@ int main(int argc, char** argv) {
                 cfg.lr, (long long)cfg.batch, cfg.seed, cfg.epochs);
     std::fflush(stdout);
     auto params = fmnist::rnn::init_gru(cfg.seed, hidden);
-    cfg.on_epoch = [](const fmnist::EpochReport& r) {
+    // On a terminal, a progress line while an epoch runs (nothing extra in a log or a pipe).
+    minijax::samples::ProgressLine progress;
+    cfg.on_epoch = [&progress](const fmnist::EpochReport& r) {
+      progress.end();
       std::printf("%s\n", fmnist::format_report(r).c_str());
       std::fflush(stdout);
     };
-    cfg.on_step_memory = [](const fmnist::rnn::StepMemory& m) {
+    cfg.on_step_memory = [&progress](const fmnist::rnn::StepMemory& m) {
+      progress.end();
       std::printf("first step's memory (allocator, measured around the call; planner):\n%s",
                   fmnist::rnn::format_memory_table({m}).c_str());
       std::fflush(stdout);
     };
-    if (print_steps)
+    if (print_steps) {
       cfg.on_step = [](int64_t step, double loss) {
         std::printf("step %lld  loss %.9g\n", (long long)step, loss);
         std::fflush(stdout);
       };
+    } else {
+      cfg.on_epoch_begin = [&progress](int epoch, int64_t steps) { progress.begin(epoch, steps); };
+      cfg.on_step = [&progress](int64_t, double loss) { progress.step(loss); };
+    }
     auto reports = fmnist::rnn::train(params, train_set, test_set, cfg);
     if (!reports.empty() && !cfg.skip_eval) {
       double best = 0;
