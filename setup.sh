@@ -15,7 +15,8 @@ PACKAGES=(
   libgtest-dev           # googletest
   llvm-19-dev            # LLVM 19: code generation (ORC LLJIT)
   libtbb-dev             # oneTBB: the kernels' thread pool
-  zlib1g-dev             # gzip'd IDX files
+  zlib1g-dev             # gzip'd IDX files, deflated .npz members
+  python3-numpy          # the io tests' oracle: numpy reads minijax's files and writes files for it
   dataset-fashion-mnist  # the main job's data: /usr/share/datasets/fashion-mnist
   graphviz               # `dot`: the test rendering mj::to_dot's graphs to SVG
 )

@@ -75,6 +75,18 @@ std::tuple<A...> unflatten_args(const std::tuple<A...>& like, const std::vector<
   return tree_unflatten(like, leaves, loc);
 }
 
+/// `tree` with each Array leaf replaced by an abstract array of its aval: the structure the flat
+/// rules need to rebuild pytrees, without holding the values. The rules are kept in the params of
+/// the equation a trace records; holding the arguments' (or outputs') tracers there would make
+/// the trace reachable from its own equations, a reference cycle that is never freed.
+template <class T>
+T abstract_like(const T& tree) {
+  std::vector<Array> leaves = tree_flatten(tree);
+  for (Array& a : leaves)
+    if (a.defined()) a = Array(std::make_shared<AbstractArray>(a.aval(), ParamObjectPtr{}));
+  return tree_unflatten(tree, leaves);
+}
+
 template <class T>
 struct IsPair : std::false_type {};
 template <class A, class B>
@@ -112,8 +124,9 @@ class CustomJvpFunction {
   auto operator()(const A&... args) const {
     using R = std::decay_t<std::invoke_result_t<const F&, const A&...>>;
     static_assert(PyTree<R>, "custom_jvp: the function must return an Array or a pytree of Arrays");
-    std::tuple<A...> like(args...);
-    std::vector<Array> leaves = tree_flatten(like);
+    std::tuple<A...> args_tuple(args...);
+    std::vector<Array> leaves = tree_flatten(args_tuple);
+    const std::tuple<A...> like = detail::abstract_like(args_tuple);
     auto out_like = std::make_shared<std::optional<R>>();
     std::source_location loc = loc_;
     F fun = fun_;
@@ -121,7 +134,7 @@ class CustomJvpFunction {
     FlatFn flat_fun = [fun, like, out_like, loc](const std::vector<Array>& xs) {
       auto a = detail::unflatten_args(like, xs, loc);
       R r = std::apply(fun, a);
-      out_like->emplace(r);
+      out_like->emplace(detail::abstract_like(r));
       return tree_flatten(r);
     };
     CustomJvpFlatRule flat_rule = [rule, like, loc](const std::vector<Array>& ps,
@@ -186,8 +199,9 @@ class CustomVjpFunction {
     static_assert(std::is_same_v<std::decay_t<typename FwdR::first_type>, R>,
                   "custom_vjp: fwd's output (pair.first) must have the function's return type");
     static_assert(PyTree<Res>, "custom_vjp: residuals must be an Array or a pytree of Arrays");
-    std::tuple<A...> like(args...);
-    std::vector<Array> leaves = tree_flatten(like);
+    std::tuple<A...> args_tuple(args...);
+    std::vector<Array> leaves = tree_flatten(args_tuple);
+    const std::tuple<A...> like = detail::abstract_like(args_tuple);
     auto out_like = std::make_shared<std::optional<R>>();
     auto res_like = std::make_shared<std::optional<Res>>();
     std::source_location loc = loc_;
@@ -197,13 +211,13 @@ class CustomVjpFunction {
     FlatFn flat_fun = [fun, like, out_like, loc](const std::vector<Array>& xs) {
       auto a = detail::unflatten_args(like, xs, loc);
       R r = std::apply(fun, a);
-      out_like->emplace(r);
+      out_like->emplace(detail::abstract_like(r));
       return tree_flatten(r);
     };
     CustomFwdFlat flat_fwd = [fwd, like, res_like, loc](const std::vector<Array>& xs) {
       auto a = detail::unflatten_args(like, xs, loc);
       FwdR r = std::apply(fwd, a);
-      res_like->emplace(r.second);
+      res_like->emplace(detail::abstract_like(r.second));
       return std::pair{tree_flatten(r.first), tree_flatten(r.second)};
     };
     CustomBwdFlat flat_bwd = [bwd, res_like, out_like, loc](const std::vector<Array>& res,

@@ -192,13 +192,18 @@ struct AdamW : Adam {
 // ---- pytree traits of the states (template structs, so not MJ_REGISTER_PYTREE) -----------------
 namespace minijax {
 
-/// SGDState<P>: leaves of momentum, then step. Structure "SGDState(<momentum>, *)".
+/// SGDState<P>: leaves of momentum, then step. Structure "SGDState(<momentum>, *)"; paths
+/// `momentum.<path in P>`, `step`.
 template <class P>
 struct pytree<optim::SGDState<P>> {
   using T = optim::SGDState<P>;
   static void flatten(const T& s, std::vector<Array>& out) {
     pytree<P>::flatten(s.momentum, out);
     out.push_back(s.step);
+  }
+  static void flatten_with_path(const T& s, const std::string& prefix, PathLeaves& out) {
+    detail::flatten_with_path_into(s.momentum, detail::join_path(prefix, "momentum"), out);
+    out.emplace_back(detail::join_path(prefix, "step"), s.step);
   }
   static T unflatten(const T& like, const Array*& next) {
     P m = pytree<P>::unflatten(like.momentum, next);
@@ -212,7 +217,8 @@ struct pytree<optim::SGDState<P>> {
   }
 };
 
-/// AdamState<P>: leaves of mu, then of nu, then step. Structure "AdamState(<mu>, <nu>, *)".
+/// AdamState<P>: leaves of mu, then of nu, then step. Structure "AdamState(<mu>, <nu>, *)";
+/// paths `mu.<path in P>`, `nu.<path in P>`, `step`.
 template <class P>
 struct pytree<optim::AdamState<P>> {
   using T = optim::AdamState<P>;
@@ -220,6 +226,11 @@ struct pytree<optim::AdamState<P>> {
     pytree<P>::flatten(s.mu, out);
     pytree<P>::flatten(s.nu, out);
     out.push_back(s.step);
+  }
+  static void flatten_with_path(const T& s, const std::string& prefix, PathLeaves& out) {
+    detail::flatten_with_path_into(s.mu, detail::join_path(prefix, "mu"), out);
+    detail::flatten_with_path_into(s.nu, detail::join_path(prefix, "nu"), out);
+    out.emplace_back(detail::join_path(prefix, "step"), s.step);
   }
   static T unflatten(const T& like, const Array*& next) {
     P mu = pytree<P>::unflatten(like.mu, next);  // sequenced: mu's leaves come first
@@ -235,13 +246,18 @@ struct pytree<optim::AdamState<P>> {
   }
 };
 
-/// OptimizerUpdate<P, S>: leaves of params, then of state. Structure "OptimizerUpdate(<p>, <s>)".
+/// OptimizerUpdate<P, S>: leaves of params, then of state. Structure "OptimizerUpdate(<p>, <s>)";
+/// paths `params.<path in P>`, `state.<path in S>`.
 template <class P, class S>
 struct pytree<optim::OptimizerUpdate<P, S>> {
   using T = optim::OptimizerUpdate<P, S>;
   static void flatten(const T& u, std::vector<Array>& out) {
     pytree<P>::flatten(u.params, out);
     pytree<S>::flatten(u.state, out);
+  }
+  static void flatten_with_path(const T& u, const std::string& prefix, PathLeaves& out) {
+    detail::flatten_with_path_into(u.params, detail::join_path(prefix, "params"), out);
+    detail::flatten_with_path_into(u.state, detail::join_path(prefix, "state"), out);
   }
   static T unflatten(const T& like, const Array*& next) {
     P p = pytree<P>::unflatten(like.params, next);

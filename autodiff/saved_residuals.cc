@@ -70,7 +70,7 @@ void describe_stacked(const Eqn& e, size_t k, SavedResidual& s) {
         inner = (i < nc ? "a loop constant" : i < nc + nk ? "the carry " + std::to_string(i - nc)
                                                           : "an xs slice") + copied;
         // An iteration's input carry is the previous iteration's output carry: it bears the
-        // name given to that output (offload-named-carry.md).
+        // name given to that output (docs/cases/offload-named-carry.md).
         if (s.name.empty() && i >= nc && i < nc + nk) s.name = name_in(body, body.outvars[i - nc], nullptr);
       }
   }
@@ -147,7 +147,8 @@ SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& a
       auto p = producer.find(*v);
       if (p == producer.end()) {
         // A value f closes over (a constvar of the traced program): passed through, like an
-        // argument, never copied (grad-of-scan-memory.md: z forwarded as a loop constant).
+        // argument, never copied (docs/cases/grad-of-scan-memory.md: z forwarded as a loop
+        // constant).
         s.placement = ResidualPlacement::forwarded;
         s.description = "a constant f closes over";
       } else {

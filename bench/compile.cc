@@ -1,7 +1,9 @@
 // minijax bench: compile time of the MLP train step — cold (a fresh process), in-memory cache hit
 // (a second call of the same jit), persistent-cache hit in a new process; one JSON line.
 //
-// Usage: minijax_bench_compile [cold | persistent] [--cache-dir DIR]
+// Usage: minijax_bench_compile [cold | persistent] [--cache-dir DIR] [--verify]
+//   --verify    turns config().verify_jaxprs on (release builds default it off): its cost on
+//               trace and compile is the difference between a run with and one without.
 //   cold        this process compiles the step for the first time (persistent cache off unless
 //               --cache-dir is given, then it is filled): trace (jit.lower), compile
 //               (Lowered::compile: passes, KIR, LLVM O2, codegen, load, each stage reported), the
@@ -114,6 +116,7 @@ int run_cold(const std::string& cache_dir, mjbench::Environment& env) {
   auto hits = mjbench::stats(mjbench::time_calls(3, 50, [&] { (void)jstep2.lower(s.state, s.x, s.y).compile(); }));
   mjbench::Json j;
   j.str("name", "compile").str("mode", "cold").str("program", "mlp train_step");
+  j.boolean("verify_jaxprs", mj::config().verify_jaxprs);
   j.boolean("persistent_cache_on", !cache_dir.empty());
   j.num("trace_ms", trace * 1e3).num("compile_ms", compile * 1e3).num("cold_ms", (trace + compile) * 1e3);
   j.num("cold_target_ms", 300).boolean("cold_target_met", trace + compile <= 0.3);
@@ -173,9 +176,10 @@ int run_persistent(std::string cache_dir, mjbench::Environment& env) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  mjbench::Args args(argc, argv, "usage: minijax_bench_compile [cold | persistent] [--cache-dir DIR]");
+  mjbench::Args args(argc, argv, "usage: minijax_bench_compile [cold | persistent] [--cache-dir DIR] [--verify]");
   const std::string mode = args.positional("cold");
   const std::string dir = args.string("cache-dir", "");
+  if (args.flag("verify")) mj::config().verify_jaxprs = true;
   args.check();
   mjbench::Environment env;
   try {

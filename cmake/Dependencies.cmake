@@ -1,4 +1,4 @@
-# minijax dependencies: Debian's xtensor (host arrays) and the GEMM libraries.
+# minijax dependencies: Debian's xtensor (host arrays), the GEMM libraries, LLVM, oneTBB and zlib.
 # oneDNN's dnnl_sgemm for f32 (measured 2x OpenBLAS on the MLP step), OpenBLAS's cblas_dgemm for f64.
 find_package(xtensor REQUIRED)
 find_library(DNNL_LIB NAMES dnnl REQUIRED)
@@ -29,3 +29,5 @@ else()
   llvm_map_components_to_libnames(MINIJAX_LLVM_LIBS orcjit native passes)
 endif()
 find_package(TBB REQUIRED)
+# zlib (Debian's zlib1g-dev): deflate and CRC-32 for .npz archives (io/zip.cc), gzip'd IDX files (samples).
+find_package(ZLIB REQUIRED)

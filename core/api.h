@@ -15,6 +15,7 @@
 
 #include "core/jaxpr.h"
 #include "core/pjit.h"
+#include "core/profiler_hooks.h"
 #include "core/pytree.h"
 #include "core/staging.h"
 
@@ -44,6 +45,13 @@ inline std::string avals_key(const std::vector<Array>& flat) {
   return k;
 }
 
+/// A tracing event's args (profiler): the input avals and the call site.
+inline std::string trace_event_args(const std::vector<ShapedArray>& avals, std::source_location loc) {
+  std::string in = "[";
+  for (auto& a : avals) in += (in.size() > 1 ? ", " : "") + a.str();
+  return profiler::detail::Args().add("inputs", in + "]").add("at", format_location(loc)).take();
+}
+
 }  // namespace detail
 
 /// make_jaxpr(f)(args...): traces f (a function of pytrees of Arrays returning a pytree of
@@ -58,6 +66,8 @@ auto make_jaxpr(F f, std::source_location loc = std::source_location::current())
     std::vector<Array> flat = detail::flatten_args(args...);
     std::vector<ShapedArray> avals;
     for (auto& a : flat) avals.push_back(a.aval());
+    profiler::detail::Scope trace("tracing", "make_jaxpr");
+    if (trace.active()) trace.set_args(detail::trace_event_args(avals, loc));
     F g = f;
     return trace_to_jaxpr(
         [&](const std::vector<Array>& ins) {
@@ -142,6 +152,11 @@ class Staged {
     std::any out_like;
     ClosedJaxpr cj;
     ++s.traces;
+    profiler::detail::Scope trace("tracing", "trace");
+    if (trace.active()) {
+      trace.set_name("trace " + s.prim->name + " '" + s.name + "'");
+      trace.set_args(detail::trace_event_args(avals, s.loc));
+    }
     try {
       cj = trace_to_jaxpr(
           [&](const std::vector<Array>& ins) {

@@ -6,14 +6,16 @@
 
 namespace minijax {
 
+/// Config::verify_jaxprs' default: true in builds without NDEBUG, false with it (decided where
+/// the library is compiled, core/config.cc, not in the including program).
+bool default_verify_jaxprs();
+
 /// Process-wide settings. Read/written from the main thread before transformations run.
 struct Config {
-  /// Run verify_jaxpr on every jaxpr a transformation produces. On in debug builds and tests.
-#ifdef NDEBUG
-  bool verify_jaxprs = false;
-#else
-  bool verify_jaxprs = true;
-#endif
+  /// Run verify_jaxpr on every jaxpr a transformation produces (and on the compiler's scheduled
+  /// programs). Defaults to default_verify_jaxprs(): on in debug builds, off in release builds
+  /// (it costs tracing and compile time, bench/README.md); the tests' main turns it on.
+  bool verify_jaxprs = default_verify_jaxprs();
   /// The number of virtual devices (JAX's `jax_num_cpu_devices`), read at the first use of
   /// mj::devices() (sharding/mesh.h) when set_num_devices was not called; 0 = not set (then
   /// MINIJAX_NUM_DEVICES, else 1). Changing it to another count after that first use makes the

@@ -1,5 +1,6 @@
 // minijax numpy-level shape API: reshape (with -1), transpose, expand_dims, squeeze,
 // concatenate, stack, flip, take and device_put, as jax.numpy spells them, over the lax primitives.
+#include <algorithm>
 #include <string>
 
 #include "core/jaxpr.h"
@@ -25,6 +26,8 @@ int64_t canonical_axis(int64_t axis, int64_t n, const char* fn, const Shape& sha
 Array reshape(const Array& x, const Shape& shape, SL loc) {
   Shape s = shape;
   int64_t unknown = -1, known = 1;
+  // A zero dimension makes the size 0 whatever the others are (numpy allows huge ones beside it).
+  const bool has_zero = std::find(s.begin(), s.end(), int64_t(0)) != s.end();
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == -1) {
       if (unknown >= 0)
@@ -36,8 +39,10 @@ Array reshape(const Array& x, const Shape& shape, SL loc) {
       throw ShapeError("reshape: negative dimension " + std::to_string(s[i]) + " in shape " +
                            tuple_str(shape),
                        loc);
-    } else {
-      known *= s[i];
+    } else if (has_zero) {
+      known = 0;
+    } else if (__builtin_mul_overflow(known, s[i], &known)) {  // checked: no signed overflow
+      throw ShapeError("reshape: shape " + tuple_str(shape) + " has more elements than an int64 holds", loc);
     }
   }
   if (unknown >= 0) {

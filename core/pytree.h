@@ -1,6 +1,7 @@
 // minijax pytrees: nested C++ containers of Arrays that transformations flatten and rebuild.
 // Owns the pytree traits for Array, std::vector, std::array, std::pair, std::tuple,
-// std::map<std::string, T>, None (no leaves), and MJ_REGISTER_PYTREE for user structs.
+// std::map<std::string, T>, None (no leaves), MJ_REGISTER_PYTREE for user structs, and the
+// leaves' paths (flatten_with_path: `w1`, `layers.0.w`, as flax and torch state dicts key them).
 #pragma once
 #include <array>
 #include <map>
@@ -19,15 +20,44 @@ namespace minijax {
 ///   static T unflatten(const T& like, const Array*& next);        // same structure, new leaves
 ///   static std::string structure(const T&);                       // e.g. "[*, {a: *}]"
 ///   static void check_same(const T& a, const T& b, loc)           // TypeError if structures differ
+///   static void flatten_with_path(const T&, const std::string& prefix, PathLeaves& out)
+///       // optional: leaves in flatten order, each with its path (children's keys joined to
+///       // `prefix` by '.'); a node without it numbers its leaves (see flatten_with_path below)
 template <class T, class = void>
 struct pytree;
 
 template <class T>
 concept PyTree = requires(const T& t, std::vector<Array>& v) { pytree<T>::flatten(t, v); };
 
+/// Leaves with their paths, in tree_flatten order: what flatten_with_path returns.
+using PathLeaves = std::vector<std::pair<std::string, Array>>;
+
+namespace detail {
+/// `prefix.key`, or `key` alone at the root (empty prefix).
+inline std::string join_path(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+/// Appends the leaves of t under `prefix`: through pytree<T>::flatten_with_path when the node
+/// defines it, else (a node registered by hand without paths) numbering its leaves 0, 1, ...
+/// as JAX's FlattenedIndexKey does.
+template <class T>
+void flatten_with_path_into(const T& t, const std::string& prefix, PathLeaves& out) {
+  if constexpr (requires { pytree<T>::flatten_with_path(t, prefix, out); }) {
+    pytree<T>::flatten_with_path(t, prefix, out);
+  } else {
+    std::vector<Array> leaves;
+    pytree<T>::flatten(t, leaves);
+    for (size_t i = 0; i < leaves.size(); ++i) out.emplace_back(join_path(prefix, std::to_string(i)), leaves[i]);
+  }
+}
+}  // namespace detail
+
 template <>
 struct pytree<Array> {
   static void flatten(const Array& a, std::vector<Array>& out) { out.push_back(a); }
+  static void flatten_with_path(const Array& a, const std::string& prefix, PathLeaves& out) {
+    out.emplace_back(prefix, a);
+  }
   static Array unflatten(const Array&, const Array*& next) { return *next++; }
   static std::string structure(const Array&) { return "*"; }
   static void check_same(const Array&, const Array&, std::source_location) {}
@@ -39,6 +69,7 @@ struct None {};
 template <>
 struct pytree<None> {
   static void flatten(const None&, std::vector<Array>&) {}
+  static void flatten_with_path(const None&, const std::string&, PathLeaves&) {}
   static None unflatten(const None&, const Array*&) { return None{}; }
   static std::string structure(const None&) { return "None"; }
   static void check_same(const None&, const None&, std::source_location) {}
@@ -49,6 +80,10 @@ template <class T>
 struct pytree<std::vector<T>> {
   static void flatten(const std::vector<T>& v, std::vector<Array>& out) {
     for (auto& x : v) pytree<T>::flatten(x, out);
+  }
+  static void flatten_with_path(const std::vector<T>& v, const std::string& prefix, PathLeaves& out) {
+    for (size_t i = 0; i < v.size(); ++i)
+      detail::flatten_with_path_into(v[i], detail::join_path(prefix, std::to_string(i)), out);
   }
   static std::vector<T> unflatten(const std::vector<T>& like, const Array*& next) {
     std::vector<T> r;
@@ -77,6 +112,10 @@ struct pytree<std::array<T, N>> {
   static void flatten(const std::array<T, N>& v, std::vector<Array>& out) {
     for (auto& x : v) pytree<T>::flatten(x, out);
   }
+  static void flatten_with_path(const std::array<T, N>& v, const std::string& prefix, PathLeaves& out) {
+    for (size_t i = 0; i < N; ++i)
+      detail::flatten_with_path_into(v[i], detail::join_path(prefix, std::to_string(i)), out);
+  }
   static std::array<T, N> unflatten(const std::array<T, N>& like, const Array*& next) {
     std::array<T, N> r;
     for (size_t i = 0; i < N; ++i) r[i] = pytree<T>::unflatten(like[i], next);
@@ -98,6 +137,9 @@ struct pytree<std::map<std::string, T>> {
   using M = std::map<std::string, T>;
   static void flatten(const M& m, std::vector<Array>& out) {
     for (auto& [k, v] : m) pytree<T>::flatten(v, out);
+  }
+  static void flatten_with_path(const M& m, const std::string& prefix, PathLeaves& out) {
+    for (auto& [k, v] : m) detail::flatten_with_path_into(v, detail::join_path(prefix, k), out);
   }
   static M unflatten(const M& like, const Array*& next) {
     M r;
@@ -134,6 +176,12 @@ struct pytree<std::tuple<Ts...>> {
   static void flatten(const T& t, std::vector<Array>& out) {
     std::apply([&](const auto&... x) { (pytree<std::decay_t<decltype(x)>>::flatten(x, out), ...); }, t);
   }
+  static void flatten_with_path(const T& t, const std::string& prefix, PathLeaves& out) {
+    size_t i = 0;
+    std::apply([&](const auto&... x) {
+      (detail::flatten_with_path_into(x, detail::join_path(prefix, std::to_string(i++)), out), ...);
+    }, t);
+  }
   static T unflatten(const T& like, const Array*& next) {
     return std::apply(
         [&](const auto&... x) { return T{pytree<std::decay_t<decltype(x)>>::unflatten(x, next)...}; },
@@ -164,6 +212,10 @@ struct pytree<std::pair<A, B>> {
     pytree<A>::flatten(t.first, out);
     pytree<B>::flatten(t.second, out);
   }
+  static void flatten_with_path(const T& t, const std::string& prefix, PathLeaves& out) {
+    detail::flatten_with_path_into(t.first, detail::join_path(prefix, "0"), out);
+    detail::flatten_with_path_into(t.second, detail::join_path(prefix, "1"), out);
+  }
   static T unflatten(const T& like, const Array*& next) {
     A a = pytree<A>::unflatten(like.first, next);
     B b = pytree<B>::unflatten(like.second, next);
@@ -185,6 +237,25 @@ std::vector<Array> tree_flatten(const T& t) {
   pytree<T>::flatten(t, out);
   return out;
 }
+
+/// The leaves of a pytree in tree_flatten order, each with its path: the keys from the root to
+/// the leaf joined by '.' (JAX's jax.tree_util.tree_flatten_with_path, with paths written as
+/// flax's and torch's state-dict keys): a registered struct's field name, a vector's, array's,
+/// tuple's or pair's index (0, 1, ...) and a std::map's key. So {w1, layers: [{w}, {w}]} gives
+/// `w1`, `layers.0.w`, `layers.1.w`; optim::AdamState<P> gives `mu.<path>`, `nu.<path>`, `step`.
+/// A pytree that is a single Array has the empty path "". A node whose traits lack
+/// flatten_with_path numbers its leaves under its own path. Paths are not checked for
+/// uniqueness here (a map key holding '.' can repeat another path); the savers check.
+template <class T>
+PathLeaves flatten_with_path(const T& t) {
+  PathLeaves out;
+  detail::flatten_with_path_into(t, "", out);
+  return out;
+}
+
+/// JAX's spelling of flatten_with_path (jax.tree_util.tree_flatten_with_path), paths as strings.
+template <class T>
+PathLeaves tree_flatten_with_path(const T& t) { return flatten_with_path(t); }
 
 /// A pytree with the structure of `like` and the given leaves. Throws TypeError if the number of
 /// leaves differs.
@@ -242,7 +313,25 @@ struct struct_pytree {
                members);
     return r;
   }
+  template <class Tup>
+  static void flatten_fields_with_path(const S& s, const std::string& prefix, PathLeaves& out,
+                                       const Tup& members, const std::vector<std::string>& names) {
+    size_t i = 0;
+    std::apply([&](auto... m) {
+      (flatten_with_path_into(s.*m, join_path(prefix, names[i++]), out), ...);
+    }, members);
+  }
 };
+
+/// The field names of MJ_REGISTER_PYTREE's stringified list ("w, b" -> {"w", "b"}).
+inline std::vector<std::string> split_field_names(const char* list) {
+  std::vector<std::string> names(1);
+  for (const char* c = list; *c; ++c) {
+    if (*c == ',') names.emplace_back();
+    else if (*c != ' ' && *c != '\t' && *c != '\n') names.back() += *c;
+  }
+  return names;
+}
 }  // namespace detail
 
 }  // namespace minijax
@@ -267,7 +356,8 @@ struct struct_pytree {
                             MJ_PT_6, MJ_PT_5, MJ_PT_4, MJ_PT_3, MJ_PT_2, MJ_PT_1)(T, __VA_ARGS__))
 
 /// Registers a user struct as a pytree node whose children are the listed fields (up to 12),
-/// each itself a pytree. Use at global namespace scope:
+/// each itself a pytree; the field names are recorded as the children's keys in
+/// flatten_with_path (`Params{w, b}` -> paths `w`, `b`). Use at global namespace scope:
 ///   struct Params { mj::Array w, b; };  MJ_REGISTER_PYTREE(Params, w, b)
 /// Fields not listed are not part of the tree: flattening skips them, and unflattening copies
 /// them from the structure it rebuilds (under mj::jit, the value the function was traced with),
@@ -278,6 +368,15 @@ struct struct_pytree {
   struct minijax::pytree<Type> {                                                                   \
     using mj_self_type = ::Type; /* global lookup: a user type named like a minijax type */       \
     static auto members() { return std::make_tuple(MJ_PT_MEMBERS_(mj_self_type, __VA_ARGS__)); }  \
+    static const std::vector<std::string>& field_names() {                                         \
+      static const std::vector<std::string> names = minijax::detail::split_field_names(#__VA_ARGS__); \
+      return names;                                                                                \
+    }                                                                                              \
+    static void flatten_with_path(const mj_self_type& s, const std::string& prefix,                \
+                                  minijax::PathLeaves& out) {                                      \
+      minijax::detail::struct_pytree<mj_self_type>::flatten_fields_with_path(s, prefix, out, members(), \
+                                                                             field_names());       \
+    }                                                                                              \
     static void flatten(const mj_self_type& s, std::vector<minijax::Array>& out) {                         \
       minijax::detail::struct_pytree<mj_self_type>::flatten_fields(s, out, members());                     \
     }                                                                                              \

@@ -23,6 +23,8 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
+#include "core/profiler_hooks.h"
+
 namespace minijax {
 
 namespace {
@@ -492,6 +494,13 @@ ObjectCode compile_to_object(const kir::Module& m, bool keep_ir, CodegenReport* 
     pm.run(*mod);
   }
   obj.bytes.assign(buf.begin(), buf.end());
+  if (profiler::detail::tracing()) {
+    namespace pd = profiler::detail;
+    const int64_t t3 = pd::now_ns();
+    pd::record("compile", "llvm_translate", pd::to_ns(t0), pd::to_ns(t1));
+    pd::record("compile", "llvm_optimize", pd::to_ns(t1), pd::to_ns(t2), pd::Args().add("level", "O2").take());
+    pd::record("compile", "llvm_codegen", pd::to_ns(t2), t3, pd::Args().add("object_bytes", int64_t(buf.size())).take());
+  }
   if (report) {
     report->translate_seconds = std::chrono::duration<double>(t1 - t0).count();
     report->optimize_seconds = std::chrono::duration<double>(t2 - t1).count();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/jaxpr.h"
+#include "core/profiler_hooks.h"
 #include "jit/lower/program.h"
 #include "jit/orc.h"
 #include "memory/memory_analysis.h"
@@ -55,6 +56,9 @@ struct Executable {
   /// for (mj_rt_collective / mj_rt_axis_index name their index here), in site order.
   bool spmd = false;
   std::vector<Eqn> collective_sites;
+  /// The kernel call sites of the entry function (mj_rt_kernel_begin/end name their index here):
+  /// each kernel's name and its profiler event args, in emission order.
+  std::vector<profiler::detail::KernelSite> kernel_sites;
   CompiledMemoryStats memory;
   std::map<std::string, double> cost;
   CompileTimes times;

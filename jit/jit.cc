@@ -13,6 +13,7 @@
 
 #include "core/dce.h"
 #include "core/errors.h"
+#include "core/profiler_hooks.h"
 #include "core/staging.h"
 #include "sharding/partition_spmd.h"
 #include "sharding/plan_reshard.h"
@@ -159,8 +160,14 @@ std::shared_ptr<const LoweredProgram> lower_sharded(const ClosedJaxprPtr& jaxpr,
   low->jaxpr = live;
   low->num_consts = num_consts;
   // Outputs are reduced by propagation itself (no partial sums unless an out_sharding asks).
-  low->propagation = propagate_shardings(j, in, out_given, *mesh, loc);
-  low->program = partition_spmd(j, low->propagation, *mesh, loc);
+  {
+    profiler::detail::Scope trace("compile", "propagate_shardings");
+    low->propagation = propagate_shardings(j, in, out_given, *mesh, loc);
+  }
+  {
+    profiler::detail::Scope trace("compile", "partition_spmd");
+    low->program = partition_spmd(j, low->propagation, *mesh, loc);
+  }
   for (auto& v : j.invars) low->in_shardings.push_back(low->propagation.of(v));
   for (size_t k = 0; k < j.outvars.size(); ++k)
     low->out_shardings.push_back(output_sharding(low->propagation, j, k, mesh));

@@ -76,6 +76,9 @@ struct ShapeDtypeStruct {
 template <>
 struct pytree<ShapeDtypeStruct> {
   static void flatten(const ShapeDtypeStruct& s, std::vector<Array>& out) { out.push_back(Array(s)); }
+  static void flatten_with_path(const ShapeDtypeStruct& s, const std::string& prefix, PathLeaves& out) {
+    out.emplace_back(prefix, Array(s));
+  }
   static Array unflatten(const ShapeDtypeStruct&, const Array*& next) { return *next++; }
   static std::string structure(const ShapeDtypeStruct&) { return "*"; }
   static void check_same(const ShapeDtypeStruct&, const ShapeDtypeStruct&, std::source_location) {}

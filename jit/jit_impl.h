@@ -93,6 +93,11 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::trace(const CallArgs& ca, const 
   auto e = std::make_shared<Entry>();
   ++s.traces;
   ClosedJaxpr cj;
+  profiler::detail::Scope trace_event("tracing", "trace");
+  if (trace_event.active()) {
+    trace_event.set_name("trace jit '" + s.opts.name + "'");
+    trace_event.set_args(detail::trace_event_args(avals, s.loc));
+  }
   try {
     cj = trace_to_jaxpr(
         [&](const std::vector<Array>& ins) {

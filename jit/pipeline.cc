@@ -1,5 +1,5 @@
 // minijax compile pipeline: the passes in order, top to bottom, with an optional dump of the
-// jaxpr after each one (CompileOptions::dump_dir), then code generation and loading.
+// jaxpr after each one (CompileOptions::dump_dir) and a profiler event per pass, then code generation and loading.
 #include "jit/pipeline.h"
 
 #include <chrono>
@@ -9,6 +9,7 @@
 
 #include "core/dce.h"
 #include "core/errors.h"
+#include "core/profiler_hooks.h"
 #include "jit/compile_cache.h"
 #include "jit/cost_analysis.h"
 #include "jit/emit_llvm.h"
@@ -74,6 +75,18 @@ Jaxpr inline_hoisting_constants(const Jaxpr& j, std::vector<Array>& hoisted) {
   return out;
 }
 
+// Runs pass `name` (as the dump and the trace name it): one "compile" event in an active trace
+// (jit/runtime/profiler.h), then the dump.
+template <class F>
+Jaxpr run_pass(Dumper& dump, const char* name, F&& pass) {
+  Jaxpr out = [&] {
+    profiler::detail::Scope trace("compile", name);
+    return pass();
+  }();
+  dump(name, out);
+  return out;
+}
+
 // The passes, top to bottom.
 Executable run_passes(const Jaxpr& traced, const CompileOptions& opts) {
   Executable exe;
@@ -82,19 +95,25 @@ Executable run_passes(const Jaxpr& traced, const CompileOptions& opts) {
   exe.out_avals = traced.out_avals();
   Dumper dump(opts.dump_dir, opts.name, traced);
   auto t0 = Clock::now();
-  Jaxpr j = dump("traced", traced);
-  j = dump("dce", dce(j));
-  j = dump("inline_calls", inline_hoisting_constants(j, exe.hoisted_consts));
-  j = dump("simplify", simplify(j));
-  j = dump("pack_dot_operands", pack_dot_operands(j));
-  j = dump("fuse", fuse(j));
-  j = dump("schedule_offloads", schedule_offloads(j));
-  j = dump("rename_body_variables", rename_body_variables(j));
+  dump("traced", traced);
+  Jaxpr j = run_pass(dump, "dce", [&] { return dce(traced); });
+  j = run_pass(dump, "inline_calls", [&] { return inline_hoisting_constants(j, exe.hoisted_consts); });
+  j = run_pass(dump, "simplify", [&] { return simplify(j); });
+  j = run_pass(dump, "pack_dot_operands", [&] { return pack_dot_operands(j); });
+  j = run_pass(dump, "fuse", [&] { return fuse(j); });
+  j = run_pass(dump, "schedule_offloads", [&] { return schedule_offloads(j); });
+  j = run_pass(dump, "rename_body_variables", [&] { return rename_body_variables(j); });
   std::vector<bool> donated = opts.donated;
   if (!exe.hoisted_consts.empty()) donated.resize(j.invars.size(), false);  // constants: never donated
-  exe.plan = plan_buffers(j, donated);  // analyze_liveness of each scope, then placement
-  exe.memory = memory_analysis(j, exe.plan);
-  exe.cost = cost_analysis(j);
+  {
+    profiler::detail::Scope trace("compile", "plan_buffers");
+    exe.plan = plan_buffers(j, donated);  // analyze_liveness of each scope, then placement
+  }
+  {
+    profiler::detail::Scope trace("compile", "memory_analysis, cost_analysis");
+    exe.memory = memory_analysis(j, exe.plan);
+    exe.cost = cost_analysis(j);
+  }
   exe.program = std::move(j);
   exe.times.passes = seconds_since(t0);
   return exe;
@@ -106,8 +125,12 @@ void generate_code(Executable& exe, const CompileOptions& opts, const ObjectCode
   kir::Module m;
   m.name = opts.name;
   exe.spmd = opts.spmd;
-  exe.lowered = lower::lower_program(m, exe.program, exe.plan, opts.spmd ? &exe.collective_sites : nullptr);
-  exe.kernels = kir::to_string(m);
+  {
+    profiler::detail::Scope trace("compile", "lower");
+    exe.lowered = lower::lower_program(m, exe.program, exe.plan, opts.spmd ? &exe.collective_sites : nullptr,
+                                       &exe.kernel_sites);
+    exe.kernels = kir::to_string(m);
+  }
   exe.times.lower = seconds_since(t1);
   ObjectCode obj;
   if (cached) {
@@ -123,6 +146,7 @@ void generate_code(Executable& exe, const CompileOptions& opts, const ObjectCode
     store_persistent(exe, opts, obj);
   }
   auto t2 = Clock::now();
+  profiler::detail::Scope trace("compile", "load");
   exe.object = load_object(obj, runtime_symbols(), opts.name);
   exe.entry = reinterpret_cast<Executable::Entry>(exe.object->lookup(lower::kEntryName));
   exe.times.load = seconds_since(t2);
@@ -131,6 +155,12 @@ void generate_code(Executable& exe, const CompileOptions& opts, const ObjectCode
 }  // namespace
 
 std::shared_ptr<const Executable> compile_executable(const Jaxpr& traced, const CompileOptions& opts) {
+  profiler::detail::Scope trace("compile", "compile");
+  if (trace.active()) {
+    trace.set_name("compile " + opts.name);
+    trace.set_args(profiler::detail::Args().add("name", opts.name).add("eqns", int64_t(traced.eqns.size()))
+                       .add("spmd", opts.spmd).take());
+  }
   Executable exe = run_passes(traced, opts);
   return cached_executable(std::move(exe), opts, generate_code);
 }

@@ -1,5 +1,7 @@
 // minijax samples: the main job — trains an MLP 784-512-512-10 on Fashion-MNIST, one compiled step each.
 // Usage: fashion_mnist_mlp [--epochs N] [--limit N] [--data-dir DIR] [--seed S] [--batch B] [--lr LR] [--eager]
+//        [--save DIR] [--resume DIR]
+//        [--trace FILE [--trace-steps N]]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include "samples/common/idx_reader.h"
 #include "samples/common/options.h"
 #include "samples/common/progress.h"
+#include "samples/common/trace_window.h"
 #include "samples/fashion_mnist_mlp_lib.h"
 
 namespace {
@@ -18,6 +21,14 @@ void usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s [--epochs N (5)] [--limit N (all 60000)] [--data-dir DIR] [--seed S (0)]\n"
                "          [--batch B (128)] [--lr LR (1e-3)] [--eager] [--print-steps]\n"
+               "          [--save DIR] [--resume DIR]\n"
+               "          [--trace FILE] [--trace-steps N (5)]\n"
+               "--save DIR writes DIR/checkpoint.safetensors after each epoch (parameters, Adam's\n"
+               "state, the data order's key, the epoch); --resume DIR continues from it up to\n"
+               "--epochs epochs in all, with the losses of an uninterrupted run.\n"
+               "--trace FILE writes a profiler trace (Chrome trace-event JSON: ui.perfetto.dev,\n"
+               "chrome://tracing) of the first N training steps, the first step's tracing and\n"
+               "compilation included.\n"
                "Data: --data-dir, else $MINIJAX_FASHION_MNIST, else /usr/share/datasets/fashion-mnist\n"
                "(Debian package dataset-fashion-mnist).\n",
                prog);
@@ -30,6 +41,8 @@ int main(int argc, char** argv) {
   int64_t limit = -1;
   std::string data_dir;
   bool print_steps = false;
+  std::string trace_path;
+  int64_t trace_steps = minijax::samples::TraceWindow::kDefaultSteps;
   try {
     for (minijax::samples::OptionReader o(argc, argv); o.next();) {
       if (o.is("--epochs")) cfg.epochs = int(o.integer(0, 1 << 30));
@@ -40,6 +53,10 @@ int main(int argc, char** argv) {
       else if (o.is("--lr")) cfg.lr = o.real(true);
       else if (o.is("--eager")) { o.flag(); cfg.eager = true; }
       else if (o.is("--print-steps")) { o.flag(); print_steps = true; }
+      else if (o.is("--save")) cfg.save_dir = o.value();
+      else if (o.is("--resume")) cfg.resume_dir = o.value();
+      else if (o.is("--trace")) trace_path = o.value();
+      else if (o.is("--trace-steps")) trace_steps = o.integer(1);
       else if (o.is("--help") || o.is("-h")) { usage(argv[0]); return 0; }
       else o.unknown();
     }
@@ -58,20 +75,29 @@ int main(int argc, char** argv) {
                 (long long)cfg.batch, cfg.seed, cfg.epochs, cfg.eager ? "eager steps" : "compiled steps");
     std::fflush(stdout);
     auto params = fmnist::init_mlp(cfg.seed);
-    // On a terminal, a progress line while an epoch runs (nothing extra in a log or a pipe).
-    minijax::samples::ProgressLine progress;
-    if (print_steps) {
-      cfg.on_step = [](int64_t step, double loss) { std::printf("step %lld loss %.9g\n", (long long)step, loss); };
-    } else {
-      cfg.on_epoch_begin = [&progress](int epoch, int64_t steps) { progress.begin(epoch, steps); };
-      cfg.on_step = [&progress](int64_t, double loss) { progress.step(loss); };
-    }
+    // On a terminal, a progress line while an epoch runs (nothing extra in a log or a pipe,
+    // and none with --print-steps, whose lines it would interleave with).
+    minijax::samples::ProgressLine progress(stdout, !print_steps && minijax::samples::is_terminal(stdout));
+    cfg.on_epoch_begin = [&progress](int epoch, int64_t steps) { progress.begin(epoch, steps); };
+    cfg.on_checkpoint = [&progress](const std::string& line) {
+      progress.end();
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
+    minijax::samples::TraceWindow trace(trace_path, trace_steps);
+    cfg.on_step = [&](int64_t step, double loss) {
+      if (print_steps) std::printf("step %lld loss %.9g\n", (long long)step, loss);
+      if (trace.recording()) progress.end();  // the trace's "written" line, not over the progress line
+      trace.after_step(step);
+      progress.step(loss);
+    };
     cfg.on_epoch = [&progress](const fmnist::EpochReport& r) {
       progress.end();
       std::printf("%s\n", fmnist::format_report(r).c_str());
       std::fflush(stdout);
     };
     auto reports = fmnist::train(params, train_set, test_set, cfg);
+    trace.finish();
     double best = 0;
     for (auto& r : reports) best = std::max(best, r.test_acc);
     if (!reports.empty())

@@ -10,6 +10,7 @@
 #include "autodiff/grad.h"
 #include "autodiff/optimizers.h"
 #include "core/random.h"
+#include "samples/common/checkpoint.h"
 #include "samples/common/idx_reader.h"
 
 namespace fmnist {
@@ -130,7 +131,23 @@ std::vector<EpochReport> train(MLP& params, const Dataset& train_set, const Data
   mj::Array key = mj::random::PRNGKey(cfg.seed + 1);
   std::vector<EpochReport> reports;
   int64_t step = 0;
-  for (int e = 1; e <= cfg.epochs; ++e) {
+  int first_epoch = 1;
+  const auto meta = ms::run_metadata("fashion_mnist_mlp", cfg.seed, cfg.batch, cfg.lr, train_set.n);
+  if (!cfg.resume_dir.empty()) {
+    // The checkpoint replaces the state, the key and the epoch count: the next epoch's order,
+    // batches and steps are those an uninterrupted run would take.
+    ms::TrainCheckpoint<MLP> like{state.params, state.opt, key, mj::zeros({}, mj::i32)};
+    auto c = ms::load_checkpoint(cfg.resume_dir, like, meta);
+    state = TrainState{c.params, c.opt};
+    key = c.key;
+    first_epoch = c.epoch.item<int>() + 1;
+    step = c.opt.step.item<int64_t>();
+    params = state.params;
+    if (cfg.on_checkpoint)
+      cfg.on_checkpoint("resumed from " + ms::checkpoint_path(cfg.resume_dir) + " after epoch " +
+                        std::to_string(first_epoch - 1) + " (step " + std::to_string(step) + ")");
+  }
+  for (int e = first_epoch; e <= cfg.epochs; ++e) {
     mj::Array ks = mj::random::split(key, 2);
     key = key_at(ks, 0);
     mj::Array perm = mj::random::permutation(key_at(ks, 1), train_set.n);
@@ -156,6 +173,14 @@ std::vector<EpochReport> train(MLP& params, const Dataset& train_set, const Data
     auto t1 = clock::now();
     r.seconds = std::chrono::duration<double>(t1 - t0).count();
     r.mean_loss = r.steps ? loss_sum / double(r.steps) : 0.0;
+    if (!cfg.save_dir.empty()) {
+      ms::save_checkpoint(cfg.save_dir, ms::TrainCheckpoint<MLP>{state.params, state.opt, key, mj::full({}, e, mj::i32)},
+                          meta);
+      if (cfg.on_checkpoint)
+        cfg.on_checkpoint("saved " + ms::checkpoint_path(cfg.save_dir) + " (epoch " + std::to_string(e) + ", step " +
+                          std::to_string(step) + ")");
+    }
+    t1 = clock::now();
     params = state.params;
     r.train_acc = accuracy(params, train_set);
     r.test_acc = accuracy(params, test_set);

@@ -89,8 +89,20 @@ struct TrainConfig {
   std::function<void(int epoch, int64_t steps)> on_epoch_begin;
   /// Called after each epoch (e.g. to print the epoch's report line).
   std::function<void(const EpochReport&)> on_epoch;
-  /// Called after each step with its loss (e.g. to compare runs step by step).
+  /// Called after each step with its loss (e.g. to compare runs step by step); `step` counts
+  /// from 0 over all epochs (a resumed run continues the count).
   std::function<void(int64_t step, double loss)> on_step;
+  /// When not empty: after each epoch, the parameters, Adam's state (step included), the
+  /// shuffling key and the epoch are written to save_dir/checkpoint.safetensors (atomically:
+  /// a crash mid-save leaves the previous epoch's file). See minijax::samples::TrainCheckpoint.
+  std::string save_dir;
+  /// When not empty: training starts from resume_dir/checkpoint.safetensors, after the epochs
+  /// it completed, and runs epochs up to `epochs` (the total), with the same data order, steps
+  /// and losses as an uninterrupted run. The checkpoint must come from a run with the same seed,
+  /// batch, lr and training set size (ValueError otherwise) and model shape (IOError).
+  std::string resume_dir;
+  /// Called with one line after a checkpoint is loaded or saved (e.g. to print it).
+  std::function<void(const std::string&)> on_checkpoint;
 };
 
 /// The training state a compiled step carries: parameters and Adam's state (a pytree).
@@ -106,7 +118,8 @@ std::pair<TrainState, mj::Array> train_step(const minijax::optim::Adam& opt, con
 
 /// Trains `params` in place with Adam (torch defaults, lr from cfg) on shuffled minibatches
 /// (a fresh permutation every epoch; the last, partial batch is kept, as PyTorch's DataLoader
-/// does) and returns one report per epoch. Each step is train_step: mj::value_and_grad(loss_fn)
+/// does) and returns one report per epoch run (cfg.resume_dir: from the checkpoint's state, the
+/// incoming `params` giving only the shapes expected). Each step is train_step: mj::value_and_grad(loss_fn)
 /// and Adam, compiled as one jitted function donating the state (cfg.eager: run op by op).
 std::vector<EpochReport> train(MLP& params, const Dataset& train_set, const Dataset& test_set,
                                const TrainConfig& cfg);

@@ -1,5 +1,6 @@
 // minijax samples: trains a GRU (hidden 128) on Fashion-MNIST read as 28 rows of 28 pixels.
 // Usage: fashion_mnist_rnn [--epochs N] [--limit N] [--remat POLICY] [--data-dir DIR] [--seed S] ...
+//        [--save DIR] [--resume DIR]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "samples/common/idx_reader.h"
 #include "samples/common/options.h"
 #include "samples/common/progress.h"
+#include "samples/common/trace_window.h"
 #include "samples/fashion_mnist_rnn_lib.h"
 
 namespace {
@@ -21,14 +23,22 @@ void usage(const char* prog) {
       "usage: %s [--epochs N (5)] [--limit N (all 60000)] [--remat POLICY (none)]\n"
       "          [--data-dir DIR] [--seed S (0)] [--batch B (128)] [--lr LR (1e-3)]\n"
       "          [--hidden H (128)] [--print-steps] [--no-eval] [--eager] [--memory-report]\n"
+      "          [--save DIR] [--resume DIR]\n"
+      "          [--trace FILE] [--trace-steps N (5)]\n"
       "POLICY: none | nothing_saveable | dots_saveable | everything_saveable | offload_gates\n"
       "  (the scan body wrapped in mj::checkpoint with that policy; offload_gates keeps the\n"
       "  recurrent gate pre-activations in pinned_host and recomputes the rest)\n"
       "--print-steps prints every step's loss; --no-eval skips the accuracy evaluations;\n"
       "--eager runs each step op by op instead of one compiled step. A compiled run prints the\n"
       "first step's measured device and pinned_host peaks next to memory_analysis()'s.\n"
+      "--save DIR writes DIR/checkpoint.safetensors after each epoch (parameters, Adam's state,\n"
+      "the data order's key, the epoch); --resume DIR continues from it up to --epochs epochs\n"
+      "in all, with the losses of an uninterrupted run.\n"
       "--memory-report: compiles the step under every POLICY, runs one step of each on the\n"
       "first batch, prints the measured and predicted peaks, and exits (no training).\n"
+      "--trace FILE writes a profiler trace (Chrome trace-event JSON: ui.perfetto.dev,\n"
+      "chrome://tracing) of the first N training steps, the first step's tracing and\n"
+      "compilation included (with offload_gates: the copy engine's copies too).\n"
       "Data: --data-dir, else $MINIJAX_FASHION_MNIST, else /usr/share/datasets/fashion-mnist\n"
       "(Debian package dataset-fashion-mnist).\n",
       prog);
@@ -55,7 +65,8 @@ int main(int argc, char** argv) {
   fmnist::rnn::TrainConfig cfg;
   int64_t limit = -1, hidden = 128;
   bool print_steps = false, memory_report = false;
-  std::string data_dir;
+  std::string data_dir, trace_path;
+  int64_t trace_steps = minijax::samples::TraceWindow::kDefaultSteps;
   try {
     for (minijax::samples::OptionReader o(argc, argv); o.next();) {
       if (o.is("--epochs")) cfg.epochs = int(o.integer(0, 1 << 30));
@@ -75,6 +86,10 @@ int main(int argc, char** argv) {
       else if (o.is("--no-eval")) { o.flag(); cfg.skip_eval = true; }
       else if (o.is("--eager")) { o.flag(); cfg.eager = true; }
       else if (o.is("--memory-report")) { o.flag(); memory_report = true; }
+      else if (o.is("--save")) cfg.save_dir = o.value();
+      else if (o.is("--resume")) cfg.resume_dir = o.value();
+      else if (o.is("--trace")) trace_path = o.value();
+      else if (o.is("--trace-steps")) trace_steps = o.integer(1);
       else if (o.is("--help") || o.is("-h")) { usage(argv[0]); return 0; }
       else o.unknown();
     }
@@ -96,11 +111,18 @@ int main(int argc, char** argv) {
                 cfg.lr, (long long)cfg.batch, cfg.seed, cfg.epochs);
     std::fflush(stdout);
     auto params = fmnist::rnn::init_gru(cfg.seed, hidden);
-    // On a terminal, a progress line while an epoch runs (nothing extra in a log or a pipe).
-    minijax::samples::ProgressLine progress;
+    // On a terminal, a progress line while an epoch runs (nothing extra in a log or a pipe,
+    // and none with --print-steps, whose lines it would interleave with).
+    minijax::samples::ProgressLine progress(stdout, !print_steps && minijax::samples::is_terminal(stdout));
+    cfg.on_epoch_begin = [&progress](int epoch, int64_t steps) { progress.begin(epoch, steps); };
     cfg.on_epoch = [&progress](const fmnist::EpochReport& r) {
       progress.end();
       std::printf("%s\n", fmnist::format_report(r).c_str());
+      std::fflush(stdout);
+    };
+    cfg.on_checkpoint = [&progress](const std::string& line) {
+      progress.end();
+      std::printf("%s\n", line.c_str());
       std::fflush(stdout);
     };
     cfg.on_step_memory = [&progress](const fmnist::rnn::StepMemory& m) {
@@ -109,16 +131,18 @@ int main(int argc, char** argv) {
                   fmnist::rnn::format_memory_table({m}).c_str());
       std::fflush(stdout);
     };
-    if (print_steps) {
-      cfg.on_step = [](int64_t step, double loss) {
+    minijax::samples::TraceWindow trace(trace_path, trace_steps);
+    cfg.on_step = [&](int64_t step, double loss) {
+      if (print_steps) {
         std::printf("step %lld  loss %.9g\n", (long long)step, loss);
         std::fflush(stdout);
-      };
-    } else {
-      cfg.on_epoch_begin = [&progress](int epoch, int64_t steps) { progress.begin(epoch, steps); };
-      cfg.on_step = [&progress](int64_t, double loss) { progress.step(loss); };
-    }
+      }
+      if (trace.recording()) progress.end();  // the trace's "written" line, not over the progress line
+      trace.after_step(step);
+      progress.step(loss);
+    };
     auto reports = fmnist::rnn::train(params, train_set, test_set, cfg);
+    trace.finish();
     if (!reports.empty() && !cfg.skip_eval) {
       double best = 0;
       for (auto& r : reports) best = std::max(best, r.test_acc);

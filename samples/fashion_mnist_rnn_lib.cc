@@ -14,6 +14,7 @@
 #include "autodiff/optimizers.h"
 #include "core/control_flow.h"
 #include "core/random.h"
+#include "samples/common/checkpoint.h"
 
 namespace fmnist::rnn {
 
@@ -249,7 +250,24 @@ std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Data
   mj::Array key = mj::random::PRNGKey(cfg.seed + 1);
   std::vector<EpochReport> reports;
   int64_t global_step = 0;
-  for (int e = 1; e <= cfg.epochs; ++e) {
+  int first_epoch = 1;
+  namespace ms = minijax::samples;
+  auto meta = ms::run_metadata("fashion_mnist_rnn", cfg.seed, cfg.batch, cfg.lr, train_set.n);
+  meta["hidden"] = std::to_string(params.w_hh.shape()[0]);
+  if (!cfg.resume_dir.empty()) {
+    // The checkpoint replaces the state, the key and the epoch count (fmnist::train's comment).
+    auto c = ms::load_checkpoint(cfg.resume_dir, ms::TrainCheckpoint<GRU>{params, state, key, mj::zeros({}, mj::i32)},
+                                 meta);
+    params = c.params;
+    state = c.opt;
+    key = c.key;
+    first_epoch = c.epoch.item<int>() + 1;
+    global_step = state.step.item<int64_t>();
+    if (cfg.on_checkpoint)
+      cfg.on_checkpoint("resumed from " + ms::checkpoint_path(cfg.resume_dir) + " after epoch " +
+                        std::to_string(first_epoch - 1) + " (step " + std::to_string(global_step) + ")");
+  }
+  for (int e = first_epoch; e <= cfg.epochs; ++e) {
     mj::Array ks = mj::random::split(key, 2);
     key = key_at(ks, 0);
     mj::Array perm = mj::random::permutation(key_at(ks, 1), train_set.n);
@@ -283,6 +301,13 @@ std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Data
     auto t1 = clock::now();
     r.seconds = std::chrono::duration<double>(t1 - t0).count();
     r.mean_loss = r.steps ? loss_sum / double(r.steps) : 0.0;
+    if (!cfg.save_dir.empty()) {
+      ms::save_checkpoint(cfg.save_dir, ms::TrainCheckpoint<GRU>{params, state, key, mj::full({}, e, mj::i32)}, meta);
+      if (cfg.on_checkpoint)
+        cfg.on_checkpoint("saved " + ms::checkpoint_path(cfg.save_dir) + " (epoch " + std::to_string(e) + ", step " +
+                          std::to_string(global_step) + ")");
+      t1 = clock::now();
+    }
     r.train_acc = cfg.skip_eval ? -1.0 : accuracy(params, train_set);
     r.test_acc = cfg.skip_eval ? -1.0 : accuracy(params, test_set);
     r.eval_seconds = std::chrono::duration<double>(clock::now() - t1).count();

@@ -113,6 +113,15 @@ struct TrainConfig {
   /// Compiled steps only: when set, the first step is compiled ahead (lower().compile()), its
   /// call measured as measure_step_memory describes, and the result passed here after it.
   std::function<void(const StepMemory&)> on_step_memory;
+  /// As fmnist::TrainConfig's: DIR/checkpoint.safetensors after each epoch (parameters, Adam's
+  /// state with its step, the shuffling key, the epoch), written atomically.
+  std::string save_dir;
+  /// As fmnist::TrainConfig's: continue from DIR/checkpoint.safetensors up to `epochs` in all,
+  /// with the losses of an uninterrupted run (same seed, batch, lr, training set size and hidden
+  /// size; the remat policy may differ, since every policy gives bitwise the same steps).
+  std::string resume_dir;
+  /// Called with one line after a checkpoint is loaded or saved.
+  std::function<void(const std::string&)> on_checkpoint;
 };
 
 /// Compiles the training step for `remat` (batch `batch` from the first images of `train_set`,
@@ -128,7 +137,7 @@ std::string format_memory_table(const std::vector<StepMemory>& rows);
 
 /// Trains `params` in place with Adam (torch defaults, lr from cfg) on shuffled minibatches
 /// (a fresh permutation every epoch from PRNGKey(seed + 1), the last partial batch kept) and
-/// returns one report per epoch. Each step (mj::value_and_grad(loss_fn) through the scan, then
+/// returns one report per epoch run (cfg.resume_dir: from the checkpoint's state). Each step (mj::value_and_grad(loss_fn) through the scan, then
 /// Adam) is one jitted function donating the parameters and Adam's state (cfg.eager: op by op).
 std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Dataset& test_set,
                                const TrainConfig& cfg);

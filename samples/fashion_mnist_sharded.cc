@@ -1,7 +1,7 @@
 // minijax samples: the Fashion-MNIST MLP trained on 8 virtual devices, mesh (4, 2) ("data", "model"),
 // next to the same steps on one device; prints the losses and each step's collectives and bytes.
 // Usage: fashion_mnist_sharded [--steps N] [--limit N] [--batch B] [--hidden H] [--lr LR] [--seed S]
-//                              [--data-dir DIR] [--no-single]
+//                              [--data-dir DIR] [--no-single] [--trace FILE [--trace-steps N]]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +11,7 @@
 
 #include "samples/common/idx_reader.h"
 #include "samples/common/options.h"
+#include "samples/common/trace_window.h"
 #include "samples/fashion_mnist_sharded_lib.h"
 
 namespace {
@@ -19,9 +20,12 @@ void usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s [--steps N (20)] [--limit N (all 60000)] [--batch B (128)] [--hidden H (512)]\n"
                "          [--lr LR (0.1)] [--seed S (0)] [--data-dir DIR] [--no-single]\n"
-               "Runs on 8 virtual devices (mesh (4, 2): batch over 'data', hidden dims over 'model')\n"
-               "with the eager reference executor (slow: keep --steps small). --no-single skips the\n"
-               "single-device comparison run.\n"
+               "          [--trace FILE] [--trace-steps N (5)]\n"
+               "Runs on 8 virtual devices (mesh (4, 2): batch over 'data', hidden dims over 'model'),\n"
+               "one compiled step run on every device at once. --no-single skips the single-device\n"
+               "comparison run. --trace FILE writes a profiler trace (Chrome\n"
+               "trace-event JSON: ui.perfetto.dev, chrome://tracing) of the first N steps: a track\n"
+               "per device, the communicator's collectives, the first step's compilation.\n"
                "Data: --data-dir, else $MINIJAX_FASHION_MNIST, else /usr/share/datasets/fashion-mnist\n"
                "(Debian package dataset-fashion-mnist).\n",
                prog);
@@ -32,7 +36,8 @@ void usage(const char* prog) {
 int main(int argc, char** argv) {
   fmnist::ShardedConfig cfg;
   int64_t limit = -1;
-  std::string data_dir;
+  std::string data_dir, trace_path;
+  int64_t trace_steps = minijax::samples::TraceWindow::kDefaultSteps;
   try {
     for (minijax::samples::OptionReader o(argc, argv); o.next();) {
       if (o.is("--steps")) cfg.steps = o.integer(0);
@@ -43,6 +48,8 @@ int main(int argc, char** argv) {
       else if (o.is("--lr")) cfg.lr = o.real(true);
       else if (o.is("--data-dir")) data_dir = o.value();
       else if (o.is("--no-single")) { o.flag(); cfg.single_device = false; }
+      else if (o.is("--trace")) trace_path = o.value();
+      else if (o.is("--trace-steps")) trace_steps = o.integer(1);
       else if (o.is("--help") || o.is("-h")) { usage(argv[0]); return 0; }
       else o.unknown();
     }
@@ -64,6 +71,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     double max_diff = 0;
     std::string last_collectives;
+    minijax::samples::TraceWindow trace(trace_path, trace_steps);
     cfg.on_step = [&](const fmnist::StepReport& r) {
       std::printf("step %lld  loss %.6f", (long long)r.step, r.loss_sharded);
       if (!std::isnan(r.loss_single)) {
@@ -78,8 +86,10 @@ int main(int argc, char** argv) {
                   same ? "" : r.collectives.c_str());
       last_collectives = r.collectives;
       std::fflush(stdout);
+      trace.after_step(r.step - 1);
     };
     auto reports = fmnist::train_sharded(train_set, cfg, mesh);
+    trace.finish();
     if (!reports.empty()) {
       std::printf("loss %.6f -> %.6f", reports.front().loss_sharded, reports.back().loss_sharded);
       if (cfg.single_device) std::printf("; largest |sharded - single-device| loss difference %.2e", max_diff);

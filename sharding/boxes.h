@@ -38,7 +38,7 @@ Box intersect(const Box& a, const Box& b);
 /// c = ceil(shape[d] / n) and shard i is [min(i*c, shape[d]), min((i+1)*c, shape[d])), so when n
 /// does not divide shape[d] the trailing shards are smaller or empty (e.g. 17 rows over 8: five
 /// devices hold 3 rows, one holds 2, two hold none — the real data of a padded layout whose
-/// shards are all c rows; shared/cases/uneven-shards.md). Dims without axes are whole. Devices
+/// shards are all c rows; docs/cases/uneven-shards.md). Dims without axes are whole. Devices
 /// that differ only in replicated or unused axes get equal boxes; unreduced axes do not change
 /// the box (each holds a partial sum of the same indices).
 /// Throws ShardingError (at `loc`) as s.check(shape, loc) does.

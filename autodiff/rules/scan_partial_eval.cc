@@ -95,8 +95,8 @@ NameTrace trace_name(const Jaxpr& j, const Atom& a, int depth = 0) {
 
 enum class ResKind { fwd_const, fwd_xs, hoisted, stacked };
 
-// JAX's _scan_partial_eval_custom, with the residual placements of DESIGN.md "scan partial
-// evaluation": (a) fixpoint over which carries are unknown; (b) partial_eval_jaxpr_custom of the
+// JAX's _scan_partial_eval_custom, with the residual placements of docs/design.md ("Scan
+// residuals"): (a) fixpoint over which carries are unknown; (b) partial_eval_jaxpr_custom of the
 // body under the enclosing policy; (c) residuals forwarding consts/xs are passed as the outer
 // operands, residuals depending only on known consts are hoisted before the loop, the others
 // (including a known carry the staged body needs) are stacked [length, ...] by the known scan;
@@ -220,7 +220,7 @@ PeCustomResult scan_partial_eval(const Eqn& e, const std::vector<bool>& in_unkno
     }
   }
 
-  // Named-carry offload (shared/cases/offload-named-carry.md): a stacked known carry whose body
+  // Named-carry offload (docs/cases/offload-named-carry.md): a stacked known carry whose body
   // output was named, and whose name the policy offloads, is stacked in the destination memory.
   const Primitive& device_put = get_or_create_primitive("device_put");
   std::vector<std::optional<Offloadable>> carry_offload(nres);
@@ -232,7 +232,7 @@ PeCustomResult scan_partial_eval(const Eqn& e, const std::vector<bool>& in_unkno
     if (!t.name_eqn) continue;
     carry_name[r] = t.name_eqn->params.get_string("name");
     // The enclosing policy applies inside the body; without one, a checkpoint around the name
-    // applies its own (DESIGN.md: policies nest).
+    // applies its own (docs/design.md: policies nest).
     // Under linearize a checkpoint in the body has already been split (its known half inlined),
     // so its policy is found on the checkpoint equations left in the body.
     std::vector<SaveablePolicy> asks;

@@ -1,7 +1,7 @@
 // minijax bench peer: the GRU training step of the scan sample (28 rows of 28 pixels, GRU(28->128),
 // linear 128->10 on the last state, cross-entropy, Adam 1e-3, batch 128) in libtorch; one JSON line.
 //
-// Adapted from ../shared/bench/libtorch_gru.cpp: the same model; 16 batches of the first 2048
+// The same model as samples/fashion_mnist_rnn_lib.cc; 16 batches of the first 2048
 // training examples assembled before timing and cycled; median of `steps` steps after `warmup`,
 // timed as bench/gru_step.cc times minijax's. Two threads. Build as libtorch_mlp.cpp.
 // Usage: libtorch_gru [steps (200)] [warmup (10)]

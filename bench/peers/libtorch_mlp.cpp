@@ -1,7 +1,7 @@
 // minijax bench peer: the MLP training step (784-512-512-10, ReLU, cross-entropy, Adam 1e-3, batch
 // 128) in libtorch's C++ frontend, timed as bench/mlp_step.cc times minijax's; one JSON line.
 //
-// Adapted from ../shared/bench/libtorch_mlp.cpp: the same model and optimizer; 16 batches of the
+// The same model and optimizer as samples/fashion_mnist_mlp_lib.cc; 16 batches of the
 // first 2048 training examples assembled before timing and cycled; median of `steps` steps
 // (zero_grad, forward, loss, backward, Adam step) after `warmup`. Two threads.
 // Build (bench/run_all.sh does): g++ -std=c++17 -O2 libtorch_mlp.cpp

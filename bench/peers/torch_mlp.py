@@ -1,7 +1,7 @@
 # minijax bench peer: the MLP training step (784-512-512-10, ReLU, cross-entropy, Adam 1e-3, batch
 # 128) in PyTorch, timed as bench/mlp_step.cc times minijax's; prints one JSON line.
 #
-# Adapted from ../shared/bench/torch_mlp.py: the same model; 16 batches of the first 2048 training
+# The same model as samples/fashion_mnist_mlp_lib.cc; 16 batches of the first 2048 training
 # examples assembled before timing and cycled; median of `steps` steps after `warmup`. Two threads.
 # Usage: /usr/bin/python3 torch_mlp.py [steps (200)] [warmup (20)]
 import datetime, gzip, json, os, statistics, sys, time

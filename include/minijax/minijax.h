@@ -47,7 +47,11 @@
 #include "sharding/sharded_array.h"
 #include "core/collectives.h"
 #include "jit/runtime/memory_stats.h"
+#include "jit/runtime/profiler.h"
 #include "jit/runtime/reference_executor.h"
 #include "jit/jit.h"
+#include "io/npy.h"
+#include "io/npz.h"
+#include "io/safetensors.h"
 
 namespace mj = minijax;

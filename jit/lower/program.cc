@@ -108,6 +108,30 @@ void ProgramEmitter::note(const Eqn& eqn, const std::string& strategy, const std
   lowered.push_back(LoweredEqn{strategy, eqn.primitive->name + ": " + text});
 }
 
+namespace {
+
+// A kernel's profiler event args: the fusion, how it runs, its operands' and results' types and
+// the bytes it reads and writes.
+std::string kernel_site_args(const Eqn& e, const KernelInfo& info, bool parallel) {
+  auto types = [](const auto& atoms, int64_t& bytes) {
+    std::string t = "[";
+    for (auto& a : atoms) {
+      const ShapedArray av = atom_aval(Atom(a));  // a copy: `a` may be a Var converted to a temporary Atom
+      t += (t.size() > 1 ? ", " : "") + av.str();
+      bytes += av.nbytes();
+    }
+    return t + "]";
+  };
+  int64_t in_bytes = 0, out_bytes = 0;
+  profiler::detail::Args a;
+  a.add("fusion", e.params.get_string("name")).add("kind", info.kind).add("loop", info.describe());
+  a.add("inputs", types(e.inputs, in_bytes)).add("outputs", types(e.outputs, out_bytes));
+  a.add("bytes_in", in_bytes).add("bytes_out", out_bytes).add("parallel", parallel);
+  return a.take();
+}
+
+}  // namespace
+
 void ProgramEmitter::call_fusion(const Eqn& e) {
   std::string name = fresh_name(e.params.get_string("name"));
   for (char& c : name)
@@ -123,6 +147,9 @@ void ProgramEmitter::call_fusion(const Eqn& e) {
   // small ones run inline on the calling thread.
   constexpr int64_t kParallelElems = int64_t(1) << 16, kGrainElems = int64_t(1) << 14;
   bool parallel = total >= kParallelElems && info.outer_extent > 1;
+  const int32_t site = int32_t(kernel_sites.size());
+  kernel_sites.push_back({name, kernel_site_args(e, info, parallel)});
+  call_runtime("mj_rt_kernel_begin", kir::kVoid, {kir::kI32}, {b.i32(site)});
   if (parallel) {
     int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, info.work_per_outer));
     if (info.space.size() == 1 && info.lanes > 1) grain = (grain + info.lanes - 1) / info.lanes * info.lanes;
@@ -131,6 +158,7 @@ void ProgramEmitter::call_fusion(const Eqn& e) {
   } else {
     b.call(name, kir::kVoid, {bufs, b.i64(0), b.i64(info.outer_extent)});
   }
+  call_runtime("mj_rt_kernel_end", kir::kVoid, {kir::kI32}, {b.i32(site)});
   note(e, "fused loop", name + " " + info.describe() + (parallel ? " parallel" : ""));
 }
 
@@ -269,7 +297,8 @@ const RegisterProgramRule reg_cond("cond", "control flow", lower_cond);
 }  // namespace
 
 std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, const BufferPlan& plan,
-                                      std::vector<Eqn>* collective_sites) {
+                                      std::vector<Eqn>* collective_sites,
+                                      std::vector<profiler::detail::KernelSite>* kernel_sites) {
   kir::Function f;
   f.name = kEntryName;
   f.params = {kir::kPtr, kir::kPtr, kir::kPtr};
@@ -279,6 +308,7 @@ std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, cons
   ProgramEmitter pe(m, b, plan);
   pe.collective_sites = collective_sites;
   pe.emit_scope(program);
+  if (kernel_sites) *kernel_sites = std::move(pe.kernel_sites);
   // Outputs the plan could not place where they are produced (an input or literal returned,
   // a value returned twice) are copied by the runtime from the plan's OutputPlan.
   b.ret();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/jaxpr.h"
+#include "core/profiler_hooks.h"
 #include "jit/kir.h"
 #include "jit/lower/lowering.h"
 #include "memory/plan_buffers.h"
@@ -85,6 +86,10 @@ class ProgramEmitter {
   /// naming their index in this list, which the executor turns into communicator operations.
   /// Null for a program compiled for one device (collectives of axis_size > 1 are refused).
   std::vector<Eqn>* collective_sites = nullptr;
+  /// The kernel call sites, in emission order: call_fusion brackets kernel i's call with
+  /// mj_rt_kernel_begin(i) / mj_rt_kernel_end(i), always (with no trace active each costs a call
+  /// and one atomic load), so one object code serves traced and untraced runs alike.
+  std::vector<profiler::detail::KernelSite> kernel_sites;
 
  private:
   kir::Value args_, outs_, arenas_;
@@ -97,7 +102,9 @@ class ProgramEmitter {
 /// Returns how each equation was lowered. Throws ValueError naming the primitive for an equation
 /// no rule lowers. `collective_sites`: non-null for an SPMD program (ProgramEmitter's field): it
 /// receives the collective equations the code calls the runtime for, in site order.
+/// `kernel_sites`, when given, receives ProgramEmitter::kernel_sites.
 std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, const BufferPlan& plan,
-                                      std::vector<Eqn>* collective_sites = nullptr);
+                                      std::vector<Eqn>* collective_sites = nullptr,
+                                      std::vector<profiler::detail::KernelSite>* kernel_sites = nullptr);
 
 }  // namespace minijax::lower

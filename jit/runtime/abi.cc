@@ -1,6 +1,6 @@
 // minijax runtime ABI: the runtime functions compiled code calls (oneTBB parallel loops, GEMM
 // through core/gemm.h, copies across memory kinds on the copy engine, one-device ragged_all_to_all) and their symbol
-// table. Errors are recorded per thread, never thrown.
+// table (the profiler's kernel hooks included). Errors are recorded per thread, never thrown.
 #include "jit/runtime/abi.h"
 
 #include <cstring>
@@ -19,6 +19,7 @@
 #include "core/gemm.h"
 #include "jit/runtime/copy_engine.h"
 #include "jit/runtime/gemm.h"
+#include "jit/runtime/profiler.h"
 #include "jit/runtime/spmd_context.h"
 
 namespace minijax {
@@ -52,6 +53,17 @@ void gemm_generic(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* A,
       else C[i * ldc + j] = T(s);
     }
 }
+
+// A GEMM event's args: the product's sizes, dtype, transposes, batch, flops and bytes touched.
+std::string gemm_args(int32_t dtype, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
+                      int64_t batch) {
+  const int64_t item = int64_t(itemsize(DType(dtype)));
+  profiler::detail::Args a;
+  a.add("m", m).add("n", n).add("k", k).add("dtype", dtype_name(DType(dtype))).add("batch", batch);
+  a.add("trans_a", trans_a != 0).add("trans_b", trans_b != 0).add("flops", 2 * m * n * k * batch);
+  a.add("bytes", (m * k + k * n + m * n) * batch * item);
+  return a.take();
+}
 }  // namespace
 
 std::string take_runtime_error() {
@@ -71,6 +83,8 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"mj_rt_ragged_all_to_all_local", reinterpret_cast<void*>(&mj_rt_ragged_all_to_all_local)},
       {"mj_rt_collective", reinterpret_cast<void*>(&mj_rt_collective)},
       {"mj_rt_axis_index", reinterpret_cast<void*>(&mj_rt_axis_index)},
+      {"mj_rt_kernel_begin", reinterpret_cast<void*>(&mj_rt_kernel_begin)},
+      {"mj_rt_kernel_end", reinterpret_cast<void*>(&mj_rt_kernel_end)},
   };
   return table;
 }
@@ -88,6 +102,8 @@ extern "C" void mj_rt_gemm(int32_t dtype, int32_t trans_a, int32_t trans_b, int6
                            const void* A, int64_t lda, int64_t stride_a, const void* B, int64_t ldb,
                            int64_t stride_b, void* C, int64_t ldc, int64_t stride_c, int64_t batch) {
   using namespace minijax;
+  profiler::detail::Scope trace("gemm", "gemm");
+  if (trace.active()) trace.set_args(gemm_args(dtype, trans_a, trans_b, m, n, k, batch));
   try {
     const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
     for (int64_t bi = 0; bi < batch; ++bi) {
@@ -133,7 +149,11 @@ extern "C" void mj_rt_copy(void* dst, int32_t dst_kind, const void* src, int32_t
   }
   try {
     CopyEngine& engine = copy_engine(current_device_id());
-    engine.wait_for(engine.enqueue(CopyDescriptor{src, dst, nbytes}));
+    CopyDescriptor d{src, dst, nbytes};
+    d.src_kind = src_kind;
+    d.dst_kind = dst_kind;
+    d.what = "copy";
+    engine.wait_for(engine.enqueue(d));
   } catch (const std::exception& e) {
     record("mj_rt_copy", e);
   }
@@ -163,7 +183,11 @@ extern "C" void mj_rt_copy_start(void* dst, int32_t dst_kind, const void* src, i
       std::memcpy(dst, src, size_t(nbytes));
       return;
     }
-    start_copy(dst, CopyDescriptor{src, dst, nbytes});
+    CopyDescriptor d{src, dst, nbytes};
+    d.src_kind = src_kind;
+    d.dst_kind = dst_kind;
+    d.what = "copy_start";
+    start_copy(dst, d);
   } catch (const std::exception& e) {
     record("mj_rt_copy_start", e);
   }
@@ -182,6 +206,9 @@ extern "C" void mj_rt_copy_slice_start(void* dst, int32_t dst_kind, const void* 
   CopyDescriptor d;
   d.chunk_bytes = chunk_bytes;
   d.count = count;
+  d.src_kind = src_kind;
+  d.dst_kind = dst_kind;
+  d.what = update ? "copy_update_start" : "copy_slice_start";
   if (update) {
     d.src = src;
     d.dst = static_cast<char*>(dst) + index * chunk_bytes;

@@ -14,6 +14,7 @@
 #include "core/collectives.h"
 #include "core/errors.h"
 #include "core/primitive.h"
+#include "core/profiler_hooks.h"
 #include "jit/runtime/collective_transfers.h"
 
 namespace minijax {
@@ -284,6 +285,28 @@ struct InProcessCommunicator::Impl {
   void run(Pending& job);
 };
 
+namespace {
+
+// A collective's event on the communicator's track: the op, its group and the bytes it moved.
+void trace_collective(const Pending& job, const std::vector<CollectiveCounters>& counted, bool failed,
+                      int64_t begin) noexcept {
+  try {
+    namespace pd = profiler::detail;
+    const CollectiveOp& op = job.at.at(0)->op;
+    int64_t sent = 0, messages = 0;
+    for (auto& c : counted) sent += c.bytes_sent, messages += c.messages;
+    pd::Args a;
+    a.add("op", op.str()).add("dtype", dtype_name(op.dtype)).add("shape", shape_str(op.shape));
+    a.add("group", group_str(job.group)).add("bytes", sent).add("messages", messages);
+    a.add("result_bytes", job.at.at(0)->bufs.recv_bytes);
+    if (failed) a.add("failed", true);
+    pd::record("collective", collective_kind_name(op.kind), begin, pd::now_ns(), a.take());
+  } catch (...) {
+  }
+}
+
+}  // namespace
+
 void InProcessCommunicator::Impl::run(Pending& job) {
   {
     std::function<void()> hook;
@@ -301,6 +324,7 @@ void InProcessCommunicator::Impl::run(Pending& job) {
   std::vector<detail::CollectiveMember> members;
   for (auto& p : job.at) members.push_back({p->device, &p->op, p->bufs});
   std::vector<CollectiveCounters> counted;
+  const int64_t begin = profiler::detail::tracing() ? profiler::detail::now_ns() : -1;
   if (!err) {
     try {
       detail::check_collective(members, job.group);
@@ -310,6 +334,7 @@ void InProcessCommunicator::Impl::run(Pending& job) {
       err = std::current_exception();
     }
   }
+  if (begin >= 0) trace_collective(job, counted, err != nullptr, begin);
   for (auto& p : job.at) err ? p->ev.set_error(err) : p->ev.set();
 }
 
@@ -336,7 +361,10 @@ void InProcessCommunicator::Impl::loop() {
 }
 
 InProcessCommunicator::InProcessCommunicator() : impl_(std::make_unique<Impl>()) {
-  impl_->thread = std::thread([this] { impl_->loop(); });
+  impl_->thread = std::thread([this] {
+    profiler::detail::name_this_thread("communicator", 1 << 20);
+    impl_->loop();
+  });
 }
 
 InProcessCommunicator::~InProcessCommunicator() {

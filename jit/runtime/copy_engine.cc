@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "core/device.h"
 #include "core/errors.h"
+#include "core/profiler_hooks.h"
 
 namespace minijax {
 
@@ -24,7 +25,29 @@ struct Job {
   std::vector<Event> after;
   std::vector<std::shared_ptr<const void>> keep;
   Event done;
+  int64_t enqueued_ns = 0;  // for the trace (set only while tracing)
 };
+
+const char* kind_name(int32_t k) {
+  return k >= 0 && k <= 2 ? memory_kind_name(MemoryKind(k)) : "?";
+}
+
+// A copy's trace event: on the link from `link_begin` (its start, or when the link became free
+// after the copies before it) until `done`; its memcpy ran from `start` to `copied`.
+void trace_copy(const Job& job, int device, Clock::time_point start, Clock::time_point copied,
+                Clock::time_point link_begin, Clock::time_point done) {
+  namespace pd = profiler::detail;
+  const CopyDescriptor& d = job.d;
+  pd::Args a;
+  a.add("device", device).add("bytes", d.bytes()).add("chunks", d.count).add("chunk_bytes", d.chunk_bytes);
+  a.add("src_kind", kind_name(d.src_kind)).add("dst_kind", kind_name(d.dst_kind));
+  a.add("memcpy_us", std::chrono::duration<double, std::micro>(copied - start).count());
+  if (job.enqueued_ns > 0) a.add("queued_us", double(pd::to_ns(start) - job.enqueued_ns) * 1e-3);
+  a.add("link", config().host_link_bytes_per_s > 0);
+  std::string name = std::string(d.what ? d.what : "copy") + " " + kind_name(d.src_kind) + " -> " +
+                     kind_name(d.dst_kind);
+  pd::record("copy", std::move(name), pd::to_ns(link_begin), pd::to_ns(done), a.take());
+}
 
 void copy_chunks(const CopyDescriptor& d) {
   const auto* src = static_cast<const std::byte*>(d.src);
@@ -40,6 +63,7 @@ void copy_chunks(const CopyDescriptor& d) {
 }  // namespace
 
 struct CopyEngine::Impl {
+  int device_id = 0;
   mutable std::mutex mu;
   std::condition_variable cv;       // work arrived, or stop
   std::condition_variable idle_cv;  // the queue drained
@@ -55,10 +79,13 @@ struct CopyEngine::Impl {
   // once: the link's timing does not depend on when this thread is next scheduled.
   Clock::time_point link_free{};
 
-  Clock::time_point link_deadline(int64_t bytes, Clock::time_point start, Clock::time_point copied) {
+  Clock::time_point link_deadline(int64_t bytes, Clock::time_point start, Clock::time_point copied,
+                                  Clock::time_point* link_begin) {
     const double bw = config().host_link_bytes_per_s;
+    *link_begin = start;
     if (bw <= 0 || bytes <= 0) return copied;
     const auto begin = std::max(start, link_free);
+    *link_begin = begin;
     link_free = std::max(copied, begin + std::chrono::duration_cast<Clock::duration>(
                                                  std::chrono::duration<double>(double(bytes) / bw)));
     return link_free;
@@ -81,8 +108,10 @@ struct CopyEngine::Impl {
       copy_chunks(job.d);
       const auto end = Clock::now();
       copied = std::chrono::duration<double>(end - start).count();
-      deadline = link_deadline(job.d.bytes(), start, end);
+      Clock::time_point link_begin;
+      deadline = link_deadline(job.d.bytes(), start, end, &link_begin);
       linked = std::chrono::duration<double>(deadline - end).count();
+      if (profiler::detail::tracing()) trace_copy(job, device_id, start, end, link_begin, deadline);
     }
     {
       std::lock_guard<std::mutex> g(mu);
@@ -117,7 +146,11 @@ struct CopyEngine::Impl {
 };
 
 CopyEngine::CopyEngine(int device_id) : device_id_(device_id), impl_(std::make_unique<Impl>()) {
-  impl_->thread = std::thread([this] { impl_->loop(); });
+  impl_->device_id = device_id;
+  impl_->thread = std::thread([this] {
+    profiler::detail::name_this_thread("copy engine " + std::to_string(device_id_), 11 + 2 * device_id_);
+    impl_->loop();
+  });
 }
 
 CopyEngine::~CopyEngine() {
@@ -140,7 +173,7 @@ Event CopyEngine::enqueue(const CopyDescriptor& d, std::vector<Event> after,
                            std::to_string(d.count) + " x " + std::to_string(d.chunk_bytes) + " B";
   if (d.chunk_bytes < 0 || d.count < 0) throw ValueError(what + " has a negative size or count");
   if (d.bytes() > 0 && (!d.src || !d.dst)) throw ValueError(what + " has a null source or destination");
-  Job job{d, std::move(after), std::move(keep), Event()};
+  Job job{d, std::move(after), std::move(keep), Event(), profiler::detail::tracing() ? profiler::detail::now_ns() : 0};
   Event done = job.done;
   {
     std::lock_guard<std::mutex> g(impl_->mu);
@@ -165,17 +198,27 @@ CopyEngineStats CopyEngine::stats() const {
 void CopyEngine::wait_for(const Event& copy) {
   if (copy.ready()) return copy.wait();
   const auto t0 = Clock::now();
-  try {
-    copy.wait();
-  } catch (...) {
-    std::lock_guard<std::mutex> g(impl_->mu);
-    impl_->stats.device_waits += 1;
-    impl_->stats.device_wait_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-    throw;
-  }
-  std::lock_guard<std::mutex> g(impl_->mu);
-  impl_->stats.device_waits += 1;
-  impl_->stats.device_wait_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  // Counts the wait (and records it in an active trace) however it ends.
+  struct Count {
+    Impl& impl;
+    int device;
+    Clock::time_point t0;
+    ~Count() {
+      const auto t1 = Clock::now();
+      {
+        std::lock_guard<std::mutex> g(impl.mu);
+        impl.stats.device_waits += 1;
+        impl.stats.device_wait_seconds += std::chrono::duration<double>(t1 - t0).count();
+      }
+      namespace pd = profiler::detail;
+      if (!pd::tracing()) return;
+      try {
+        pd::record("copy_wait", "copy_done wait", pd::to_ns(t0), pd::to_ns(t1), pd::Args().add("device", device).take());
+      } catch (...) {  // an event lost to a failed allocation
+      }
+    }
+  } count{*impl_, device_id_, t0};
+  copy.wait();
 }
 
 CopyEngine& copy_engine(int device_id) {

@@ -19,6 +19,10 @@ struct CopyDescriptor {
   int64_t chunk_bytes = 0;
   int64_t count = 1;
   int64_t src_stride = 0, dst_stride = 0;
+  /// The memory kinds (a MemoryKind's value; -1: not given) and the operation ("copy_start",
+  /// "copy_slice_start", ...; null: "copy"), shown in profiler traces only.
+  int32_t src_kind = -1, dst_kind = -1;
+  const char* what = nullptr;
   /// chunk_bytes × count.
   int64_t bytes() const { return chunk_bytes * count; }
 };
@@ -45,6 +49,10 @@ struct CopyEngineStats {
 /// of that time (Event::set_at: a waiter sleeps until then on a timed wait, no core used), so
 /// overlap with compute can be measured on machines where device and host memory are the same
 /// RAM, and the link's timing does not depend on when the engine's thread is scheduled.
+/// While a profiler trace is active (jit/runtime/profiler.h) each copy is an event on the
+/// engine's track ("copy engine N"): from when it starts on the link to when it completes, with
+/// its bytes, chunks, kinds, memcpy time and time queued; and each wait_for that found its copy
+/// running is an event on the waiting thread's track.
 /// Thread-safe; never spins.
 class CopyEngine {
  public:

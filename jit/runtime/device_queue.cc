@@ -11,6 +11,7 @@
 
 #include "core/device.h"
 #include "core/errors.h"
+#include "core/profiler_hooks.h"
 
 namespace minijax {
 
@@ -37,7 +38,10 @@ struct DeviceQueue::Impl {
 };
 
 DeviceQueue::DeviceQueue(int device_id) : device_id_(device_id), impl_(new Impl) {
-  impl_->thread = std::thread([this] { impl_->run(); });
+  impl_->thread = std::thread([this] {
+    profiler::detail::name_this_thread("device " + std::to_string(device_id_), 10 + 2 * device_id_);
+    impl_->run();
+  });
 }
 
 DeviceQueue::~DeviceQueue() {

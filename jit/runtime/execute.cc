@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "jit/runtime/abi.h"
+#include "jit/runtime/profiler.h"
 
 namespace minijax {
 
@@ -146,7 +147,15 @@ std::vector<Array> execute(const Executable& exe, std::span<const Array> consts,
       arena_ptrs[k] = arenas[k]->data();
     }
   claims.commit();  // the program may overwrite donated inputs from here on
-  exe.entry(in_ptrs.data(), out_ptrs.data(), arena_ptrs);
+  {
+    profiler::detail::KernelSitesScope sites(&exe.kernel_sites);
+    profiler::detail::Scope trace("call", "call");
+    if (trace.active()) {
+      trace.set_name(fn);
+      trace.set_args(profiler::detail::Args().add("device", kExecuteDevice).add("program", exe.name).take());
+    }
+    exe.entry(in_ptrs.data(), out_ptrs.data(), arena_ptrs);
+  }
   if (std::string err = take_runtime_error(); !err.empty()) throw ValueError(fn + " failed: " + err, loc);
   // Donated inputs are consumed: an output in a donated input's buffer takes its bytes over (the
   // caller's Array then throws when read); a donated input no output reuses is invalidated too.

@@ -14,6 +14,7 @@
 #include "jit/runtime/abi.h"
 #include "jit/runtime/communicator.h"
 #include "jit/runtime/device_queue.h"
+#include "jit/runtime/profiler.h"
 
 namespace minijax {
 
@@ -265,7 +266,16 @@ void run_on_device(const std::shared_ptr<CallState>& st, size_t p) {
   try {
     for (auto& e : w.wait_for) e.wait();
     set_spmd_context(&w.ctx);
-    st->spmd->exe->entry(w.in_ptrs.data(), w.out_ptrs.data(), w.arena_ptrs);
+    {
+      profiler::detail::KernelSitesScope sites(&st->spmd->exe->kernel_sites);
+      profiler::detail::Scope trace("call", "call");
+      if (trace.active()) {
+        trace.set_name(st->fn);
+        trace.set_args(profiler::detail::Args().add("device", w.ctx.device_id).add("mesh_position", int64_t(p))
+                           .add("program", st->spmd->exe->name).take());
+      }
+      st->spmd->exe->entry(w.in_ptrs.data(), w.out_ptrs.data(), w.arena_ptrs);
+    }
     set_spmd_context(nullptr);
     std::string rt = take_runtime_error();
     if (w.ctx.error) err = w.ctx.error;

@@ -7,6 +7,7 @@
 #include "core/collectives.h"
 #include "core/errors.h"
 #include "core/primitive.h"
+#include "core/profiler_hooks.h"
 #include "sharding/collective_groups.h"
 
 namespace minijax {
@@ -76,6 +77,19 @@ CollectiveBuffers buffers_of(const CollectiveSite& s, CollectiveOp& op, void* ou
   return b;
 }
 
+// The device's collective event (from its start to its result): the site's primitive, op, group
+// and the bytes this device sent and received.
+void trace_site(profiler::detail::Scope& trace, const CollectiveSite& s, const SpmdDeviceContext& ctx, int32_t site) {
+  profiler::detail::Args a;
+  std::string group = "[";
+  for (int d : s.group[ctx.position]) group += (group.size() > 1 ? ", " : "") + std::to_string(d);
+  a.add("op", s.op.str()).add("site", int64_t(site)).add("group", group + "]").add("rank", int64_t(s.rank[ctx.position]));
+  a.add("device", ctx.device_id).add("bytes_sent", ctx.traffic.back().moved.bytes_sent);
+  a.add("bytes_received", ctx.traffic.back().moved.bytes_received);
+  trace.set_name(s.primitive);
+  trace.set_args(a.take());
+}
+
 }  // namespace
 
 extern "C" void mj_rt_collective(int32_t site, void* out, const void* in0, const void* in1, const void* in2,
@@ -85,6 +99,7 @@ extern "C" void mj_rt_collective(int32_t site, void* out, const void* in0, const
   if (ctx->error) return;  // an earlier collective failed: the run's result is discarded
   const CollectiveSite& s = (*ctx->sites)[size_t(site)];
   const void* in[6] = {in0, in1, in2, in3, in4, in5};
+  profiler::detail::Scope trace("collective", "collective");
   try {
     CollectiveOp op = s.op;
     CollectiveBuffers bufs = buffers_of(s, op, out, in);
@@ -94,6 +109,7 @@ extern "C" void mj_rt_collective(int32_t site, void* out, const void* in0, const
     const CollectiveCounters after = collective_stats(ctx->device_id);
     ctx->traffic.push_back({site, {after.bytes_sent - before.bytes_sent, after.bytes_received - before.bytes_received,
                                    after.messages - before.messages}});
+    if (trace.active()) trace_site(trace, s, *ctx, site);
   } catch (...) {
     ctx->error = std::current_exception();
     communicator().abort(ctx->error);

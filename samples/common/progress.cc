@@ -6,8 +6,9 @@
 
 namespace minijax::samples {
 
-ProgressLine::ProgressLine(std::FILE* out)
-    : ProgressLine(out, out != nullptr && ::isatty(::fileno(out)) == 1) {}
+bool is_terminal(std::FILE* out) { return out != nullptr && ::isatty(::fileno(out)) == 1; }
+
+ProgressLine::ProgressLine(std::FILE* out) : ProgressLine(out, is_terminal(out)) {}
 
 ProgressLine::ProgressLine(std::FILE* out, bool enabled, double min_interval_s)
     : out_(out), enabled_(enabled && out != nullptr), min_interval_s_(min_interval_s) {}

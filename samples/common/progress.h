@@ -8,6 +8,9 @@
 
 namespace minijax::samples {
 
+/// Whether `out` is a terminal (isatty of its descriptor); false for null, a file or a pipe.
+bool is_terminal(std::FILE* out);
+
 /// One line, `epoch 2  step 120/469  3.4 ms/step  loss 0.3821`, redrawn in place ('\r') as the
 /// steps of an epoch finish, and erased before the epoch's report is printed. It writes only
 /// when enabled, by default when its stream is a terminal (isatty), so a log or a pipe sees the

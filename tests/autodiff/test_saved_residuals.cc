@@ -16,7 +16,8 @@ std::vector<float> vals(const Array& a) {
   return std::vector<float>(f.data<float>(), f.data<float>() + f.size());
 }
 
-// seed-offload-in-scan.md: step(y) = sin(name(sin(y), "save_remat")); loss = sum(scan carry).
+// docs/cases/seed-offload-in-scan.md: step(y) = sin(name(sin(y), "save_remat"));
+// loss = sum(scan carry).
 std::pair<Array, mj::None> step0(const Array& y, const Array&) {
   Array a = mj::checkpoint_name(mj::sin(y), "save_remat");
   return {mj::sin(a), mj::None{}};

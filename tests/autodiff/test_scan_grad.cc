@@ -332,7 +332,7 @@ TEST(ScanPartialEval, LayerWeightsAreForwardedNotStacked) {
 }
 
 TEST(ScanPartialEval, GradOfScanMemoryCaseStacksYPlusZ) {
-  // shared/cases/grad-of-scan-memory.md at 30x30: body(c, y) = c + x * (y + z); loss = mean(c_n).
+  // docs/cases/grad-of-scan-memory.md at 30x30: body(c, y) = c + x * (y + z); loss = mean(c_n).
   // c_n = sum_t x (y_t + z) = n x 2 (ones), so d loss/dx = 2n; the only residual is y + z,
   // stacked [n, 30, 30].
   for (int n : {1, 5, 10}) {
@@ -367,8 +367,9 @@ mj::PolicyPtr offload_named(const std::string& name) {
       });
 }
 
-// shared/cases/offload-reverse-order.md: body(c, x) = (tanh(h), tanh(h)), h = name(sin(c (1+x)), "h"),
-// checkpointed with `policy` (none: no checkpoint); loss = sum(c_n) + sum(ys).
+// docs/cases/offload-reverse-order.md: body(c, x) = (tanh(h), tanh(h)),
+// h = name(sin(c (1+x)), "h"), checkpointed with `policy` (none: no checkpoint);
+// loss = sum(c_n) + sum(ys).
 Array reverse_order_loss(const Array& c0, const Array& xs, bool reverse, mj::PolicyPtr policy) {
   mj::ScanOptions o;
   o.reverse = reverse;
@@ -456,7 +457,7 @@ TEST(ScanOffload, ReverseOrderCaseMatchesReferenceAndNoOffload) {
 }
 
 TEST(ScanOffload, NamedCarryIsStackedInHostMemory) {
-  // shared/cases/offload-named-carry.md in small: a scan over layers of a checkpointed block
+  // docs/cases/offload-named-carry.md in small: a scan over layers of a checkpointed block
   // h' = name(tanh(W_l h), "carry") with a policy offloading "carry". The backward pass needs
   // the block's input carry h (for W_l's cotangent); it was named "carry" as the previous
   // iteration's output, so the stacked carry lives in pinned_host; the weights are forwarded.

@@ -1,4 +1,4 @@
-// Case test for shared/cases/grad-of-scan-memory.md: grad of a scan whose body closes over a large
+// Case test for docs/cases/grad-of-scan-memory.md: grad of a scan whose body closes over a large
 // constant z: d loss/dx = 2n, and what saved_residuals() says is kept with and without checkpoint.
 //
 // The gradient is checked eagerly and under jit. Checked by the offload/memory issue (not here):

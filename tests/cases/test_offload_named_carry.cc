@@ -1,4 +1,4 @@
-// Case test for shared/cases/offload-named-carry.md: a scan over layers of a checkpointed block
+// Case test for docs/cases/offload-named-carry.md: a scan over layers of a checkpointed block
 // whose output (the next carry) is named "carry" and offloaded: the stacked carry residual lives
 // in pinned_host, the stacked weights are forwarded, and gradients equal the program without it.
 //

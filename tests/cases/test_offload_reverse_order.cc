@@ -1,4 +1,4 @@
-// Case test for shared/cases/offload-reverse-order.md: a scan whose checkpointed body offloads the
+// Case test for docs/cases/offload-reverse-order.md: a scan whose checkpointed body offloads the
 // named value "h" must read the host rows back last-first in the backward pass (n = 1..7, both
 // directions), checked against a hand-written float64 recurrence and the published PyTorch values.
 //

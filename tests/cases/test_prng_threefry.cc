@@ -1,4 +1,4 @@
-// Case test for shared/cases/prng-threefry.md: the threefry2x32 block function reproduces the
+// Case test for docs/cases/prng-threefry.md: the threefry2x32 block function reproduces the
 // Random123 known-answer vectors, eagerly and under jit; uniform/normal draws pass distribution
 // tests and are identical eagerly and under jit.
 #include <gtest/gtest.h>

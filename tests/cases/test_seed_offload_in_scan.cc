@@ -1,4 +1,4 @@
-// Case test for shared/cases/seed-offload-in-scan.md: grad of scan(checkpoint(step)) with the named
+// Case test for docs/cases/seed-offload-in-scan.md: grad of scan(checkpoint(step)) with the named
 // residual "save_remat" offloaded to pinned_host; gradient, residual list and the staged programs.
 //
 // Checked by the compiler issue (not here; the IR level has no compiled program): that as_text()

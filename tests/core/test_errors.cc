@@ -147,6 +147,8 @@ TEST(Errors, ShapesWhoseSizeOverflowsAreRejectedNotWrapped) {
   EXPECT_MJ_ERROR_ANYWHERE(ValueError, mj::broadcast_to(mj::ones({1}), {int64_t(1) << 62}), "f32[4611686018427387904]", "2^63 bytes");
   // A zero-size array with huge other dims is fine (numpy allows it), and so is an abstract one.
   EXPECT_EQ(mj::reshape(mj::zeros({0}), {big, big, 0}).size(), 0);
+  // A reshape to a shape whose size overflows int64 is a ShapeError, not a wrapped product.
+  EXPECT_MJ_ERROR(ShapeError, mj::reshape(mj::zeros({4}), {big, big, 4}), "reshape", "int64");
   auto staged = mj::make_jaxpr([&](const Array& a) { return mj::broadcast_to(a, {big, big}); })(mj::ones({1}));
   EXPECT_EQ(staged.jaxpr->outvars.size(), 1u);
 }

@@ -48,7 +48,7 @@ std::pair<uint32_t, uint32_t> ref_threefry(uint32_t k0, uint32_t k1, uint32_t x0
 }
 
 TEST(Threefry, KnownAnswerVectors) {
-  // ../shared/cases/prng-threefry.md (Random123 kat_vectors).
+  // docs/cases/prng-threefry.md (Random123 kat_vectors).
   struct Kat { uint32_t k0, k1, x0, x1, y0, y1; };
   const Kat kats[] = {
       {0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x6b200159, 0x99ba4efe},

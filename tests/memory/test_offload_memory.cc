@@ -28,9 +28,10 @@ constexpr int64_t kRow = kWidth * 4;             // 16 KiB: one carry, one named
 constexpr double kHandTolerance = 0.01;          // measured within 1% of the hand derivation
 constexpr double kPredictionTolerance = 0.05;    // memory_analysis() within 5% of measured
 
-// The seed's step (seed-offload-in-scan): y = sin(y); y = checkpoint_name(y, "save_remat");
-// y = sin(y). With `name_carry`, its output is named "carry" too (offload-named-carry's rule:
-// the backward pass's stacked carry is then offloaded as well).
+// The seed's step (docs/cases/seed-offload-in-scan.md): y = sin(y);
+// y = checkpoint_name(y, "save_remat"); y = sin(y). With `name_carry`, its output is named
+// "carry" too (the rule of docs/cases/offload-named-carry.md: the backward pass's stacked carry
+// is then offloaded as well).
 auto seed_loss(int length, bool name_carry) {
   const std::vector<std::string> offloaded = name_carry ? std::vector<std::string>{"save_remat", "carry"}
                                                         : std::vector<std::string>{"save_remat"};
@@ -113,7 +114,7 @@ TEST(SeedOffloadMemory, DevicePeakGrowsOnlyByTheStackedCarryAndIsFlatWithTheCarr
 
 namespace {
 
-// ---- grad-of-scan-memory (docs/offload.md): a scan closing over z = ones(3000,3000) ----------
+// ---- docs/cases/grad-of-scan-memory.md (docs/offload.md): a scan closing over z = ones(3000,3000)
 
 constexpr int kSide = 3000;
 constexpr int64_t kBig = int64_t(kSide) * kSide * 4;  // one f32[3000,3000]: 36,000,000 B
@@ -158,7 +159,7 @@ TEST_P(GradOfScanMemory, MeasuredPeaksAreTheHandDerivationAndThePrediction) {
 
 INSTANTIATE_TEST_SUITE_P(Lengths, GradOfScanMemory, ::testing::Values(5, 10));
 
-// ---- offload-named-carry (docs/offload.md): the stacked carry of a scan over layers ---------
+// ---- docs/cases/offload-named-carry.md (docs/offload.md): the stacked carry of a scan over layers
 
 constexpr int kBatch = 64, kFeatures = 256;
 

@@ -115,8 +115,9 @@ namespace {
 
 namespace cp = mj::checkpoint_policies;
 
-// The seed's loss (seed-offload-in-scan, docs/offload.md) on a carry of `width` floats over
-// `length` iterations: the step's named value "save_remat" is offloaded to pinned_host.
+// The seed's loss (docs/cases/seed-offload-in-scan.md, docs/offload.md) on a carry of `width`
+// floats over `length` iterations: the step's named value "save_remat" is offloaded to
+// pinned_host.
 auto seed_loss(int width, int length) {
   (void)width;
   auto policy = cp::save_and_offload_only_these_names({}, {"save_remat"}, "device", "pinned_host");
@@ -230,7 +231,8 @@ TEST(ScheduleOffloadsLoops, ManyTinyRowsAreCoalescedByADivisorOfTheLength) {
 }
 
 // Reverse scans and every small length: compiled values equal eager's, whatever k and the
-// pipelined indices (offload-reverse-order: reading rows in the wrong order changes d/dxs).
+// pipelined indices (docs/cases/offload-reverse-order.md: reading rows in the wrong order
+// changes d/dxs).
 TEST(ScheduleOffloadsLoops, ForwardAndReverseLoopsOfEveryLengthMatchEager) {
   auto policy = cp::save_and_offload_only_these_names({}, {"h"}, "device", "pinned_host");
   // Lengths 0-7 of 4-byte rows (coalesced: k = the length) and two lengths of 4 KiB rows (per

@@ -61,7 +61,8 @@ class RnnOffloadGates : public ::testing::Test {
 // value is the same primitive on the same operand bits: the compiler contracts no multiply-add
 // into an FMA and reassociates nothing (jit/emit_llvm.cc: FPOpFusion::Strict, no fast math),
 // so a fusion rounds each operation as the forward pass did, whatever it is fused with; the
-// GEMMs are the same serial OpenBLAS calls on the same shapes. The cotangent equations are the
+// GEMMs are the same single-threaded oneDNN sgemm calls on the same shapes (split into tasks by
+// shape only, jit/runtime/gemm.h). The cotangent equations are the
 // same in every policy. So every gradient, hence every Adam update and every later loss, is the
 // same float32 value: EXPECT_EQ on the losses (float32 values held in doubles) and memcmp on
 // the parameters, not a tolerance.

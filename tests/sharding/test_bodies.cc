@@ -278,7 +278,7 @@ TEST(Bodies, GradOfShardedScanEqualsEager) {
   expect_shards(r, *cj.jaxpr, 1e-4f);
 }
 
-// The reshape case (shared/cases/reshape-keeps-sharding.md) with its scan: f32[8,64] on
+// The reshape case (docs/cases/reshape-keeps-sharding.md) with its scan: f32[8,64] on
 // P("x", None), reshaped to [2,4,64], scanned over dim 0. One reshard before the loop, to the
 // cheapest sharding with dim 0 unsharded: [{}, {"x":(2)2}, {"x":(1)2}] — device x = 2a + b
 // (a = "x":(1)2, b = "x":(2)2) holds [a, 2b..2b+1, :] (128 elements) and needs

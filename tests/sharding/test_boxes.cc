@@ -123,7 +123,7 @@ TEST(DeviceBoxes, ReplicatedDimsAreWhole) {
 }
 
 TEST(DeviceBoxes, UnevenShardsCase) {
-  // shared/cases/uneven-shards.md: int32[17, 16], P("data", None), 8 devices. Shard size
+  // docs/cases/uneven-shards.md: int32[17, 16], P("data", None), 8 devices. Shard size
   // ceil(17/8) = 3: devices 0-4 hold rows [3i, 3i+3), device 5 rows [15, 17), 6 and 7 none.
   auto m = mk({0, 1, 2, 3, 4, 5, 6, 7}, {8}, {"data"});
   auto boxes = device_boxes(to_sharding({m, P("data", None{})}, 2), {17, 16});

@@ -190,7 +190,7 @@ TEST(CompiledSpmd, ReductionsUseAllReduceAndReduceScatterWithTheModelsBytes) {
   EXPECT_TRUE(kinds.count("reduce_scatter"));
 }
 
-// shared case "involuntary full remat" (docs/cases/seed-involuntary-full-remat.md's program):
+// The involuntary-full-remat case (docs/cases/seed-involuntary-full-remat.md's program):
 // c + (a + b) with a, b in P("y", None, "x") and the result in P(None, ("x","y"), None), f32
 // [16,16,16] on mesh (4, 2). Each device keeps 1 of the 8 blocks of 64 elements it holds and
 // receives the other 7: 448 elements = 1792 B (by hand), counted by the communicator.

@@ -126,7 +126,7 @@ TEST(PartitionSpmd, ReduceSumOverAShardedDimToReplicated) {
   expect_shards(r, *cj.jaxpr);
 }
 
-// shared/cases/seed-involuntary-full-remat.md on mesh (4, 2): d = a + b in P("y", None, "x"),
+// docs/cases/seed-involuntary-full-remat.md on mesh (4, 2): d = a + b in P("y", None, "x"),
 // c + d in P(None, ("x","y"), None). The reshard of d is one all_to_all over ("x", "y").
 TEST(PartitionSpmd, SeedCaseIsOneAllToAllWithoutGather) {
   auto m = mesh42();

@@ -279,7 +279,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-// shared/cases/seed-involuntary-full-remat.md: f32[16,16,16] on mesh (4,2) ("x","y"),
+// docs/cases/seed-involuntary-full-remat.md: f32[16,16,16] on mesh (4,2) ("x","y"),
 // P("y", None, "x") -> P(None, ("x","y"), None). By hand: A(d) = 8x16x4 = 512 elements,
 // B(d) = 16x2x16 = 512, A∩B = 8x2x4 = 64, so 448 elements = 1792 bytes received per device.
 TEST(PlanReshard, SeedOneStepAtTheBound) {
@@ -305,7 +305,7 @@ TEST(PlanReshard, SeedOneStepAtTheBound) {
   EXPECT_NE(text.find("max received per device: 448 elements (1792 B)"), std::string::npos);
 }
 
-// shared/cases/reshard-to-partially-replicated.md: f32[64,32], mesh (4,2) ("a","b"),
+// docs/cases/reshard-to-partially-replicated.md: f32[64,32], mesh (4,2) ("a","b"),
 // P(("a","b"), None) -> P(None, "a"). A(d) = 8 rows x 32 = 256, B(d) = 64 x 8 = 512, A∩B = 8x8
 // = 64: 448 received; each device sends its 8 rows x the receiver's 8 columns to 7 others = 448.
 TEST(PlanReshard, PartiallyReplicatedTarget) {
@@ -322,7 +322,7 @@ TEST(PlanReshard, PartiallyReplicatedTarget) {
   EXPECT_NE(p.as_text().find("send 1792 B/device"), std::string::npos) << p.as_text();
 }
 
-// shared/cases/uneven-shards.md: int32[17,16] over 8 devices: rows 3,3,3,3,3,2,0,0.
+// docs/cases/uneven-shards.md: int32[17,16] over 8 devices: rows 3,3,3,3,3,2,0,0.
 TEST(PlanReshard, UnevenShards) {
   auto mesh = make_mesh(iota(8), {8}, {"data"});
   Sharding rows = from_spec(mesh, {{"data"}, {}});

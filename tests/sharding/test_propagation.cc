@@ -163,7 +163,7 @@ TEST(Propagation, ReducedOutputOfShardedContractionIsCostedAsAllReduce) {
   EXPECT_TRUE(saw_gather) << r.text;
 }
 
-// shared/cases/seed-involuntary-full-remat.md: d = a + b (a, b in P("y", None, "x")), then
+// docs/cases/seed-involuntary-full-remat.md: d = a + b (a, b in P("y", None, "x")), then
 // c + d with c and the output in P(None, ("x","y"), None) on mesh (4, 2), f32[16,16,16].
 TEST(Propagation, SeedCaseReshardsAfterTheAddNotBothInputs) {
   auto m = mesh42();
@@ -203,7 +203,7 @@ TEST(Propagation, SeedCaseReshardsAfterTheAddNotBothInputs) {
   EXPECT_NE(r.text.find("reshard d: "), std::string::npos) << r.text;
 }
 
-// shared/cases/reshape-keeps-sharding.md: f32[8,64] in P("x", None) on mesh (4,2), reshaped
+// docs/cases/reshape-keeps-sharding.md: f32[8,64] in P("x", None) on mesh (4,2), reshaped
 // to [2,4,64]. Device k holds rows 2k, 2k+1, which land at [k/2, 2k%4 .. 2k%4+1]: without any
 // communication the result is {"x":(1)2}, {"x":(2)2}, {} (the major half of x on dim 0).
 TEST(Propagation, ReshapeSplitsTheAxisIntoSubAxesWithoutReshard) {

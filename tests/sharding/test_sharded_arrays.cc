@@ -72,7 +72,7 @@ void expect_sharding_error(int line, F f, std::vector<std::string> parts) {
 
 }  // namespace
 
-// shared/cases/uneven-shards.md, eager half: int32[17,16] with P("data", None) on 8 devices.
+// docs/cases/uneven-shards.md, eager half: int32[17,16] with P("data", None) on 8 devices.
 TEST(ShardedArrays, UnevenDevicePutHoldsPaddedRowsWithRightValues) {
   auto m = mesh8();
   Array x = grid_i32(17, 16);
@@ -308,7 +308,7 @@ TEST(ShardingConstraint, PropagationKeepsItAndSpmdMatchesEager) {
   for (int64_t k = 0; k < 32; ++k) EXPECT_NEAR(g[k], std::cos(std::sin(0.5f * float(k) - 3.f)), 1e-6f);
 }
 
-// shared/cases/uneven-shards.md, partitioning half: the SPMD partitioner rejects the uneven
+// docs/cases/uneven-shards.md, partitioning half: the SPMD partitioner rejects the uneven
 // constraint with an error naming 17, the 8 devices and the spec.
 TEST(ShardingConstraint, UnevenConstraintIsRejectedByPartitionSpmd) {
   auto m = mesh8();

@@ -176,7 +176,8 @@ TEST(UserTrial, BadInputListNamesSpecShapeAndCallSite) {
                                             {.in_shardings = {NamedSharding{m, P("x")}, NamedSharding{m8, P("d")}}});
                           jf(a, a); },
       {"Mesh('d': 8)", "Mesh('x': 4, 'y': 2)", "P('d')"});
-  // uneven-shards.md under jit: 17 rows over 8 devices are rejected, naming 17, 8 and the spec.
+  // docs/cases/uneven-shards.md under jit: 17 rows over 8 devices are rejected, naming 17, 8
+  // and the spec.
   Array u = mj::reshape(mj::arange(17 * 16), {17, 16});
   expect_sharding_error(
       __LINE__, [&] { auto jf = mj::jit([](const Array& t) { return t + 1; }, {.in_shardings = {NamedSharding{m8, P("d")}}});

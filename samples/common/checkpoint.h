@@ -1,0 +1,104 @@
+// minijax samples: the training checkpoints behind the samples' --save DIR and --resume DIR.
+// Owns TrainCheckpoint (parameters, Adam's state, the data order's key, epochs done) and its file.
+#pragma once
+#include <map>
+#include <string>
+
+#include <minijax/minijax.h>
+
+namespace minijax::samples {
+
+/// Everything a training run needs to continue exactly where it stopped after an epoch: the
+/// parameters, Adam's state (mu, nu and the i32[] step count), the shuffling key the next epoch
+/// splits (u32[2]: epoch e's order is permutation(split(key)[1]) and key becomes split(key)[0],
+/// so the next epoch's data order follows from it alone) and the epochs completed (i32[]).
+/// Saved as a pytree, so its safetensors keys are `params.<field>`, `opt.mu.<field>`,
+/// `opt.nu.<field>`, `opt.step`, `key` and `epoch`.
+template <class P>
+struct TrainCheckpoint {
+  P params;
+  minijax::optim::AdamState<P> opt;
+  Array key;
+  Array epoch;
+};
+
+/// DIR/checkpoint.safetensors.
+std::string checkpoint_path(const std::string& dir);
+
+/// The run's settings a resumed run must share to continue identically, recorded as the file's
+/// __metadata__ (strings): sample, seed, batch, lr (%.17g) and train_images; `extra` adds more.
+std::map<std::string, std::string> run_metadata(const std::string& sample, uint32_t seed, int64_t batch, double lr,
+                                                int64_t train_images);
+
+/// Throws ValueError naming the file, the setting, the saved and the current value when an
+/// entry of `expected` differs from (or is missing in) the file's metadata `saved`.
+void check_run_metadata(const std::string& path, const std::map<std::string, std::string>& saved,
+                        const std::map<std::string, std::string>& expected);
+
+/// Writes `c` to checkpoint_path(dir) (creating dir) atomically, with `metadata` plus "epoch".
+/// Throws IOError naming the folder when it cannot be created, and what save_safetensors throws.
+template <class P>
+void save_checkpoint(const std::string& dir, const TrainCheckpoint<P>& c, std::map<std::string, std::string> metadata);
+
+/// Reads checkpoint_path(dir) into `like`'s structure after checking its metadata against
+/// `expected` (check_run_metadata). Throws what load_safetensors throws (IOError naming the
+/// file and the key: missing file, corrupt file, a parameter of another shape) and ValueError
+/// for a run of other settings.
+template <class P>
+TrainCheckpoint<P> load_checkpoint(const std::string& dir, const TrainCheckpoint<P>& like,
+                                   const std::map<std::string, std::string>& expected);
+
+namespace detail {
+/// Creates `dir` and its parents; IOError naming it on failure.
+void create_checkpoint_dir(const std::string& dir);
+}  // namespace detail
+
+template <class P>
+void save_checkpoint(const std::string& dir, const TrainCheckpoint<P>& c, std::map<std::string, std::string> metadata) {
+  detail::create_checkpoint_dir(dir);
+  metadata["epoch"] = std::to_string(c.epoch.template item<int64_t>());
+  save_safetensors(checkpoint_path(dir), c, metadata);
+}
+
+template <class P>
+TrainCheckpoint<P> load_checkpoint(const std::string& dir, const TrainCheckpoint<P>& like,
+                                   const std::map<std::string, std::string>& expected) {
+  const std::string path = checkpoint_path(dir);
+  check_run_metadata(path, load_safetensors_metadata(path), expected);
+  return load_safetensors(path, like);
+}
+
+}  // namespace minijax::samples
+
+/// TrainCheckpoint<P>: leaves of params, opt, then key and epoch (a template: specialized by hand).
+template <class P>
+struct minijax::pytree<minijax::samples::TrainCheckpoint<P>> {
+  using T = minijax::samples::TrainCheckpoint<P>;
+  using S = minijax::optim::AdamState<P>;
+  static void flatten(const T& c, std::vector<Array>& out) {
+    pytree<P>::flatten(c.params, out);
+    pytree<S>::flatten(c.opt, out);
+    out.push_back(c.key);
+    out.push_back(c.epoch);
+  }
+  static void flatten_with_path(const T& c, const std::string& prefix, PathLeaves& out) {
+    detail::flatten_with_path_into(c.params, detail::join_path(prefix, "params"), out);
+    detail::flatten_with_path_into(c.opt, detail::join_path(prefix, "opt"), out);
+    out.emplace_back(detail::join_path(prefix, "key"), c.key);
+    out.emplace_back(detail::join_path(prefix, "epoch"), c.epoch);
+  }
+  static T unflatten(const T& like, const Array*& next) {
+    P p = pytree<P>::unflatten(like.params, next);
+    S s = pytree<S>::unflatten(like.opt, next);
+    Array key = *next++;
+    Array epoch = *next++;
+    return T{std::move(p), std::move(s), std::move(key), std::move(epoch)};
+  }
+  static std::string structure(const T& c) {
+    return "TrainCheckpoint(" + pytree<P>::structure(c.params) + ", " + pytree<S>::structure(c.opt) + ", *, *)";
+  }
+  static void check_same(const T& a, const T& b, std::source_location loc) {
+    pytree<P>::check_same(a.params, b.params, loc);
+    pytree<S>::check_same(a.opt, b.opt, loc);
+  }
+};
