@@ -151,3 +151,44 @@ TEST(Indexing, GradientsFlowThroughSetAddAndGet) {
   EXPECT_EQ(vals(traced_set(grid(), i32(0))), (std::vector<float>{0, 0, 3, 4, 5, 6}));
   EXPECT_EQ(vals(traced_set(grid(), i32(5))), (std::vector<float>{1, 2, 3, 4, 5, 6}));  // dropped
 }
+
+// A nonlinear function of rows read and written through x[i] and x.at(i): reverse and forward
+// derivatives to second order against central differences in float64 (check_grads, throws on a
+// mismatch), eagerly and with a traced index under jit compared with the eager gradient.
+TEST(Indexing, GradientsMatchCentralDifferences) {
+  const Array x = mj::astype(mj::reshape(mj::array({0.3f, -0.7f, 1.1f, 0.2f, -0.4f, 0.9f}), {3, 2}), mj::f64);
+  auto f = [](const Array& y) {
+    Array z = y.at(0).set(mj::sin(y[2])).at(1).add(y[0] * y[0]);
+    return mj::sum(mj::tanh(z) * z.at(-1).get());
+  };
+  EXPECT_NO_THROW(mj::check_grads(f, x, 2));
+  auto g = [](const Array& y, const Array& i) {
+    Array z = y.at(i).set(mj::sin(y[i])).at(i).add(y[i] * y[i]);
+    return mj::sum(mj::tanh(z) * z);
+  };
+  const Array eager = mj::grad([&](const Array& y) { return g(y, i32(1)); })(x);
+  const Array compiled = mj::jit([&](const Array& y, const Array& i) { return mj::grad([&](const Array& v) { return g(v, i); })(y); })(
+      x, i32(1));
+  const double* e = eager.data<double>();
+  const double* c = compiled.data<double>();
+  for (int k = 0; k < 6; ++k) EXPECT_NEAR(c[k], e[k], 1e-12) << k;
+  EXPECT_NO_THROW(mj::check_grads([&](const Array& y) { return g(y, i32(1)); }, x, 1));
+}
+
+// Under vmap over the indexed array: each example's row i, as a loop over the examples gives.
+TEST(Indexing, VmapOverTheIndexedArray) {
+  const Array xs = mj::reshape(mj::arange(0, 12, 1, mj::f32), {3, 2, 2});  // xs[b, r, c] = 4 b + 2 r + c
+  Array added = mj::vmap([](const Array& y) { return y.at(1).add(10.0); })(xs);
+  Array read = mj::vmap([](const Array& y) { return y[-1] + y.at(0).get(); })(xs);
+  Array set = mj::vmap([](const Array& y, const Array& v) { return y.at(0).set(v); })(xs, mj::array({-1.f, -2.f, -3.f}));
+  const std::vector<float> a = vals(added), r = vals(read), s = vals(set);
+  for (int b = 0; b < 3; ++b)
+    for (int row = 0; row < 2; ++row)
+      for (int c = 0; c < 2; ++c) {
+        const float x = float(4 * b + 2 * row + c);
+        EXPECT_EQ(a[size_t(4 * b + 2 * row + c)], row == 1 ? x + 10 : x);
+        EXPECT_EQ(s[size_t(4 * b + 2 * row + c)], row == 0 ? float(-1 - b) : x);
+      }
+  for (int b = 0; b < 3; ++b)
+    for (int c = 0; c < 2; ++c) EXPECT_EQ(r[size_t(2 * b + c)], float((4 * b + 2 + c) + (4 * b + c)));
+}

@@ -1,134 +1,163 @@
-// Tests that every fenced C++ block of README.md and docs/*.md compiles (and runs, where it has a
-// main or is a fragment): one test per block, by docs/code-blocks.md's convention.
+// Tests of the doc-block extraction (tests/docs/doc_blocks.cmake, docs/code-blocks.md): fences,
+// kinds, names and generated sources of markdown written here, and a broken block failing to build.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <filesystem>
-#include <ostream>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include "tests/docs/doc_blocks.h"
-
 namespace fs = std::filesystem;
-namespace db = minijax::doc_blocks;
 
 namespace {
 
 const fs::path kRoot = MINIJAX_SOURCE_DIR;
-const fs::path kWork = MINIJAX_DOC_BLOCKS_WORK_DIR;
+const fs::path kWork = fs::path(MINIJAX_DOC_BLOCKS_WORK_DIR) / "extractor";
 
-std::vector<db::Block> all_blocks() {
-  std::vector<db::Block> out;
-  for (auto& md : db::markdown_files(kRoot))
-    for (auto& b : db::extract(md)) out.push_back(b);
-  return out;
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
-const db::Toolchain& toolchain() {
-  static const db::Toolchain tc = db::Toolchain::read(MINIJAX_DOC_BLOCKS_TOOLCHAIN);
-  return tc;
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
 }
 
-const char* kind_name(db::Kind k) {
-  return k == db::Kind::program ? "program" : k == db::Kind::translation_unit ? "translation unit" : "fragment";
+/// Runs `cmd` through the shell with its output in `log`; returns its exit status (-1 if none).
+int run_shell(const std::string& cmd, std::string& log) {
+  const fs::path out = kWork / "last_command.txt";
+  const int st = std::system((cmd + " > " + quote(out.string()) + " 2>&1").c_str());
+  log = "$ " + cmd + "\n" + read_text(out);
+  return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-class DocBlock : public testing::TestWithParam<db::Block> {};
+struct Extracted {
+  fs::path md, out;
+  std::vector<std::string> manifest;  ///< `name kind line file` lines of blocks.txt
+  std::string log;
+  int status = -1;
+};
+
+/// Writes `text` as `kWork/<stem>.md` and runs the extractor on it as the build does.
+Extracted extract(const std::string& stem, const std::string& text) {
+  fs::create_directories(kWork);
+  Extracted e;
+  e.md = kWork / (stem + ".md");
+  e.out = kWork / (stem + "_out");
+  fs::remove_all(e.out);
+  std::ofstream(e.md) << text;
+  e.status = run_shell(quote(MINIJAX_CMAKE_COMMAND) + " -DMD=" + quote(e.md.string()) + " -DOUT_DIR=" +
+                           quote(e.out.string()) + " -P " + quote((kRoot / "tests/docs/doc_blocks.cmake").string()),
+                       e.log);
+  std::istringstream in(read_text(e.out / "blocks.txt"));
+  for (std::string line; std::getline(in, line);) e.manifest.push_back(line);
+  return e;
+}
 
 }  // namespace
 
-namespace minijax::doc_blocks {
-// How gtest prints a block (in --gtest_list_tests and failures): its file and line.
-void PrintTo(const Block& b, std::ostream* os) { *os << b.file.string() << ":" << b.line; }
-}  // namespace minijax::doc_blocks
+TEST(DocBlocksExtractor, FindsCppBlocksNamesAndClassifiesThem) {
+  const Extracted e = extract("kinds",
+                              "# t\n"                                                   // 1
+                              "```sh\nls\n```\n"                                        // 2-4
+                              "```cpp\nauto x = mj::ones({2}); int a[3];\n\nx[0];\n```\n"  // 5-9
+                              "```c++ title\n#include <vector>\nint f();\n```\n"        // 10-13
+                              "```cpp\n// a program\nint main() { return 0; }\n```\n"   // 14-17
+                              "   ```cpp\n   int y = 1;\n    int z;\n   ```\n"          // 18-21
+                              "```python\nprint(1)\n```\n");                            // 22-24
+  ASSERT_EQ(e.status, 0) << e.log;
+  const std::string md = e.md.string();
+  ASSERT_EQ(e.manifest, (std::vector<std::string>{"kinds_md_L6 fragment 6 " + md,
+                                                  "kinds_md_L11 translation_unit 11 " + md,
+                                                  "kinds_md_L15 program 15 " + md,
+                                                  "kinds_md_L19 fragment 19 " + md}));
+  // A translation unit and a program: the block as it is, after a #line naming the markdown.
+  const std::string unit = read_text(e.out / "kinds_md_L11.cc");
+  EXPECT_NE(unit.find("\n#line 11 \"" + md + "\"\n#include <vector>\nint f();\n"), std::string::npos) << unit;
+  EXPECT_NE(read_text(e.out / "kinds_md_L15.cc").find("#line 15 \"" + md + "\"\n// a program\nint main()"),
+            std::string::npos);
+  // Fragments: test bodies in one source; ';' and brackets survive; the fence's indent is removed.
+  const std::string frag = read_text(e.out / "doc_fragments.cc");
+  EXPECT_NE(frag.find("#include <minijax/minijax.h>\n"), std::string::npos) << frag;
+  EXPECT_NE(frag.find("void mj_doc_fragment_kinds_md_L6() {\n#line 6 \"" + md +
+                      "\"\nauto x = mj::ones({2}); int a[3];\n\nx[0];\n}\n"),
+            std::string::npos)
+      << frag;
+  EXPECT_NE(frag.find("void mj_doc_fragment_kinds_md_L19() {\n#line 19 \"" + md + "\"\nint y = 1;\n int z;\n}\n"),
+            std::string::npos)
+      << frag;
+  // Each runs as a test of its own, in a child process.
+  EXPECT_NE(frag.find("TEST(DocBlock, kinds_md_L6) { mj_doc_run_fragment(mj_doc_fragment_kinds_md_L6); }"),
+            std::string::npos)
+      << frag;
+  EXPECT_NE(frag.find("TEST(DocBlock, kinds_md_L19) {"), std::string::npos) << frag;
+  EXPECT_FALSE(fs::exists(e.out / "kinds_md_L6.cc"));
+  EXPECT_EQ(frag.find("print(1)"), std::string::npos);
+  EXPECT_EQ(frag.find("ls\n"), std::string::npos);
+}
 
-TEST_P(DocBlock, CompilesAndRuns) {
-  const db::Block& b = GetParam();
-  const db::Outcome o = db::build_and_run(b, toolchain(), kWork);
-  const std::string where = b.file.string() + ":" + std::to_string(b.line) + " (" + kind_name(b.kind) + ")";
-  ASSERT_TRUE(o.compiled) << "the block at " << where << " does not build:\n" << o.log;
-  if (b.kind == db::Kind::translation_unit) {
-    EXPECT_FALSE(o.ran);
-    return;
+TEST(DocBlocksExtractor, GeneratedLineDirectivesCountTheGeneratedFile) {
+  const Extracted e = extract("lines", "```cpp\nint a = 1;\nint b = 2;\n```\n\n```cpp\nint c = 3;\n```\n"
+                                      "```\nplain text, no language\n```\n");
+  ASSERT_EQ(e.status, 0) << e.log;
+  EXPECT_EQ(e.manifest.size(), 2u);
+  const std::string frag = read_text(e.out / "doc_fragments.cc");
+  // After each fragment a #line returns to the generated file's own numbering: a directive on
+  // line n names n + 1, the number of the line that follows it.
+  const std::string self = "\"" + (e.out / "doc_fragments.cc").string() + "\"";
+  std::istringstream in(frag);
+  int n = 0, directives = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.rfind("#line ", 0) != 0 || line.find(self) == std::string::npos) continue;
+    ++directives;
+    EXPECT_EQ(std::stoi(line.substr(6)), n + 1) << "line " << n << " of\n" << frag;
   }
-  ASSERT_TRUE(o.ran) << where;
-  EXPECT_EQ(o.exit_status, 0) << "the block at " << where << " failed when run:\n" << o.log;
+  EXPECT_EQ(directives, 2) << frag;
+  EXPECT_NE(frag.find("void mj_doc_fragment_lines_md_L7() {\n#line 7 "), std::string::npos) << frag;
 }
 
-INSTANTIATE_TEST_SUITE_P(Docs, DocBlock, testing::ValuesIn(all_blocks()),
-                         [](const testing::TestParamInfo<db::Block>& i) { return i.param.name(); });
-
-// ---- the extractor itself, on markdown written here ------------------------------------------
-
-namespace {
-
-fs::path write_markdown(const std::string& name, const std::string& text) {
-  const fs::path dir = kWork / "extractor";
-  fs::create_directories(dir);
-  std::ofstream(dir / name) << text;
-  return dir / name;
+TEST(DocBlocksExtractor, AnUnclosedFenceIsAnError) {
+  const Extracted e = extract("unclosed", "text\n```cpp\nint a;\n");
+  EXPECT_NE(e.status, 0) << e.log;
+  // CMake wraps the message: its parts, each on one line.
+  for (const char* part : {"unclosed.md", "the code fence opened at line 2 is never closed"})
+    EXPECT_NE(e.log.find(part), std::string::npos) << part << " not in " << e.log;
 }
 
-}  // namespace
-
-TEST(DocBlocksExtractor, FindsCppBlocksAndClassifiesThem) {
-  const fs::path md = write_markdown("kinds.md",
-                                     "# t\n"                                        // 1
-                                     "```sh\nls\n```\n"                             // 2-4
-                                     "```cpp\nauto x = mj::ones({2});\n```\n"       // 5-7
-                                     "```c++ title\n#include <vector>\nint f();\n```\n"  // 8-11
-                                     "```cpp\n// a program\nint main() { return 0; }\n```\n"  // 12-15
-                                     "   ```cpp\n   int y = 1;\n   ```\n"           // 16-18
-                                     "```python\nprint(1)\n```\n");                 // 19-21
-  const auto blocks = db::extract(md);
-  ASSERT_EQ(blocks.size(), 4u);
-  EXPECT_EQ(blocks[0].line, 6);
-  EXPECT_EQ(blocks[0].code, "auto x = mj::ones({2});\n");
-  EXPECT_EQ(blocks[0].kind, db::Kind::fragment);
-  EXPECT_EQ(blocks[0].name(), "kinds_md_L6");
-  EXPECT_EQ(blocks[1].line, 9);
-  EXPECT_EQ(blocks[1].kind, db::Kind::translation_unit);
-  EXPECT_EQ(blocks[2].kind, db::Kind::program);
-  EXPECT_EQ(blocks[3].code, "int y = 1;\n");  // the fence's indentation is removed
-  EXPECT_EQ(db::classify("// note\n\n#include <x>\n"), db::Kind::translation_unit);
-  EXPECT_EQ(db::classify("int mainly = 0;\n"), db::Kind::fragment);
-  EXPECT_EQ(db::classify("#include <x>\nint main(int argc, char** argv) {}\n"), db::Kind::program);
+// The property the doc tests rest on: a block that stops compiling fails to build, and the
+// compiler points at the markdown file and line (the #line directive). Cheap: no minijax header.
+TEST(DocBlocksExtractor, ABrokenBlockFailsToBuildAtItsMarkdownLine) {
+  const Extracted e = extract("broken", "# broken\n\n```cpp\n#include <vector>\nint f() { return not_declared; }\n```\n");
+  ASSERT_EQ(e.status, 0) << e.log;
+  ASSERT_EQ(e.manifest.size(), 1u);
+  std::string log;
+  const int st = run_shell(quote(MINIJAX_CXX_COMPILER) + " -std=c++20 -fsyntax-only " +
+                               quote((e.out / "broken_md_L4.cc").string()),
+                           log);
+  EXPECT_NE(st, 0) << log;
+  EXPECT_NE(log.find("broken.md:5"), std::string::npos) << log;
+  EXPECT_NE(log.find("not_declared"), std::string::npos) << log;
 }
 
-TEST(DocBlocksExtractor, FragmentsAreWrappedWithLineDirectives) {
-  const fs::path md = write_markdown("wrap.md", "text\n```cpp\nint z = 3;\n```\n");
-  const auto blocks = db::extract(md);
-  ASSERT_EQ(blocks.size(), 1u);
-  const std::string src = db::generated_source(blocks[0]);
-  EXPECT_NE(src.find("#include <minijax/minijax.h>\n"), std::string::npos) << src;
-  EXPECT_NE(src.find("void snippet() {\n#line 3 \"" + md.string() + "\"\nint z = 3;\n}\n"), std::string::npos) << src;
-  EXPECT_NE(src.find("int main() {\n  snippet();"), std::string::npos) << src;
-}
-
-// The property the doc tests rest on: a block that stops compiling fails, and the compiler's
-// message points at the markdown file and line (through #line). Cheap: no minijax header.
-TEST(DocBlocksExtractor, ABrokenBlockFailsAtItsMarkdownLine) {
-  const fs::path md = write_markdown("broken.md",
-                                     "# broken\n\n```cpp\n#include <vector>\nint f() { return not_declared; }\n```\n");
-  const auto blocks = db::extract(md);
-  ASSERT_EQ(blocks.size(), 1u);
-  const db::Outcome o = db::build_and_run(blocks[0], toolchain(), kWork);
-  EXPECT_FALSE(o.compiled) << o.log;
-  EXPECT_NE(o.log.find("broken.md:5"), std::string::npos) << o.log;
-  EXPECT_NE(o.log.find("not_declared"), std::string::npos) << o.log;
-  // And a block that compiles but fails when run fails too.
-  const fs::path md2 = write_markdown("throws.md", "```cpp\n#include <cstdlib>\nint main() { return 3; }\n```\n");
-  const db::Outcome r = db::build_and_run(db::extract(md2).at(0), toolchain(), kWork);
-  EXPECT_TRUE(r.compiled) << r.log;
-  EXPECT_TRUE(r.ran);
-  EXPECT_EQ(r.exit_status, 3);
-}
-
-TEST(DocBlocksExtractor, ReadmeAndDocsHaveBlocks) {
-  const auto blocks = all_blocks();
-  EXPECT_GE(blocks.size(), 8u);  // README's tour, staged API, control flow, spellings, docs' ...
-  int readme = 0;
-  for (auto& b : blocks) readme += b.file.filename() == "README.md";
-  EXPECT_GE(readme, 4);
+TEST(DocBlocksExtractor, ReadmeAndDocsBlocksAreAllBuilt) {
+  // The manifest the build wrote: README's blocks and docs/'s, each a test or a compiled unit.
+  std::istringstream in(read_text(fs::path(MINIJAX_DOC_BLOCKS_GENERATED_DIR) / "blocks.txt"));
+  int readme = 0, docs = 0, programs = 0;
+  for (std::string line; std::getline(in, line);) {
+    readme += line.find("/README.md") != std::string::npos;
+    docs += line.find("/docs/") != std::string::npos;
+    programs += line.find(" program ") != std::string::npos;
+  }
+  EXPECT_GE(readme, 5);
+  EXPECT_GE(docs, 4);
+  EXPECT_GE(programs, 3);
 }

@@ -36,6 +36,8 @@ TEST(ProgressLine, TextNamesStepsTimeAndRunningLoss) {
 TEST(ProgressLine, SilentWhenStdoutIsNotATerminal) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
+  EXPECT_FALSE(minijax::samples::is_terminal(f));
+  EXPECT_FALSE(minijax::samples::is_terminal(nullptr));
   ProgressLine p(f);  // a regular file: isatty is false
   EXPECT_FALSE(p.enabled());
   p.begin(1, 3);
@@ -83,6 +85,7 @@ TEST(ProgressLine, DrawsByDefaultOnAPseudoTerminal) {
   ASSERT_GE(slave, 0);
   std::FILE* tty = ::fdopen(slave, "w");
   ASSERT_NE(tty, nullptr);
+  EXPECT_TRUE(minijax::samples::is_terminal(tty));
   {
     ProgressLine p(tty);
     EXPECT_TRUE(p.enabled());

@@ -45,7 +45,7 @@ TEST(JaxSpellings, MakeMeshUsesTheFirstDevicesRowMajor) {
 
 TEST(JaxSpellings, MakeMeshBadInputNamesShapeAndDeviceCount) {
   expect_sharding_error(__LINE__, [] { mj::make_mesh({4, 4}, {"data", "model"}); },
-                        {"make_mesh", "[4, 4]", "'data', 'model'", "needs 16 devices", "has 8 devices",
+                        {"make_mesh", "[4,4]", "'data', 'model'", "needs 16 devices", "has 8 devices",
                          "set_num_devices"});
   expect_sharding_error(__LINE__, [] { mj::make_mesh({1LL << 40, 1LL << 40}, {"a", "b"}); },
                         {"make_mesh", "more than 2^63", "has 8 devices"});
