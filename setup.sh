@@ -20,6 +20,7 @@ PACKAGES=(
   dataset-fashion-mnist  # the main job's data: /usr/share/datasets/fashion-mnist
   clang-19               # the sanitizer build .ci/run runs (tools/sanitize.sh), the fuzzers, tools/list_public_api.py
   libclang-rt-19-dev     # its sanitizer and libFuzzer runtimes
+  graphviz               # `dot`: the test rendering mj::to_dot's graphs to SVG
 )
 
 missing=()

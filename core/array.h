@@ -1,5 +1,5 @@
 // minijax Array: a cheap handle to a concrete value (device buffers) or to a tracer of some trace.
-// Owns Array, ArrayImpl, ConcreteArray and the Tracer base class.
+// Owns Array, ArrayImpl, ConcreteArray, the Tracer base class and the indexing handles (Index, at).
 #pragma once
 #include <atomic>
 #include <iosfwd>
@@ -8,6 +8,7 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -21,7 +22,10 @@ namespace minijax {
 
 class Trace;
 class Array;
+class IndexUpdateRef;
+struct Index;
 struct Shard;
+struct Operand;  // core/numpy.h: an Array or a C++ scalar
 /// What Array::sharding() returns; defined in sharding/sharded_array.h (core/ does not know
 /// meshes or shardings, see docs/sharding.md "Sharded arrays and constraints").
 struct ArraySharding;
@@ -184,6 +188,19 @@ class Array {
   /// Truth value of a size-1 array (for `if (x > 0)`); ConcretizationError when traced.
   explicit operator bool() const;
 
+  /// `x[i]`: the element (rank 1) or row (rank > 1) at index `i` of the leading dim, as numpy
+  /// and JAX read it: shape x.shape[1:], x's dtype and memory kind. A C++ integer (or a concrete
+  /// rank-0 Array) is static: negative counts from the end, and outside [-n, n) throws IndexError
+  /// naming the index, the dim's size and the call site; it stages `slice` + `squeeze`. A traced
+  /// rank-0 integer Array is dynamic (JAX's `x[i]` with traced `i`): negative counts from the
+  /// end, then out-of-range clamps into [0, n - 1], as XLA's dynamic_slice; it stages
+  /// `dynamic_slice` + `squeeze`. IndexError for a rank-0 `x`; TypeError for a non-integer Array
+  /// index; ShapeError for an Array index of rank > 0 (use mj::take for many rows).
+  Array operator[](const Index& i) const;
+  /// `x.at(i)`: JAX's `x.at[i]`, for functional updates and reads of row `i` (IndexUpdateRef).
+  /// Checks `i` as operator[] does (same errors).
+  IndexUpdateRef at(const Index& i) const;
+
   /// numpy-style printing: `Array([[1., 2.], [3., 4.]], dtype=float32)`; tracers print their type.
   /// A sharded array prints its global value (gathered).
   std::string str() const;
@@ -215,6 +232,48 @@ class Array {
 };
 
 std::ostream& operator<<(std::ostream& os, const Array& a);
+
+/// An index along an array's leading dim, as `x[i]` and `x.at(i)` take it: a C++ integer (a
+/// static index: bounds-checked, negative counts from the end) or a rank-0 integer Array (a
+/// concrete one is read and treated as a C++ integer; a traced one is a dynamic index, as JAX's
+/// `x[i]` with a traced `i`). Converting to an Index records the caller's call site, which
+/// indexing errors name (as mj::Operand does for operators). A float or bool does not convert.
+struct Index {
+  int64_t value = 0;  ///< the C++ integer (when `array` is undefined)
+  Array array;        ///< the Array index; undefined for a C++ integer
+  std::source_location loc;
+
+  template <class T>
+    requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
+  Index(T i, std::source_location l = std::source_location::current())
+      : value(static_cast<int64_t>(i)), loc(l) {}
+  Index(const Array& a, std::source_location l = std::source_location::current())
+      : array(a), loc(l) {}
+};
+
+/// What `x.at(i)` returns: JAX's `x.at[i]` (its _IndexUpdateRef) for an index along the leading
+/// dim. Each method returns a new array and leaves `x` unchanged; all are differentiable (they
+/// lower to slice, dynamic_slice, dynamic_update_slice and select_n, which have JVP and transpose
+/// rules). A static index was bounds-checked by at(); for a traced index, as JAX does, get()
+/// clamps into range and set()/add() drop an out-of-range update (x is returned unchanged).
+class IndexUpdateRef {
+ public:
+  /// x[i] (JAX's `x.at[i].get()`): shape x.shape[1:], x's dtype.
+  Array get(std::source_location loc = std::source_location::current()) const;
+  /// x with row i replaced by `v` (JAX's `x.at[i].set(v)`): `v` (an Array or a C++ scalar) is
+  /// broadcast to x.shape[1:] and converted to x's dtype (as JAX converts a scatter's updates).
+  /// ShapeError (naming the shapes and the call site) when `v` does not broadcast to x.shape[1:].
+  Array set(const Operand& v) const;
+  /// x with `v` added to row i (JAX's `x.at[i].add(v)`); `v` as for set().
+  Array add(const Operand& v) const;
+
+ private:
+  friend class Array;
+  IndexUpdateRef(Array x, Index i) : x_(std::move(x)), i_(std::move(i)) {}
+  Array x_;
+  Index i_;
+};
+
 
 /// One device's piece of a concrete array, as JAX's jax.Shard: `device` (virtual device id),
 /// `index` (per dim the [start, stop) of global indices held) and `data` (the elements of that

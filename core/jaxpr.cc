@@ -112,9 +112,13 @@ std::string literal_value_str(const Array& v) {
   });
 }
 
+}  // namespace
+
 std::string literal_str(const Literal& l) {
   return literal_value_str(l.value) + ":" + l.value.aval().str();
 }
+
+namespace {
 
 // JAX's _encode_digits_alphabetic: a..z, ba, bb, ... (base 26, 'a' = 0).
 std::string encode_name(uint64_t i) {

@@ -105,6 +105,8 @@ std::string eqn_to_string(const Jaxpr& j, size_t i);
 std::string to_string(const ClosedJaxpr& j);
 std::ostream& operator<<(std::ostream& os, const Jaxpr& j);
 std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& j);
+/// Printed form of a literal operand, as the printer writes it: `2.0:f32[]`, `True:bool[]`.
+std::string literal_str(const Literal& l);
 /// Printed form of one parameter value (used by the printer and by ParamObject users).
 std::string param_to_string(const Param& p);
 

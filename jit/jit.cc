@@ -18,6 +18,7 @@
 #include "sharding/partition_spmd.h"
 #include "sharding/plan_reshard.h"
 #include "sharding/reshard_api.h"
+#include "sharding/sharding_dot.h"
 
 namespace minijax {
 
@@ -451,6 +452,11 @@ std::string LoweredProgram::as_text() const {
      << to_string(program) << "\n# collectives (bytes and messages per device, run_spmd's traffic model)\n"
      << spmd_collectives_text(program, *mesh);
   return os.str();
+}
+
+std::string to_dot(const LoweredProgram& lowered, DotOptions opts) {
+  const Jaxpr& j = *lowered.jaxpr->jaxpr;
+  return lowered.mesh ? to_dot(j, lowered.propagation, std::move(opts)) : to_dot(j, opts);
 }
 
 }  // namespace minijax

@@ -23,6 +23,7 @@
 
 #include "core/api.h"
 #include "core/jaxpr.h"
+#include "core/to_dot.h"
 #include "jit/executable.h"
 #include "jit/runtime/execute.h"
 #include "jit/runtime/reference_executor.h"
@@ -122,6 +123,11 @@ struct LoweredProgram {
   /// Unpartitioned (no mesh): a header line, then the traced program.
   std::string as_text() const;
 };
+
+/// JAX's picture of a lowered program: to_dot (core/to_dot.h) of `lowered.jaxpr`, the traced
+/// program (`jit(f).lower(args...)`), its variables labelled with their propagated shardings
+/// when it is partitioned (sharding/sharding_dot.h), with no sharding line when it is not.
+std::string to_dot(const LoweredProgram& lowered, DotOptions opts = {});
 
 struct SpmdExecutable;  // jit/runtime/execute_spmd.h
 struct SpmdCall;

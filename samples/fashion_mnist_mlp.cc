@@ -11,6 +11,7 @@
 
 #include "samples/common/idx_reader.h"
 #include "samples/common/options.h"
+#include "samples/common/progress.h"
 #include "samples/common/trace_window.h"
 #include "samples/fashion_mnist_mlp_lib.h"
 
@@ -74,16 +75,24 @@ int main(int argc, char** argv) {
                 (long long)cfg.batch, cfg.seed, cfg.epochs, cfg.eager ? "eager steps" : "compiled steps");
     std::fflush(stdout);
     auto params = fmnist::init_mlp(cfg.seed);
-    cfg.on_checkpoint = [](const std::string& line) {
+    // On a terminal, a progress line while an epoch runs (nothing extra in a log or a pipe,
+    // and none with --print-steps, whose lines it would interleave with).
+    minijax::samples::ProgressLine progress(stdout, !print_steps && minijax::samples::is_terminal(stdout));
+    cfg.on_epoch_begin = [&progress](int epoch, int64_t steps) { progress.begin(epoch, steps); };
+    cfg.on_checkpoint = [&progress](const std::string& line) {
+      progress.end();
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);
     };
     minijax::samples::TraceWindow trace(trace_path, trace_steps);
     cfg.on_step = [&](int64_t step, double loss) {
       if (print_steps) std::printf("step %lld loss %.9g\n", (long long)step, loss);
+      if (trace.recording()) progress.end();  // the trace's "written" line, not over the progress line
       trace.after_step(step);
+      progress.step(loss);
     };
-    cfg.on_epoch = [](const fmnist::EpochReport& r) {
+    cfg.on_epoch = [&progress](const fmnist::EpochReport& r) {
+      progress.end();
       std::printf("%s\n", fmnist::format_report(r).c_str());
       std::fflush(stdout);
     };

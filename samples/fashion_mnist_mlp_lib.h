@@ -85,7 +85,9 @@ struct TrainConfig {
   uint32_t seed = 0;
   /// Run each step eagerly (value_and_grad and Adam op by op) instead of as one compiled step.
   bool eager = false;
-  /// Called after each epoch (e.g. to print the progress line).
+  /// Called before each epoch's first step with the epoch (from 1) and its number of steps.
+  std::function<void(int epoch, int64_t steps)> on_epoch_begin;
+  /// Called after each epoch (e.g. to print the epoch's report line).
   std::function<void(const EpochReport&)> on_epoch;
   /// Called after each step with its loss (e.g. to compare runs step by step); `step` counts
   /// from 0 over all epochs (a resumed run continues the count).

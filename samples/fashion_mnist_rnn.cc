@@ -11,6 +11,7 @@
 
 #include "samples/common/idx_reader.h"
 #include "samples/common/options.h"
+#include "samples/common/progress.h"
 #include "samples/common/trace_window.h"
 #include "samples/fashion_mnist_rnn_lib.h"
 
@@ -110,15 +111,22 @@ int main(int argc, char** argv) {
                 cfg.lr, (long long)cfg.batch, cfg.seed, cfg.epochs);
     std::fflush(stdout);
     auto params = fmnist::rnn::init_gru(cfg.seed, hidden);
-    cfg.on_epoch = [](const fmnist::EpochReport& r) {
+    // On a terminal, a progress line while an epoch runs (nothing extra in a log or a pipe,
+    // and none with --print-steps, whose lines it would interleave with).
+    minijax::samples::ProgressLine progress(stdout, !print_steps && minijax::samples::is_terminal(stdout));
+    cfg.on_epoch_begin = [&progress](int epoch, int64_t steps) { progress.begin(epoch, steps); };
+    cfg.on_epoch = [&progress](const fmnist::EpochReport& r) {
+      progress.end();
       std::printf("%s\n", fmnist::format_report(r).c_str());
       std::fflush(stdout);
     };
-    cfg.on_checkpoint = [](const std::string& line) {
+    cfg.on_checkpoint = [&progress](const std::string& line) {
+      progress.end();
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);
     };
-    cfg.on_step_memory = [](const fmnist::rnn::StepMemory& m) {
+    cfg.on_step_memory = [&progress](const fmnist::rnn::StepMemory& m) {
+      progress.end();
       std::printf("first step's memory (allocator, measured around the call; planner):\n%s",
                   fmnist::rnn::format_memory_table({m}).c_str());
       std::fflush(stdout);
@@ -129,7 +137,9 @@ int main(int argc, char** argv) {
         std::printf("step %lld  loss %.9g\n", (long long)step, loss);
         std::fflush(stdout);
       }
+      if (trace.recording()) progress.end();  // the trace's "written" line, not over the progress line
       trace.after_step(step);
+      progress.step(loss);
     };
     auto reports = fmnist::rnn::train(params, train_set, test_set, cfg);
     trace.finish();

@@ -276,6 +276,7 @@ std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Data
 
     EpochReport r;
     r.epoch = e;
+    if (cfg.on_epoch_begin) cfg.on_epoch_begin(e, (train_set.n + cfg.batch - 1) / cfg.batch);
     auto t0 = clock::now();
     double loss_sum = 0;
     for (int64_t b = 0; b < train_set.n; b += cfg.batch) {

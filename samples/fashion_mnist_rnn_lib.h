@@ -104,7 +104,9 @@ struct TrainConfig {
   bool skip_eval = false;
   /// Run each step eagerly instead of as one compiled (jitted) step.
   bool eager = false;
-  /// Called after each epoch (e.g. to print the progress line).
+  /// Called before each epoch's first step with the epoch (from 1) and its number of steps.
+  std::function<void(int epoch, int64_t steps)> on_epoch_begin;
+  /// Called after each epoch (e.g. to print the epoch's report line).
   std::function<void(const EpochReport&)> on_epoch;
   /// Called after each step with the step's index (from 0, over all epochs) and loss.
   std::function<void(int64_t, double)> on_step;

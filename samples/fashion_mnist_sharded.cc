@@ -11,6 +11,7 @@
 
 #include "samples/common/idx_reader.h"
 #include "samples/common/options.h"
+#include "samples/common/progress.h"
 #include "samples/common/trace_window.h"
 #include "samples/fashion_mnist_sharded_lib.h"
 
@@ -60,8 +61,7 @@ int main(int argc, char** argv) {
   }
   try {
     mj::set_num_devices(8);
-    auto mesh = std::make_shared<const mj::Mesh>(mj::devices(), mj::Shape{4, 2},
-                                                 std::vector<std::string>{"data", "model"});
+    auto mesh = std::make_shared<const mj::Mesh>(mj::make_mesh({4, 2}, {"data", "model"}));
     const std::string dir = minijax::samples::fashion_mnist_dir(data_dir);
     auto train_set = fmnist::load_split(dir, "train", limit);
     std::printf("Fashion-MNIST from %s: %lld training images; MLP 784-%lld-%lld-10, SGD lr %g, "
@@ -72,7 +72,12 @@ int main(int argc, char** argv) {
     double max_diff = 0;
     std::string last_collectives;
     minijax::samples::TraceWindow trace(trace_path, trace_steps);
+    // On a terminal, a progress line (steps, ms/step, running loss) under the step lines while
+    // the next step runs; erased before each step's lines, so a log or a pipe sees only those.
+    minijax::samples::ProgressLine progress;
+    progress.begin(1, cfg.steps);
     cfg.on_step = [&](const fmnist::StepReport& r) {
+      progress.end();
       std::printf("step %lld  loss %.6f", (long long)r.step, r.loss_sharded);
       if (!std::isnan(r.loss_single)) {
         const double d = std::fabs(r.loss_sharded - r.loss_single);
@@ -87,8 +92,10 @@ int main(int argc, char** argv) {
       last_collectives = r.collectives;
       std::fflush(stdout);
       trace.after_step(r.step - 1);
+      progress.step(r.loss_sharded);
     };
     auto reports = fmnist::train_sharded(train_set, cfg, mesh);
+    progress.end();
     trace.finish();
     if (!reports.empty()) {
       std::printf("loss %.6f -> %.6f", reports.front().loss_sharded, reports.back().loss_sharded);

@@ -1,10 +1,12 @@
-// minijax device meshes: validation, coordinate arithmetic and printing of Mesh.
+// minijax device meshes: validation, coordinate arithmetic and printing of Mesh; make_mesh.
 // The process's device count and descriptors live in jit/runtime/devices.cc (core/device.h).
 #include "sharding/mesh.h"
 
+#include <climits>
 #include <set>
 #include <sstream>
 
+#include "core/device.h"
 #include "core/errors.h"
 
 namespace minijax {
@@ -126,6 +128,36 @@ std::string Mesh::str() const {
   for (size_t i = 0; i < device_ids.size(); ++i) identity = identity && device_ids[i] == int(i);
   if (!identity) s += ", devices=" + ints_str(device_ids);
   return s + ")";
+}
+
+Mesh make_mesh(const Shape& axis_shapes, const std::vector<std::string>& axis_names,
+               std::source_location loc) {
+  const int available = num_devices(loc);
+  auto fail = [&](const std::string& why) {
+    throw ShardingError("make_mesh(" + shape_str(axis_shapes) + ", " + names_str(axis_names) +
+                            "): " + why + " (the process has " + std::to_string(available) +
+                            " devices)",
+                        loc);
+  };
+  if (axis_shapes.size() != axis_names.size())
+    fail(std::to_string(axis_shapes.size()) + " axis sizes but " +
+         std::to_string(axis_names.size()) + " axis names");
+  int64_t needed = 1;
+  bool overflow = false;  // a product past int64: certainly more devices than there are
+  for (size_t i = 0; i < axis_shapes.size(); ++i) {
+    if (axis_shapes[i] < 1)
+      fail("axis '" + axis_names[i] + "' has size " + std::to_string(axis_shapes[i]) +
+           "; axis sizes must be >= 1");
+    if (needed > INT64_MAX / axis_shapes[i]) overflow = true;
+    else needed *= axis_shapes[i];
+  }
+  if (overflow || needed > available)
+    fail("the mesh needs " + (overflow ? std::string("more than 2^63") : std::to_string(needed)) +
+         " devices; set mj::set_num_devices(n), mj::config().num_cpu_devices or "
+         "MINIJAX_NUM_DEVICES before the devices are first used");
+  std::vector<int> ids(static_cast<size_t>(needed));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int(i);
+  return Mesh(std::move(ids), axis_shapes, axis_names, loc);
 }
 
 }  // namespace minijax

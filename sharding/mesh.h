@@ -1,5 +1,5 @@
 // minijax device meshes: a grid of (virtual) devices with named axes, as jax.sharding.Mesh.
-// Owns Mesh, its validation and coordinate arithmetic, and the process's virtual device count.
+// Owns Mesh, its validation and coordinate arithmetic, and make_mesh (as jax.make_mesh).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -55,6 +55,16 @@ struct Mesh {
 
   bool operator==(const Mesh& o) const = default;
 };
+
+/// JAX's `jax.make_mesh(axis_shapes, axis_names)`: a Mesh of the first prod(axis_shapes) devices
+/// of devices() (ids 0..prod-1, row-major), e.g. `mj::make_mesh({4, 2}, {"data", "model"})` on 8
+/// or more virtual devices. Throws ShardingError at `loc` (naming make_mesh, the shape, the axis
+/// names and the device count) when: the shape and the names differ in length, an axis size is
+/// < 1, or the process has fewer than prod(axis_shapes) devices (mj::set_num_devices,
+/// config().num_cpu_devices or MINIJAX_NUM_DEVICES set the count before first use); and as Mesh's
+/// constructor for an empty or repeated axis name.
+Mesh make_mesh(const Shape& axis_shapes, const std::vector<std::string>& axis_names,
+               std::source_location loc = std::source_location::current());
 
 // devices(), num_devices() and set_num_devices() are declared in core/device.h.
 

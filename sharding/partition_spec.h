@@ -93,11 +93,29 @@ struct P {
   bool equivalent(const P& o) const;
 };
 
+/// jax.sharding.PartitionSpec, JAX's full name of mj::P.
+using PartitionSpec = P;
+
 /// jax.sharding.NamedSharding: a mesh, a PartitionSpec over its axis names and a memory kind.
+/// Built from a shared mesh (`NamedSharding{mesh_ptr, P("x")}`, held as is) or, as in JAX, from
+/// a mesh value (`NamedSharding(mj::make_mesh({4}, {"x"}), P("x"))`, copied into a shared
+/// mesh). Meshes compare by value everywhere (equality, jit's one-mesh rule), so both forms of
+/// one mesh mix freely. Nothing is validated here: a spec is checked against its mesh and the
+/// array's rank where it is used (to_sharding, device_put, jit), which throw ShardingError.
 struct NamedSharding {
   std::shared_ptr<const Mesh> mesh;
   P spec;
   MemoryKind memory_kind = MemoryKind::device;
+
+  /// No mesh (to_sharding throws ShardingError for it).
+  NamedSharding() = default;
+  /// Shares `mesh` (may be null: to_sharding throws ShardingError for it).
+  NamedSharding(std::shared_ptr<const Mesh> mesh, P spec = P(),
+                MemoryKind memory_kind = MemoryKind::device)
+      : mesh(std::move(mesh)), spec(std::move(spec)), memory_kind(memory_kind) {}
+  /// A copy of `mesh` (jax.sharding.NamedSharding(mesh, spec, memory_kind=...)).
+  NamedSharding(const Mesh& mesh, P spec = P(), MemoryKind memory_kind = MemoryKind::device)
+      : mesh(std::make_shared<const Mesh>(mesh)), spec(std::move(spec)), memory_kind(memory_kind) {}
 
   /// `NamedSharding(mesh=Mesh('x': 4), spec=P('x',), memory_kind=device)`.
   std::string str() const;

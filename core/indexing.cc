@@ -1,0 +1,154 @@
+// minijax indexing along the leading dim: `x[i]` and `x.at(i).get/set/add` (JAX's x[i], x.at[i]).
+// Owns the index checks and their lowering to slice, dynamic_slice, dynamic_update_slice, select_n.
+#include <string>
+#include <vector>
+
+#include "core/array.h"
+#include "core/errors.h"
+#include "core/lax.h"
+#include "core/numpy.h"
+
+namespace minijax {
+
+namespace {
+
+/// An index resolved against an array: static (value in [0, n)) or dynamic (a traced integer).
+struct Resolved {
+  bool dynamic = false;
+  int64_t value = 0;  ///< static: the normalized index
+  Array index;        ///< dynamic: the traced index as given
+};
+
+/// Checks `i` against the leading dim of `x` for `fn` (the name in messages).
+Resolved resolve(const Array& x, const Index& i, const std::string& fn) {
+  if (x.ndim() == 0)
+    throw IndexError(fn + ": too many indices for an array of rank 0 (" + x.aval().str() +
+                         "); index " + (i.array.defined() ? i.array.aval().str() : std::to_string(i.value)),
+                     i.loc);
+  const int64_t n = x.shape()[0];
+  Resolved r;
+  int64_t v = i.value;
+  if (i.array.defined()) {
+    const Array& a = i.array;
+    if (!is_integer(a.dtype()))
+      throw TypeError(fn + ": an Array index must be an integer, got " + a.aval().str() +
+                          " (indexing " + x.aval().str() + ")",
+                      i.loc);
+    if (a.ndim() != 0)
+      throw ShapeError(fn + ": an Array index must have rank 0, got " + a.aval().str() +
+                           " (indexing " + x.aval().str() + "); mj::take(x, indices) reads many rows",
+                       i.loc);
+    if (!a.is_concrete()) {
+      r.dynamic = true;
+      r.index = a;
+      return r;
+    }
+    v = a.item<int64_t>(i.loc);
+  }
+  if (v < -n || v >= n)
+    throw IndexError(fn + ": index " + std::to_string(v) + " is out of bounds for axis 0 with size " +
+                         std::to_string(n) + " (array " + x.aval().str() + ")",
+                     i.loc);
+  r.value = v < 0 ? v + n : v;
+  return r;
+}
+
+/// The traced index with negative values counted from the end: where(i < 0, i + n, i)
+/// (unsigned indices as they are).
+Array normalized(const Array& i, int64_t n, SL loc) {
+  const DType d = i.dtype();
+  if (d == DType::u32) return i;
+  Array neg = lax::lt(i, lax::scalar(0, d), loc);
+  return lax::select_n(neg, {i, lax::add(i, lax::scalar(double(n), d), loc)}, loc);
+}
+
+/// Whether the traced index lies in [-n, n) (unsigned: [0, n)).
+Array in_bounds(const Array& i, int64_t n, SL loc) {
+  const DType d = i.dtype();
+  Array below = lax::lt(i, lax::scalar(double(n), d), loc);
+  if (d == DType::u32) return below;
+  return lax::and_(lax::ge(i, lax::scalar(double(-n), d), loc), below, loc);
+}
+
+/// Start indices of row `first` of x: {first, 0, ..., 0} (all of first's dtype).
+std::vector<Array> row_start(const Array& x, const Array& first) {
+  std::vector<Array> starts{first};
+  for (int64_t d = 1; d < x.ndim(); ++d) starts.push_back(lax::scalar(0, first.dtype()));
+  return starts;
+}
+
+Shape row_shape(const Array& x) { return Shape(x.shape().begin() + 1, x.shape().end()); }
+
+/// Row r of x: static `slice` + `squeeze`, dynamic `dynamic_slice` (clamped) + `squeeze`.
+Array read_row(const Array& x, const Resolved& r, SL loc) {
+  Shape start(size_t(x.ndim()), 0), limit = x.shape();
+  Shape sizes = x.shape();
+  sizes[0] = 1;
+  Array row;
+  if (r.dynamic) {
+    row = lax::dynamic_slice(x, row_start(x, normalized(r.index, x.shape()[0], loc)), sizes, loc);
+  } else {
+    start[0] = r.value;
+    limit[0] = r.value + 1;
+    row = lax::slice(x, start, limit, {}, loc);
+  }
+  return lax::squeeze(row, {0}, loc);
+}
+
+/// `v` as an update of one row of x: broadcast to x.shape[1:], x's dtype and memory kind.
+Array as_row_update(const Array& x, const Operand& v, const std::string& fn) {
+  const Shape rs = row_shape(x);
+  const Shape& vs = v.value.shape();
+  bool ok = vs.size() <= rs.size();
+  for (size_t k = 0; ok && k < vs.size(); ++k) {
+    const int64_t d = vs[vs.size() - 1 - k];
+    ok = d == 1 || d == rs[rs.size() - 1 - k];
+  }
+  if (!ok)
+    throw ShapeError(fn + ": the value of shape " + shape_str(vs) + " does not broadcast to the row shape " +
+                         shape_str(rs) + " of " + x.aval().str(),
+                     v.loc);
+  // A C++ scalar converts from its exact value (as Operand's literal does for operators).
+  Array u = v.literal ? broadcast_to(lax::scalar(*v.literal, x.dtype()), rs, v.loc)
+                      : astype(broadcast_to(v.value, rs, v.loc), x.dtype(), v.loc);
+  if (u.memory_kind() != x.memory_kind()) u = lax::device_put(u, x.memory_kind(), v.loc);
+  return u;
+}
+
+/// x with row r replaced by `row` (of shape x.shape[1:]); a dynamic index out of range leaves x.
+Array write_row(const Array& x, const Resolved& r, const Array& row, SL loc) {
+  Shape one = x.shape();
+  one[0] = 1;
+  Array update = lax::reshape(row, one, loc);
+  if (!r.dynamic)
+    return lax::dynamic_update_slice(x, update, row_start(x, lax::scalar(double(r.value), DType::i32)), loc);
+  const int64_t n = x.shape()[0];
+  Array written = lax::dynamic_update_slice(x, update, row_start(x, normalized(r.index, n, loc)), loc);
+  return lax::select_n(in_bounds(r.index, n, loc), {x, written}, loc);
+}
+
+}  // namespace
+
+Array Array::operator[](const Index& i) const { return read_row(*this, resolve(*this, i, "Array::operator[]"), i.loc); }
+
+IndexUpdateRef Array::at(const Index& i) const {
+  resolve(*this, i, "Array::at");
+  return IndexUpdateRef(*this, i);
+}
+
+Array IndexUpdateRef::get(SL loc) const {
+  return read_row(x_, resolve(x_, i_, "Array::at(i).get"), loc);
+}
+
+Array IndexUpdateRef::set(const Operand& v) const {
+  const Resolved r = resolve(x_, i_, "Array::at(i).set");
+  return write_row(x_, r, as_row_update(x_, v, "Array::at(i).set"), v.loc);
+}
+
+Array IndexUpdateRef::add(const Operand& v) const {
+  const Resolved r = resolve(x_, i_, "Array::at(i).add");
+  Array row = read_row(x_, r, v.loc);
+  return write_row(x_, r, lax::add(row, as_row_update(x_, v, "Array::at(i).add"), v.loc), v.loc);
+}
+
+}  // namespace minijax
