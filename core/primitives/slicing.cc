@@ -87,6 +87,7 @@ std::vector<int64_t> slice_strides(const Params& p, size_t n) {
 }
 
 std::vector<ShapedArray> slice_shape(const std::vector<ShapedArray>& in, const Params& p) {
+  if (in.size() != 1) throw ValueError("slice takes one operand, got " + std::to_string(in.size()));
   const auto& x = in[0];
   const auto& start = p.get_ints("start_indices");
   const auto& limit = p.get_ints("limit_indices");
@@ -124,6 +125,7 @@ std::vector<Array> slice_impl(const std::vector<Array>& a, const Params& p,
 // ---- dynamic_slice -------------------------------------------------------------------------------
 
 std::vector<ShapedArray> dynamic_slice_shape(const std::vector<ShapedArray>& in, const Params& p) {
+  if (in.empty()) throw ValueError("dynamic_slice takes an operand and its start indices, got no operands");
   const auto& x = in[0];
   const auto& sizes = p.get_ints("slice_sizes");
   if (int64_t(in.size()) - 1 != x.ndim())

@@ -70,13 +70,15 @@ TrainCheckpoint<P> load_checkpoint(const std::string& dir, const TrainCheckpoint
 
 }  // namespace minijax::samples
 
-/// TrainCheckpoint<P>: leaves of params, opt, then key and epoch (a template: specialized by hand).
-template <class P>
-struct minijax::pytree<minijax::samples::TrainCheckpoint<P>> {
-  using T = minijax::samples::TrainCheckpoint<P>;
-  using S = minijax::optim::AdamState<P>;
+/// TrainCheckpoint<Model>: leaves of params, opt, then key and epoch (a template: specialized by hand).
+/// (`Model`, not `P`: in a specialization named `minijax::pytree<...>` clang finds minijax::P, the
+/// PartitionSpec, before a template parameter called P.)
+template <class Model>
+struct minijax::pytree<minijax::samples::TrainCheckpoint<Model>> {
+  using T = minijax::samples::TrainCheckpoint<Model>;
+  using S = minijax::optim::AdamState<Model>;
   static void flatten(const T& c, std::vector<Array>& out) {
-    pytree<P>::flatten(c.params, out);
+    pytree<Model>::flatten(c.params, out);
     pytree<S>::flatten(c.opt, out);
     out.push_back(c.key);
     out.push_back(c.epoch);
@@ -88,17 +90,17 @@ struct minijax::pytree<minijax::samples::TrainCheckpoint<P>> {
     out.emplace_back(detail::join_path(prefix, "epoch"), c.epoch);
   }
   static T unflatten(const T& like, const Array*& next) {
-    P p = pytree<P>::unflatten(like.params, next);
+    Model p = pytree<Model>::unflatten(like.params, next);
     S s = pytree<S>::unflatten(like.opt, next);
     Array key = *next++;
     Array epoch = *next++;
     return T{std::move(p), std::move(s), std::move(key), std::move(epoch)};
   }
   static std::string structure(const T& c) {
-    return "TrainCheckpoint(" + pytree<P>::structure(c.params) + ", " + pytree<S>::structure(c.opt) + ", *, *)";
+    return "TrainCheckpoint(" + pytree<Model>::structure(c.params) + ", " + pytree<S>::structure(c.opt) + ", *, *)";
   }
   static void check_same(const T& a, const T& b, std::source_location loc) {
-    pytree<P>::check_same(a.params, b.params, loc);
+    pytree<Model>::check_same(a.params, b.params, loc);
     pytree<S>::check_same(a.opt, b.opt, loc);
   }
 };

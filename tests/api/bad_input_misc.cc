@@ -35,6 +35,9 @@ std::vector<Case> misc_cases() {
       BAD("minijax::promote_types", TypeError, mj::promote_types({DType::f32, false}, {DType::token, false}), "promote", "Tok"),
       // Array members: wrong axis, wrong element type, non-scalar items, abstract values.
       BAD("minijax::Array::dim", ShapeError, x23().dim(2), "Array::dim", "axis 2", "f32[2,3]", "rank 2"),
+      BAD("minijax::Array::operator[]", mj::IndexError, x23()[2], "Array::operator[]", "index 2 is out of bounds", "size 2",
+          "f32[2,3]"),
+      BAD("minijax::Array::at", mj::IndexError, x23().at(-3), "Array::at", "index -3 is out of bounds"),
       BAD("minijax::Array::data", TypeError, x23().data<int32_t>(), "f32", "i32"),
       Case{"minijax::Array::mutable_data", [] {
         Array a = x23();

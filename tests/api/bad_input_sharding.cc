@@ -29,6 +29,8 @@ mj::Sharding sh_x(int64_t rank) { return mj::to_sharding(on_x(), rank); }
 std::vector<Case> sharding_cases() {
   return {
       BAD("minijax::Mesh::Mesh", ShardingError, Mesh({0, 1, 2}, {2}, {"x"}), "Mesh", "3", "[2]"),
+      BAD("minijax::make_mesh", ShardingError, mj::make_mesh({4, 4}, {"data", "model"}), "make_mesh", "[4,4]",
+          "needs 16 devices"),
       BAD("minijax::Mesh::axis_index", ShardingError, mesh4()->axis_index("z"), "Mesh::axis_index", "'z'", "Mesh('x': 4)"),
       BAD("minijax::Mesh::axis_size", ShardingError, mesh4()->axis_size("z"), "Mesh::axis_size", "'z'", "Mesh('x': 4)"),
       BAD_ANY_SITE("minijax::Mesh::coords_of", mj::IndexError, mesh4()->coords_of(9), "coords_of", "9", "4 devices"),
