@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "core/primitive.h"
@@ -321,9 +322,15 @@ class Parser {
       std::lock_guard<std::mutex> g(object_parsers_mu());
       parsers = object_parsers();
     }
-    for (auto& p : parsers)
-      if (auto o = p(key, t)) return o;
-    (void)at;
+    for (auto& p : parsers) {
+      try {
+        if (auto o = p(key, t)) return o;
+      } catch (const std::out_of_range&) {  // a registered reader's std::stoll on an integer beyond int64
+        fail("parameter '" + key + "' holds an integer out of the range of int64: " + t.substr(0, 60), at);
+      } catch (const std::invalid_argument&) {
+        fail("parameter '" + key + "' holds a malformed number: " + t.substr(0, 60), at);
+      }
+    }
     return t;
   }
 

@@ -122,3 +122,22 @@ TEST(ParserFuzzRegressions, DotGeneralWithOneOperandIsAValueErrorNamingIt) {
     ADD_FAILURE() << "untyped " << typeid(e).name() << ": " << e.what();
   }
 }
+
+// A registered parameter reader (dot_general's dimension_numbers, pad's padding_config) read an
+// integer beyond int64 with std::stoll: std::out_of_range escaped parse_jaxpr
+// (tests/fuzz/corpus/parser/regression-dot-dimension-numbers-beyond-int64.jaxpr).
+TEST(ParserFuzzRegressions, ParameterObjectsWithIntegersBeyondInt64AreValueErrors) {
+  for (const char* text :
+       {"{ lambda ; a:f32[2,3] b:f32[3,4]. let c:f32[2,4] = dot_general[dimension_numbers=(([100000000000000000000000], [0]), ([], [])) "
+        "precision=None preferred_element_type=float32] a b in (c,) }",
+        "{ lambda ; a:f32[3]. let b:f32[5] = pad[padding_config=((100000000000000000000000, 1, 0),)] a 0.0:f32[] in (b,) }"}) {
+    try {
+      (void)mj::parse_jaxpr(text);
+      ADD_FAILURE() << "parsed: " << text;
+    } catch (const mj::ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("out of the range of int64"), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "untyped " << typeid(e).name() << ": " << e.what();
+    }
+  }
+}
