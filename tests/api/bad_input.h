@@ -60,6 +60,18 @@ inline minijax::Array iota_f32(const minijax::Shape& shape) {
   return minijax::array(v, shape, minijax::DType::f32);
 }
 
+/// The operands most cases call with: f32[2,3] and f32[4] (iota values), i32[2,3].
+inline minijax::Array x23() { return iota_f32({2, 3}); }
+inline minijax::Array x4() { return iota_f32({4}); }
+inline minijax::Array i23() { return minijax::astype(iota_f32({2, 3}), minijax::DType::i32); }
+
+/// A case named NAME: CALL throws ERR whose message holds every further argument, recorded at the
+/// test's call site (BAD) or anywhere, for functions that take no call site (BAD_ANY_SITE).
+#define BAD(NAME, ERR, CALL, ...) \
+  Case { NAME, [] { expect_error<ERR>([&] { (void)(CALL); }, {__VA_ARGS__}); } }
+#define BAD_ANY_SITE(NAME, ERR, CALL, ...) \
+  Case { NAME, [] { expect_error<ERR>([&] { (void)(CALL); }, {__VA_ARGS__}, Site::any); } }
+
 /// A path in a fresh temporary folder of this test (the folder created, the file not).
 std::string temp_path(const std::string& file);
 /// Writes `bytes` to a temporary file and returns its path.

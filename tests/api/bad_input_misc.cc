@@ -14,17 +14,11 @@ using mj::ShapeError;
 using mj::TypeError;
 using mj::ValueError;
 
-Array x23() { return iota_f32({2, 3}); }
-Array x4() { return iota_f32({4}); }
 Array abstract4() { return mj::ShapeDtypeStruct{{4}}; }
 const std::string kNoDir = "/nonexistent_minijax_dir/sub";
 
 }  // namespace
 
-#define BAD(NAME, ERR, CALL, ...) \
-  Case { NAME, [] { expect_error<ERR>([&] { (void)(CALL); }, {__VA_ARGS__}); } }
-#define BAD_ANY_SITE(NAME, ERR, CALL, ...) \
-  Case { NAME, [] { expect_error<ERR>([&] { (void)(CALL); }, {__VA_ARGS__}, Site::any); } }
 
 std::vector<Case> misc_cases() {
   return {

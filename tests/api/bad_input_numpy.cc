@@ -11,14 +11,9 @@ using mj::ShapeError;
 using mj::TypeError;
 using mj::ValueError;
 
-Array x23() { return iota_f32({2, 3}); }
-Array x4() { return iota_f32({4}); }
-Array i23() { return mj::astype(iota_f32({2, 3}), DType::i32); }
 
 }  // namespace
 
-#define BAD(NAME, ERR, CALL, ...) \
-  Case { NAME, [] { expect_error<ERR>([&] { (void)(CALL); }, {__VA_ARGS__}); } }
 
 std::vector<Case> numpy_cases() {
   return {

@@ -12,7 +12,6 @@ using mj::P;
 using mj::ShardingError;
 using mj::ValueError;
 
-Array x23() { return iota_f32({2, 3}); }
 std::shared_ptr<const Mesh> mesh4() { return std::make_shared<Mesh>(std::vector<int>{0, 1, 2, 3}, mj::Shape{4}, std::vector<std::string>{"x"}); }
 NamedSharding on_x() { return NamedSharding{mesh4(), P("x")}; }
 NamedSharding on_y() { return NamedSharding{mesh4(), P("y")}; }
@@ -20,11 +19,7 @@ mj::Sharding sh_x(int64_t rank) { return mj::to_sharding(on_x(), rank); }
 
 }  // namespace
 
-#define BAD(NAME, ERR, CALL, ...) \
-  Case { NAME, [] { expect_error<ERR>([&] { (void)(CALL); }, {__VA_ARGS__}); } }
 // For declarations that take no call site (the library's line is recorded).
-#define BAD_ANY_SITE(NAME, ERR, CALL, ...) \
-  Case { NAME, [] { expect_error<ERR>([&] { (void)(CALL); }, {__VA_ARGS__}, Site::any); } }
 
 std::vector<Case> sharding_cases() {
   return {

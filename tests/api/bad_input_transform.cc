@@ -12,8 +12,6 @@ using mj::ShapeError;
 using mj::TypeError;
 using mj::ValueError;
 
-Array x23() { return iota_f32({2, 3}); }
-Array x4() { return iota_f32({4}); }
 Array ints() { return mj::astype(iota_f32({3}), DType::i32); }
 // A function of a vector whose result is a vector (not the scalar grad needs).
 Array vec_fn(const Array& v) { return mj::sin(v); }
@@ -22,11 +20,7 @@ std::vector<Array> flat_sin(const std::vector<Array>& a) { return {mj::sin(a[0])
 
 }  // namespace
 
-#define BAD(NAME, ERR, CALL, ...) \
-  Case { NAME, [] { expect_error<ERR>([&] { (void)(CALL); }, {__VA_ARGS__}); } }
 // For declarations that take no call site (variadic templates: the library's line is recorded).
-#define BAD_ANY_SITE(NAME, ERR, CALL, ...) \
-  Case { NAME, [] { expect_error<ERR>([&] { (void)(CALL); }, {__VA_ARGS__}, Site::any); } }
 
 std::vector<Case> transform_cases() {
   return {

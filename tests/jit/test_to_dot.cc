@@ -47,13 +47,13 @@ std::string render_svg(const std::string& dot, const std::string& stem) {
 
 }  // namespace
 
-TEST(ToDot, QuotesEveryStringForDot) {
+TEST(DotGraph, QuotesEveryStringForDot) {
   EXPECT_EQ(mj::dot_quote("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
   EXPECT_EQ(mj::dot_quote(""), "\"\"");
 }
 
 // sin(x) * 2: two equation boxes, the input, one output; edges labelled name: type.
-TEST(ToDot, EquationsAreNodesAndVariablesAreTypedEdges) {
+TEST(DotGraph, EquationsAreNodesAndVariablesAreTypedEdges) {
   auto j = mj::make_jaxpr([](const Array& x) { return mj::sin(x) * 2.0; })(mj::ones({2, 3}));
   const std::string dot = mj::to_dot(j, {.name = "small \"one\""});
   EXPECT_EQ(dot.rfind("digraph \"small \\\"one\\\"\" {", 0), 0u) << dot;
@@ -72,7 +72,7 @@ TEST(ToDot, EquationsAreNodesAndVariablesAreTypedEdges) {
 
 // The README's remat example: grad of a scan whose body is a checkpoint offloading a named value
 // to pinned_host. Bodies are clusters (nested), and the host stack's memory kind is on its edges.
-TEST(ToDot, ScanOfOffloadedCheckpointShowsClustersAndMemoryKinds) {
+TEST(DotGraph, ScanOfOffloadedCheckpointShowsClustersAndMemoryKinds) {
   namespace cp = mj::checkpoint_policies;
   auto step = [](const Array& y, const Array&) {
     Array h = mj::checkpoint_name(mj::sin(y), "save_remat");
@@ -107,7 +107,7 @@ TEST(ToDot, ScanOfOffloadedCheckpointShowsClustersAndMemoryKinds) {
 
 // A sharded jit: propagated shardings label the edges (inside a nested jit's body too), the
 // constraint's sharding its node, and a jit name with quotes still renders.
-TEST(ToDot, ShardedProgramShowsPropagatedShardingsAndConstraints) {
+TEST(DotGraph, ShardedProgramShowsPropagatedShardingsAndConstraints) {
   mj::Mesh mesh = mj::make_mesh({4, 2}, {"data", "model"});
   auto act = mj::jit([](const Array& h) { return mj::tanh(h); }, mj::JitOptions{.name = "act \"q\""});
   auto f = mj::jit(
