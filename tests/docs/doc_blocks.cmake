@@ -85,11 +85,12 @@ namespace {
 // Each fragment runs in a child process (a googletest death test in the "threadsafe" style: the
 // binary re-executed for that one test), as a program of its own would run it: first-use settings
 // such as mj::set_num_devices work whatever ran before, also when the binary runs every test.
-// It passes when it returns; an exception fails it with the exception's message.
-[[maybe_unused]] const bool mj_doc_threadsafe = (GTEST_FLAG_SET(death_test_style, "threadsafe"), true);
-
+// It passes when it returns; an exception fails it with the exception's message. The style is set
+// in the test body, not by a namespace-scope initializer: googletest's flag is a global string of
+// another translation unit, whose own initialization may run after ours (and overwrite it).
 template <class F>
 void mj_doc_run_fragment(F fragment) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
         try {
