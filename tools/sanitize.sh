@@ -10,7 +10,8 @@
 #   asan+ubsan  both in one build (what .ci/run uses, over core autodiff jit)
 #   tsan        ThreadSanitizer over the runtime's tests (devices, copy engines, communicator,
 #               executors) with OMP_NUM_THREADS=1: libgomp is not instrumented, and its barriers
-#               look like races to tsan
+#               look like races to tsan; oneTBB's task hand-offs, also uninstrumented, are
+#               suppressed by tools/tsan.supp (which says why)
 #   FOLDER...   test folders (tests/<folder>, also their CTest label) to build and run instead of
 #               the mode's default; e.g. `tools/sanitize.sh asan+ubsan core autodiff jit`
 #
@@ -87,7 +88,7 @@ fi
 # Runtime options: every report fails its test (non-zero exit), with a stack trace.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp:${TSAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
 # oneDNN's and libgomp's threads: one, passive (no spinning on a shared machine).
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive

@@ -150,9 +150,13 @@ TEST(CopyEngine, CompiledCopiesBetweenMemoryKindsRunOnTheEngine) {
   };
   auto f = mj::jit(fn, "offload_roundtrip");
   auto [h0, y0] = f(x);  // compiled
-  config().host_link_bytes_per_s = 1e9;
+  // 16 KiB per copy at 10 MB/s: 1.6 ms on the link, far longer than the copy itself also under a
+  // sanitizer (at 1 GB/s, 16 us, a ThreadSanitizer build's copy outlasted the link: no wait).
+  config().host_link_bytes_per_s = 1e7;
   const CopyEngineStats before = copy_engine(0).stats();
   auto [h, y] = f(x);
+  mj::block_until_ready(h);  // the engine counts a copy before its event is set
+  mj::block_until_ready(y);
   const CopyEngineStats after = copy_engine(0).stats();
   auto [he, ye] = fn(x);  // eager
   EXPECT_EQ(h.aval().memory_kind, mj::MemoryKind::pinned_host);
