@@ -293,9 +293,10 @@ auto Jit<F>::lower(const A&... args) const {
 }
 
 template <class R>
-Compiled<R> Lowered<R>::compile() const {
+Compiled<R> Lowered<R>::compile(std::source_location loc) const {
   Compiled<R> c;
   c.low_ = *this;
+  c.low_.loc = loc;  // the Compiled's own errors name the line that made it
   if (spmd) {
     c.spmd_ = detail::compile_sharded(*spmd, options, donated, loc);
     c.exe_ = detail::executable_of(*c.spmd_);
