@@ -537,7 +537,11 @@ class Jit {
     std::shared_ptr<const Executable> exe;
     std::vector<detail::StaticKey> statics;
     bool ready = false;
-    std::once_flag prepared;  // the sharded lowering or the executable, made once
+    // The sharded lowering or the executable, made once: a mutex and a flag, not std::call_once,
+    // so that a compile that throws (RESOURCE_EXHAUSTED) leaves the next call free to try again
+    // (ThreadSanitizer's pthread_once never releases a once whose function threw: a hang).
+    std::mutex prepare_mu;
+    bool prepared = false;
   };
   struct State {
     State(F fn, JitOptions o, std::source_location l) : f(std::move(fn)), opts(std::move(o)), loc(l) {}

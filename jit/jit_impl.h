@@ -173,7 +173,9 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::entry_for(const CallArgs& ca, co
 template <class F>
 void Jit<F>::prepare(Entry& e, const std::vector<Array>& leaves) const {
   const State& s = *s_;
-  std::call_once(e.prepared, [&] {
+  std::lock_guard<std::mutex> lock(e.prepare_mu);
+  if (e.prepared) return;
+  {
     std::vector<ShapedArray> in_avals = e.jaxpr->jaxpr->in_avals();
     std::vector<ShapedArray> out_avals = e.jaxpr->jaxpr->out_avals();
     std::shared_ptr<const Mesh> mesh;
@@ -186,7 +188,8 @@ void Jit<F>::prepare(Entry& e, const std::vector<Array>& leaves) const {
     } else {
       e.exe = detail::compile_traced(e.jaxpr, s.opts, e.donated, s.loc);
     }
-  });
+  }
+  e.prepared = true;
 }
 
 template <class F>
