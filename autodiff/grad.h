@@ -103,7 +103,7 @@ auto value_and_grad_impl(const F& f, const GradOptions& opts, std::source_locati
   cts[0] = lax::full({}, 1.0, vr.primal_outs[0].dtype());
   if (vr.primal_outs[0].memory_kind() != MemoryKind::device)
     cts[0] = lax::device_put(cts[0], vr.primal_outs[0].memory_kind(), loc);
-  std::vector<Array> g = vr.pullback(cts);
+  std::vector<Array> g = vr.pullback(cts, loc);
   R out = tree_unflatten(*out_like, vr.primal_outs, loc);
   size_t off = 0, k = 0;
   auto build = [&](auto idx) {
@@ -241,7 +241,7 @@ auto vjp(F f, const A&... args_in) {
   R like = *out_like;
   auto pullback = [vr, like, args](const R& ct, std::source_location loc = std::source_location::current()) {
     tree_check_same(like, ct, loc);
-    return detail::unwrap_single(detail::unflatten_args(args, vr.pullback(tree_flatten(ct))));
+    return detail::unwrap_single(detail::unflatten_args(args, vr.pullback(tree_flatten(ct), loc)));
   };
   return std::pair{std::move(out), std::move(pullback)};
 }

@@ -103,7 +103,7 @@ VjpResult vjp_flat(const FlatFn& f, const std::vector<Array>& primals, std::sour
   std::vector<ShapedArray> out_avals;
   for (auto& o : lr.primal_outs) out_avals.push_back(o.aval());
   ClosedJaxpr lin = lr.linear;
-  r.pullback = [lin, in_avals, out_avals, loc](const std::vector<Array>& cts) {
+  r.pullback.fn = [lin, in_avals, out_avals](const std::vector<Array>& cts, std::source_location loc) {
     if (cts.size() != out_avals.size())
       throw TypeError("vjp: the function has " + std::to_string(out_avals.size()) +
                           " outputs, got " + std::to_string(cts.size()) + " cotangents",

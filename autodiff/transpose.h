@@ -23,9 +23,20 @@ std::vector<Array> backward_pass(const Jaxpr& j, const std::vector<Array>& const
 
 /// f(primals) and its pullback: cotangents of the outputs -> cotangents of the primals
 /// (zeros instantiated; float0 for integer primals).
+/// vjp_flat's pullback: cotangents (one per output, f's output avals' tangent avals; an empty
+/// Array is a zero) -> one cotangent per input. TypeError at the pullback's call site for a
+/// wrong count, shape or dtype.
+struct Pullback {
+  std::function<std::vector<Array>(const std::vector<Array>&, std::source_location)> fn;
+  std::vector<Array> operator()(const std::vector<Array>& cts,
+                                std::source_location loc = std::source_location::current()) const {
+    return fn(cts, loc);
+  }
+};
+
 struct VjpResult {
   std::vector<Array> primal_outs;
-  std::function<std::vector<Array>(const std::vector<Array>&)> pullback;
+  Pullback pullback;
 };
 
 /// Reverse-mode derivative = linearize + transpose. The pullback may be called several times.

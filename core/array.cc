@@ -51,16 +51,17 @@ const std::vector<std::shared_ptr<Buffer>>& ConcreteArray::buffers() const {
                        " array was donated");
   for (auto& sh : shards_) sh.buffer->ready().wait();
   // Gather once: copy every shard's box into one global buffer (replicas write equal values).
-  std::call_once(gather_once_, [&] {
-    auto g = std::make_shared<Buffer>(size_t(checked_nbytes(aval_.shape, aval_.dtype)),
-                                      aval_.memory_kind, shards_.front().device_id);
-    std::vector<int64_t> zero(aval_.shape.size(), 0);
-    for (auto& sh : shards_)
-      copy_region(sh.buffer->data(), sh.start, sh.stop, g->data(), zero, aval_.shape, sh.start,
-                  sh.stop, itemsize(aval_.dtype));
-    buffers_ = {std::move(g)};
-    gathered_ = true;
-  });
+  if (gathered_.load(std::memory_order_acquire)) return buffers_;
+  std::lock_guard<std::mutex> lock(gather_mu_);
+  if (gathered_.load(std::memory_order_relaxed)) return buffers_;
+  auto g = std::make_shared<Buffer>(size_t(checked_nbytes(aval_.shape, aval_.dtype)),
+                                    aval_.memory_kind, shards_.front().device_id);
+  std::vector<int64_t> zero(aval_.shape.size(), 0);
+  for (auto& sh : shards_)
+    copy_region(sh.buffer->data(), sh.start, sh.stop, g->data(), zero, aval_.shape, sh.start,
+                sh.stop, itemsize(aval_.dtype));
+  buffers_ = {std::move(g)};
+  gathered_.store(true, std::memory_order_release);
   return buffers_;
 }
 

@@ -96,7 +96,10 @@ class ConcreteArray final : public ArrayImpl {
   mutable std::vector<std::shared_ptr<Buffer>> buffers_;
   std::vector<StoredShard> shards_;
   ParamObjectPtr sharding_;
-  mutable std::once_flag gather_once_;
+  // Guards the gather (a mutex and a flag, not std::call_once: a gather that throws, e.g.
+  // RESOURCE_EXHAUSTED, must leave the next read free to try again, and ThreadSanitizer's
+  // pthread_once never releases a once whose function threw).
+  mutable std::mutex gather_mu_;
   mutable std::atomic<bool> gathered_{false};
 };
 

@@ -48,10 +48,16 @@ void check_value_dtype(DType dtype, const char* fn, SL loc) {
     throw TypeError(std::string(fn) + ": cannot fill an array of dtype " + dtype_name(dtype), loc);
 }
 
-/// A concrete array of aval `av` with element i = value_at(i).
+/// A concrete array of aval `av` with element i = value_at(i). An allocation beyond a memory
+/// limit is a ResourceExhaustedError naming `fn` at the user's `loc`.
 template <class F>
-Array build(const ShapedArray& av, F&& value_at) {
-  Array out = Array::empty(av);
+Array build(const ShapedArray& av, F&& value_at, const char* fn, SL loc) {
+  Array out;
+  try {
+    out = Array::empty(av);
+  } catch (const ResourceExhaustedError& e) {
+    throw ResourceExhaustedError(std::string(fn) + ": " + e.message(), loc);
+  }
   int64_t n = av.size();
   if (n == 0) return out;
   dispatch_dtype(av.dtype, [&]<class T>() {
@@ -67,7 +73,7 @@ Array filled(const Shape& shape, double value, DType dtype, bool weak, MemoryKin
   ShapedArray av{shape, dtype, weak, kind};
   if (dtype == DType::float0 && value == 0.0) return Array::allocate(av);  // zero-size elements
   check_value_dtype(dtype, fn, loc);
-  return build(av, [&](int64_t) { return value; });
+  return build(av, [&](int64_t) { return value; }, fn, loc);
 }
 
 }  // namespace
@@ -102,7 +108,7 @@ Array array(const std::vector<double>& values, const Shape& shape, DType dtype, 
                          " elements)",
                      loc);
   return build(ShapedArray{shape, dtype, false, MemoryKind::device},
-               [&](int64_t i) { return values[size_t(i)]; });
+               [&](int64_t i) { return values[size_t(i)]; }, "array", loc);
 }
 
 Array scalar(double v, DType dtype, SL loc) {
@@ -142,7 +148,7 @@ Array arange(int64_t n, DType dtype, SL loc) {
   if (n < 0) n = 0;  // numpy: an empty range
   check_value_dtype(dtype, "arange", loc);
   return build(ShapedArray{{n}, dtype, false, MemoryKind::device},
-               [](int64_t i) { return double(i); });
+               [](int64_t i) { return double(i); }, "arange", loc);
 }
 
 Array arange(double start, double stop, double step, DType dtype, SL loc) {
@@ -158,14 +164,14 @@ Array arange(double start, double stop, double step, DType dtype, SL loc) {
   }
   int64_t n = len > 0 ? int64_t(len) : 0;
   return build(ShapedArray{{n}, dtype, false, MemoryKind::device},
-               [&](int64_t i) { return start + double(i) * step; });
+               [&](int64_t i) { return start + double(i) * step; }, "arange", loc);
 }
 
 Array eye(int64_t n, DType dtype, SL loc) {
   if (n < 0) throw ValueError("eye: negative size " + std::to_string(n), loc);
   check_value_dtype(dtype, "eye", loc);
   return build(ShapedArray{{n, n}, dtype, false, MemoryKind::device},
-               [n](int64_t i) { return i / n == i % n ? 1.0 : 0.0; });
+               [n](int64_t i) { return i / n == i % n ? 1.0 : 0.0; }, "eye", loc);
 }
 
 }  // namespace minijax

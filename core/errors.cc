@@ -2,6 +2,9 @@
 // Owns the formatting of call sites into messages.
 #include "core/errors.h"
 
+#include <string_view>
+#include <typeinfo>
+
 namespace minijax {
 
 std::string format_location(const std::source_location& loc) {
@@ -11,5 +14,51 @@ std::string format_location(const std::source_location& loc) {
 
 Error::Error(const std::string& msg, std::source_location loc)
     : std::runtime_error(msg + "\n  at " + format_location(loc)), msg_(msg), loc_(loc) {}
+
+namespace detail {
+
+namespace {
+
+// Throws an E carrying msg at loc when e is exactly an E (a subclass declared elsewhere is left to
+// the caller, which rethrows it unchanged).
+template <class E>
+void rethrow_as(const Error& e, const std::string& msg, std::source_location loc) {
+  if (typeid(e) == typeid(E)) throw E(msg, loc);
+}
+
+}  // namespace
+
+bool is_library_location(const std::source_location& loc) {
+  // This file is <root>core/errors.cc as the build named it (absolute, or relative to the build
+  // folder): every library source shares <root>.
+  static const std::string_view root = [] {
+    std::string_view self = __FILE__;
+    constexpr std::string_view tail = "core/errors.cc";
+    return self.ends_with(tail) ? self.substr(0, self.size() - tail.size()) : std::string_view();
+  }();
+  std::string_view f = loc.file_name();
+  if (root.empty() || !f.starts_with(root)) return false;
+  f.remove_prefix(root.size());
+  for (std::string_view dir : {"core/", "autodiff/", "sharding/", "memory/", "jit/", "io/"})
+    if (f.starts_with(dir)) return true;
+  return false;
+}
+
+void rethrow_at(const Error& e, const std::string& prefix, std::source_location loc) {
+  const std::string msg = prefix + e.message();
+  rethrow_as<ShapeError>(e, msg, loc);
+  rethrow_as<TypeError>(e, msg, loc);
+  rethrow_as<ValueError>(e, msg, loc);
+  rethrow_as<IndexError>(e, msg, loc);
+  rethrow_as<ConcretizationError>(e, msg, loc);
+  rethrow_as<UnexpectedTracerError>(e, msg, loc);
+  rethrow_as<NotDifferentiableError>(e, msg, loc);
+  rethrow_as<IOError>(e, msg, loc);
+  rethrow_as<ShardingError>(e, msg, loc);
+  rethrow_as<ResourceExhaustedError>(e, msg, loc);
+  rethrow_as<Error>(e, msg, loc);
+}
+
+}  // namespace detail
 
 }  // namespace minijax

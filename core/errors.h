@@ -47,4 +47,18 @@ class ResourceExhaustedError : public Error { using Error::Error; };
 /// "file:line (function)" of a call site.
 std::string format_location(const std::source_location& loc);
 
+namespace detail {
+
+/// Throws `e` again as its own type (Error or a class above) with `prefix` before its message,
+/// at `loc`: for an error raised deep inside the library (an allocator, a kernel) on behalf of
+/// the user's call at `loc`, which the message should name. Returns (throwing nothing) for a
+/// class declared elsewhere, which the caller rethrows unchanged (`throw;`).
+void rethrow_at(const Error& e, const std::string& prefix, std::source_location loc);
+
+/// Whether `loc` is a line of the library's own sources (core/, autodiff/, sharding/, memory/,
+/// jit/, io/ as this build compiled them), not of a user's program.
+bool is_library_location(const std::source_location& loc);
+
+}  // namespace detail
+
 }  // namespace minijax

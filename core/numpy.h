@@ -52,7 +52,8 @@ Array& operator*=(Array& a, const Operand& b);
 Array& operator/=(Array& a, const Operand& b);
 
 // ---- constructors -------------------------------------------------------------------------------
-/// 1-D f32 array of the values.
+/// 1-D f32 array of the values. Integer literals become f32 too (`mj::array({2, 0, -1})` is
+/// f32[3], where jnp.array gives int32): write `mj::array({2, 0, -1}, {3}, mj::i32)` for integers.
 Array array(std::initializer_list<float> values, SL loc = SL::current());
 /// 2-D f32 array from nested lists (rows must have equal lengths: ValueError otherwise).
 Array array(std::initializer_list<std::initializer_list<float>> rows, SL loc = SL::current());

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/primitive.h"
+#include "core/verify.h"
 
 namespace minijax {
 
@@ -32,7 +33,7 @@ bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 
 class Parser {
  public:
-  explicit Parser(const std::string& s) : s_(s) {}
+  Parser(const std::string& s, std::source_location loc) : s_(s), loc_(loc) {}
 
   ClosedJaxpr top(const std::vector<Array>& consts) {
     ws();
@@ -57,12 +58,14 @@ class Parser {
     ClosedJaxpr cj;
     if (consts.size() != j->constvars.size())
       throw ValueError("parse_jaxpr: the jaxpr has " + std::to_string(j->constvars.size()) +
-                       " constvars but " + std::to_string(consts.size()) + " consts were given");
+                       " constvars but " + std::to_string(consts.size()) + " consts were given",
+                       loc_);
     for (size_t i = 0; i < consts.size(); ++i)
       if (!consts[i].defined() || !consts[i].aval().same_type(j->constvars[i].aval()))
         throw ValueError("parse_jaxpr: const " + std::to_string(i) + " is " +
                          (consts[i].defined() ? consts[i].aval().str() : std::string("empty")) +
-                         " but its constvar is " + j->constvars[i].aval().str());
+                         " but its constvar is " + j->constvars[i].aval().str(),
+                         loc_);
     cj.jaxpr = j;
     cj.consts = consts;
     return cj;
@@ -81,7 +84,8 @@ class Parser {
     for (auto& c : near)
       if (c == '\n') c = ' ';
     throw ValueError("parse_jaxpr: line " + std::to_string(line) + ", column " + std::to_string(col) +
-                     ": " + msg + (near.empty() ? " (at end of text)" : " (near '" + near + "')"));
+                     ": " + msg + (near.empty() ? " (at end of text)" : " (near '" + near + "')"),
+                     loc_);
   }
 
   char peek(size_t k = 0) const { return pos_ + k < s_.size() ? s_[pos_ + k] : '\0'; }
@@ -180,6 +184,10 @@ class Parser {
       else if (peek() != ']') fail("expected ',' or ']' in a shape");
     }
     ++pos_;
+    // No array of this aval could exist: its element count (or its bytes) would not fit int64.
+    int64_t bytes = int64_t(itemsize(a.dtype));
+    for (int64_t d : a.shape)
+      if (__builtin_mul_overflow(bytes, d, &bytes)) fail("the aval's size overflows int64 bytes", b);
     return a;
   }
 
@@ -491,16 +499,26 @@ class Parser {
   }
 
   const std::string& s_;
+  std::source_location loc_;  // the user's call of parse_jaxpr, named by every error
   size_t pos_ = 0;
   std::map<std::string, ClosedJaxprPtr> shared_;
 };
 
 }  // namespace
 
-ClosedJaxpr parse_jaxpr(const std::string& text, const std::vector<Array>& consts) {
-  Parser p(text);
+ClosedJaxpr parse_jaxpr(const std::string& text, const std::vector<Array>& consts, std::source_location loc) {
+  ClosedJaxpr j = detail::parse_jaxpr_unchecked(text, consts, loc);
+  verify_jaxpr(j, loc);
+  return j;
+}
+
+namespace detail {
+ClosedJaxpr parse_jaxpr_unchecked(const std::string& text, const std::vector<Array>& consts,
+                                  std::source_location loc) {
+  Parser p(text, loc);
   return p.top(consts);
 }
+}  // namespace detail
 
 void register_param_object_parser(ParamObjectParser p) {
   std::lock_guard<std::mutex> g(object_parsers_mu());

@@ -2,6 +2,7 @@
 // Owns parse_jaxpr and the registry of parsers for opaque (ParamObject) parameter values.
 #pragma once
 #include <functional>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,22 @@ namespace minijax {
 /// `name` param is always a string). Equation effects are the primitive's.
 /// `consts` are the values of the top-level constvars (one per constvar, same avals); nested
 /// jaxprs must have no constvars (their values are not in the text).
+/// Text is untrusted input, so the result is type-checked (verify_jaxpr): every equation's
+/// output avals must be what its primitive's shape rule gives, or nothing would stop a jaxpr
+/// that declares `b:f32[4] = sin a` of an `a:f32[3]` from running.
 /// Throws ValueError naming the line and column for syntax errors, unknown primitives, unbound
-/// or rebound variable names, bad avals and consts that do not match.
-ClosedJaxpr parse_jaxpr(const std::string& text, const std::vector<Array>& consts = {});
+/// or rebound variable names, bad avals (unknown dtype or memory kind, a negative dimension, a
+/// size beyond int64 bytes) and consts that do not match; verify_jaxpr's TypeError or ShapeError
+/// (naming the equation) for an ill-typed jaxpr; all at `loc`.
+ClosedJaxpr parse_jaxpr(const std::string& text, const std::vector<Array>& consts = {},
+                        std::source_location loc = std::source_location::current());
+
+namespace detail {
+/// parse_jaxpr without the type check: for tests of verify_jaxpr itself, which need ill-typed
+/// jaxprs to check. Same syntax errors.
+ClosedJaxpr parse_jaxpr_unchecked(const std::string& text, const std::vector<Array>& consts = {},
+                                  std::source_location loc = std::source_location::current());
+}  // namespace detail
 
 /// A parser for the printed form of some ParamObject kind: returns the object for `text` (the
 /// printed value of param `key`), or nullptr if the text is not of its kind.

@@ -162,6 +162,7 @@ Array uniform(const Array& key, const Shape& shape, DType dtype, double minval, 
 
 Array normal(const Array& key, const Shape& shape, DType dtype, SL loc) {
   check_key(key, "random.normal", loc);
+  check_shape(shape, "random.normal", loc);
   if (!is_floating(dtype))
     throw TypeError(std::string("random.normal: dtype must be a float dtype, got ") + dtype_name(dtype), loc);
   // lo = nextafter(-1, 0) in dtype: the open end of the uniform interval (-1, 1).

@@ -2,6 +2,7 @@
 // Owns the per-thread stack, the dynamic trace, the eval trace and raising values between levels.
 #include "core/trace.h"
 
+
 #include "core/collectives.h"
 
 namespace minijax {
@@ -89,7 +90,16 @@ std::vector<Array> EvalTrace::process_primitive(const Primitive& p, const std::v
   std::vector<Array> conc;
   conc.reserve(in.size());
   for (const auto& a : in) conc.push_back(a.concrete(loc));
-  return p.impl(conc, params, out_avals);
+  try {
+    return p.impl(conc, params, out_avals);
+  } catch (const Error& e) {
+    // An error from inside the implementation (an allocation beyond a memory limit, a donated
+    // buffer) names the user's call and the primitive, not the library line that found it.
+    if (!detail::is_library_location(e.where()) || detail::is_library_location(loc)) throw;
+    const bool named = e.message().rfind(p.name, 0) == 0;
+    detail::rethrow_at(e, named ? std::string() : p.name + ": ", loc);
+    throw;
+  }
 }
 
 std::vector<Array> bind(const Primitive& p, const std::vector<Array>& args, const Params& params,

@@ -422,8 +422,8 @@ struct Lowered : LoweredProgram {
   /// Compiles the program (shared with jit calls of the same program: the executable cache) and
   /// returns the callable executable; a sharded program's SPMD program is compiled once and runs
   /// on every device of its mesh. Throws ResourceExhaustedError when the predicted peak exceeds
-  /// a capacity (detail::check_compiled_capacity), read at every call.
-  Compiled<R> compile() const;
+  /// a capacity (detail::check_compiled_capacity), read at every call; at `loc`.
+  Compiled<R> compile(std::source_location loc = std::source_location::current()) const;
 
   // What compile() and the Compiled need (set by Jit::lower).
   std::vector<Array> consts;
@@ -438,7 +438,9 @@ struct Lowered : LoweredProgram {
 };
 
 /// JAX's `lowered.compile()`: a compiled program, callable with arguments of the lowered
-/// signature (same pytree structure, avals and static values; TypeError otherwise).
+/// signature (same pytree structure, avals and static values; TypeError otherwise). A call's
+/// errors name the line of the compile() that made it: C++ cannot give a call site to a
+/// function whose parameters end in a pack, as operator()'s do.
 template <class R>
 class Compiled {
  public:
@@ -485,7 +487,9 @@ class Jit {
 
   /// Calls f compiled: f's result pytree, computed on device 0 (or on the mesh with shardings).
   /// Throws TypeError for a ShapeDtypeStruct argument or a static_argnums entry naming Arrays,
-  /// ValueError for an argument on another device or donated twice (or before), at the call.
+  /// ValueError for an argument on another device or donated twice (or before). The errors name
+  /// the line that made this Jit (mj::jit(f)) and the jit's name: C++ cannot give a call site to
+  /// a function whose parameters end in a pack. Errors raised inside f name their own lines.
   template <class... A>
   auto operator()(const A&... args) const;
 
@@ -533,7 +537,11 @@ class Jit {
     std::shared_ptr<const Executable> exe;
     std::vector<detail::StaticKey> statics;
     bool ready = false;
-    std::once_flag prepared;  // the sharded lowering or the executable, made once
+    // The sharded lowering or the executable, made once: a mutex and a flag, not std::call_once,
+    // so that a compile that throws (RESOURCE_EXHAUSTED) leaves the next call free to try again
+    // (ThreadSanitizer's pthread_once never releases a once whose function threw: a hang).
+    std::mutex prepare_mu;
+    bool prepared = false;
   };
   struct State {
     State(F fn, JitOptions o, std::source_location l) : f(std::move(fn)), opts(std::move(o)), loc(l) {}

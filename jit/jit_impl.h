@@ -173,7 +173,9 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::entry_for(const CallArgs& ca, co
 template <class F>
 void Jit<F>::prepare(Entry& e, const std::vector<Array>& leaves) const {
   const State& s = *s_;
-  std::call_once(e.prepared, [&] {
+  std::lock_guard<std::mutex> lock(e.prepare_mu);
+  if (e.prepared) return;
+  {
     std::vector<ShapedArray> in_avals = e.jaxpr->jaxpr->in_avals();
     std::vector<ShapedArray> out_avals = e.jaxpr->jaxpr->out_avals();
     std::shared_ptr<const Mesh> mesh;
@@ -186,7 +188,8 @@ void Jit<F>::prepare(Entry& e, const std::vector<Array>& leaves) const {
     } else {
       e.exe = detail::compile_traced(e.jaxpr, s.opts, e.donated, s.loc);
     }
-  });
+  }
+  e.prepared = true;
 }
 
 template <class F>
@@ -293,9 +296,10 @@ auto Jit<F>::lower(const A&... args) const {
 }
 
 template <class R>
-Compiled<R> Lowered<R>::compile() const {
+Compiled<R> Lowered<R>::compile(std::source_location loc) const {
   Compiled<R> c;
   c.low_ = *this;
+  c.low_.loc = loc;  // the Compiled's own errors name the line that made it
   if (spmd) {
     c.spmd_ = detail::compile_sharded(*spmd, options, donated, loc);
     c.exe_ = detail::executable_of(*c.spmd_);

@@ -6,13 +6,21 @@
 
 namespace minijax {
 
-int64_t CompiledMemoryStats::peak_bytes(MemoryKind kind) const {
+int64_t CompiledMemoryStats::peak_bytes(MemoryKind kind, std::source_location loc) const {
   size_t k = size_t(kind);
+  if (k >= argument.size())
+    throw ValueError("CompiledMemoryStats::peak_bytes: memory kind " + std::to_string(k) +
+                     " is not a MemoryKind (device, pinned_host or unpinned_host)",
+                     loc);
   return argument[k] + output[k] - alias[k] + temp[k];
 }
 
-int64_t CompiledMemoryStats::peak_bytes(const std::string& kind) const {
-  return peak_bytes(memory_kind_from_name(kind));
+int64_t CompiledMemoryStats::peak_bytes(const std::string& kind, std::source_location loc) const {
+  try {
+    return peak_bytes(memory_kind_from_name(kind), loc);
+  } catch (const ValueError& e) {
+    throw ValueError("CompiledMemoryStats::peak_bytes: " + e.message(), loc);
+  }
 }
 
 std::string CompiledMemoryStats::str() const {

@@ -3,6 +3,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <source_location>
 #include <string>
 
 #include "core/aval.h"
@@ -23,9 +24,11 @@ struct CompiledMemoryStats {
   /// The same four categories per memory kind (device, pinned_host, unpinned_host).
   std::array<int64_t, 3> argument{}, output{}, alias{}, temp{};
   /// Predicted peak bytes of memory kind `kind` (argument + output - alias + temp of that kind).
-  int64_t peak_bytes(MemoryKind kind) const;
-  /// Accepts "device", "pinned_host", "unpinned_host"; ValueError otherwise.
-  int64_t peak_bytes(const std::string& kind) const;
+  /// ValueError at `loc` for a value outside the MemoryKind enum.
+  int64_t peak_bytes(MemoryKind kind, std::source_location loc = std::source_location::current()) const;
+  /// Accepts "device", "pinned_host", "unpinned_host"; ValueError (naming peak_bytes and
+  /// `kind`) at `loc` otherwise.
+  int64_t peak_bytes(const std::string& kind, std::source_location loc = std::source_location::current()) const;
   /// One line per category, JAX's names.
   std::string str() const;
 };

@@ -27,6 +27,10 @@ const Sharding& sharding_of_param(const ParamObjectPtr& p, const char* what) {
 }
 
 const NamedSharding& ArraySharding::named_sharding(std::source_location loc) const {
+  if (!named && !sharding.mesh)
+    throw ShardingError("ArraySharding::named_sharding: this ArraySharding has no mesh (default-constructed; "
+                        "Array::sharding() returns a complete one)",
+                        loc);
   if (!named)
     throw ShardingError("the sharding " + sharding.str() + " on " + sharding.mesh->str() +
                             " has no PartitionSpec form (sub-axes, priorities or open dims with "
@@ -35,8 +39,17 @@ const NamedSharding& ArraySharding::named_sharding(std::source_location loc) con
   return *named;
 }
 
+const Mesh& ArraySharding::mesh(std::source_location loc) const {
+  if (!sharding.mesh)
+    throw ShardingError("ArraySharding::mesh: this ArraySharding has no mesh (default-constructed; "
+                        "Array::sharding() returns a complete one)",
+                        loc);
+  return *sharding.mesh;
+}
+
 std::string ArraySharding::str() const {
   if (named) return named->str();
+  if (!sharding.mesh) return "Sharding(mesh=None, " + sharding.str() + ")";
   return "Sharding(mesh=" + sharding.mesh->str() + ", " + sharding.str() + ")";
 }
 

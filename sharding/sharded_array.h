@@ -41,14 +41,16 @@ struct ArraySharding {
   std::optional<NamedSharding> named;
 
   bool is_named() const { return named.has_value(); }
-  /// The NamedSharding. ShardingError (naming the Sharding) when it is not expressible.
+  /// The NamedSharding. ShardingError (naming the Sharding) when it is not expressible or there
+  /// is no mesh (a default-constructed ArraySharding).
   const NamedSharding& named_sharding(
       std::source_location loc = std::source_location::current()) const;
   /// The PartitionSpec (as named_sharding().spec).
   const P& spec(std::source_location loc = std::source_location::current()) const {
     return named_sharding(loc).spec;
   }
-  const Mesh& mesh() const { return *sharding.mesh; }
+  /// The mesh. ShardingError at `loc` for a default-constructed ArraySharding (no mesh).
+  const Mesh& mesh(std::source_location loc = std::source_location::current()) const;
   MemoryKind memory_kind() const { return sharding.memory_kind; }
   /// NamedSharding's str() when named, else the Sharding's str() prefixed by the mesh.
   std::string str() const;

@@ -195,6 +195,10 @@ Registrar reg([] {
 }  // namespace
 
 Array lax::device_put(const Array& x, MemoryKind memory_kind, SL loc) {
+  if (uint8_t(memory_kind) > uint8_t(MemoryKind::unpinned_host))
+    throw ValueError("device_put: memory kind " + std::to_string(int(memory_kind)) +
+                         " is not a MemoryKind (device, pinned_host or unpinned_host)",
+                     loc);
   return minijax::bind1(primitive("device_put"), {x}, Params{{"memory_kind", memory_kind}}, loc);
 }
 

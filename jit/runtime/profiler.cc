@@ -264,16 +264,18 @@ KernelSitesScope::~KernelSitesScope() { tls_sites = previous_; }
 
 // ---- the public API ---------------------------------------------------------------------------
 
-void start_trace(const std::string& path) {
+void start_trace(const std::string& path, std::source_location loc) {
   Recorder& r = recorder();
   std::lock_guard<std::mutex> g(r.mu);
   if (detail::tracing())
     throw ValueError("profiler::start_trace('" + path + "'): a trace to '" + r.path +
-                     "' is already being recorded (call profiler::stop_trace first)");
+                     "' is already being recorded (call profiler::stop_trace first)",
+                     loc);
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f)
     throw IOError("profiler::start_trace: cannot open the trace file '" + path + "' for writing: " +
-                  std::strerror(errno));
+                      std::strerror(errno),
+                  loc);
   r.file = f;
   r.path = path;
   for (auto& t : r.tracks) {
@@ -287,12 +289,13 @@ void start_trace(const std::string& path) {
   detail::g_tracing.store(true, std::memory_order_release);
 }
 
-void stop_trace() {
+void stop_trace(std::source_location loc) {
   Recorder& r = recorder();
   std::lock_guard<std::mutex> g(r.mu);
   if (!detail::tracing())
     throw ValueError("profiler::stop_trace: no trace is being recorded (profiler::start_trace was not called, or "
-                     "this trace was stopped already)");
+                     "this trace was stopped already)",
+                     loc);
   detail::g_tracing.store(false, std::memory_order_release);
   std::FILE* f = r.file;
   r.file = nullptr;
@@ -308,7 +311,8 @@ void stop_trace() {
   const bool closed = std::fclose(f) == 0;
   if (!wrote || !closed)
     throw IOError("profiler::stop_trace: cannot write the trace file '" + r.path + "' (" +
-                  std::to_string(json.size()) + " B): " + std::strerror(wrote ? errno : err));
+                      std::to_string(json.size()) + " B): " + std::strerror(wrote ? errno : err),
+                  loc);
 }
 
 bool is_tracing() { return detail::tracing(); }

@@ -2,6 +2,7 @@
 // trace-event JSON, TraceAnnotation, and the kernel hooks compiled code calls (mj_rt_kernel_*).
 #pragma once
 #include <cstdint>
+#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,15 +22,15 @@ namespace minijax::profiler {
 /// is active is recorded, also programs compiled before it started. The file is created (or
 /// truncated) here and written at stop_trace. Thread-safe.
 /// Throws ValueError when a trace is already being recorded, and IOError naming `path` when the
-/// file cannot be opened for writing (then nothing is recorded).
-void start_trace(const std::string& path);
+/// file cannot be opened for writing (then nothing is recorded); at `loc`.
+void start_trace(const std::string& path, std::source_location loc = std::source_location::current());
 
 /// Stops the trace and writes it to the path given to start_trace. Events still running (a copy
 /// on the emulated link, a kernel on another thread) are left out; so are events past the first
 /// 4,000,000 (their count is written as "dropped_events" in the file's "otherData").
 /// Throws ValueError when no trace is being recorded, and IOError naming the path when writing
-/// fails (the trace is stopped all the same).
-void stop_trace();
+/// fails (the trace is stopped all the same); at `loc`.
+void stop_trace(std::source_location loc = std::source_location::current());
 
 /// Whether a trace is being recorded.
 bool is_tracing();

@@ -41,8 +41,12 @@ TEST(ParserFuzzRegression, IntegersBeyondInt64AreValueErrors) {
                      "integer 99999999999999999999 is out of the range of int64");
   expect_parse_error("{ lambda ; a:f32[6]. let b:f32[2,3] = reshape[dimensions=None new_sizes=(2, 99999999999999999999)] a in (b,) }",
                      "integer 99999999999999999999 is out of the range of int64");
-  // The largest int64 still parses.
-  EXPECT_NO_THROW(mj::parse_jaxpr("{ lambda ; a:f32[9223372036854775807]. let  in (a,) }"));
+  // The largest int64 still parses as a dimension (of a one-byte dtype: an f32 aval of that many
+  // elements is refused, its bytes being beyond int64).
+  EXPECT_NO_THROW(mj::parse_jaxpr("{ lambda ; a:bool[9223372036854775807]. let  in (a,) }"));
+  expect_parse_error("{ lambda ; a:f32[9223372036854775807]. let  in (a,) }", "the aval's size overflows int64 bytes");
+  expect_parse_error("{ lambda ; a:f32[4294967296,4294967296,4294967296]. let  in (a,) }",
+                     "the aval's size overflows int64 bytes");
 }
 
 // An equation of a one-operand primitive with no operand parses (the parser does not know
@@ -50,7 +54,7 @@ TEST(ParserFuzzRegression, IntegersBeyondInt64AreValueErrors) {
 // binding to null). Each shape primitive now says how many operands it takes (verify_jaxpr
 // reports it as its own typed error, naming the equation).
 TEST(ParserFuzzRegression, ShapePrimitivesWithoutTheirOperandAreTypedErrors) {
-  const mj::ClosedJaxpr j = mj::parse_jaxpr(corpus_file("regression-transpose-without-operand.jaxpr"));
+  const mj::ClosedJaxpr j = mj::detail::parse_jaxpr_unchecked(corpus_file("regression-transpose-without-operand.jaxpr"));
   try {
     mj::verify_jaxpr(j);
     ADD_FAILURE() << "verify_jaxpr accepted a transpose without an operand";
@@ -60,7 +64,7 @@ TEST(ParserFuzzRegression, ShapePrimitivesWithoutTheirOperandAreTypedErrors) {
   for (const char* eqn : {"reshape[dimensions=None new_sizes=(6,)]", "squeeze[dimensions=(0,)]",
                           "expand_dims[dimensions=(0,)]", "rev[dimensions=(0,)]"}) {
     const mj::ClosedJaxpr k =
-        mj::parse_jaxpr(std::string("{ lambda ; a:f32[1,6]. let b:f32[6] = ") + eqn + " a a in (b,) }");
+        mj::detail::parse_jaxpr_unchecked(std::string("{ lambda ; a:f32[1,6]. let b:f32[6] = ") + eqn + " a a in (b,) }");
     EXPECT_THROW(mj::verify_jaxpr(k), mj::Error) << eqn;
   }
 }
@@ -99,7 +103,7 @@ TEST(ParserFuzzRegressions, EveryShapeRuleRejectsAnyOperandCountWithATypedError)
 // second with .at(1) and std::out_of_range escaped verify_jaxpr untyped. Now a ValueError naming
 // dot_general and the operand count (abstract_eval, core/primitive.cc).
 TEST(ParserFuzzRegressions, DotGeneralWithOneOperandIsAValueErrorNamingIt) {
-  const mj::ClosedJaxpr j = mj::parse_jaxpr(
+  const mj::ClosedJaxpr j = mj::detail::parse_jaxpr_unchecked(
       "{ lambda ; a:f32[5,2,3]. let b:f32[5,2,3] = dot_general[dimension_numbers=(([2], [1]), ([0], [0])) "
       "precision=None preferred_element_type=float32] a in (b,) }");
   try {
@@ -114,7 +118,7 @@ TEST(ParserFuzzRegressions, DotGeneralWithOneOperandIsAValueErrorNamingIt) {
   const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   ASSERT_FALSE(text.empty());
   try {  // the fuzzer's own steps (tests/fuzz/fuzz_parser.cc): each may reject, none may escape untyped
-    const mj::ClosedJaxpr k = mj::parse_jaxpr(text);
+    const mj::ClosedJaxpr k = mj::detail::parse_jaxpr_unchecked(text);
     try { mj::verify_jaxpr(k); } catch (const mj::Error&) {}
     try { mj::parse_jaxpr(mj::to_string(k)); } catch (const mj::Error&) {}
   } catch (const mj::Error&) {

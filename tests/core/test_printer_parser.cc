@@ -377,17 +377,41 @@ TEST(Verifier, WrongOutputAvalNamesTheEquation) {
     EXPECT_NE(m.find("f32[3]"), std::string::npos) << m;
   }
   // Dtype mismatch: TypeError.
-  auto k = mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f64[3] = sin a in (b,) }");
+  auto k = mj::detail::parse_jaxpr_unchecked("{ lambda ; a:f32[3]. let b:f64[3] = sin a in (b,) }");
   EXPECT_THROW(mj::verify_jaxpr(k), mj::TypeError);
   // Memory kind mismatch: TypeError.
-  auto m = mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f32<pinned_host>[3] = sin a in (b,) }");
+  auto m = mj::detail::parse_jaxpr_unchecked("{ lambda ; a:f32[3]. let b:f32<pinned_host>[3] = sin a in (b,) }");
   EXPECT_THROW(mj::verify_jaxpr(m), mj::TypeError);
   // Errors inside a nested jaxpr are found too.
-  auto n = mj::parse_jaxpr(
+  auto n = mj::detail::parse_jaxpr_unchecked(
       "{ lambda ; a:f32[3]. let b:f32[3] = pjit[name=f jaxpr={ lambda ; a:f32[3]. let b:f32[2] = sin a in (b,) }] a in (b,) }");
   EXPECT_THROW(mj::verify_jaxpr(n), mj::ShapeError);
   // A well-typed jaxpr passes.
   EXPECT_NO_THROW(mj::verify_jaxpr(mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }")));
+}
+
+// Parsed text is untrusted: a jaxpr whose declared avals disagree with its primitives' shape rules
+// is refused by parse_jaxpr itself (before, `b:f32[4] = sin a` of an f32[3] parsed, and eval_jaxpr,
+// jit and grad returned an f32[3] for the declared f32[4]). The error names the equation and the
+// caller's line.
+TEST(Verifier, ParseJaxprRefusesAnIllTypedJaxprAtTheCallersLine) {
+  const int line = __LINE__ + 2;
+  try {
+    mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f32[4] = sin a in (b,) }");
+    ADD_FAILURE() << "parse_jaxpr accepted b:f32[4] = sin a of an f32[3]";
+  } catch (const mj::ShapeError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("b:f32[4] = sin a"), std::string::npos) << m;
+    EXPECT_EQ(e.where().line(), unsigned(line)) << m;
+    EXPECT_NE(std::string(e.where().file_name()).find("test_printer_parser.cc"), std::string::npos) << m;
+  }
+  EXPECT_THROW(mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f64[3] = sin a in (b,) }"), mj::TypeError);
+  try {  // a syntax error also names the caller's line
+    mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f32[3] = sin in (b,) }");
+    ADD_FAILURE() << "parse_jaxpr accepted sin without an operand";
+  } catch (const mj::Error& e) {
+    EXPECT_NE(std::string(e.where().file_name()).find("test_printer_parser.cc"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Verifier, BindingErrors) {
