@@ -133,21 +133,24 @@ CollectiveOp collective_op_of(const Eqn& e) {
 
 namespace {
 
+// These and the communicator are never destroyed (as the device queues and copy engines): they
+// are first used on a device thread during a call, so a static destructor would run before the
+// exit drain registered at that call's dispatch, under device threads still running collectives.
 std::mutex& stats_mutex() {
-  static std::mutex m;
-  return m;
+  static auto* m = new std::mutex();
+  return *m;
 }
 std::vector<CollectiveCounters>& stats_table() {
-  static std::vector<CollectiveCounters> t;
-  return t;
+  static auto* t = new std::vector<CollectiveCounters>();
+  return *t;
 }
 std::mutex& hook_mutex() {
-  static std::mutex m;
-  return m;
+  static auto* m = new std::mutex();
+  return *m;
 }
 std::function<void()>& hook_slot() {
-  static std::function<void()> h;
-  return h;
+  static auto* h = new std::function<void()>();
+  return *h;
 }
 
 std::string group_str(const std::vector<int>& g) {
@@ -462,8 +465,8 @@ void InProcessCommunicator::reset() {
 }
 
 Communicator& communicator() {
-  static InProcessCommunicator c;
-  return c;
+  static auto* c = new InProcessCommunicator();  // never destroyed: see stats_mutex()
+  return *c;
 }
 
 }  // namespace minijax

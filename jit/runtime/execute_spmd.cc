@@ -14,6 +14,7 @@
 #include "jit/runtime/abi.h"
 #include "jit/runtime/communicator.h"
 #include "jit/runtime/device_queue.h"
+#include "jit/runtime/gemm.h"
 #include "jit/runtime/profiler.h"
 
 namespace minijax {
@@ -58,14 +59,24 @@ CallOrder& call_order() {
   return *o;
 }
 
-// A program that returns from main with calls still running would have its device threads run
-// kernels while the libraries they call are destroyed (oneDNN frees the JIT'ed GEMM kernels a
-// program's first run created, in static destructors registered then). So after the first call
-// of each executable completes, a drain is registered with atexit: it runs before the
-// destructors of everything that call created, and exit waits for the dispatched calls. One
-// registration per executable (bounded by the compilations), not per call.
-void register_exit_drain(const SpmdExecutable& s) {
-  if (s.exit_drain_registered.exchange(true)) return;
+// A program that returns from main (or calls std::exit) with calls still running would have its
+// device threads run kernels while the libraries they call are destroyed. So exit drains the
+// dispatched calls, from a handler registered with atexit. Handlers and static destructors run in
+// the reverse order of their registration, so a drain runs before the destructors of what was
+// constructed before it was registered, and after those of what came later. Two per executable
+// (bounded by the compilations, not by the calls):
+//  - at its first dispatch, after the GEMM libraries made on this thread what they create at
+//    their first call (initialize_gemm_libraries): before this, a program that exited during its
+//    first call destroyed what the call's device threads were using (the communicator: a heap
+//    corruption at exit in about 1 run in 4 of a doc block, docs/sharding.md, ending with
+//    `y = f(x)` not waited for; oneDNN's kernels: a crash in 39 runs in 40 of a matmul chain);
+//  - after its first call completes: oneDNN frees the JIT'ed GEMM kernels a program's first run
+//    created in static destructors registered during that run (a crash at exit in about 1 run in
+//    5 of ShardedMlp.ValueAndGradEqualsTheUnshardedRun before this one existed).
+// The runtime's own singletons used from device threads are never destroyed (device_queue.cc,
+// copy_engine.cc, communicator.cc, allocator.cc), so no order of destruction can hurt them.
+void register_exit_drain(std::atomic<bool>& registered) {
+  if (registered.exchange(true)) return;
   std::atexit([] { call_order().drain(); });
 }
 
@@ -298,7 +309,7 @@ void run_on_device(const std::shared_ptr<CallState>& st, size_t p) {
   if (st->error) communicator().reset();
   else merge_traffic(*st);
   for (DeviceWork& d : st->work) d.keep.clear();
-  register_exit_drain(*st->spmd);
+  register_exit_drain(st->spmd->exit_drain_after_first_call);
   if (st->error) st->call->done.set_error(st->error);
   else st->call->done.set();
   call_order().complete(st->ticket);
@@ -361,6 +372,8 @@ std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutabl
   claims.commit();
   for (size_t p = 0; p < n; ++p) bind_outputs(*st, p, in[p]);
   CallOrder& order = call_order();
+  initialize_gemm_libraries();  // before the drain: see register_exit_drain
+  register_exit_drain(spmd->exit_drain_at_dispatch);
   std::lock_guard<std::mutex> g(order.dispatch_mu);
   st->ticket = order.next_ticket++;
   for (size_t p = 0; p < n; ++p) queues[p]->enqueue([st, p] { run_on_device(st, p); });

@@ -84,4 +84,19 @@ void runtime_gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const doubl
   split_gemm(ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
 }
 
+void initialize_gemm_libraries() {
+  static const bool done = [] {
+    // One product per transpose combination: a 2x2 by 2x2 f32 product (oneDNN) and f64 (OpenBLAS).
+    float af[4] = {1, 2, 3, 4}, bf[4] = {1, 0, 0, 1}, cf[4];
+    double ad[4] = {1, 2, 3, 4}, bd[4] = {1, 0, 0, 1}, cd[4];
+    for (char ta : {'N', 'T'})
+      for (char tb : {'N', 'T'}) {
+        single_threaded<float>(ta, tb, 2, 2, 2, af, 2, bf, 2, cf, 2);
+        single_threaded<double>(ta, tb, 2, 2, 2, ad, 2, bd, 2, cd, 2);
+      }
+    return true;
+  }();
+  (void)done;
+}
+
 }  // namespace minijax

@@ -15,4 +15,11 @@ void runtime_gemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k, c
 void runtime_gemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k, const double* A, int64_t lda,
                   const double* B, int64_t ldb, double* C, int64_t ldc);
 
+/// Makes, on the calling thread and once per process, what the GEMM libraries create lazily at
+/// their first call: oneDNN generates its sgemm kernels then and registers their destructors with
+/// the C++ runtime. The sharded executor calls it before it registers its exit drain
+/// (execute_spmd.cc), so that the drain, registered later, runs before those destructors: a
+/// program that exits with its first sharded call running no longer frees the kernels under it.
+void initialize_gemm_libraries();
+
 }  // namespace minijax
