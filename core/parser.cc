@@ -184,7 +184,9 @@ class Parser {
       else if (peek() != ']') fail("expected ',' or ']' in a shape");
     }
     ++pos_;
-    // No array of this aval could exist: its element count (or its bytes) would not fit int64.
+    // Refused when the bytes of its leading dimensions, multiplied in order, overflow int64: no
+    // array could hold them, and with a zero dimension after them (no bytes in all) the strides
+    // and leading sizes that code computes in order would still overflow (undefined behaviour).
     int64_t bytes = int64_t(itemsize(a.dtype));
     for (int64_t d : a.shape)
       if (__builtin_mul_overflow(bytes, d, &bytes)) fail("the aval's size overflows int64 bytes", b);
@@ -508,7 +510,7 @@ class Parser {
 
 ClosedJaxpr parse_jaxpr(const std::string& text, const std::vector<Array>& consts, std::source_location loc) {
   ClosedJaxpr j = detail::parse_jaxpr_unchecked(text, consts, loc);
-  verify_jaxpr(j, loc);
+  detail::verify_parsed_jaxpr(j, loc);
   return j;
 }
 
