@@ -227,7 +227,7 @@ void check_grads_rec(const FlatFn& f, const std::vector<Array>& args, int order,
     if (order > 1) {
       FlatFn g = [f, loc](const std::vector<Array>& xs) {
         VjpResult vr = vjp_flat(f, xs, loc);
-        return vr.pullback(vr.primal_outs);
+        return vr.pullback(vr.primal_outs, loc);
       };
       check_grads_rec(g, args, order - 1, depth + 1, modes, opts, msg, loc);
     }
@@ -287,7 +287,7 @@ void check_vjp(const FlatFn& f, const std::vector<Array>& args, const GradCheckO
     ct_vals.push_back(to_doubles(cts.back(), loc));
     t_out_used.push_back(tangent_out[k]);
   }
-  std::vector<Array> ct_in = vr.pullback(cts);
+  std::vector<Array> ct_in = vr.pullback(cts, loc);
   std::vector<std::vector<double>> tv, cv;
   for (size_t i = 0; i < args.size(); ++i) {
     tv.push_back(to_doubles(tangents[i], loc));

@@ -95,7 +95,7 @@ std::vector<Array> jacrev_flat(const FlatFn& f, const Array& x, std::source_loca
     FlatFn pull = [&](const std::vector<Array>& c) {
       std::vector<Array> cts(nout);
       cts[i] = c.at(0);
-      return vr.pullback(cts);
+      return vr.pullback(cts, loc);
     };
     Array rows = vmap_flat(pull, {basis}, {0}, {}, loc).at(0);
     jacs.push_back(lax::reshape(rows, concat_shapes(oa.shape, in_shape), loc));

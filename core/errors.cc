@@ -2,6 +2,7 @@
 // Owns the formatting of call sites into messages.
 #include "core/errors.h"
 
+#include <optional>
 #include <string_view>
 #include <typeinfo>
 
@@ -29,19 +30,25 @@ void rethrow_as(const Error& e, const std::string& msg, std::source_location loc
 }  // namespace
 
 bool is_library_location(const std::source_location& loc) {
-  // This file is <root>core/errors.cc as the build named it (absolute, or relative to the build
-  // folder): every library source shares <root>.
-  static const std::string_view root = [] {
+  auto in_library_folder = [](std::string_view f) {
+    for (std::string_view dir : {"core/", "autodiff/", "sharding/", "memory/", "jit/", "io/"})
+      if (f.starts_with(dir)) return true;
+    return false;
+  };
+  // This file is <root>core/errors.cc as the build named it (absolute, relative to the build
+  // folder, or empty when compiled from the source folder): every library source shares <root>.
+  static const std::optional<std::string_view> root = []() -> std::optional<std::string_view> {
     std::string_view self = __FILE__;
     constexpr std::string_view tail = "core/errors.cc";
-    return self.ends_with(tail) ? self.substr(0, self.size() - tail.size()) : std::string_view();
+    if (!self.ends_with(tail)) return std::nullopt;
+    return self.substr(0, self.size() - tail.size());
   }();
   std::string_view f = loc.file_name();
-  if (root.empty() || !f.starts_with(root)) return false;
-  f.remove_prefix(root.size());
-  for (std::string_view dir : {"core/", "autodiff/", "sharding/", "memory/", "jit/", "io/"})
-    if (f.starts_with(dir)) return true;
-  return false;
+  if (root && f.starts_with(*root) && in_library_folder(f.substr(root->size()))) return true;
+  // An installed header (<prefix>/include/minijax/<folder>/...), compiled into the user's program.
+  constexpr std::string_view installed = "include/minijax/";
+  const size_t k = f.find(installed);
+  return k != std::string_view::npos && in_library_folder(f.substr(k + installed.size()));
 }
 
 void rethrow_at(const Error& e, const std::string& prefix, std::source_location loc) {

@@ -56,7 +56,8 @@ namespace detail {
 void rethrow_at(const Error& e, const std::string& prefix, std::source_location loc);
 
 /// Whether `loc` is a line of the library's own sources (core/, autodiff/, sharding/, memory/,
-/// jit/, io/ as this build compiled them), not of a user's program.
+/// jit/, io/ as this build compiled them) or of its installed headers
+/// (`.../include/minijax/<folder>/`), not of a user's program.
 bool is_library_location(const std::source_location& loc);
 
 }  // namespace detail

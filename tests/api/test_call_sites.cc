@@ -66,4 +66,16 @@ TEST(CallSites, RandomNormalOfANegativeDimensionNamesNormal) {
                                {"random.normal", "negative dimension", "[-1,2]"});
 }
 
+// jacrev and check_grads called the pullback without the caller's site, so an error of the
+// backward pass (a JVP rule nonlinear in its tangent cannot be transposed) named
+// autodiff/jacobian.cc; grad named the user's line. Now both do.
+TEST(CallSites, ABackwardPassErrorOfJacrevNamesTheCall) {
+  auto f = mj::custom_jvp([](const Array& a) { return mj::sin(a); },
+                          [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
+                            return std::pair{mj::sin(std::get<0>(p)), mj::sin(std::get<0>(t))};
+                          });
+  expect_error<mj::NotDifferentiableError>([&] { (void)mj::grad([&](const Array& a) { return mj::sum(f(a)); })(mj::ones({3})); }, {"sin"});
+  expect_error<mj::NotDifferentiableError>([&] { (void)mj::jacrev(f)(mj::ones({3})); }, {"sin"});
+}
+
 }  // namespace
