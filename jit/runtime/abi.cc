@@ -10,15 +10,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-#include <tbb/partitioner.h>
-
 #include "core/config.h"
 #include "core/dtype.h"
 #include "core/gemm.h"
 #include "jit/runtime/copy_engine.h"
 #include "jit/runtime/gemm.h"
+#include "jit/runtime/parallel_for.h"
 #include "jit/runtime/profiler.h"
 #include "jit/runtime/spmd_context.h"
 
@@ -93,9 +90,7 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
 
 extern "C" void mj_rt_parallel_for(mj_rt_kernel kernel, void** bufs, int64_t n, int64_t grain) {
   if (n <= grain) return kernel(bufs, 0, n);
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, size_t(grain)),
-                    [&](const tbb::blocked_range<int64_t>& r) { kernel(bufs, r.begin(), r.end()); },
-                    tbb::simple_partitioner());
+  minijax::parallel_for_blocks(n, grain, [&](int64_t lo, int64_t hi) { kernel(bufs, lo, hi); });
 }
 
 extern "C" void mj_rt_gemm(int32_t dtype, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,

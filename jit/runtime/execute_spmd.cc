@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <set>
+#include <utility>
 
 #include "core/allocator.h"
 #include "core/config.h"
@@ -63,8 +65,9 @@ CallOrder& call_order() {
 // device threads run kernels while the libraries they call are destroyed. So exit drains the
 // dispatched calls, from a handler registered with atexit. Handlers and static destructors run in
 // the reverse order of their registration, so a drain runs before the destructors of what was
-// constructed before it was registered, and after those of what came later. Two per executable
-// (bounded by the compilations, not by the calls):
+// constructed before it was registered, and after those of what came later. Two per compiled
+// program (keyed by its Executable, which the compile caches share, so bounded by the
+// compilations, not by the calls nor by Lowered::compile() calls that hit a cache):
 //  - at its first dispatch, after the GEMM libraries made on this thread what they create at
 //    their first call (initialize_gemm_libraries): before this, a program that exited during its
 //    first call destroyed what the call's device threads were using (the communicator: a heap
@@ -75,8 +78,16 @@ CallOrder& call_order() {
 //    5 of ShardedMlp.ValueAndGradEqualsTheUnshardedRun before this one existed).
 // The runtime's own singletons used from device threads are never destroyed (device_queue.cc,
 // copy_engine.cc, communicator.cc, allocator.cc), so no order of destruction can hurt them.
-void register_exit_drain(std::atomic<bool>& registered) {
-  if (registered.exchange(true)) return;
+// (An executable freed and another compiled at its address gets no drains of its own: the earlier
+// ones still drain every call, only their place among the destructors is older.)
+enum class DrainMoment { kFirstDispatch, kFirstCompletion };
+void register_exit_drain(const Executable& exe, DrainMoment moment) {
+  static auto* mu = new std::mutex();  // never destroyed: used from device threads
+  static auto* registered = new std::set<std::pair<const Executable*, DrainMoment>>();
+  {
+    std::lock_guard<std::mutex> g(*mu);
+    if (!registered->insert({&exe, moment}).second) return;
+  }
   std::atexit([] { call_order().drain(); });
 }
 
@@ -309,7 +320,7 @@ void run_on_device(const std::shared_ptr<CallState>& st, size_t p) {
   if (st->error) communicator().reset();
   else merge_traffic(*st);
   for (DeviceWork& d : st->work) d.keep.clear();
-  register_exit_drain(st->spmd->exit_drain_after_first_call);
+  register_exit_drain(*st->spmd->exe, DrainMoment::kFirstCompletion);
   if (st->error) st->call->done.set_error(st->error);
   else st->call->done.set();
   call_order().complete(st->ticket);
@@ -333,6 +344,8 @@ std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutabl
                                        const std::vector<std::vector<Array>>& inputs, std::source_location loc,
                                        const InputNames& names) {
   const Executable& exe = *spmd->exe;
+  initialize_gemm_libraries();  // before the drain (register_exit_drain); before any claim: may throw
+  register_exit_drain(exe, DrainMoment::kFirstDispatch);
   const std::string fn = fn_name(*spmd, names);
   const size_t n = spmd->mesh->num_devices(), n_in = exe.in_avals.size();
   std::vector<std::vector<std::shared_ptr<Buffer>>> in = check_inputs(*spmd, inputs, fn, names, loc);
@@ -372,8 +385,6 @@ std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutabl
   claims.commit();
   for (size_t p = 0; p < n; ++p) bind_outputs(*st, p, in[p]);
   CallOrder& order = call_order();
-  initialize_gemm_libraries();  // before the drain: see register_exit_drain
-  register_exit_drain(spmd->exit_drain_at_dispatch);
   std::lock_guard<std::mutex> g(order.dispatch_mu);
   st->ticket = order.next_ticket++;
   for (size_t p = 0; p < n; ++p) queues[p]->enqueue([st, p] { run_on_device(st, p); });

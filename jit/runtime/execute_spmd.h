@@ -24,10 +24,6 @@ struct SpmdExecutable {
   /// Per site: the index of the top-level equation of the SPMD program (before the compiler's
   /// passes) holding it, for CollectiveStats::eqn_index; SIZE_MAX when unknown.
   std::vector<size_t> site_eqn_index;
-  /// Set once the executor's exit drain was registered at this program's first dispatch, and
-  /// after its first call completed (execute_spmd.cc, register_exit_drain).
-  mutable std::atomic<bool> exit_drain_at_dispatch{false};
-  mutable std::atomic<bool> exit_drain_after_first_call{false};
 };
 
 /// Binds `exe` (compiled with spmd) to `mesh`. ShardingError at `loc` for a site whose axes do

@@ -4,10 +4,6 @@
 
 #include <algorithm>
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-#include <tbb/partitioner.h>
-
 // The two calls of the OpenMP API used here, as omp.h declares them (libgomp, which the library
 // links, defines them). Declared rather than included: omp.h is GCC's, and clang finds none
 // without LLVM's libomp headers, so the clang-19 sanitizer and fuzz builds could not compile it.
@@ -17,6 +13,7 @@ void omp_set_num_threads(int);
 }
 
 #include "core/gemm.h"
+#include "jit/runtime/parallel_for.h"
 
 namespace minijax {
 
@@ -36,10 +33,12 @@ constexpr int64_t kMaxBlocks = 4;
 template <class T>
 void single_threaded(char ta, char tb, int64_t m, int64_t n, int64_t k, const T* A, int64_t lda, const T* B,
                      int64_t ldb, T* C, int64_t ldc) {
-  const int prev = omp_get_max_threads();
-  if (prev != 1) omp_set_num_threads(1);
+  struct OneThread {  // restores the team size also when gemm throws
+    int prev = omp_get_max_threads();
+    OneThread() { if (prev != 1) omp_set_num_threads(1); }
+    ~OneThread() { if (prev != 1) omp_set_num_threads(prev); }
+  } one_thread;
   gemm(ta, tb, m, n, k, T(1), A, lda, B, ldb, T(0), C, ldc);
-  if (prev != 1) omp_set_num_threads(prev);
 }
 
 template <class T>
@@ -54,22 +53,19 @@ void split_gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const T* A, i
   const int64_t extent = by_rows ? m : n;
   const int64_t blocks = std::clamp<int64_t>(extent / kMinBlock, 1, kMaxBlocks);
   const int64_t step = (extent + blocks - 1) / blocks;
-  tbb::parallel_for(
-      tbb::blocked_range<int64_t>(0, blocks, 1),
-      [&](const tbb::blocked_range<int64_t>& r) {
-        for (int64_t blk = r.begin(); blk < r.end(); ++blk) {
-          const int64_t lo = blk * step, hi = std::min(extent, lo + step);
-          if (lo >= hi) continue;
-          if (by_rows) {  // rows lo..hi of op(A) and of C
-            const T* a = ta == 'N' ? A + lo * lda : A + lo;
-            single_threaded(ta, tb, hi - lo, n, k, a, lda, B, ldb, C + lo * ldc, ldc);
-          } else {  // columns lo..hi of op(B) and of C
-            const T* b = tb == 'N' ? B + lo : B + lo * ldb;
-            single_threaded(ta, tb, m, hi - lo, k, A, lda, b, ldb, C + lo, ldc);
-          }
-        }
-      },
-      tbb::simple_partitioner());
+  parallel_for_blocks(blocks, 1, [&](int64_t first, int64_t last) {
+    for (int64_t blk = first; blk < last; ++blk) {
+      const int64_t lo = blk * step, hi = std::min(extent, lo + step);
+      if (lo >= hi) continue;
+      if (by_rows) {  // rows lo..hi of op(A) and of C
+        const T* a = ta == 'N' ? A + lo * lda : A + lo;
+        single_threaded(ta, tb, hi - lo, n, k, a, lda, B, ldb, C + lo * ldc, ldc);
+      } else {  // columns lo..hi of op(B) and of C
+        const T* b = tb == 'N' ? B + lo : B + lo * ldb;
+        single_threaded(ta, tb, m, hi - lo, k, A, lda, b, ldb, C + lo, ldc);
+      }
+    }
+  });
 }
 
 }  // namespace
