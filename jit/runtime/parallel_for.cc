@@ -1,0 +1,60 @@
+// minijax runtime parallel loops: the one translation unit that instantiates oneTBB's parallel_for
+// (compiled without ThreadSanitizer, see parallel_for.h), and the ordering it tells tsan.
+#include "jit/runtime/parallel_for.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+
+#if defined(__SANITIZE_THREAD__)
+#define MINIJAX_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MINIJAX_TSAN 1
+#endif
+#endif
+// This file is compiled with -fno-sanitize=thread in a tsan build; CMakeLists.txt then defines
+// MINIJAX_TSAN_RUNTIME so that it still tells the runtime about the ordering.
+#if defined(MINIJAX_TSAN_RUNTIME)
+#define MINIJAX_TSAN 1
+#endif
+
+#ifdef MINIJAX_TSAN
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#endif
+
+namespace minijax {
+
+namespace {
+
+// Under ThreadSanitizer, a release on `sync` orders what this thread did before it before what a
+// thread does after its next acquire on `sync`.
+void tsan_release([[maybe_unused]] void* sync) {
+#ifdef MINIJAX_TSAN
+  __tsan_release(sync);
+#endif
+}
+void tsan_acquire([[maybe_unused]] void* sync) {
+#ifdef MINIJAX_TSAN
+  __tsan_acquire(sync);
+#endif
+}
+
+}  // namespace
+
+void parallel_for_blocks(int64_t n, int64_t grain, void (*block)(void* ctx, int64_t lo, int64_t hi), void* ctx) {
+  char sync = 0;  // tsan's synchronization object for this loop (its address only)
+  tsan_release(&sync);
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(0, n, size_t(grain)),
+      [&](const tbb::blocked_range<int64_t>& r) {
+        tsan_acquire(&sync);
+        block(ctx, r.begin(), r.end());
+        tsan_release(&sync);
+      },
+      tbb::simple_partitioner());
+  tsan_acquire(&sync);
+}
+
+}  // namespace minijax
