@@ -10,8 +10,9 @@
 #   asan+ubsan  both in one build (what .ci/run uses, over core autodiff jit)
 #   tsan        ThreadSanitizer over the runtime's tests (devices, copy engines, communicator,
 #               executors) with OMP_NUM_THREADS=1: libgomp is not instrumented, and its barriers
-#               look like races to tsan; oneTBB's task hand-offs, also uninstrumented, are
-#               suppressed by tools/tsan.supp (which says why)
+#               look like races to tsan; oneTBB's task hand-offs, also uninstrumented, are told
+#               to tsan by jit/runtime/parallel_for.h; tools/tsan.supp keeps libtbb's start-up
+#               (which says why)
 #   FOLDER...   test folders (tests/<folder>, also their CTest label) to build and run instead of
 #               the mode's default; e.g. `tools/sanitize.sh asan+ubsan core autodiff jit`
 #
