@@ -14,12 +14,18 @@ std::string where(const Jaxpr& j, size_t i) {
   return "equation " + std::to_string(i) + " `" + eqn_to_string(j, i) + "`";
 }
 
-// Whether an equation holds a param the parser kept as raw structured text ('[' or '{' first: a
-// printed object no registered reader accepted, such as a sharding, whose mesh the text lacks).
-bool holds_unread_object(const Eqn& e) {
+// Whether `err` is the shape rule's refusal to read, as an object, a param the parser kept as raw
+// structured text ('[' or '{' first: a printed object that no registered reader accepted, such as
+// a sharding, whose mesh the text lacks). Only that refusal is trusted: any other error of the rule
+// (wrong shapes, dtypes, ...) still fails, whatever other params the equation holds. The message
+// is the one Params::get_object throws (core/params.cc, get_as).
+bool is_unread_object(const Eqn& e, const Error& err) {
+  const std::string msg = err.message();
   for (auto& [key, p] : e.params.items())
     if (auto* t = std::get_if<std::string>(&p))
-      if (key != "name" && !t->empty() && (t->front() == '[' || t->front() == '{')) return true;
+      if (key != "name" && !t->empty() && (t->front() == '[' || t->front() == '{') &&
+          msg.find("parameter '" + key + "' is not of type object") != std::string::npos)
+        return true;
   return false;
 }
 
@@ -73,7 +79,7 @@ void check(const Jaxpr& j, std::source_location loc, bool trust_unread) {
     try {
       expect = abstract_eval(*e.primitive, in, e.params, loc);
     } catch (const Error& err) {
-      if (trust_unread && holds_unread_object(e)) {  // parsed text: its declared types stand
+      if (trust_unread && is_unread_object(e, err)) {  // parsed text: its declared types stand
         for (size_t k = 0; k < e.outputs.size(); ++k)
           bind_var(e.outputs[k], [&] { return "output " + std::to_string(k) + " of " + where(j, i); });
         continue;

@@ -414,6 +414,17 @@ TEST(Verifier, ParseJaxprRefusesAnIllTypedJaxprAtTheCallersLine) {
   }
 }
 
+// An equation keeps its declared types only when its rule fails to read a raw-text param as an
+// object (a printed sharding, whose mesh the text lacks): a raw-text param added to an ill-typed
+// equation whose rule fails for another reason buys nothing.
+TEST(Verifier, ParseJaxprTrustsOnlyAnUnreadObjectParam) {
+  EXPECT_THROW(mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f32[4] = sin[junk=[x]] a in (b,) }"), mj::ShapeError);
+  EXPECT_THROW(mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f32[4] = reshape[dimensions=None new_sizes=(4,) junk=[y]] a in (b,) }"),
+               mj::ShapeError);
+  EXPECT_THROW(mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f32[3] = sin[junk=[x]] a; c:f64[3] = sin b in (c,) }"),
+               mj::TypeError);
+}
+
 TEST(Verifier, BindingErrors) {
   mj::Var a(f32s({3}));
   mj::Var b(f32s({3}));
