@@ -15,7 +15,6 @@ template <class T>
 const T& get_as(const Params& p, const std::string& k, const char* tname) {
   const Param& v = p.at(k);
   if (auto* x = std::get_if<T>(&v)) return *x;
-  // core/verify.cc (is_unread_object) recognizes this message for objects: keep them in step.
   throw ValueError("parameter '" + k + "' is not of type " + tname);
 }
 }  // namespace

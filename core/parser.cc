@@ -510,7 +510,7 @@ class Parser {
 
 ClosedJaxpr parse_jaxpr(const std::string& text, const std::vector<Array>& consts, std::source_location loc) {
   ClosedJaxpr j = detail::parse_jaxpr_unchecked(text, consts, loc);
-  detail::verify_parsed_jaxpr(j, loc);
+  verify_jaxpr(j, loc);
   return j;
 }
 

@@ -23,10 +23,10 @@ namespace minijax {
 /// jaxprs must have no constvars (their values are not in the text).
 /// Text is untrusted input, so the result is type-checked (verify_jaxpr): every equation's
 /// output avals must be what its primitive's shape rule gives, or nothing would stop a jaxpr
-/// that declares `b:f32[4] = sin a` of an `a:f32[3]` from running. One exception: a param kept
-/// as raw text because no reader accepts it (a sharding_constraint's `sharding=[{"x"}]`: the text
-/// lacks the mesh) cannot be checked, so that equation keeps its declared types
-/// (detail::verify_parsed_jaxpr); evaluating it throws, naming the param.
+/// that declares `b:f32[4] = sin a` of an `a:f32[3]` from running. Text whose params
+/// a shape rule cannot read is refused too: a sharding_constraint's printed sharding
+/// (`sharding=[{"x"}]`) has no reader, since the text does not carry the mesh, so a printed jaxpr
+/// holding a constraint does not parse (ShapeError naming the param and the equation).
 /// Throws ValueError naming the line and column for syntax errors, unknown primitives, unbound
 /// or rebound variable names, bad avals (unknown dtype or memory kind, a negative dimension, a
 /// size beyond int64 bytes) and consts that do not match; verify_jaxpr's TypeError or ShapeError

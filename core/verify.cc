@@ -14,24 +14,7 @@ std::string where(const Jaxpr& j, size_t i) {
   return "equation " + std::to_string(i) + " `" + eqn_to_string(j, i) + "`";
 }
 
-// Whether `err` is the shape rule's refusal to read, as an object, a param the parser kept as raw
-// structured text ('[' or '{' first: a printed object that no registered reader accepted, such as
-// a sharding, whose mesh the text lacks). Only that refusal is trusted: any other error of the rule
-// (wrong shapes, dtypes, ...) still fails, whatever other params the equation holds. The message
-// is the one Params::get_object throws (core/params.cc, get_as).
-bool is_unread_object(const Eqn& e, const Error& err) {
-  const std::string msg = err.message();
-  for (auto& [key, p] : e.params.items())
-    if (auto* t = std::get_if<std::string>(&p))
-      if (key != "name" && !t->empty() && (t->front() == '[' || t->front() == '{') &&
-          msg.find("parameter '" + key + "' is not of type object") != std::string::npos)
-        return true;
-  return false;
-}
-
-// trust_unread: parsed text, whose equations holding an unread object keep their declared types
-// when their shape rule cannot read the param.
-void check(const Jaxpr& j, std::source_location loc, bool trust_unread) {
+void check(const Jaxpr& j, std::source_location loc) {
   std::unordered_set<Var, VarHash> bound;
   // `what` builds the description only when there is an error (printing is costly).
   auto bind_var = [&](const Var& v, const auto& what) {
@@ -64,10 +47,10 @@ void check(const Jaxpr& j, std::source_location loc, bool trust_unread) {
     for (auto& [key, p] : e.params.items()) {
       try {
         if (auto* cj = std::get_if<ClosedJaxprPtr>(&p)) {
-          if (*cj && (*cj)->jaxpr) check(*(*cj)->jaxpr, loc, trust_unread);
+          if (*cj && (*cj)->jaxpr) check(*(*cj)->jaxpr, loc);
         } else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&p)) {
           for (auto& c : *cjs)
-            if (c && c->jaxpr) check(*c->jaxpr, loc, trust_unread);
+            if (c && c->jaxpr) check(*c->jaxpr, loc);
         }
       } catch (const ShapeError& err) {
         throw ShapeError(err.message() + "\nin the '" + key + "' param of " + where(j, i), loc);
@@ -78,15 +61,12 @@ void check(const Jaxpr& j, std::source_location loc, bool trust_unread) {
     std::vector<ShapedArray> expect;
     try {
       expect = abstract_eval(*e.primitive, in, e.params, loc);
+    } catch (const ShapeError& err) {
+      throw ShapeError("verify_jaxpr: " + err.message() + "\nin " + where(j, i), loc);
+    } catch (const TypeError& err) {
+      throw TypeError("verify_jaxpr: " + err.message() + "\nin " + where(j, i), loc);
     } catch (const Error& err) {
-      if (trust_unread && is_unread_object(e, err)) {  // parsed text: its declared types stand
-        for (size_t k = 0; k < e.outputs.size(); ++k)
-          bind_var(e.outputs[k], [&] { return "output " + std::to_string(k) + " of " + where(j, i); });
-        continue;
-      }
-      const std::string msg = "verify_jaxpr: " + err.message() + "\nin " + where(j, i);
-      if (dynamic_cast<const TypeError*>(&err)) throw TypeError(msg, loc);
-      throw ShapeError(msg, loc);  // the shape rule's ShapeError, ValueError, ...
+      throw ShapeError("verify_jaxpr: " + err.message() + "\nin " + where(j, i), loc);
     }
     if (expect.size() != e.outputs.size())
       throw TypeError("verify_jaxpr: " + e.primitive->name + " produces " +
@@ -115,10 +95,9 @@ void check(const Jaxpr& j, std::source_location loc, bool trust_unread) {
 
 }  // namespace
 
-void verify_jaxpr(const Jaxpr& j, std::source_location loc) { check(j, loc, false); }
+void verify_jaxpr(const Jaxpr& j, std::source_location loc) { check(j, loc); }
 
-namespace {
-void check_closed(const ClosedJaxpr& j, std::source_location loc, bool trust_unread) {
+void verify_jaxpr(const ClosedJaxpr& j, std::source_location loc) {
   if (!j.jaxpr) throw TypeError("verify_jaxpr: empty ClosedJaxpr", loc);
   if (j.consts.size() != j.jaxpr->constvars.size())
     throw TypeError("verify_jaxpr: " + std::to_string(j.consts.size()) + " consts for " +
@@ -130,14 +109,7 @@ void check_closed(const ClosedJaxpr& j, std::source_location loc, bool trust_unr
                           j.consts[i].aval().str() + " but its constvar is " +
                           j.jaxpr->constvars[i].aval().str(),
                       loc);
-  check(*j.jaxpr, loc, trust_unread);
+  check(*j.jaxpr, loc);
 }
-}  // namespace
-
-void verify_jaxpr(const ClosedJaxpr& j, std::source_location loc) { check_closed(j, loc, false); }
-
-namespace detail {
-void verify_parsed_jaxpr(const ClosedJaxpr& j, std::source_location loc) { check_closed(j, loc, true); }
-}  // namespace detail
 
 }  // namespace minijax

@@ -21,13 +21,4 @@ void verify_jaxpr(const Jaxpr& j, std::source_location loc = std::source_locatio
 /// verify_jaxpr of the jaxpr; also checks that consts match the constvars' avals.
 void verify_jaxpr(const ClosedJaxpr& j, std::source_location loc = std::source_location::current());
 
-namespace detail {
-/// verify_jaxpr of parsed text (parse_jaxpr): the same checks, except that an equation holding a
-/// param the parser kept as raw structured text (a printed object that no registered reader
-/// accepts, such as a sharding_constraint's sharding, whose mesh the text does not carry) keeps
-/// its declared output types when its shape rule fails only because it cannot read that param as
-/// an object; any other error of the rule still fails.
-void verify_parsed_jaxpr(const ClosedJaxpr& j, std::source_location loc);
-}  // namespace detail
-
 }  // namespace minijax

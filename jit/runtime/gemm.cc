@@ -3,6 +3,7 @@
 #include "jit/runtime/gemm.h"
 
 #include <algorithm>
+#include <vector>
 
 // The two calls of the OpenMP API used here, as omp.h declares them (libgomp, which the library
 // links, defines them). Declared rather than included: omp.h is GCC's, and clang finds none
@@ -82,14 +83,19 @@ void runtime_gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const doubl
 
 void initialize_gemm_libraries() {
   static const bool done = [] {
-    // One product per transpose combination: a 2x2 by 2x2 f32 product (oneDNN) and f64 (OpenBLAS).
-    float af[4] = {1, 2, 3, 4}, bf[4] = {1, 0, 0, 1}, cf[4];
-    double ad[4] = {1, 2, 3, 4}, bd[4] = {1, 0, 0, 1}, cd[4];
+    // Each transpose combination at the shapes whose paths differ in oneDNN (matrix-vector with m
+    // or n of 1, a small product, one of a few register blocks) for f32, and OpenBLAS's f64.
+    std::vector<float> af(64 * 64, 1.f), bf(64 * 64, 1.f), cf(64 * 64);
+    std::vector<double> ad(64 * 64, 1.0), bd(64 * 64, 1.0), cd(64 * 64);
+    const int64_t shapes[][3] = {{1, 8, 8}, {8, 1, 8}, {2, 2, 2}, {64, 64, 64}};
     for (char ta : {'N', 'T'})
-      for (char tb : {'N', 'T'}) {
-        single_threaded<float>(ta, tb, 2, 2, 2, af, 2, bf, 2, cf, 2);
-        single_threaded<double>(ta, tb, 2, 2, 2, ad, 2, bd, 2, cd, 2);
-      }
+      for (char tb : {'N', 'T'})
+        for (const auto& s : shapes) {
+          const int64_t m = s[0], n = s[1], k = s[2];
+          const int64_t lda = ta == 'N' ? k : m, ldb = tb == 'N' ? n : k;
+          single_threaded<float>(ta, tb, m, n, k, af.data(), lda, bf.data(), ldb, cf.data(), n);
+          single_threaded<double>(ta, tb, m, n, k, ad.data(), lda, bd.data(), ldb, cd.data(), n);
+        }
     return true;
   }();
   (void)done;

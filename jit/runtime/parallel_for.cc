@@ -44,17 +44,26 @@ void tsan_acquire([[maybe_unused]] void* sync) {
 }  // namespace
 
 void parallel_for_blocks(int64_t n, int64_t grain, void (*block)(void* ctx, int64_t lo, int64_t hi), void* ctx) {
-  char sync = 0;  // tsan's synchronization object for this loop (its address only)
-  tsan_release(&sync);
+  // Two synchronization objects (their addresses only): `start` orders the caller before every
+  // block, `end` every block before the caller's return. Blocks never acquire what another block
+  // released, so tsan still sees a race between two blocks.
+  char start = 0, end = 0;
+  struct AcquireEnd {  // also when a block threw
+    char* end;
+    ~AcquireEnd() { tsan_acquire(end); }
+  } acquire_end{&end};
+  tsan_release(&start);
   tbb::parallel_for(
       tbb::blocked_range<int64_t>(0, n, size_t(grain)),
       [&](const tbb::blocked_range<int64_t>& r) {
-        tsan_acquire(&sync);
+        tsan_acquire(&start);
+        struct ReleaseEnd {
+          char* end;
+          ~ReleaseEnd() { tsan_release(end); }
+        } release_end{&end};
         block(ctx, r.begin(), r.end());
-        tsan_release(&sync);
       },
       tbb::simple_partitioner());
-  tsan_acquire(&sync);
 }
 
 }  // namespace minijax

@@ -14,9 +14,11 @@ namespace minijax {
 ///
 /// Under ThreadSanitizer (tools/sanitize.sh tsan): oneTBB hands the blocks to its workers and
 /// waits for them inside libtbb, which Debian does not build with tsan, so tsan would see neither
-/// edge. This function releases a synchronization object before the loop and after each block,
-/// and acquires it at each block's start and after the loop (__tsan_release/__tsan_acquire), so
-/// the blocks, and everything they call, are checked like any other code. Its source file, which
+/// edge. This function releases one synchronization object before the loop, which each block
+/// acquires at its start, and another after each block, which the caller acquires after the loop
+/// (__tsan_release/__tsan_acquire): blocks are ordered after the caller's past and before its
+/// future, never after each other, so the blocks and everything they call are checked like any
+/// other code, races between two blocks included. Its source file, which
 /// alone instantiates oneTBB's templates, is compiled without tsan (CMakeLists.txt), so oneTBB's
 /// own bookkeeping is as invisible to tsan as the rest of libtbb, and needs no suppression.
 void parallel_for_blocks(int64_t n, int64_t grain, void (*block)(void* ctx, int64_t lo, int64_t hi), void* ctx);

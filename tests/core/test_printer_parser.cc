@@ -414,15 +414,17 @@ TEST(Verifier, ParseJaxprRefusesAnIllTypedJaxprAtTheCallersLine) {
   }
 }
 
-// An equation keeps its declared types only when its rule fails to read a raw-text param as an
-// object (a printed sharding, whose mesh the text lacks): a raw-text param added to an ill-typed
-// equation whose rule fails for another reason buys nothing.
-TEST(Verifier, ParseJaxprTrustsOnlyAnUnreadObjectParam) {
-  EXPECT_THROW(mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f32[4] = sin[junk=[x]] a in (b,) }"), mj::ShapeError);
+// A param the parser keeps as raw text (no reader accepts it) never buys an equation out of its
+// type check, whatever the text says: an ill-typed reshape with such a param, or with one that
+// spells the parser's own "not of type object" message, is refused.
+TEST(Verifier, ParseJaxprRefusesIllTypedEquationsWhateverTheirRawTextParams) {
   EXPECT_THROW(mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f32[4] = reshape[dimensions=None new_sizes=(4,) junk=[y]] a in (b,) }"),
                mj::ShapeError);
-  EXPECT_THROW(mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f32[3] = sin[junk=[x]] a; c:f64[3] = sin b in (c,) }"),
-               mj::TypeError);
+  EXPECT_THROW(mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f32[4] = reshape[dimensions=None new_sizes=(4,) "
+                               "junk=[parameter 'junk' is not of type object]] a in (b,) }"),
+               mj::ShapeError);
+  EXPECT_THROW(mj::parse_jaxpr("{ lambda ; a:f32[3]. let b:f32[1048576] = sharding_constraint[sharding=[x]] a in (b,) }"),
+               mj::ShapeError);
 }
 
 TEST(Verifier, BindingErrors) {
