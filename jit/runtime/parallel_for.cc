@@ -6,20 +6,9 @@
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 
-#if defined(__SANITIZE_THREAD__)
-#define MINIJAX_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define MINIJAX_TSAN 1
-#endif
-#endif
-// This file is compiled with -fno-sanitize=thread in a tsan build; CMakeLists.txt then defines
-// MINIJAX_TSAN_RUNTIME so that it still tells the runtime about the ordering.
-#if defined(MINIJAX_TSAN_RUNTIME)
-#define MINIJAX_TSAN 1
-#endif
-
-#ifdef MINIJAX_TSAN
+// In a tsan build this file is compiled with -fno-sanitize=thread and CMakeLists.txt defines
+// MINIJAX_TSAN_RUNTIME, so that it still tells the runtime about the ordering.
+#ifdef MINIJAX_TSAN_RUNTIME
 extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);
 #endif
@@ -31,12 +20,12 @@ namespace {
 // Under ThreadSanitizer, a release on `sync` orders what this thread did before it before what a
 // thread does after its next acquire on `sync`.
 void tsan_release([[maybe_unused]] void* sync) {
-#ifdef MINIJAX_TSAN
+#ifdef MINIJAX_TSAN_RUNTIME
   __tsan_release(sync);
 #endif
 }
 void tsan_acquire([[maybe_unused]] void* sync) {
-#ifdef MINIJAX_TSAN
+#ifdef MINIJAX_TSAN_RUNTIME
   __tsan_acquire(sync);
 #endif
 }
