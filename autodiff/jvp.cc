@@ -6,6 +6,26 @@
 
 namespace minijax {
 
+namespace {
+// The JVP trace whose rule is running on this thread (innermost), or nullptr.
+thread_local const JVPTrace* rule_trace = nullptr;
+
+struct RuleTraceScope {
+  const JVPTrace* saved;
+  explicit RuleTraceScope(const JVPTrace* t) : saved(rule_trace) { rule_trace = t; }
+  ~RuleTraceScope() { rule_trace = saved; }
+  RuleTraceScope(const RuleTraceScope&) = delete;
+  RuleTraceScope& operator=(const RuleTraceScope&) = delete;
+};
+
+std::pair<std::vector<Array>, std::vector<Array>> jvp_flat_mode(const FlatFn& f,
+                                                                const std::vector<Array>& primals,
+                                                                const std::vector<Array>& tangents,
+                                                                bool unsplit, std::source_location loc);
+}  // namespace
+
+bool jvp_rules_unsplit() { return rule_trace && rule_trace->unsplit(); }
+
 std::string JVPTracer::describe() const {
   return "a JVP tracer " + aval().str();
 }
@@ -46,7 +66,10 @@ std::vector<Array> JVPTrace::process_primitive(const Primitive& p, const std::ve
     for (auto& x : primals) avals.push_back(x.aval());
     abstract_eval(p, avals, params, loc);
   }
-  auto [pouts, touts] = p.jvp(primals, tangents, params);
+  auto [pouts, touts] = [&] {
+    RuleTraceScope running(this);
+    return p.jvp(primals, tangents, params);
+  }();
   std::vector<Array> outs;
   outs.reserve(pouts.size());
   auto self = shared_from_this();
@@ -67,6 +90,20 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
                                                            const std::vector<Array>& primals,
                                                            const std::vector<Array>& tangents,
                                                            std::source_location loc) {
+  return jvp_flat_mode(f, primals, tangents, jvp_rules_unsplit(), loc);
+}
+
+std::pair<std::vector<Array>, std::vector<Array>> jvp_flat_unsplit(const FlatFn& f,
+                                                                   const std::vector<Array>& primals,
+                                                                   const std::vector<Array>& tangents) {
+  return jvp_flat_mode(f, primals, tangents, true, std::source_location::current());
+}
+
+namespace {
+std::pair<std::vector<Array>, std::vector<Array>> jvp_flat_mode(const FlatFn& f,
+                                                                const std::vector<Array>& primals,
+                                                                const std::vector<Array>& tangents,
+                                                                bool unsplit, std::source_location loc) {
   if (primals.size() != tangents.size())
     throw TypeError("jvp: " + std::to_string(primals.size()) + " primals but " +
                         std::to_string(tangents.size()) + " tangents",
@@ -80,7 +117,7 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
                           " so its tangent must be " + want.str() + ", got " + got.str(),
                       loc);
   }
-  TraceScope<JVPTrace> scope(/*dynamic=*/false);
+  TraceScope<JVPTrace> scope(/*dynamic=*/false, unsplit);
   std::vector<Array> ins;
   ins.reserve(primals.size());
   for (size_t i = 0; i < primals.size(); ++i) {
@@ -96,5 +133,6 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
   }
   return {pouts, touts};
 }
+}  // namespace
 
 }  // namespace minijax

@@ -87,6 +87,9 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_by_partial_eval(
 JvpRule split_jvp_rule(JvpRule pure_jvp, SaveablePolicy policy) {
   return [pure_jvp = std::move(pure_jvp), policy = std::move(policy)](
              const std::vector<Array>& primals, const std::vector<Array>& tangents, const Params& params) {
+    // On an unsplit JVP trace (a checkpoint's body) the equation stays whole: partial
+    // evaluation splits it later, under the checkpoint's policy.
+    if (jvp_rules_unsplit()) return pure_jvp(primals, tangents, params);
     return jvp_by_partial_eval(pure_jvp, primals, tangents, params, policy);
   };
 }

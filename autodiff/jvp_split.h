@@ -40,7 +40,8 @@ TracedJvp trace_jvp(const JvpRule& rule, const std::vector<Array>& primals,
 std::pair<std::vector<Array>, std::vector<Array>> split_jvp_outputs(const TracedJvp& t,
                                                                     const std::vector<Array>& outs);
 
-/// A JvpRule that applies jvp_by_partial_eval to `pure_jvp`.
+/// A JvpRule that applies jvp_by_partial_eval to `pure_jvp`, or `pure_jvp` itself while the
+/// rules of an unsplit JVP trace run (jvp_rules_unsplit(): inside a checkpoint's JVP).
 JvpRule split_jvp_rule(JvpRule pure_jvp, SaveablePolicy policy = {});
 
 }  // namespace minijax

@@ -4,10 +4,12 @@
 
 #include "autodiff/batching_util.h"
 #include "autodiff/jvp.h"
+#include "autodiff/jvp_split.h"
 #include "autodiff/linearize.h"
 #include "autodiff/partial_eval.h"
 #include "autodiff/transpose.h"
 #include "autodiff/vmap.h"
+#include "core/dce.h"
 #include "core/pjit.h"
 #include "core/staging.h"
 
@@ -75,6 +77,134 @@ JvpRule call_jvp(const Primitive& p) {
   };
 }
 
+// Unsplit JVP (JAX's _pjit_jvp): one call over the JVP of the body, taking the primals and the
+// nonzero tangents and returning the primal outputs and the nonzero output tangents. Used on an
+// unsplit JVP trace (inside a checkpoint's JVP), where call_pe splits it later under the policy.
+std::pair<std::vector<Array>, std::vector<Array>> call_unsplit_jvp(const Primitive& p,
+                                                                   const std::vector<Array>& primals,
+                                                                   const std::vector<Array>& tangents,
+                                                                   const Params& params) {
+  ClosedJaxprPtr body = params.get_jaxpr(jaxpr_key(p));
+  std::string name = params.has("name") ? params.get_string("name") : std::string("call");
+  JvpRule body_jvp = [body](const std::vector<Array>& ps, const std::vector<Array>& ts, const Params&) {
+    FlatFn fn = [body](const std::vector<Array>& a) { return eval_jaxpr(*body, a); };
+    return jvp_flat(fn, ps, ts);  // unsplit too: the rule runs for an unsplit trace
+  };
+  TracedJvp t = trace_jvp(body_jvp, primals, tangents, params);
+  std::vector<Array> args = t.jaxpr.consts;
+  args.insert(args.end(), primals.begin(), primals.end());
+  for (size_t i : t.nonzero_in) args.push_back(tangents[i]);
+  auto cj = std::make_shared<ClosedJaxpr>(
+      ClosedJaxpr{std::make_shared<Jaxpr>(convert_constvars_jaxpr(*t.jaxpr.jaxpr)), {}});
+  return split_jvp_outputs(t, bind_call(p, cj, name, args));
+}
+
+// Partial evaluation (JAX's closed_call_partial_eval_custom_rule for pjit and closed_call): the
+// body is split under the enclosing policy into a known call (known inputs -> known outputs and
+// residuals) and a staged call (residuals and inputs -> the other outputs). A residual that is
+// also a known output is read from that output rather than returned twice; the staged call
+// reads inputs directly (the enclosing split forwards known ones). Both calls keep the name.
+PeCustomResult call_pe(const Primitive& p, const Eqn& e, const std::vector<bool>& unk,
+                       const SaveablePolicy& policy) {
+  const char* key = jaxpr_key(p);
+  const ClosedJaxprPtr& cj = e.params.get_jaxpr(key);
+  const Jaxpr& B = *cj->jaxpr;
+  const size_t n = e.inputs.size(), nout = e.outputs.size();
+  bool any_unknown = false, all_unknown = true;
+  for (bool u : unk) any_unknown |= u, all_unknown &= u;
+  PeCustomResult r;
+  const bool whole = !B.constvars.empty() || (!any_unknown && !policy) || (all_unknown && n > 0);
+  if (whole) {
+    // Nothing to split inside: the call goes to one side as a whole (a call over constants only
+    // is put to the policy like any equation).
+    bool recompute = false;
+    if (!any_unknown && policy && e.effects.empty()) {
+      std::vector<ShapedArray> avals;
+      for (auto& a : e.inputs) avals.push_back(atom_aval(a));
+      recompute = std::holds_alternative<Recompute>(policy(*e.primitive, avals, e.params));
+    }
+    if (!any_unknown) r.known_eqns.push_back(e);
+    if (any_unknown || recompute) r.staged_eqns.push_back(e);
+    r.out_unknowns.assign(nout, any_unknown);
+    r.out_inst.assign(nout, any_unknown || recompute);
+    return r;
+  }
+  // Every output is also an output of the staged call (JAX's inst_out): one the policy recomputes
+  // is recomputed there rather than saved; a saved one passes through (the known call's output,
+  // forwarded below), and the enclosing DCE drops what the staged side does not read.
+  PartialEvalResult pe = partial_eval_jaxpr_custom(B, unk, std::vector<bool>(n, true),
+                                                   std::vector<bool>(nout, false),
+                                                   std::vector<bool>(nout, true), policy);
+  r.out_unknowns = pe.out_unknowns;
+  r.out_inst = pe.out_inst;
+  std::vector<size_t> known_out_index;  // output index of each known output
+  for (size_t i = 0; i < nout; ++i)
+    if (!pe.out_unknowns[i]) known_out_index.push_back(i);
+  const size_t nres = size_t(pe.num_res);
+  const size_t nko = pe.known.outvars.size() - nres;
+  // Known outputs by inner atom, to forward residuals that are also (kept) known outputs.
+  std::vector<Var> known_binders;
+  for (size_t i = 0; i < nout; ++i)
+    if (!pe.out_unknowns[i]) known_binders.push_back(e.outputs[i]);
+  Jaxpr K = pe.known;
+  K.outvars.resize(nko);
+  std::vector<Atom> res_atoms;
+  Eqn known{e.primitive, {}, known_binders, e.params, e.effects};
+  for (size_t i = 0; i < n; ++i)
+    if (!unk[i]) known.inputs.push_back(e.inputs[i]);
+  for (size_t q = 0; q < nres; ++q) {
+    const Atom& a = pe.known.outvars[nko + q];
+    std::optional<Var> fwd;
+    if (auto* av = std::get_if<Var>(&a))
+      for (size_t j = 0; j < nko && !fwd; ++j)
+        if (auto* kv = std::get_if<Var>(&pe.known.outvars[j]); kv && *kv == *av && !known_binders[j].is_dropvar())
+          fwd = known_binders[j];
+    if (fwd) {
+      res_atoms.push_back(*fwd);
+      r.residuals.push_back(*fwd);
+      // The staged call reads it: it is not also one of its outputs.
+      for (size_t j = 0; j < nko; ++j)
+        if (known_binders[j] == *fwd) r.out_inst[known_out_index[j]] = false;
+    } else {
+      Var rv(atom_aval(a));
+      K.outvars.push_back(a);
+      known.outputs.push_back(rv);
+      res_atoms.push_back(rv);
+      r.residuals.push_back(rv);
+    }
+    ResidualInfo info = pe.residuals[q];
+    info.forwards_input.reset();
+    if (info.placement == ResidualPlacement::forwarded) info.placement = ResidualPlacement::computed;
+    r.residual_info.push_back(std::move(info));
+  }
+  known.params.set(key, ClosedJaxprPtr(std::make_shared<ClosedJaxpr>(
+                            ClosedJaxpr{std::make_shared<Jaxpr>(std::move(K)), {}})));
+  if (!known.outputs.empty() || !known.effects.empty()) r.known_eqns.push_back(std::move(known));
+
+  bool any_staged = false;
+  for (bool b : r.out_inst) any_staged |= b;
+  if (!any_staged) return r;
+  // The staged call: [residuals..., inputs...] pruned to what the staged body reads.
+  Jaxpr S0 = pe.staged;
+  S0.outvars.clear();
+  Eqn staged{e.primitive, {}, {}, e.params, e.effects};
+  for (size_t i = 0, k = 0; i < nout; ++i) {
+    if (!pe.out_inst[i]) continue;
+    if (r.out_inst[i]) {
+      S0.outvars.push_back(pe.staged.outvars[k]);
+      staged.outputs.push_back(e.outputs[i]);
+    }
+    ++k;
+  }
+  auto [S, used] = dce_jaxpr(S0, std::vector<bool>(S0.outvars.size(), true));
+  for (size_t q = 0; q < used.size(); ++q)
+    if (used[q]) staged.inputs.push_back(q < nres ? res_atoms[q] : e.inputs[q - nres]);
+  staged.params.set(key, ClosedJaxprPtr(std::make_shared<ClosedJaxpr>(
+                             ClosedJaxpr{std::make_shared<Jaxpr>(std::move(S)), {}})));
+  r.staged_eqns.push_back(std::move(staged));
+  return r;
+}
+
 // Transpose: the body (linear in the undefined operands) is transposed into a new call taking
 // the non-linear operands and the output cotangents.
 TransposeRule call_transpose(const Primitive& p) {
@@ -140,7 +270,14 @@ BatchRule call_batch(const Primitive& p) {
 Registrar reg([] {
   for (const char* n : {"pjit", "closed_call"}) {
     Primitive& p = get_or_create_primitive(n);
-    p.jvp = call_jvp(p);
+    JvpRule split = call_jvp(p);
+    p.jvp = [&p, split](const std::vector<Array>& primals, const std::vector<Array>& tangents,
+                        const Params& params) {
+      if (jvp_rules_unsplit()) return call_unsplit_jvp(p, primals, tangents, params);
+      return split(primals, tangents, params);
+    };
+    pe_custom_rules()[n] = [&p](const Eqn& e, const std::vector<bool>& unk, const std::vector<bool>&,
+                                const SaveablePolicy& policy) { return call_pe(p, e, unk, policy); };
     p.transpose = call_transpose(p);
     p.batch = call_batch(p);
   }

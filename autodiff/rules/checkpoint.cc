@@ -39,9 +39,11 @@ std::pair<std::vector<Array>, std::vector<Array>> checkpoint_pure_jvp(const std:
                                                                       const std::vector<Array>& tangents,
                                                                       const Params& params) {
   ClosedJaxprPtr body = params.get_jaxpr("jaxpr");
+  // The body's JVP is unsplit: its scans, conds and calls stay one equation each, so that
+  // checkpoint_pe's policy reaches the equations inside them (JAX's remat_jvp: jvp_jaxpr).
   JvpRule body_jvp = [body](const std::vector<Array>& ps, const std::vector<Array>& ts, const Params&) {
     FlatFn fn = [body](const std::vector<Array>& a) { return eval_jaxpr(*body, a); };
-    return jvp_flat(fn, ps, ts);
+    return jvp_flat_unsplit(fn, ps, ts);
   };
   TracedJvp t = trace_jvp(body_jvp, primals, tangents, params);
   std::vector<Array> args = t.jaxpr.consts;
@@ -206,9 +208,43 @@ PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
   return r;
 }
 
+// The cotangents of a checkpoint body's linear inputs (JAX's remat_transpose): partial
+// evaluation with the linear inputs unknown splits off the non-linear part (the
+// rematerialization), which is evaluated forward; the linear rest is transposed by backward_pass.
+// Splitting first is what lets a scan that carries recomputed primals next to tangents (the
+// staged scan of KnownCarries::recompute) become a forward loop and a linear one.
+std::vector<Array> transpose_body(const Jaxpr& B, const std::vector<Array>& args, const std::vector<bool>& linear,
+                                  const std::vector<Array>& cts) {
+  const size_t n = B.invars.size(), nout = B.outvars.size();
+  PartialEvalResult pe = partial_eval_jaxpr_custom(B, linear, linear, std::vector<bool>(nout, false),
+                                                   std::vector<bool>(nout, false), SaveablePolicy{});
+  std::vector<Array> kargs;
+  for (size_t i = 0; i < n; ++i)
+    if (!linear[i]) kargs.push_back(args[i]);
+  std::vector<Array> kouts = eval_jaxpr(pe.known, {}, kargs);
+  const size_t nres = size_t(pe.num_res);
+  std::vector<Array> sargs(kouts.end() - std::ptrdiff_t(nres), kouts.end());
+  std::vector<bool> slin(nres, false);
+  for (size_t i = 0; i < n; ++i)
+    if (linear[i]) {
+      sargs.emplace_back();
+      slin.push_back(true);
+    }
+  // Outputs computed on the known side are not linear in the inputs (constants): no cotangent.
+  std::vector<Array> scts;
+  for (size_t j = 0; j < nout; ++j)
+    if (pe.out_inst[j]) scts.push_back(cts[j]);
+  std::vector<Array> gs = backward_pass(pe.staged, {}, sargs, slin, scts);
+  std::vector<Array> g(n);
+  size_t k = nres;
+  for (size_t i = 0; i < n; ++i)
+    if (linear[i]) g[i] = gs[k++];
+  return g;
+}
+
 // Transpose (JAX's remat_transpose): the body, linear in the undefined operands, is transposed
-// by backward_pass — its non-linear (recomputing) equations are evaluated forward there, which
-// is the rematerialization — and staged as a new checkpoint equation with the same params.
+// by transpose_body — its non-linear (recomputing) part is evaluated forward there, which is the
+// rematerialization — and staged as a new checkpoint equation with the same params.
 std::vector<Array> checkpoint_transpose(const std::vector<Array>& cts_out, const std::vector<Array>& args,
                                         const std::vector<ShapedArray>& avals, const Params& params) {
   ClosedJaxprPtr body = params.get_jaxpr("jaxpr");
@@ -241,7 +277,8 @@ std::vector<Array> checkpoint_transpose(const std::vector<Array>& cts_out, const
           if (!linear[i]) a[i] = xs[r++];
         std::vector<Array> cts(cts_out.size());
         for (size_t k = 0; k < ct_nz.size(); ++k) cts[ct_nz[k]] = xs[nres + k];
-        auto g = backward_pass(*body->jaxpr, body->consts, a, linear, cts);
+        auto g = body->consts.empty() ? transpose_body(*body->jaxpr, a, linear, cts)
+                                      : backward_pass(*body->jaxpr, body->consts, a, linear, cts);
         std::vector<Array> outs;
         lin_zero.clear();
         for (size_t i = 0; i < args.size(); ++i)
@@ -318,6 +355,9 @@ Registrar reg([] {
     // Under linearize the split uses the checkpoint's own policy: the empty enclosing policy
     // makes checkpoint_pe apply it (with save_anything_except_these_names' pre-pass).
     p.jvp = [](const std::vector<Array>& primals, const std::vector<Array>& tangents, const Params& params) {
+      // Inside an enclosing checkpoint's JVP the equation stays whole (the enclosing policy
+      // applies to it when that checkpoint is split).
+      if (jvp_rules_unsplit()) return checkpoint_pure_jvp(primals, tangents, params);
       return jvp_by_partial_eval(checkpoint_pure_jvp, primals, tangents, params, SaveablePolicy{});
     };
     p.transpose = checkpoint_transpose;

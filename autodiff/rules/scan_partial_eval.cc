@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autodiff/rules/scan_partial_eval.h"
+
 #include "autodiff/checkpoint_policies.h"
 #include "autodiff/partial_eval.h"
 #include "core/dce.h"
@@ -95,14 +97,18 @@ NameTrace trace_name(const Jaxpr& j, const Atom& a, int depth = 0) {
 
 enum class ResKind { fwd_const, fwd_xs, hoisted, stacked };
 
+}  // namespace
+
 // JAX's _scan_partial_eval_custom, with the residual placements of docs/design.md ("Scan
 // residuals"): (a) fixpoint over which carries are unknown; (b) partial_eval_jaxpr_custom of the
 // body under the enclosing policy; (c) residuals forwarding consts/xs are passed as the outer
-// operands, residuals depending only on known consts are hoisted before the loop, the others
-// (including a known carry the staged body needs) are stacked [length, ...] by the known scan;
-// (d) a known scan and a staged scan.
-PeCustomResult scan_partial_eval(const Eqn& e, const std::vector<bool>& in_unknowns,
-                                 const std::vector<bool>& /*in_inst*/, const SaveablePolicy& policy) {
+// operands, residuals depending only on known consts are hoisted before the loop, the others are
+// stacked [length, ...] by the known scan; (d) a known scan and a staged scan. A known carry the
+// staged body needs is stacked too (KnownCarries::stack), or carried again by the staged scan,
+// recomputed from the residuals (KnownCarries::recompute: JAX's in_inst=True).
+PeCustomResult scan_partial_eval(const Eqn& e, const std::vector<bool>& in_unknowns, const SaveablePolicy& policy,
+                                 KnownCarries carries) {
+  const bool recarry = carries == KnownCarries::recompute;
   const ClosedJaxprPtr& cj = e.params.get_jaxpr("jaxpr");
   const Jaxpr& body = *cj->jaxpr;
   if (!body.constvars.empty() || !cj->consts.empty())
@@ -135,13 +141,18 @@ PeCustomResult scan_partial_eval(const Eqn& e, const std::vector<bool>& in_unkno
     return out;
   }
 
-  // (a)+(b): fixpoint over the unknown carries.
+  // (a)+(b): fixpoint over the unknown carries. Recomputing known carries, the staged body
+  // takes every input and yields every carry.
   std::vector<bool> unk(in_unknowns);
   PartialEvalResult pe;
   for (;;) {
-    std::vector<bool> ensure(ncar + ny, false);
-    for (size_t c = 0; c < ncar; ++c) ensure[c] = unk[nc + c];
-    pe = partial_eval_jaxpr_custom(body, unk, unk, ensure, ensure, policy);
+    std::vector<bool> ensure(ncar + ny, false), ensure_inst(ncar + ny, false);
+    for (size_t c = 0; c < ncar; ++c) {
+      ensure[c] = unk[nc + c];
+      ensure_inst[c] = recarry || unk[nc + c];
+    }
+    pe = partial_eval_jaxpr_custom(body, unk, recarry ? std::vector<bool>(nin, true) : unk, ensure, ensure_inst,
+                                   policy);
     bool changed = false;
     for (size_t c = 0; c < ncar; ++c)
       if (pe.out_unknowns[c] && !unk[nc + c]) unk[nc + c] = changed = true;
@@ -321,15 +332,15 @@ PeCustomResult scan_partial_eval(const Eqn& e, const std::vector<bool>& in_unkno
       s_lin.push_back(0);
     }
   };
-  std::vector<size_t> unk_pos;
+  std::vector<size_t> unk_pos;  // the operand of each input invar of S after the residuals
   for (size_t i = 0; i < nin; ++i)
-    if (unk[i]) unk_pos.push_back(i);
+    if (recarry || unk[i]) unk_pos.push_back(i);
   auto add_unknown = [&](size_t lo, size_t hi) {
     for (size_t k = 0; k < unk_pos.size(); ++k)
       if (unk_pos[k] >= lo && unk_pos[k] < hi) {
         Sb.invars.push_back(S.invars[nres + k]);
         s_ins.push_back(e.inputs[unk_pos[k]]);
-        s_lin.push_back(lin_param[unk_pos[k]]);
+        s_lin.push_back(unk[unk_pos[k]] ? lin_param[unk_pos[k]] : 0);
       }
   };
   add_res(ResKind::hoisted);
@@ -344,16 +355,16 @@ PeCustomResult scan_partial_eval(const Eqn& e, const std::vector<bool>& in_unkno
   Sb.eqns.insert(Sb.eqns.begin(), reloads.begin(), reloads.end());
   std::vector<Var> staged_outs;
   for (size_t c = 0; c < ncar; ++c)
-    if (unk[nc + c]) staged_outs.push_back(e.outputs[c]);
+    if (pe.out_inst[c]) staged_outs.push_back(e.outputs[c]);
   for (size_t j = 0; j < ny; ++j)
-    if (pe.out_unknowns[ncar + j]) staged_outs.push_back(e.outputs[ncar + j]);
+    if (pe.out_inst[ncar + j]) staged_outs.push_back(e.outputs[ncar + j]);
   if (!staged_outs.empty())
     out.staged_eqns.push_back(make_scan_eqn(e, std::move(Sb), int64_t(s_nc), int64_t(s_ncar), s_lin,
                                             s_ins, staged_outs));
 
   for (size_t c = 0; c < ncar; ++c) out.out_unknowns.push_back(unk[nc + c]);
   for (size_t j = 0; j < ny; ++j) out.out_unknowns.push_back(pe.out_unknowns[ncar + j]);
-  out.out_inst = out.out_unknowns;
+  out.out_inst = pe.out_inst;
 
   // Residuals defined by the known equations (forwarded consts/xs are outer operands, which the
   // caller instantiates itself).
@@ -384,7 +395,17 @@ PeCustomResult scan_partial_eval(const Eqn& e, const std::vector<bool>& in_unkno
   return out;
 }
 
-Registrar reg([] { pe_custom_rules()["scan"] = scan_partial_eval; });
+namespace {
+// Under a policy (inside a checkpoint), known carries are carried again by the staged scan, as
+// JAX's _scan_partial_eval_custom does: the forward pass keeps only what the policy saves (the
+// seed case's form 2 keeps the offloaded host stack alone), and the backward pass recomputes the
+// carries (scan_transpose). Without one (linearize), they are stacked.
+Registrar reg([] {
+  pe_custom_rules()["scan"] = [](const Eqn& e, const std::vector<bool>& in_unknowns, const std::vector<bool>&,
+                                 const SaveablePolicy& policy) {
+    return scan_partial_eval(e, in_unknowns, policy, policy ? KnownCarries::recompute : KnownCarries::stack);
+  };
+});
 
 }  // namespace
 }  // namespace minijax

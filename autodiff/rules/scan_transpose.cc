@@ -1,8 +1,10 @@
 // minijax transpose rule of `scan` (JAX's _scan_transpose): a scan running the other way whose
 // carry accumulates the cotangents of the linear loop constants. Owns that rule only.
 #include <memory>
+#include <unordered_set>
 
 #include "autodiff/jvp.h"
+#include "autodiff/rules/scan_partial_eval.h"
 #include "autodiff/transpose.h"
 #include "core/lax.h"
 #include "core/pjit.h"
@@ -17,6 +19,83 @@ ShapedArray unstacked(const ShapedArray& a) {
   return s;
 }
 
+// Carries that stay known through the loop: defined operands whose new value never depends on
+// an undefined (linear) operand, by a fixpoint over the body (an equation with an unknown input
+// makes all its outputs unknown).
+std::vector<bool> known_carries(const Jaxpr& body, const std::vector<Array>& args, size_t nc, size_t ncar) {
+  std::vector<bool> unk(args.size());
+  for (size_t i = 0; i < args.size(); ++i) unk[i] = !args[i].defined();
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::unordered_set<Var, VarHash> unknown;
+    for (size_t i = 0; i < body.invars.size(); ++i)
+      if (unk[i]) unknown.insert(body.invars[i]);
+    for (const Eqn& q : body.eqns) {
+      bool any = false;
+      for (auto& a : q.inputs)
+        if (auto* v = std::get_if<Var>(&a); v && unknown.count(*v)) any = true;
+      if (any)
+        for (auto& o : q.outputs) unknown.insert(o);
+    }
+    for (size_t c = 0; c < ncar; ++c) {
+      auto* v = std::get_if<Var>(&body.outvars[c]);
+      if (!unk[nc + c] && v && unknown.count(*v)) unk[nc + c] = changed = true;
+    }
+  }
+  std::vector<bool> known(ncar);
+  for (size_t c = 0; c < ncar; ++c) known[c] = !unk[nc + c];
+  return known;
+}
+
+// A scan with known carries (the staged scan of a checkpoint recomputes them: KnownCarries::
+// recompute) is split first, as JAX's remat_transpose partial-evaluates before transposing: the
+// known scan runs forward, stacking the carries the linear part needs (everything else is
+// recomputed per iteration in the reversed loop), and the linear scan left is transposed.
+std::vector<Array> transpose_after_split(const std::vector<Array>& cts_out, const std::vector<Array>& args,
+                                         const std::vector<ShapedArray>& avals, const Params& params) {
+  Eqn e;
+  e.primitive = &primitive("scan");
+  e.params = params;
+  std::vector<bool> unknown(args.size());
+  std::vector<Var> ins;
+  for (size_t i = 0; i < args.size(); ++i) {
+    ins.emplace_back(avals[i]);
+    e.inputs.push_back(ins.back());
+    unknown[i] = !args[i].defined();
+  }
+  for (const ShapedArray& a : abstract_eval(*e.primitive, avals, params, std::source_location::current())) e.outputs.emplace_back(a);
+  for (auto& q : params.get_jaxpr("jaxpr")->jaxpr->eqns) e.effects.insert(q.effects.begin(), q.effects.end());
+  SaveablePolicy recompute_all = [](const Primitive&, const std::vector<ShapedArray>&, const Params&) {
+    return PolicyDecision{Recompute{}};
+  };
+  PeCustomResult pr = scan_partial_eval(e, unknown, recompute_all, KnownCarries::stack);
+  Jaxpr known;
+  std::vector<Array> kargs;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!unknown[i]) {
+      known.invars.push_back(ins[i]);
+      kargs.push_back(args[i]);
+    }
+  known.eqns = pr.known_eqns;
+  for (const Var& r : pr.residuals) known.outvars.push_back(r);
+  std::vector<Array> sargs = eval_jaxpr(known, {}, kargs);
+  Jaxpr staged;
+  staged.invars = pr.residuals;
+  staged.invars.insert(staged.invars.end(), ins.begin(), ins.end());
+  staged.eqns = pr.staged_eqns;
+  std::vector<Array> cts;
+  for (size_t k = 0; k < e.outputs.size(); ++k)
+    if (pr.out_unknowns[k]) {
+      staged.outvars.push_back(e.outputs[k]);
+      cts.push_back(cts_out[k]);
+    }
+  std::vector<bool> linear(pr.residuals.size(), false);
+  linear.insert(linear.end(), unknown.begin(), unknown.end());
+  sargs.insert(sargs.end(), args.begin(), args.end());
+  std::vector<Array> g = backward_pass(staged, {}, sargs, linear, cts);
+  return std::vector<Array>(g.begin() + std::ptrdiff_t(pr.residuals.size()), g.end());
+}
+
 // The staged scan is linear in its undefined operands (tangent consts, carries, tangent xs) and
 // non-linear in the defined ones (residual consts and xs). Transposed scan (reverse flipped):
 //   consts = [non-linear consts], carry = [accumulators of the linear consts' cotangents (zeros
@@ -25,7 +104,8 @@ ShapedArray unstacked(const ShapedArray& a) {
 //   body = backward_pass of the scan body w.r.t. its linear inputs, adding the consts'
 //   cotangents to the accumulators and emitting the linear xs' cotangents as ys.
 // Every carry is treated as linear, as JAX does: a defined carry operand (instantiated zeros)
-// gets no cotangent.
+// gets no cotangent. A carry that stays known through the loop is split off first
+// (transpose_after_split).
 std::vector<Array> scan_transpose(const std::vector<Array>& cts_out, const std::vector<Array>& args,
                                   const std::vector<ShapedArray>& avals, const Params& params) {
   const ClosedJaxprPtr& cj = params.get_jaxpr("jaxpr");
@@ -37,6 +117,11 @@ std::vector<Array> scan_transpose(const std::vector<Array>& cts_out, const std::
   const size_t nin = args.size(), nx = nin - nc - ncar;
   const size_t ny = body.outvars.size() - ncar;
 
+  {
+    std::vector<bool> known = known_carries(body, args, nc, ncar);
+    for (bool k : known)
+      if (k) return transpose_after_split(cts_out, args, avals, params);
+  }
   std::vector<bool> lin(nin);
   for (size_t i = 0; i < nin; ++i) lin[i] = (i >= nc && i < nc + ncar) || !args[i].defined();
   std::vector<size_t> c_nl, c_lin, x_nl, x_lin, y_nz;

@@ -161,6 +161,29 @@ bool is_host_stack(const mj::ShapedArray& a) {
   return a.shape == mj::Shape{2, 3} && a.dtype == mj::DType::f32 && a.memory_kind == mj::MemoryKind::pinned_host;
 }
 
+// Form 2 (the whole scan in the checkpoint): the policy reaches the loop body, so save_remat is
+// stacked per iteration in pinned_host; the carry is recomputed from it in the backward pass, so
+// the only other residual is the argument p. Compiled, the gradient is form 1's and the host
+// stack's bytes are on the host.
+TEST(SeedOffloadInScan, Form2OffloadsSaveRematStackedOnTheHost) {
+  auto whole = mj::checkpoint(loss_with(step), {.policy = offload_policy()});
+  mj::SavedResiduals rs = mj::saved_residuals(whole, params());
+  std::ostringstream printed;
+  printed << rs;
+  ASSERT_EQ(rs.size(), 2u) << printed.str();
+  EXPECT_EQ(rs[0].placement, mj::ResidualPlacement::forwarded) << printed.str();
+  EXPECT_EQ(rs[0].description, "from the argument args[0]") << printed.str();
+  EXPECT_TRUE(is_host_stack(rs[1].aval)) << printed.str();
+  EXPECT_EQ(rs[1].placement, mj::ResidualPlacement::stacked) << printed.str();
+  EXPECT_EQ(rs[1].name, "save_remat") << printed.str();
+  auto g = mj::jit(mj::grad(whole));
+  expect_all(g(params()), expected_grad(), 1e-7, "jit(grad(checkpoint(scan)))");
+  expect_all(mj::grad(whole)(params()), expected_grad(), 1e-7, "grad(checkpoint(scan))");
+  mj::CompiledMemoryStats stats = g.lower(params()).compile().memory_analysis();
+  EXPECT_GE(stats.temp[size_t(mj::MemoryKind::pinned_host)], 2 * 3 * 4) << stats.str();
+  EXPECT_GE(stats.host_temp_size_in_bytes, 2 * 3 * 4) << stats.str();
+}
+
 TEST(SeedOffloadInScan, LinearizedProgramReadsTheHostStackInsideItsScan) {
   auto loss = loss_with(mj::checkpoint(step, {.policy = offload_policy()}));
   mj::LinearizeResult lr = mj::linearize_flat(
