@@ -80,6 +80,8 @@ void describe_stacked(const Eqn& e, size_t k, SavedResidual& s) {
 // A residual made by an equation of the traced program: `noted` is what partial evaluation
 // said of it, if anything (a value hoisted out of a scan is an ordinary equation here; the
 // equation naming a residual may have stayed in the loop, or be inside the call returning it).
+// JAX's wording (jax.ad_checkpoint.saved_residuals): "named 'N'", "output of jitted function
+// 'F'", "output of PRIM".
 void describe_computed(const Jaxpr& j, const Var& v, const Eqn& e, size_t k, const ResidualInfo* noted,
                        SavedResidual& s) {
   s.made_by = e.primitive->name;
@@ -89,16 +91,48 @@ void describe_computed(const Jaxpr& j, const Var& v, const Eqn& e, size_t k, con
   }
   s.name = name_in(j, v, nullptr);
   if (s.name.empty() && noted) s.name = noted->name;
-  s.description = "from " + s.made_by;
+  // The equation that returns it is what JAX names: a jitted call's output is that, even when
+  // the value was named inside the call (its name is still reported in `name`).
+  if (e.primitive->name == "pjit" && e.params.has("name"))
+    s.description = "output of jitted function '" + e.params.get_string("name") + "'";
+  else if (!s.name.empty())
+    s.description = "named '" + s.name + "' (output of " + s.made_by + ")";
+  else
+    s.description = "output of " + s.made_by;
   if (noted && noted->placement == ResidualPlacement::hoisted) {
     s.placement = ResidualPlacement::hoisted;
     s.description += ", hoisted out of a loop (computed once, before it)";
   }
 }
 
+SavedResidual residual_of(const Atom& a) {
+  SavedResidual s;
+  s.aval = atom_aval(a);
+  s.memory_kind = s.aval.memory_kind;
+  s.bytes = shape_size(s.aval.shape) * int64_t(itemsize(s.aval.dtype));
+  return s;
+}
+
 }  // namespace
 
-SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& args, std::source_location loc) {
+namespace detail {
+std::string argument_leaf_name(const std::string& arg, const std::string& path) {
+  std::string out = arg;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t dot = path.find('.', i);
+    std::string key = path.substr(i, dot == std::string::npos ? std::string::npos : dot - i);
+    bool index = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos;
+    out += index ? "[" + key + "]" : "." + key;
+    if (dot == std::string::npos) break;
+    i = dot + 1;
+  }
+  return out;
+}
+}  // namespace detail
+
+SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& args,
+                                    const std::vector<std::string>& arg_names, std::source_location loc) {
   std::vector<ShapedArray> avals;
   for (auto& a : args) {
     if (!a.defined())
@@ -125,44 +159,45 @@ SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& a
       },
       avals, loc);
   const Jaxpr& j = *traced.jaxpr;
-  std::unordered_map<Var, std::pair<const Eqn*, size_t>, VarHash> producer;
-  for (auto& e : j.eqns)
-    for (size_t k = 0; k < e.outputs.size(); ++k) producer[e.outputs[k]] = {&e, k};
+  // The residual variables, each once, with what partial evaluation noted of it.
+  std::unordered_map<Var, const ResidualInfo*, VarHash> res_vars;
   SavedResiduals out;
   for (size_t r = 0; r < nres; ++r) {
     const Atom& a = j.outvars[nout + r];
-    SavedResidual s;
-    s.aval = atom_aval(a);
-    s.memory_kind = s.aval.memory_kind;
-    s.bytes = shape_size(s.aval.shape) * int64_t(itemsize(s.aval.dtype));
-    auto* v = std::get_if<Var>(&a);
-    if (!v) {
-      s.description = "a literal constant";
-      out.items.push_back(s);
+    if (auto* v = std::get_if<Var>(&a)) {
+      res_vars.emplace(*v, noted[r] ? &*noted[r] : nullptr);
       continue;
     }
-    bool found = false;
-    for (size_t i = 0; i < j.invars.size(); ++i)
-      if (j.invars[i] == *v) {
-        s.placement = ResidualPlacement::forwarded;
-        s.argument = int(i);
-        s.description = "from the argument " + std::to_string(i);
-        found = true;
-      }
-    if (!found) {
-      auto p = producer.find(*v);
-      if (p == producer.end()) {
-        // A value f closes over (a constvar of the traced program): passed through, like an
-        // argument, never copied (docs/cases/grad-of-scan-memory.md: z forwarded as a loop
-        // constant).
-        s.placement = ResidualPlacement::forwarded;
-        s.description = "a constant f closes over";
-      } else {
-        describe_computed(j, *v, *p->second.first, p->second.second, noted[r] ? &*noted[r] : nullptr, s);
-      }
-    }
+    SavedResidual s = residual_of(a);
+    s.description = "from a literal";
     out.items.push_back(s);
   }
+  for (const Var& v : j.constvars) {
+    if (!res_vars.count(v)) continue;
+    // A value f closes over: passed through, like an argument, never copied
+    // (docs/cases/grad-of-scan-memory.md: z forwarded as a loop constant).
+    SavedResidual s = residual_of(v);
+    s.placement = ResidualPlacement::forwarded;
+    s.description = "from a constant";
+    out.items.push_back(s);
+  }
+  for (size_t i = 0; i < j.invars.size(); ++i) {
+    if (!res_vars.count(j.invars[i])) continue;
+    SavedResidual s = residual_of(j.invars[i]);
+    s.placement = ResidualPlacement::forwarded;
+    s.argument = int(i);
+    s.description = i < arg_names.size() ? "from the argument " + arg_names[i]
+                                         : "from the argument at flattened index " + std::to_string(i);
+    out.items.push_back(s);
+  }
+  for (const Eqn& e : j.eqns)
+    for (size_t k = 0; k < e.outputs.size(); ++k) {
+      auto it = res_vars.find(e.outputs[k]);
+      if (it == res_vars.end()) continue;
+      SavedResidual s = residual_of(e.outputs[k]);
+      describe_computed(j, e.outputs[k], e, k, it->second, s);
+      out.items.push_back(s);
+    }
   return out;
 }
 
@@ -171,7 +206,9 @@ std::ostream& operator<<(std::ostream& os, const SavedResidual& r) {
   plain.memory_kind = MemoryKind::device;
   os << plain.str() << " " << residual_placement_name(r.placement) << " " << memory_kind_name(r.memory_kind)
      << " " << r.bytes << " bytes";
-  if (!r.name.empty()) os << " named '" << r.name << "'";
+  // The description of a computed value starts with its name already (JAX's wording).
+  const std::string named = "named '" + r.name + "'";
+  if (!r.name.empty() && r.description.rfind(named, 0) != 0) os << " " << named;
   return os << " " << r.description;
 }
 
