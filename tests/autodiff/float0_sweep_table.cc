@@ -28,12 +28,15 @@ std::vector<int64_t> all_axes(const Array& a) {
 using E = Float0Entry;
 V one(const Array& a) { return V{a}; }
 
-std::vector<E> make() {
-  auto in_x = [](const Array& x) { return V{x}; };
-  auto in_i = [](const Array& x) { return V{I(x)}; };
-  auto in_b = [](const Array& x) { return V{B(x)}; };
-  auto in_ii = [](const Array& x) { return V{I(x), C(I(x), 3)}; };
-  std::vector<E> t = {
+// Operands of the entries' ops: x; I(x); B(x); I(x) and 3.
+V in_x(const Array& x) { return V{x}; }
+V in_i(const Array& x) { return V{I(x)}; }
+V in_b(const Array& x) { return V{B(x)}; }
+V in_ii(const Array& x) { return V{I(x), C(I(x), 3)}; }
+
+// Comparisons, logical and bitwise operations, selection, conversions, integer arithmetic.
+std::vector<E> elementwise() {
+  return {
       // comparisons: float or int operands, bool results
       {"eq", "i32", in_ii, [](const V& a) { return one(lax::eq(a[0], a[1])); }, mix},
       {"ne", "f32", in_x, [](const V& a) { return one(lax::ne(a[0], C(a[0], 0.25))); }, mix},
@@ -105,7 +108,13 @@ std::vector<E> make() {
          return one(lax::dot_general(a[0], a[0], {d, d, {}, {}}));
        },
        mix},
-      // integer reductions and scans, argmax/argmin (int results)
+  };
+}
+
+// Integer reductions and scans, argmax/argmin (int results), iota, and the data movement of
+// int/bool values.
+std::vector<E> structural() {
+  return {
       {"reduce_sum", "i32", in_i, [](const V& a) { return one(lax::reduce_sum(a[0], all_axes(a[0]))); }, mix},
       {"reduce_max", "i32", in_i, [](const V& a) { return one(lax::reduce_max(a[0], all_axes(a[0]))); }, mix},
       {"reduce_min", "i32", in_i, [](const V& a) { return one(lax::reduce_min(a[0], all_axes(a[0]))); }, mix},
@@ -195,7 +204,6 @@ std::vector<E> make() {
       {"name", "i32", in_i, [](const V& a) { return one(mj::checkpoint_name(a[0], "i")); }, mix},
       {"stop_gradient", "bool", in_b, [](const V& a) { return one(lax::stop_gradient(a[0])); }, mix},
   };
-  return t;
 }
 
 }  // namespace
@@ -204,8 +212,9 @@ std::vector<Float0Entry> control_flow_entries();  // float0_sweep_control.cc
 
 const std::vector<Float0Entry>& entries() {
   static const std::vector<Float0Entry> t = [] {
-    std::vector<Float0Entry> v = make();
-    for (auto& e : control_flow_entries()) v.push_back(e);
+    std::vector<Float0Entry> v = elementwise();
+    for (auto* part : {structural, control_flow_entries})
+      for (auto& e : part()) v.push_back(e);
     return v;
   }();
   return t;
