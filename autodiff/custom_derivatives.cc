@@ -230,12 +230,19 @@ std::pair<std::vector<Array>, std::vector<Array>> custom_vjp_call_jvp(
                       f.loc);
     avals->avals.push_back(tangent_aval(want[i]));
   }
+  // The tangents of int/bool arguments (float0) are not operands (JAX's custom_lin takes the
+  // nonzero tangents and `in_zeros`): no float0 value reaches a staged or compiled program.
   std::vector<Array> lin_in = res;
-  for (size_t i = 0; i < args.size(); ++i) lin_in.push_back(instantiate_zero(tangents[n + i], args[i].aval()));
+  std::vector<int64_t> in_zeros;
+  for (size_t i = 0; i < args.size(); ++i) {
+    in_zeros.push_back(tangent_aval(args[i].aval()).dtype == DType::float0);
+    if (!in_zeros.back()) lin_in.push_back(instantiate_zero(tangents[n + i], args[i].aval()));
+  }
   Params lp{{"bwd", ps.get_object("bwd")},
             {"num_res", int64_t(res.size())},
             {"out_avals", ParamObjectPtr(avals)},
-            {"symbolic_zeros", false}};
+            {"symbolic_zeros", false},
+            {"in_zeros", in_zeros}};
   auto touts = minijax::bind(primitive("custom_lin"), lin_in, lp, f.loc);
   return {outs, touts};
 }
@@ -249,15 +256,19 @@ std::vector<Array> custom_lin_transpose(const std::vector<Array>& cts_out, const
   std::vector<Array> cts;
   for (size_t i = 0; i < out_avals.size(); ++i) cts.push_back(instantiate_zero(cts_out.at(i), out_avals[i]));
   std::vector<Array> g = b.bwd(res, cts);
-  size_t nlin = avals.size() - nres;
-  if (g.size() != nlin)
+  // One operand per argument whose tangent is not float0 (in_zeros[i] = 0).
+  const std::vector<int64_t> in_zeros =
+      ps.has("in_zeros") ? ps.get_ints("in_zeros") : std::vector<int64_t>(avals.size() - nres, 0);
+  const size_t nargs = in_zeros.size();
+  if (g.size() != nargs)
     throw TypeError("Custom VJP bwd rule of '" + b.fun_name + "' must produce one cotangent per "
-                        "array argument of the function: it has " + std::to_string(nlin) +
+                        "array argument of the function: it has " + std::to_string(nargs) +
                         " array arguments, bwd returned " + std::to_string(g.size()),
                     b.loc);
   std::vector<Array> result(nres);
-  for (size_t i = 0; i < nlin; ++i) {
-    const ShapedArray& a = avals[nres + i];
+  for (size_t i = 0, op = nres; i < nargs; ++i) {
+    if (in_zeros[i]) continue;  // an int/bool argument: its cotangent is float0, not an operand's
+    const ShapedArray& a = avals.at(op++);
     if (a.dtype == DType::float0 || !g[i].defined()) {
       result.push_back(Array());
       continue;

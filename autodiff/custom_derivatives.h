@@ -27,7 +27,7 @@ namespace minijax {
 //    rule are vmapped and custom_jvp_call is bound again on the batched operands; make_jaxpr
 //    stages `custom_jvp_call[name=.. call_jaxpr={..} jvp=.. symbolic_zeros=False]`.
 //  - custom_vjp_call: its JVP rule runs `fwd` on the primals and emits the output tangents as a
-//    `custom_lin` equation on (residuals, input tangents). custom_lin is linear: its transpose
+//    `custom_lin` equation on (residuals, float args' tangents). custom_lin is linear: its transpose
 //    calls `bwd(residuals, output cotangents)`; its evaluation, JVP and batching raise
 //    "can't apply forward-mode autodiff (jvp) to a custom_vjp function." (JAX's behaviour).
 // Limitation (JAX requires closure_convert for the same case in custom_vjp): the function and its

@@ -48,11 +48,10 @@ LinearizeResult linearize_flat(const FlatFn& f, const std::vector<Array>& primal
     }
     res.out_zero.push_back(true);
     ShapedArray ta = tangent_aval(res.primal_outs[i].aval());
-    if (ta.dtype == DType::float0) {
-      touts[i] = Array::allocate(ta);
-      continue;
-    }
-    Array zero_scalar = lax::scalar(0.0, ta.dtype);
+    // float0 (the tangent of an int/bool output) is staged the same way, from its one value, as
+    // JAX's zeros_like_aval does: never a constant of the linear jaxpr (so never a residual).
+    Array zero_scalar = ta.dtype == DType::float0 ? Array::allocate(ShapedArray{{}, DType::float0})
+                                                  : lax::scalar(0.0, ta.dtype);
     if (ta.memory_kind != MemoryKind::device) zero_scalar = lax::device_put(zero_scalar, ta.memory_kind);
     Params ps{{"shape", std::vector<int64_t>(ta.shape)},
               {"broadcast_dimensions", std::vector<int64_t>{}}};

@@ -103,6 +103,8 @@ std::string bf16_repr(bfloat16 x) {
 }
 
 std::string literal_value_str(const Array& v) {
+  // float0 (the tangent type of ints and bools) has a single value, the zero: no bytes to read.
+  if (v.dtype() == DType::float0) return "0";
   return dispatch_dtype(v.dtype(), [&]<class T>() -> std::string {
     const T x = *static_cast<const T*>(v.raw_data());
     if constexpr (std::is_same_v<T, bool>) return x ? "True" : "False";

@@ -217,8 +217,12 @@ class Parser {
 
   Literal literal(const std::string& val, size_t at) {
     ShapedArray a = aval();
-    if (a.size() != 1 || a.is_token() || a.dtype == DType::float0)
-      fail("a literal must be a single element of a numeric or bool dtype, got " + a.str(), at);
+    if (a.size() != 1 || a.is_token())
+      fail("a literal must be a single element of a numeric, bool or float0 dtype, got " + a.str(), at);
+    if (a.dtype == DType::float0) {  // its one value, the zero (printed `0:float0[]`)
+      if (val != "0") fail("bad literal value '" + val + "' for " + a.str() + " (float0's one value is 0)", at);
+      return Literal{Array::allocate(a)};
+    }
     Array arr = Array::empty(a);
     void* p = const_cast<void*>(arr.raw_data());
     bool ok = true;

@@ -1,5 +1,6 @@
 // minijax autodiff and batching rules of the call primitives `pjit` and `closed_call`.
 // Owns their JVP (split into a known and a staged call), transpose and batching rules.
+#include <algorithm>
 #include <memory>
 
 #include "autodiff/batching_util.h"
@@ -18,6 +19,40 @@ namespace {
 
 const char* jaxpr_key(const Primitive& p) { return p.name == "pjit" ? "jaxpr" : "call_jaxpr"; }
 
+// The tangents a call's JVP passes and returns (JAX's _pjit_jvp, jvp_jaxpr with
+// instantiate=False): symbolic zeros and float0 tangents (of int/bool values) are never operands
+// or results of the staged call, so no float0 value reaches a jaxpr or a compiled program.
+struct CallTangents {
+  std::vector<bool> in_nz, out_nz;  // per primal input / output: its tangent is passed / returned
+  static bool nonzero(const Array& t) { return t.defined() && t.dtype() != DType::float0; }
+  explicit CallTangents(const std::vector<Array>& tangents) {
+    for (auto& t : tangents) in_nz.push_back(nonzero(t));
+  }
+  size_t num_in() const { return size_t(std::count(in_nz.begin(), in_nz.end(), true)); }
+  size_t num_out() const { return size_t(std::count(out_nz.begin(), out_nz.end(), true)); }
+  // The nonzero entries of `all` (one per input, or per output).
+  static std::vector<Array> filter(const std::vector<bool>& nz, const std::vector<Array>& all) {
+    std::vector<Array> r;
+    for (size_t i = 0; i < all.size(); ++i)
+      if (nz[i]) r.push_back(all[i]);
+    return r;
+  }
+  // One entry per input (or output) from the nonzero ones: empty Arrays (zeros) elsewhere.
+  static std::vector<Array> expand(const std::vector<bool>& nz, const std::vector<Array>& some) {
+    std::vector<Array> r(nz.size());
+    for (size_t i = 0, k = 0; i < nz.size(); ++i)
+      if (nz[i]) r[i] = some.at(k++);
+    return r;
+  }
+  // Called once while the body's JVP is traced: records which output tangents are nonzero and
+  // returns them.
+  std::vector<Array> outputs(const std::vector<Array>& to) {
+    out_nz.clear();
+    for (auto& t : to) out_nz.push_back(nonzero(t));
+    return filter(out_nz, to);
+  }
+};
+
 // JVP (JAX's pjit partial-eval structure): the body's JVP is traced and split by
 // partial_eval_jaxpr_custom into a known call (primals -> primal outputs + residuals), bound on
 // the primals' trace so they stay concrete eagerly, and a staged call (residuals, tangents ->
@@ -28,26 +63,29 @@ JvpRule call_jvp(const Primitive& p) {
     ClosedJaxprPtr body = params.get_jaxpr(jaxpr_key(p));
     std::string name = params.has("name") ? params.get_string("name") : std::string("call");
     const size_t n = primals.size();
+    CallTangents ct(tangents);
     std::vector<ShapedArray> in_avals;
     for (auto& x : primals) in_avals.push_back(x.aval());
-    for (auto& x : primals) in_avals.push_back(tangent_aval(x.aval()));
+    for (size_t i = 0; i < n; ++i)
+      if (ct.in_nz[i]) in_avals.push_back(tangent_aval(primals[i].aval()));
     ClosedJaxpr jj = trace_to_jaxpr(
         [&](const std::vector<Array>& xs) {
           std::vector<Array> ps(xs.begin(), xs.begin() + std::ptrdiff_t(n));
-          std::vector<Array> ts(xs.begin() + std::ptrdiff_t(n), xs.end());
+          std::vector<Array> ts = CallTangents::expand(ct.in_nz, {xs.begin() + std::ptrdiff_t(n), xs.end()});
           FlatFn fn = [body](const std::vector<Array>& a) { return eval_jaxpr(*body, a); };
           auto [po, to] = jvp_flat(fn, ps, ts);
-          for (size_t i = 0; i < to.size(); ++i) to[i] = instantiate_zero(to[i], po[i].aval());
-          po.insert(po.end(), to.begin(), to.end());
+          std::vector<Array> nz_to = ct.outputs(to);
+          po.insert(po.end(), nz_to.begin(), nz_to.end());
           return po;
         },
         in_avals);
     Jaxpr flat = convert_constvars_jaxpr(*jj.jaxpr);
     const size_t nc = jj.consts.size(), nout = body->jaxpr->outvars.size();
-    std::vector<bool> unknown(nc + 2 * n, false), inst(nc + 2 * n, false);
-    for (size_t i = 0; i < n; ++i) unknown[nc + n + i] = inst[nc + n + i] = true;
-    std::vector<bool> out_unk(2 * nout, false), out_inst(2 * nout, false);
-    for (size_t i = 0; i < nout; ++i) out_unk[nout + i] = out_inst[nout + i] = true;
+    const size_t nt_in = ct.num_in(), nt_out = ct.num_out();
+    std::vector<bool> unknown(nc + n + nt_in, false), inst(nc + n + nt_in, false);
+    for (size_t i = 0; i < nt_in; ++i) unknown[nc + n + i] = inst[nc + n + i] = true;
+    std::vector<bool> out_unk(nout + nt_out, false), out_inst(nout + nt_out, false);
+    for (size_t i = 0; i < nt_out; ++i) out_unk[nout + i] = out_inst[nout + i] = true;
     // No enclosing policy: ordinary equations are saved, and a checkpoint inside the call applies
     // its own policy (as outside a call).
     PartialEvalResult pe = partial_eval_jaxpr_custom(flat, unknown, inst, out_unk, out_inst, SaveablePolicy{});
@@ -71,9 +109,10 @@ JvpRule call_jvp(const Primitive& p) {
       sargs.push_back(fwd ? kargs[size_t(*fwd)] : kouts[k++]);
       ResidualNotes::note(sargs.back(), pe.residuals[size_t(r)]);
     }
-    for (size_t i = 0; i < n; ++i) sargs.push_back(instantiate_zero(tangents[i], primals[i].aval()));
+    for (auto& t : CallTangents::filter(ct.in_nz, tangents)) sargs.push_back(t);
+    if (nt_out == 0) return std::pair{primal_outs, std::vector<Array>(nout)};
     std::vector<Array> touts = bind_call(p, staged, "jvp(" + name + ")", sargs);
-    return std::pair{primal_outs, touts};
+    return std::pair{primal_outs, CallTangents::expand(ct.out_nz, touts)};
   };
 }
 
