@@ -24,7 +24,9 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat_mode(const FlatFn& f,
                                                                 bool unsplit, std::source_location loc);
 }  // namespace
 
+namespace detail {
 bool jvp_rules_unsplit() { return rule_trace && rule_trace->unsplit(); }
+}  // namespace detail
 
 std::string JVPTracer::describe() const {
   return "a JVP tracer " + aval().str();
@@ -90,14 +92,16 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
                                                            const std::vector<Array>& primals,
                                                            const std::vector<Array>& tangents,
                                                            std::source_location loc) {
-  return jvp_flat_mode(f, primals, tangents, jvp_rules_unsplit(), loc);
+  return jvp_flat_mode(f, primals, tangents, detail::jvp_rules_unsplit(), loc);
 }
 
+namespace detail {
 std::pair<std::vector<Array>, std::vector<Array>> jvp_flat_unsplit(const FlatFn& f,
                                                                    const std::vector<Array>& primals,
                                                                    const std::vector<Array>& tangents) {
   return jvp_flat_mode(f, primals, tangents, true, std::source_location::current());
 }
+}  // namespace detail
 
 namespace {
 std::pair<std::vector<Array>, std::vector<Array>> jvp_flat_mode(const FlatFn& f,

@@ -51,10 +51,12 @@ class JVPTrace final : public Trace {
   bool unsplit_;
 };
 
+namespace detail {
 /// True while a JVP rule runs on behalf of an unsplit JVPTrace (see JVPTrace), on this thread:
 /// the rules of primitives with bodies then bind one equation over their body's JVP. A rule that
 /// traces its body's JVP (jvp_flat) gives the body's trace the same mode.
 bool jvp_rules_unsplit();
+}  // namespace detail
 
 /// The primal and tangent of x seen from trace t (x itself with a zero tangent if x is not a
 /// tracer of t).
@@ -63,11 +65,12 @@ std::pair<Array, Array> jvp_unpack(const Trace& t, const Array& x);
 /// Forward-mode derivative of a flat function: (f(primals), df(primals)·tangents). Tangents must
 /// have the tangent avals of the primals (TypeError otherwise; an empty Array is a zero tangent).
 /// Output tangents that are symbolic zeros are returned as empty Arrays. The JVP trace is unsplit
-/// when called from a rule of an unsplit trace (jvp_rules_unsplit()), split otherwise.
+/// when called from a rule of an unsplit trace (detail::jvp_rules_unsplit()), split otherwise.
 std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(
     const FlatFn& f, const std::vector<Array>& primals, const std::vector<Array>& tangents,
     std::source_location loc = std::source_location::current());
 
+namespace detail {
 /// jvp_flat on an unsplit JVP trace: every primitive with a body binds one equation over its
 /// body's JVP. For rules that trace a body's JVP into a jaxpr that partial evaluation will split
 /// under a policy (checkpoint's JVP rule). `primals` and `tangents` must be tracers of one
@@ -75,6 +78,7 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(
 std::pair<std::vector<Array>, std::vector<Array>> jvp_flat_unsplit(const FlatFn& f,
                                                                    const std::vector<Array>& primals,
                                                                    const std::vector<Array>& tangents);
+}  // namespace detail
 
 /// Materializes a symbolic zero: t if defined, else zeros of the tangent aval of `primal_aval`.
 Array instantiate_zero(const Array& t, const ShapedArray& primal_aval);

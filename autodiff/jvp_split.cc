@@ -15,8 +15,10 @@ TracedJvp trace_jvp(const JvpRule& rule, const std::vector<Array>& primals,
   TracedJvp t;
   std::vector<ShapedArray> in_avals;
   for (auto& p : primals) in_avals.push_back(p.aval());
+  // float0 tangents (of int/bool values) are symbolic zeros: never operands or results.
+  auto nonzero = [](const Array& t) { return t.defined() && t.dtype() != DType::float0; };
   for (size_t i = 0; i < n; ++i)
-    if (tangents[i].defined()) {
+    if (nonzero(tangents[i])) {
       t.nonzero_in.push_back(i);
       in_avals.push_back(tangents[i].aval());
     }
@@ -30,7 +32,7 @@ TracedJvp trace_jvp(const JvpRule& rule, const std::vector<Array>& primals,
         t.out_zero.clear();
         std::vector<Array> outs = po;
         for (size_t j = 0; j < po.size(); ++j) {
-          bool z = j >= to.size() || !to[j].defined();
+          bool z = j >= to.size() || !nonzero(to[j]);
           t.out_zero.push_back(z);
           if (!z) outs.push_back(to[j]);
         }
@@ -89,7 +91,7 @@ JvpRule split_jvp_rule(JvpRule pure_jvp, SaveablePolicy policy) {
              const std::vector<Array>& primals, const std::vector<Array>& tangents, const Params& params) {
     // On an unsplit JVP trace (a checkpoint's body) the equation stays whole: partial
     // evaluation splits it later, under the checkpoint's policy.
-    if (jvp_rules_unsplit()) return pure_jvp(primals, tangents, params);
+    if (detail::jvp_rules_unsplit()) return pure_jvp(primals, tangents, params);
     return jvp_by_partial_eval(pure_jvp, primals, tangents, params, policy);
   };
 }

@@ -59,6 +59,9 @@ std::string argument_leaf_name(const std::string& arg, const std::string& path);
 
 template <class... A>
 std::vector<std::string> argument_leaf_names(const std::vector<std::string>& names, const A&... args) {
+  if (names.size() > sizeof...(A))
+    throw ValueError("saved_residuals: " + std::to_string(names.size()) + " argument names (ArgNames) for " +
+                     std::to_string(sizeof...(A)) + " arguments");
   std::vector<std::string> out;
   size_t i = 0;
   auto add = [&](const auto& a) {
@@ -110,7 +113,8 @@ SavedResiduals saved_residuals(F f, const A&... args) {
 
 /// saved_residuals with the arguments' names: `saved_residuals(f, ArgNames{"x", "y"}, x, y)`
 /// describes the leaves of x as "x[0]", "x[1]" or "x.w" (JAX's names: the parameter's name and
-/// the leaf's path). Arguments beyond the names given are `args[i]`.
+/// the leaf's path). Arguments beyond the names given are `args[i]`; more names than arguments is
+/// a ValueError.
 template <class F, class... A>
   requires(PyTree<std::decay_t<A>> && ...)
 SavedResiduals saved_residuals(F f, const ArgNames& names, const A&... args) {

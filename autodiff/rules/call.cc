@@ -312,7 +312,7 @@ Registrar reg([] {
     JvpRule split = call_jvp(p);
     p.jvp = [&p, split](const std::vector<Array>& primals, const std::vector<Array>& tangents,
                         const Params& params) {
-      if (jvp_rules_unsplit()) return call_unsplit_jvp(p, primals, tangents, params);
+      if (detail::jvp_rules_unsplit()) return call_unsplit_jvp(p, primals, tangents, params);
       return split(primals, tangents, params);
     };
     pe_custom_rules()[n] = [&p](const Eqn& e, const std::vector<bool>& unk, const std::vector<bool>&,

@@ -43,7 +43,7 @@ std::pair<std::vector<Array>, std::vector<Array>> checkpoint_pure_jvp(const std:
   // checkpoint_pe's policy reaches the equations inside them (JAX's remat_jvp: jvp_jaxpr).
   JvpRule body_jvp = [body](const std::vector<Array>& ps, const std::vector<Array>& ts, const Params&) {
     FlatFn fn = [body](const std::vector<Array>& a) { return eval_jaxpr(*body, a); };
-    return jvp_flat_unsplit(fn, ps, ts);
+    return detail::jvp_flat_unsplit(fn, ps, ts);
   };
   TracedJvp t = trace_jvp(body_jvp, primals, tangents, params);
   std::vector<Array> args = t.jaxpr.consts;
@@ -357,7 +357,7 @@ Registrar reg([] {
     p.jvp = [](const std::vector<Array>& primals, const std::vector<Array>& tangents, const Params& params) {
       // Inside an enclosing checkpoint's JVP the equation stays whole (the enclosing policy
       // applies to it when that checkpoint is split).
-      if (jvp_rules_unsplit()) return checkpoint_pure_jvp(primals, tangents, params);
+      if (detail::jvp_rules_unsplit()) return checkpoint_pure_jvp(primals, tangents, params);
       return jvp_by_partial_eval(checkpoint_pure_jvp, primals, tangents, params, SaveablePolicy{});
     };
     p.transpose = checkpoint_transpose;

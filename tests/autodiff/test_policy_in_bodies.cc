@@ -327,6 +327,44 @@ TEST(PolicyInBodies, GradOfACheckpointedWhileLoopStillRaises) {
   EXPECT_FLOAT_EQ(t.item<float>(), 8.0f);
 }
 
+// JAX's test_remat_of_scan_funky_custom_jvp: a custom_jvp sine whose rule computes (sin, cos) in
+// a jitted call, in a scan of length 1 under checkpoint. What the linear map recomputes follows
+// the policy through the rule's call: saving cos leaves neither; saving sin recomputes cos;
+// saving nothing recomputes both (the sin is the recomputed carry; JAX counts the same).
+TEST(PolicyInBodies, PolicyReachesTheCallInACustomJvpRuleInAScan) {
+  auto sin_c = mj::custom_jvp([](const Array& x) { return mj::sin(x); },
+                              [](const Array& x, const Array& xd) {
+                                auto yc = mj::jit([&](const mj::None&) { return std::pair{mj::sin(x), mj::cos(x)}; })(
+                                    mj::None{});
+                                return std::pair{yc.first, yc.second * xd};
+                              });
+  auto scan_apply = [&](const Array& x) {
+    return mj::scan([&](const Array& c, const mj::None&) { return std::pair{sin_c(c), mj::None{}}; }, x, {.length = 1})
+        .first;
+  };
+  auto save_only = [](const std::string& prim) {
+    return cp::custom("save_" + prim, [prim](const mj::Primitive& p, const std::vector<mj::ShapedArray>&,
+                                             const mj::Params&) -> mj::PolicyDecision {
+      if (p.name == prim) return mj::Saveable{};
+      return mj::Recompute{};
+    });
+  };
+  struct Case {
+    mj::PolicyPtr policy;
+    int sin, cos;
+  };
+  for (const Case& c : {Case{save_only("cos"), 0, 0}, Case{save_only("sin"), 0, 1},
+                        Case{cp::everything_saveable(), 0, 0}, Case{cp::nothing_saveable(), 1, 1}}) {
+    auto f = mj::checkpoint(scan_apply, {.policy = c.policy});
+    auto [y, f_jvp] = mj::linearize(f, mj::scalar(4.0f));
+    std::string text = mj::to_string(mj::make_jaxpr([&](const Array& t) { return f_jvp(t); })(mj::scalar(1.0f)));
+    EXPECT_EQ(count_eqns(text, "sin"), c.sin) << c.policy->str() << "\n" << text;
+    EXPECT_EQ(count_eqns(text, "cos"), c.cos) << c.policy->str() << "\n" << text;
+    EXPECT_NEAR(f_jvp(mj::scalar(1.0f)).item<double>(), std::cos(4.0), 1e-6) << c.policy->str();
+    mj::check_grads([&](const Array& v) { return f(v); }, mj::scalar(3.0f), 2, {"rev"});
+  }
+}
+
 // scan_transpose of a scan whose first carry stays known (a primal the staged scan of a
 // checkpoint recomputes, next to a tangent carry): the loop is split, the primal carries are
 // recomputed forward, and the tangent carry's cotangent is the product of cos(p_i) along the

@@ -328,4 +328,116 @@ TEST(SavedResidualsNames, NamesSurviveJit) {
   }
 }
 
+// ---- JAX's wording and order (jax.ad_checkpoint.saved_residuals; api_test.py's
+// test_saved_residuals_utility and test_saved_residuals_utility_jit): literals, constants,
+// arguments (named by their path), then values in program order.
+
+// f(x, y) = z * ((x[0] * x[1]) * y) * [3.] with z = checkpoint_name(sin(3.), "z"). By hand the
+// linear map is d f = z [3.] (y (x1 dx0 + x0 dx1) + x0 x1 dy): it reads the constant [3.],
+// x[0], x[1], y, z and the product x0 x1.
+Array utility_f(const std::pair<Array, Array>& x, const Array& y) {
+  Array z = mj::checkpoint_name(mj::sin(mj::scalar(3.0f)), "z");
+  return z * ((x.first * x.second) * y) * mj::array({3.0f});
+}
+
+TEST(SavedResidualsJax, UtilityInJaxsOrderAndWording) {
+  std::pair<Array, Array> x{mj::scalar(2.0f), mj::scalar(3.0f)};
+  auto rs = mj::saved_residuals(utility_f, mj::ArgNames{"x", "y"}, x, mj::scalar(4.0f));
+  ASSERT_EQ(rs.size(), 6u) << rs;
+  EXPECT_EQ(rs[0].aval.shape, (mj::Shape{1})) << rs;
+  EXPECT_EQ(rs[0].description, "from a constant") << rs;
+  EXPECT_EQ(rs[1].description, "from the argument x[0]") << rs;
+  EXPECT_EQ(rs[2].description, "from the argument x[1]") << rs;
+  EXPECT_EQ(rs[3].description, "from the argument y") << rs;
+  EXPECT_EQ(rs[4].description.rfind("named 'z'", 0), 0u) << rs;
+  for (size_t i = 1; i < 6; ++i) EXPECT_EQ(rs[i].aval.shape, mj::Shape{}) << rs;
+  EXPECT_EQ(rs[5].description, "output of mul") << rs;
+}
+
+// Under jit the residuals that are arguments of the jitted function are forwarded (not returned
+// by its known call) and only nonzero tangents enter the staged call: 6 residuals as JAX lists
+// them, the constant first and then two outputs of the jitted function (z and x0 x1).
+TEST(SavedResidualsJax, UtilityUnderJitForwardsItsArguments) {
+  std::pair<Array, Array> x{mj::scalar(2.0f), mj::scalar(3.0f)};
+  auto rs = mj::saved_residuals(mj::jit(utility_f, {.name = "f"}), mj::ArgNames{"x", "y"}, x, mj::scalar(4.0f));
+  ASSERT_EQ(rs.size(), 6u) << rs;
+  EXPECT_EQ(rs[0].description, "from a constant") << rs;
+  EXPECT_EQ(rs[0].aval.shape, (mj::Shape{1})) << rs;
+  EXPECT_EQ(rs[1].description, "from the argument x[0]") << rs;
+  EXPECT_EQ(rs[2].description, "from the argument x[1]") << rs;
+  EXPECT_EQ(rs[3].description, "from the argument y") << rs;
+  for (size_t i : {4u, 5u}) {
+    EXPECT_EQ(rs[i].description, "output of jitted function 'f'") << rs;
+    EXPECT_EQ(rs[i].aval.shape, mj::Shape{}) << rs;
+  }
+  // The gradient through jit equals the closed form: d/dx0 = z 3 x1 y, d/dx1 = z 3 x0 y, d/dy = z 3 x0 x1.
+  auto g = mj::grad([](const std::pair<Array, Array>& x, const Array& y) { return mj::sum(mj::jit(utility_f)(x, y)); },
+                    mj::argnums<0, 1>)(x, mj::scalar(4.0f));
+  const double z = std::sin(3.0);
+  EXPECT_NEAR(std::get<0>(g).first.item<double>(), z * 3 * 3 * 4, 1e-5);
+  EXPECT_NEAR(std::get<0>(g).second.item<double>(), z * 3 * 2 * 4, 1e-5);
+  EXPECT_NEAR(std::get<1>(g).item<double>(), z * 3 * 2 * 3, 1e-5);
+}
+
+// Jitting f adds no residual: the residuals of jit(f) that are not arguments or constants have
+// the same bytes as f's own, and the compiled VJPs plan the same temporaries, exactly.
+TEST(SavedResidualsJax, JitAddsNoResidualBytes) {
+  Array cst = mj::full({16, 16}, 3.f);
+  auto g = [cst](const Array& x1, const Array& x2, const Array& y) {
+    Array z = mj::checkpoint_name(mj::sin(mj::scalar(3.0f)), "z");
+    return mj::sum(mj::tanh(z * mj::matmul(mj::matmul(x1, x2), y) * cst));
+  };
+  Array a = mj::full({16, 16}, 0.02f), b = mj::full({16, 16}, 0.03f), c = mj::full({16, 16}, 0.04f);
+  auto computed_bytes = [](const mj::SavedResiduals& rs) {
+    int64_t n = 0;
+    for (const auto& r : rs) n += r.placement == mj::ResidualPlacement::forwarded ? 0 : r.bytes;
+    return n;
+  };
+  mj::SavedResiduals plain = mj::saved_residuals(g, a, b, c), jitted = mj::saved_residuals(mj::jit(g), a, b, c);
+  // By hand: z (4 bytes), x1 x2, tanh(u) and 1 - tanh(u)^2 (1024 bytes each).
+  EXPECT_EQ(computed_bytes(plain), 4 + 3 * 16 * 16 * 4) << plain;
+  EXPECT_EQ(computed_bytes(jitted), computed_bytes(plain)) << jitted;
+  EXPECT_EQ(jitted.size(), plain.size()) << jitted;
+  auto vjp_plain = mj::jit(mj::grad(g, mj::argnums<0, 1, 2>));
+  auto vjp_jitted = mj::jit(mj::grad(mj::jit(g), mj::argnums<0, 1, 2>));
+  EXPECT_EQ(vjp_jitted.lower(a, b, c).compile().memory_analysis().temp_size_in_bytes,
+            vjp_plain.lower(a, b, c).compile().memory_analysis().temp_size_in_bytes);
+}
+
+struct Layer {
+  Array w, b;
+};
+
+}  // namespace
+
+MJ_REGISTER_PYTREE(Layer, w, b)
+
+namespace {
+
+// Arguments are named by their path, as JAX's keystr: a struct's field after a dot, a sequence
+// index in brackets, `args[i]` for an argument given no name.
+TEST(SavedResidualsJax, ArgumentsAreNamedByTheirPath) {
+  Layer params{mj::array({0.5f, -0.5f}), mj::array({0.1f, 0.2f})};
+  std::vector<Array> xs{mj::array({1.0f, 2.0f})};
+  auto f = [](const Layer& p, const std::vector<Array>& v) { return mj::sum(p.w * v[0] + p.b); };
+  auto named = mj::saved_residuals(f, mj::ArgNames{"params"}, params, xs);
+  std::vector<std::string> got;
+  for (const auto& r : named) got.push_back(r.description);
+  EXPECT_EQ(got, (std::vector<std::string>{"from the argument params.w", "from the argument args[1][0]"})) << named;
+  auto unnamed = mj::saved_residuals(f, params, xs);
+  got.clear();
+  for (const auto& r : unnamed) got.push_back(r.description);
+  EXPECT_EQ(got, (std::vector<std::string>{"from the argument args[0].w", "from the argument args[1][0]"}))
+      << unnamed;
+}
+
+TEST(SavedResidualsJax, MoreNamesThanArgumentsIsAValueError) {
+  try {
+    mj::saved_residuals([](const Array& v) { return mj::sum(v * v); }, mj::ArgNames{"x", "y"}, mj::ones({2}));
+    FAIL() << "two names for one argument must be refused";
+  } catch (const mj::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("2 argument names (ArgNames) for 1 arguments"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
