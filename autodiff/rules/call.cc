@@ -173,7 +173,7 @@ PeCustomResult call_pe(const Primitive& p, const Eqn& e, const std::vector<bool>
   // forwarded below), and the enclosing DCE drops what the staged side does not read.
   PartialEvalResult pe = partial_eval_jaxpr_custom(B, unk, std::vector<bool>(n, true),
                                                    std::vector<bool>(nout, false),
-                                                   std::vector<bool>(nout, true), policy);
+                                                   std::vector<bool>(nout, bool(policy)), policy);
   r.out_unknowns = pe.out_unknowns;
   r.out_inst = pe.out_inst;
   std::vector<size_t> known_out_index;  // output index of each known output

@@ -56,20 +56,36 @@ std::pair<std::vector<Array>, std::vector<Array>> checkpoint_pure_jvp(const std:
 // Partial evaluation (JAX's remat partial eval): the body is split by partial_eval_jaxpr_custom
 // under the received policy (or, with no enclosing policy, the checkpoint's own) with every
 // input instantiated; the known half is inlined into the enclosing known side, the staged half
-// becomes a differentiated checkpoint equation reading the residuals and the inputs.
+// becomes a differentiated checkpoint equation reading the residuals and the inputs. Nested in
+// an enclosing policy's split (JAX's remat rule of partial_eval_jaxpr_custom), a known output the
+// policy recomputes is also an output of the staged checkpoint rather than a residual.
 PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
                              const std::vector<bool>&, const SaveablePolicy& received) {
   ClosedJaxprPtr body = e.params.get_jaxpr("jaxpr");
   const Jaxpr& B = *body->jaxpr;
   PolicyPtr own = policy_from_params(e.params);
   SaveablePolicy pol = received ? received : own->saveable_for(B);
+  const bool nested = bool(received);
   const size_t n = B.invars.size(), nout = B.outvars.size();
   PartialEvalResult pe = partial_eval_jaxpr_custom(B, in_unknowns, std::vector<bool>(n, true),
                                                    std::vector<bool>(nout, false),
-                                                   std::vector<bool>(nout, false), pol);
+                                                   std::vector<bool>(nout, nested), pol);
   PeCustomResult r;
   r.out_unknowns = pe.out_unknowns;
   r.out_inst = pe.out_unknowns;
+  if (nested) {
+    // Known outputs the staged side recomputes (or passes through from an input): not those the
+    // policy saved, which the enclosing split reads as residuals.
+    const size_t nres_ = size_t(pe.num_res), nk = pe.known.outvars.size() - nres_;
+    std::unordered_set<Var, VarHash> saved;
+    for (size_t q = nk; q < pe.known.outvars.size(); ++q)
+      if (auto* v = std::get_if<Var>(&pe.known.outvars[q])) saved.insert(*v);
+    for (size_t i = 0, j = 0; i < nout; ++i) {
+      if (pe.out_unknowns[i]) continue;
+      auto* v = std::get_if<Var>(&pe.known.outvars[j++]);
+      r.out_inst[i] = !e.outputs[i].is_dropvar() && !(v && saved.count(*v));
+    }
+  }
 
   // ---- known side, inlined with fresh variables.
   const Jaxpr& K = pe.known;
@@ -160,10 +176,14 @@ PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
   }
 
   // ---- staged side: a differentiated checkpoint over [residuals..., inputs...].
-  bool any_unknown_out = false;
-  for (bool u : pe.out_unknowns) any_unknown_out |= u;
-  if (!any_unknown_out) return r;
   Jaxpr S = pe.staged;
+  S.outvars.clear();
+  for (size_t i = 0, k = 0; i < nout; ++i) {
+    if (!pe.out_inst[i]) continue;
+    if (r.out_inst[i]) S.outvars.push_back(pe.staged.outvars[k]);
+    ++k;
+  }
+  if (S.outvars.empty()) return r;
   auto [Sd, used] = dce_jaxpr(S, std::vector<bool>(S.outvars.size(), true));
   std::vector<Atom> sin;
   std::vector<bool> known_in;  // per kept invar of Sd
@@ -199,7 +219,7 @@ PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
   se.primitive = e.primitive;
   se.inputs = sin;
   for (size_t i = 0; i < nout; ++i)
-    if (pe.out_unknowns[i]) se.outputs.push_back(e.outputs[i]);
+    if (r.out_inst[i]) se.outputs.push_back(e.outputs[i]);
   se.params = e.params;
   se.params.set("jaxpr", closed(std::move(Sd)));
   se.params.set("differentiated", true);
