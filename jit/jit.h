@@ -154,11 +154,14 @@ namespace detail {
 /// else the sharding of the leaf's value in `values` when it is a sharded Array, else nullopt.
 /// Operands 0..num_consts-1 (f's constants) get nullopt. Throws ShardingError at `loc` for a
 /// count other than 0, 1 or the number of leaves, a spec that does not fit its leaf, or two
-/// shardings on different meshes. `mesh` receives the common mesh (if any).
+/// shardings on different meshes; ValueError naming the function, the argument (`names`) and
+/// both memory kinds for an `in_shardings` entry in another memory kind than its argument's aval
+/// (as JAX: in_shardings never move memory; out_shardings do). `mesh` receives the common mesh
+/// (if any).
 std::vector<std::optional<Sharding>> resolve_shardings(
     const std::vector<std::optional<NamedSharding>>& given, const std::vector<ShapedArray>& avals,
     const std::vector<Array>& values, size_t num_consts, const char* what,
-    std::shared_ptr<const Mesh>& mesh, std::source_location loc);
+    std::shared_ptr<const Mesh>& mesh, const InputNames& names, std::source_location loc);
 
 /// Propagates and partitions `jaxpr` (constvars converted to invars) for the resolved in/out
 /// shardings on `mesh`; dead equations removed first.
@@ -559,8 +562,8 @@ class Jit {
   std::shared_ptr<Entry> trace(const CallArgs& ca, const A&... args) const;
   template <class R, class... A>
   std::shared_ptr<Entry> entry_for(const CallArgs& ca, const A&... args) const;
-  std::vector<Array> bind_traced(const Entry& e, const std::vector<Array>& leaves) const;
-  void prepare(Entry& e, const std::vector<Array>& leaves) const;
+  std::vector<Array> bind_traced(const Entry& e, const CallArgs& ca) const;
+  void prepare(Entry& e, const CallArgs& ca) const;
 
   std::shared_ptr<State> s_;
 };
