@@ -40,7 +40,11 @@ namespace minijax {
 /// in order), or exactly one entry applied to every leaf (JAX's pytree-prefix rule at the root);
 /// empty = none given. nullopt = unconstrained (propagation decides). `out_shardings`: the same
 /// per flattened output leaf. A spec shorter than a leaf's rank leaves its trailing dims
-/// unsharded (closed); UNCONSTRAINED entries are open dims.
+/// unsharded (closed); UNCONSTRAINED entries are open dims. Memory kinds (JAX's): an
+/// out_sharding places its output in its memory kind (a pinned_host value returned with a device
+/// out_sharding is moved to the device, and the reverse); an in_sharding says where the argument
+/// already is: one in another memory kind than the argument's is a ValueError naming the
+/// function, the argument and both kinds.
 /// `static_argnums`: positions (negative from the end) of arguments passed to f as they are, not
 /// traced; arguments that are not pytrees of Arrays are always static. A static argument's type
 /// needs std::hash and == (a static_assert says so); naming an Array argument throws TypeError
