@@ -197,6 +197,10 @@ PolicyPtr dots_with_no_batch_dims_saveable() {
   return p;
 }
 
+PolicyPtr checkpoint_dots() { return dots_saveable(); }
+
+PolicyPtr checkpoint_dots_with_no_batch_dims() { return dots_with_no_batch_dims_saveable(); }
+
 PolicyPtr offload_dot_with_no_batch_dims(MemoryKindArg src, MemoryKindArg dst) {
   MemoryKind s = src.resolve("offload_dot_with_no_batch_dims"), d = dst.resolve("offload_dot_with_no_batch_dims");
   std::string printed = std::string("offload_dot_with_no_batch_dims(offload_src='") + memory_kind_name(s) +

@@ -83,6 +83,12 @@ PolicyPtr nothing_saveable();
 PolicyPtr dots_saveable();
 /// Saves the outputs of dot_general without batch dimensions. JAX: dots_with_no_batch_dims_saveable.
 PolicyPtr dots_with_no_batch_dims_saveable();
+/// JAX's alias of dots_saveable (jax.checkpoint_policies.checkpoint_dots = dots_saveable): the
+/// same policy object, printed `dots_saveable`.
+PolicyPtr checkpoint_dots();
+/// JAX's alias of dots_with_no_batch_dims_saveable (checkpoint_dots_with_no_batch_dims): the same
+/// policy object, printed `dots_with_no_batch_dims_saveable`.
+PolicyPtr checkpoint_dots_with_no_batch_dims();
 /// Offloads (src -> dst) the outputs of dot_general without batch dimensions; recomputes the
 /// rest. ValueError for an unknown memory kind. JAX: offload_dot_with_no_batch_dims.
 PolicyPtr offload_dot_with_no_batch_dims(MemoryKindArg src, MemoryKindArg dst);

@@ -1,12 +1,17 @@
 // minijax lax: one C++ function per primitive, with JAX's names and lax-level semantics (no
-// implicit broadcasting or promotion: operands must already agree). Owns the binding API.
+// promotion; binary ops broadcast only size-1 dims between equal ranks, as JAX's lax). Owns the binding API.
 #pragma once
+#include <cstdint>
+#include <optional>
 #include <source_location>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/array.h"
 #include "core/params.h"
+#include "core/pytree.h"
 
 namespace minijax::lax {
 
@@ -35,12 +40,28 @@ Array round(const Array& x, int64_t rounding_method = 0, SL loc = SL::current())
 Array not_(const Array& x, SL loc = SL::current());   ///< bool: logical not; ints: bitwise not
 /// x**y for a static integer y (may be negative for floats).
 Array integer_pow(const Array& x, int64_t y, SL loc = SL::current());
-/// Identity whose tangent/cotangent is zero.
+/// Identity whose tangent/cotangent is zero. ValueError for an empty Array.
 Array stop_gradient(const Array& x, SL loc = SL::current());
+/// jax.lax.stop_gradient of a pytree (std::pair/tuple/vector/map of Arrays, registered structs):
+/// every leaf through stop_gradient(Array), the structure kept. ValueError (at `loc`) for an
+/// empty leaf. Source: jax/_src/lax/lax.py stop_gradient (a tree_map over the leaves).
+template <class T>
+  requires(PyTree<T> && !std::is_same_v<T, Array>)
+T stop_gradient(const T& tree, SL loc = SL::current()) {
+  std::vector<Array> leaves = tree_flatten(tree);
+  for (Array& leaf : leaves) leaf = stop_gradient(leaf, loc);
+  return tree_unflatten(tree, leaves, loc);
+}
 
-// ---- elementwise binary (equal dtypes; equal shapes, or one operand of rank 0: JAX's scalar rule) -
+// ---- elementwise binary ---------------------------------------------------------------------------
+// Equal dtypes. Shapes as JAX's lax (_try_broadcast_shapes): equal; or one operand of rank 0 (the
+// scalar rule); or equal ranks whose dims are equal or 1, the size-1 dims broadcast
+// (broadcast_in_dim) to the other operand's size first, e.g. rem of [5,8] and [1,8] is [5,8].
+// Other shapes (unequal ranks, sizes neither equal nor 1) are a ShapeError naming both shapes;
+// unequal dtypes a TypeError naming both. Source: jax/_src/lax/lax.py broadcasting_shape_rule.
 Array add(const Array& x, const Array& y, SL loc = SL::current());
-/// Addition of tangents/cotangents (JAX's add_any / add_jaxvals); float0 operands allowed.
+/// Addition of tangents/cotangents (JAX's add_any / add_jaxvals); float0 operands allowed. One
+/// aval for both operands (no broadcasting).
 Array add_any(const Array& x, const Array& y, SL loc = SL::current());
 Array sub(const Array& x, const Array& y, SL loc = SL::current());
 Array mul(const Array& x, const Array& y, SL loc = SL::current());
@@ -104,6 +125,61 @@ struct DotDimensionNumbers {
 /// Output dims: batch..., lhs free..., rhs free... . f32 through the GEMM library.
 Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dims,
                   SL loc = SL::current());
+
+/// JAX's lax.Precision: the speed/accuracy trade-off of f32 contractions on accelerators (TPU:
+/// bf16 passes; GPU: tf32). minijax runs on the CPU, where, as on XLA:CPU, every precision
+/// computes at full precision: f32 products in f32, f64 in f64, bf16 operands multiplied exactly
+/// and summed in f32. The value is kept in the equation's params (printed and parsed as JAX
+/// prints it) and changes no result.
+enum class Precision : uint8_t { DEFAULT = 0, HIGH = 1, HIGHEST = 2 };
+/// "DEFAULT", "HIGH" or "HIGHEST"; ValueError (at `loc`) for a value that is none of them.
+const char* precision_name(Precision p, SL loc = SL::current());
+
+/// JAX's PrecisionLike as the dot functions take it: None (the default, printed
+/// `precision=None`), one Precision for both operands, an (lhs, rhs) pair, or their string
+/// spellings ("highest"/"float32", "high"/"bfloat16_3x"/"tensorfloat32",
+/// "default"/"bfloat16"/"fastest"), canonicalized as JAX's canonicalize_precision to None or a
+/// pair (printed `precision=(Precision.HIGHEST, Precision.HIGHEST)`). JAX's DotAlgorithm and
+/// DotAlgorithmPreset are not supported (their names are a ValueError).
+struct DotPrecision {
+  std::optional<std::pair<Precision, Precision>> operands;      ///< nullopt: None
+  std::optional<std::pair<std::string, std::string>> names;     ///< string spellings, resolved by resolve()
+  DotPrecision() = default;
+  DotPrecision(Precision p);                                    // NOLINT(google-explicit-constructor)
+  DotPrecision(Precision lhs, Precision rhs);
+  DotPrecision(const char* s);                                  // NOLINT(google-explicit-constructor)
+  DotPrecision(const std::string& s);                           // NOLINT(google-explicit-constructor)
+  DotPrecision(const std::string& lhs, const std::string& rhs);
+  /// None or the (lhs, rhs) pair. ValueError naming `fn`, the string, the accepted spellings and
+  /// the call site `loc` for a string that names no precision.
+  std::optional<std::pair<Precision, Precision>> resolve(const char* fn, SL loc = SL::current()) const;
+};
+
+/// The keyword arguments of dot_general, dot and matmul (jax.lax.dot_general's precision= and
+/// preferred_element_type=).
+struct DotOptions {
+  /// See DotPrecision and Precision (no effect on the CPU).
+  DotPrecision precision = {};
+  /// The output dtype (nullopt: the operands' dtype). JAX's meaning: the product is accumulated
+  /// in and returned as this dtype, e.g. bf16 operands with f32 give an f32 result summed in f32
+  /// (operands converted exactly, as XLA's operand upcasting), i32 operands with f32 an f32
+  /// result. Allowed: the operands' dtype; any floating dtype for floating operands (a narrower
+  /// one, e.g. f32 -> bf16, rounds the f32 product once); any floating dtype for integer
+  /// operands. Anything else is a TypeError naming both dtypes (JAX's
+  /// _validate_preferred_element_type: (integral, integral) of the same signedness and width,
+  /// (integral, floating), (floating, floating); minijax has one integer width).
+  std::optional<DType> preferred_element_type = std::nullopt;
+};
+
+/// dot_general with JAX's keyword arguments (`options`): lax.dot_general(lhs, rhs, dims,
+/// precision=..., preferred_element_type=...). The result has dtype
+/// options.preferred_element_type (else the operands'); every rule (JVP, transpose, vmap, the
+/// compiler, sharding, cost) keeps the precision and the output dtype. Throws as the overload
+/// above, plus TypeError for a disallowed preferred_element_type and ValueError for an unknown
+/// precision string, naming dot_general and the call site.
+/// Source: jax/_src/lax/lax.py dot_general, _dot_general_dtype_rule, canonicalize_precision.
+Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dims,
+                  const DotOptions& options, SL loc = SL::current());
 /// dot_general's `dimension_numbers` parameter: one object printed as JAX prints it,
 /// `(([1], [0]), ([], []))`, and read back by the jaxpr parser.
 Param dot_dimension_numbers_param(const DotDimensionNumbers& dims);
@@ -112,6 +188,21 @@ DotDimensionNumbers dot_dimension_numbers(const Params& params);
 /// A dot_general equation's full params: dimension_numbers, precision=None and
 /// preferred_element_type.
 Params dot_general_params(const DotDimensionNumbers& dims, DType preferred_element_type);
+/// The same with a precision (nullopt: None).
+Params dot_general_params(const DotDimensionNumbers& dims,
+                          const std::optional<std::pair<Precision, Precision>>& precision,
+                          DType preferred_element_type);
+/// The precision of a dot_general equation's params: nullopt for None; ValueError if malformed.
+std::optional<std::pair<Precision, Precision>> dot_precision(const Params& params);
+
+namespace detail {
+/// TypeError unless `out` is a preferred_element_type allowed for operands of `in` (DotOptions).
+void check_preferred_element_type(DType in, DType out);
+/// The dtype a dot_general of `in` operands and output dtype `out` computes in: `out` when it is
+/// a wider float or `in` is an integer (the operands are converted to it first, XLA's operand
+/// upcasting), else `in` (the product is converted to `out` after).
+DType dot_accumulation_dtype(DType in, DType out);
+}  // namespace detail
 
 // ---- slicing and indexing -----------------------------------------------------------------------
 /// Static slice [start, limit) with optional strides (empty = all 1).

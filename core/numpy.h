@@ -34,7 +34,7 @@ Array operator+(const Operand& a, const Operand& b);
 Array operator-(const Operand& a, const Operand& b);
 Array operator*(const Operand& a, const Operand& b);
 Array operator/(const Operand& a, const Operand& b);
-Array operator%(const Operand& a, const Operand& b);
+Array operator%(const Operand& a, const Operand& b);  ///< remainder(a, b)
 Array operator-(const Array& a);
 // Elementwise comparisons -> bool arrays.
 Array operator<(const Operand& a, const Operand& b);
@@ -89,6 +89,18 @@ Array power(const Operand& a, const Operand& b);
 Array maximum(const Operand& a, const Operand& b);
 Array minimum(const Operand& a, const Operand& b);
 Array arctan2(const Operand& a, const Operand& b);
+/// jnp.remainder (numpy's mod; also `a % b`): x1 - floor(x1 / x2) * x2, the sign of the divisor,
+/// computed from lax::rem. Broadcasting and promotion as add; bool operands count as i32; an
+/// integer divisor of 0 gives 0 (JAX divides by 1 there); floats give NaN for x2 = 0. TypeError
+/// (unpromotable dtypes) or ShapeError (shapes numpy cannot broadcast) naming both operands.
+/// Source: jax/_src/numpy/ufuncs.py remainder.
+Array remainder(const Operand& a, const Operand& b);
+/// jnp.mod: remainder(a, b).
+Array mod(const Operand& a, const Operand& b);
+/// jnp.fmod: C's fmod, the sign of the dividend (lax::rem after promotion and broadcasting as
+/// remainder; an integer divisor of 0 gives 0). Errors as remainder.
+/// Source: jax/_src/numpy/ufuncs.py fmod.
+Array fmod(const Operand& a, const Operand& b);
 Array negative(const Array& x, SL loc = SL::current());
 Array exp(const Array& x, SL loc = SL::current());
 Array log(const Array& x, SL loc = SL::current());
@@ -116,6 +128,12 @@ Array where(const Array& cond, const Operand& x, const Operand& y);
 Array clip(const Array& x, const Operand& lo, const Operand& hi);
 Array astype(const Array& x, DType dtype, SL loc = SL::current());
 Array stop_gradient(const Array& x, SL loc = SL::current());
+/// stop_gradient of every leaf of a pytree (lax::stop_gradient's pytree overload).
+template <class T>
+  requires(PyTree<T> && !std::is_same_v<T, Array>)
+T stop_gradient(const T& tree, SL loc = SL::current()) {
+  return lax::stop_gradient(tree, loc);
+}
 
 // ---- reductions (axis may be negative; nullopt = all axes) --------------------------------------
 using Axes = std::optional<std::vector<int64_t>>;
@@ -145,7 +163,14 @@ Array one_hot(const Array& labels, int64_t num_classes, DType dtype = f32, SL lo
 // ---- linear algebra -----------------------------------------------------------------------------
 /// numpy matmul: 1-D and 2-D operands and batched (leading dims broadcast) operands.
 Array matmul(const Array& a, const Array& b, SL loc = SL::current());
+/// jnp.matmul(a, b, precision=..., preferred_element_type=...): `options` as lax::DotOptions
+/// (the result has dtype options.preferred_element_type when given, not weak; the precision
+/// changes nothing on the CPU). Errors as matmul, plus dot_general's for the options.
+Array matmul(const Array& a, const Array& b, const lax::DotOptions& options, SL loc = SL::current());
 Array dot(const Array& a, const Array& b, SL loc = SL::current());
+/// jnp.dot(a, b, precision=..., preferred_element_type=...), `options` as matmul's. A rank-0
+/// operand multiplies (computed in the preferred_element_type's accumulation dtype).
+Array dot(const Array& a, const Array& b, const lax::DotOptions& options, SL loc = SL::current());
 
 // ---- shape manipulation -------------------------------------------------------------------------
 /// Reshape; one dim may be -1 (inferred).

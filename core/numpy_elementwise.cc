@@ -166,15 +166,44 @@ Array operator-(const Operand& a, const Operand& b) { return subtract(a, b); }
 Array operator*(const Operand& a, const Operand& b) { return multiply(a, b); }
 Array operator/(const Operand& a, const Operand& b) { return divide(a, b); }
 
+namespace {
+
+// promote_args_numeric: promoted and broadcast, bool counted as i32; an integer divisor of 0
+// replaced by 1 (JAX's fmod and remainder do so: integer division by zero gives 0).
+Promoted numeric_divisor_safe(const char* fn, const Operand& a, const Operand& b) {
+  auto [x, y] = promote_broadcast(fn, a, b);
+  if (x.dtype() == bool_) {
+    x = lax::convert_element_type(x, i32, x.weak_type(), a.loc);
+    y = lax::convert_element_type(y, i32, y.weak_type(), b.loc);
+  }
+  if (is_integer(y.dtype())) {
+    Array one = const_scalar(1.0, y.dtype(), y.weak_type(), y.memory_kind());
+    if (y.ndim() > 0) one = lax::broadcast_in_dim(one, y.shape(), {}, b.loc);
+    y = lax::select_n(lax::eq(y, zero_of(y), b.loc), {y, one}, b.loc);
+  }
+  return {x, y};
+}
+
+}  // namespace
+
 // numpy's remainder (sign of the divisor), from lax.rem as jnp.remainder computes it.
-Array operator%(const Operand& a, const Operand& b) {
-  auto [x, y] = promote_broadcast("remainder", a, b);
+Array remainder(const Operand& a, const Operand& b) {
+  auto [x, y] = numeric_divisor_safe("remainder", a, b);
   Array trunc_mod = lax::rem(x, y, a.loc);
   if (is_unsigned(trunc_mod.dtype())) return trunc_mod;
   Array z = zero_of(trunc_mod);
   Array do_plus = lax::and_(lax::ne(lax::lt(trunc_mod, z), lax::lt(y, z)), lax::ne(trunc_mod, z));
   return lax::select_n(do_plus, {trunc_mod, lax::add(trunc_mod, y)}, a.loc);
 }
+
+Array mod(const Operand& a, const Operand& b) { return remainder(a, b); }
+
+Array fmod(const Operand& a, const Operand& b) {
+  auto [x, y] = numeric_divisor_safe("fmod", a, b);
+  return lax::rem(x, y, a.loc);
+}
+
+Array operator%(const Operand& a, const Operand& b) { return remainder(a, b); }
 
 Array operator-(const Array& a) { return negative(a); }
 

@@ -216,7 +216,9 @@ Array one_hot(const Array& labels, int64_t num_classes, DType dtype, SL loc) {
 
 // numpy matmul: 1-D operands are promoted to matrices (and the added dim removed), leading
 // (batch) dims broadcast. A 1-D or 2-D right operand contracts directly without broadcasting.
-Array matmul(const Array& a0, const Array& b0, SL loc) {
+Array matmul(const Array& a0, const Array& b0, SL loc) { return matmul(a0, b0, lax::DotOptions{}, loc); }
+
+Array matmul(const Array& a0, const Array& b0, const lax::DotOptions& options, SL loc) {
   auto shapes = [&] { return shape_str(a0.shape()) + " and " + shape_str(b0.shape()); };
   if (a0.ndim() == 0 || b0.ndim() == 0)
     throw ShapeError("matmul: operands must be at least 1-D, got shapes " + shapes(), loc);
@@ -231,10 +233,10 @@ Array matmul(const Array& a0, const Array& b0, SL loc) {
                          std::to_string(b.shape()[size_t(bk_axis)]) + " of the second operand's axis " +
                          std::to_string(bk_axis),
                      loc);
-  if (nb <= 2) return lax::dot_general(a, b, {{na - 1}, {0}, {}, {}}, loc);
-  if (na == 1) return lax::dot_general(a, b, {{0}, {nb - 2}, {}, {}}, loc);
+  if (nb <= 2) return lax::dot_general(a, b, {{na - 1}, {0}, {}, {}}, options, loc);
+  if (na == 1) return lax::dot_general(a, b, {{0}, {nb - 2}, {}, {}}, options, loc);
   if (na == 2) {  // [m, k] @ [..., k, n] -> [m, ..., n] -> [..., m, n]
-    Array r = lax::dot_general(a, b, {{1}, {nb - 2}, {}, {}}, loc);
+    Array r = lax::dot_general(a, b, {{1}, {nb - 2}, {}, {}}, options, loc);
     std::vector<int64_t> perm;
     for (int64_t i = 1; i <= nb - 2; ++i) perm.push_back(i);
     perm.push_back(0);
@@ -268,21 +270,35 @@ Array matmul(const Array& a0, const Array& b0, SL loc) {
   std::vector<int64_t> batch(L);
   std::iota(batch.begin(), batch.end(), int64_t(0));
   const int64_t Li = int64_t(L);
-  return lax::dot_general(a, b, {{Li + 1}, {Li}, batch, batch}, loc);
+  return lax::dot_general(a, b, {{Li + 1}, {Li}, batch, batch}, options, loc);
 }
 
 // numpy dot: scalars multiply; otherwise a's last axis contracts with b's second-to-last (its
 // only axis when 1-D); the result is a's other dims followed by b's.
-Array dot(const Array& a0, const Array& b0, SL loc) {
+Array dot(const Array& a0, const Array& b0, SL loc) { return dot(a0, b0, lax::DotOptions{}, loc); }
+
+Array dot(const Array& a0, const Array& b0, const lax::DotOptions& options, SL loc) {
   bool weak = false;
   DType dt = promoted(a0, b0, loc, &weak);
   Array a = as(a0, dt, weak, loc), b = as(b0, dt, weak, loc);
   if (a.ndim() == 0 || b.ndim() == 0) {
+    // A scalar product has nothing to accumulate: a multiply (the precision changes nothing), in
+    // the accumulation dtype of a preferred_element_type, then converted to it.
+    (void)options.precision.resolve("dot", loc);
+    const DType out = options.preferred_element_type.value_or(dt);
+    try {
+      lax::detail::check_preferred_element_type(dt, out);
+    } catch (const TypeError& e) {
+      throw TypeError("dot(" + a.aval().str() + ", " + b.aval().str() + "): " + e.message(), loc);
+    }
+    const DType acc = lax::detail::dot_accumulation_dtype(dt, out);
     const Array& big = a.ndim() == 0 ? b : a;
     auto up = [&](const Array& v) {
-      return v.ndim() == 0 ? lax::broadcast_in_dim(v, big.shape(), {}, loc) : v;
+      Array w = acc == dt ? v : lax::convert_element_type(v, acc, false, loc);
+      return w.ndim() == 0 ? lax::broadcast_in_dim(w, big.shape(), {}, loc) : w;
     };
-    return lax::mul(up(a), up(b), loc);
+    Array r = lax::mul(up(a), up(b), loc);
+    return r.dtype() == out ? r : lax::convert_element_type(r, out, false, loc);
   }
   const int64_t bk_axis = b.ndim() == 1 ? 0 : b.ndim() - 2;
   if (a.shape().back() != b.shape()[size_t(bk_axis)])
@@ -291,7 +307,7 @@ Array dot(const Array& a0, const Array& b0, SL loc) {
                          std::to_string(b.shape()[size_t(bk_axis)]) + " (axis " +
                          std::to_string(bk_axis) + " of the second operand)",
                      loc);
-  return lax::dot_general(a, b, {{a.ndim() - 1}, {bk_axis}, {}, {}}, loc);
+  return lax::dot_general(a, b, {{a.ndim() - 1}, {bk_axis}, {}, {}}, options, loc);
 }
 
 }  // namespace minijax

@@ -21,14 +21,17 @@ std::pair<Array, Array> threefry2x32(const Array& k1, const Array& k2, const Arr
 /// integer split into (high 32 bits, low 32 bits), two u32 arrays of `shape`.
 std::pair<Array, Array> iota_2x32_shape(const Shape& shape,
                                         std::source_location loc = std::source_location::current());
-/// x >> y with zero fill (XLA: shift amounts >= 32 give 0). i32/u32 operands of one shape and
-/// dtype. Throws TypeError/ShapeError.
+/// x >> y with zero fill (XLA: shift amounts >= 32 give 0). i32/u32 operands of one dtype and
+/// shapes as lax's binary functions take them (core/lax.h: equal, rank 0, or size-1 dims broadcast).
+/// Throws TypeError/ShapeError.
 Array shift_right_logical(const Array& x, const Array& y,
                           std::source_location loc = std::source_location::current());
-/// x << y (XLA: shift amounts >= 32 give 0). i32/u32 operands of one shape and dtype.
+/// x << y (XLA: shift amounts >= 32 give 0). i32/u32 operands of one dtype, shapes as
+/// shift_right_logical.
 Array shift_left(const Array& x, const Array& y,
                  std::source_location loc = std::source_location::current());
-/// Bitwise exclusive or (logical for bool); operands of one shape and dtype (JAX's `xor`).
+/// Bitwise exclusive or (logical for bool); operands of one dtype, shapes as shift_right_logical
+/// (JAX's `xor`).
 Array xor_(const Array& x, const Array& y, std::source_location loc = std::source_location::current());
 /// Reinterprets the bits of x as new_dtype (JAX's bitcast_convert_type). Equal item sizes keep
 /// the shape; u32/i32/f32 -> f64 consumes a trailing dimension of size 2 (element 0 holds the

@@ -77,7 +77,7 @@ void check_not_abstract(const std::vector<Array>& leaves, const uint32_t* first_
 std::vector<std::optional<Sharding>> resolve_shardings(
     const std::vector<std::optional<NamedSharding>>& given, const std::vector<ShapedArray>& avals,
     const std::vector<Array>& values, size_t num_consts, const char* what,
-    std::shared_ptr<const Mesh>& mesh, std::source_location loc) {
+    std::shared_ptr<const Mesh>& mesh, const InputNames& names, std::source_location loc) {
   const size_t leaves = avals.size() - num_consts;
   std::vector<std::optional<Sharding>> out(avals.size());
   auto same_mesh = [&](const Sharding& s, size_t i, const std::string& shown) {
@@ -111,6 +111,16 @@ std::vector<std::optional<Sharding>> resolve_shardings(
                             loc);
       }
       same_mesh(s, i, ns->str());
+      // An input sharding says where the argument already is (JAX's in_shardings never move
+      // memory): another memory kind than the argument's is the caller's mistake.
+      if (std::string_view(what) == "in_shardings" && s.memory_kind != aval.memory_kind)
+        throw ValueError("jit '" + std::string(names.function) + "': in_shardings entry " + std::to_string(i) +
+                             " (" + ns->str() + ") puts " + names(num_consts + i) + " in " +
+                             memory_kind_name(s.memory_kind) + " memory, but " + names(num_consts + i) +
+                             " is a " + aval.str() + " in " + memory_kind_name(aval.memory_kind) +
+                             " memory (memory kinds passed to jit must match the argument's, as in JAX; "
+                             "device_put the argument to the sharding first)",
+                         loc);
       out[num_consts + i] = std::move(s);
     } else if (i < values.size() && values[i].is_abstract()) {
       if (auto* p = dynamic_cast<const ShapeDtypeShardingParam*>(

@@ -40,7 +40,11 @@ namespace minijax {
 /// in order), or exactly one entry applied to every leaf (JAX's pytree-prefix rule at the root);
 /// empty = none given. nullopt = unconstrained (propagation decides). `out_shardings`: the same
 /// per flattened output leaf. A spec shorter than a leaf's rank leaves its trailing dims
-/// unsharded (closed); UNCONSTRAINED entries are open dims.
+/// unsharded (closed); UNCONSTRAINED entries are open dims. Memory kinds (JAX's): an
+/// out_sharding places its output in its memory kind (a pinned_host value returned with a device
+/// out_sharding is moved to the device, and the reverse); an in_sharding says where the argument
+/// already is: one in another memory kind than the argument's is a ValueError naming the
+/// function, the argument and both kinds.
 /// `static_argnums`: positions (negative from the end) of arguments passed to f as they are, not
 /// traced; arguments that are not pytrees of Arrays are always static. A static argument's type
 /// needs std::hash and == (a static_assert says so); naming an Array argument throws TypeError
@@ -154,11 +158,14 @@ namespace detail {
 /// else the sharding of the leaf's value in `values` when it is a sharded Array, else nullopt.
 /// Operands 0..num_consts-1 (f's constants) get nullopt. Throws ShardingError at `loc` for a
 /// count other than 0, 1 or the number of leaves, a spec that does not fit its leaf, or two
-/// shardings on different meshes. `mesh` receives the common mesh (if any).
+/// shardings on different meshes; ValueError naming the function, the argument (`names`) and
+/// both memory kinds for an `in_shardings` entry in another memory kind than its argument's aval
+/// (as JAX: in_shardings never move memory; out_shardings do). `mesh` receives the common mesh
+/// (if any).
 std::vector<std::optional<Sharding>> resolve_shardings(
     const std::vector<std::optional<NamedSharding>>& given, const std::vector<ShapedArray>& avals,
     const std::vector<Array>& values, size_t num_consts, const char* what,
-    std::shared_ptr<const Mesh>& mesh, std::source_location loc);
+    std::shared_ptr<const Mesh>& mesh, const InputNames& names, std::source_location loc);
 
 /// Propagates and partitions `jaxpr` (constvars converted to invars) for the resolved in/out
 /// shardings on `mesh`; dead equations removed first.
@@ -559,8 +566,8 @@ class Jit {
   std::shared_ptr<Entry> trace(const CallArgs& ca, const A&... args) const;
   template <class R, class... A>
   std::shared_ptr<Entry> entry_for(const CallArgs& ca, const A&... args) const;
-  std::vector<Array> bind_traced(const Entry& e, const std::vector<Array>& leaves) const;
-  void prepare(Entry& e, const std::vector<Array>& leaves) const;
+  std::vector<Array> bind_traced(const Entry& e, const CallArgs& ca) const;
+  void prepare(Entry& e, const CallArgs& ca) const;
 
   std::shared_ptr<State> s_;
 };

@@ -171,17 +171,19 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::entry_for(const CallArgs& ca, co
 }
 
 template <class F>
-void Jit<F>::prepare(Entry& e, const std::vector<Array>& leaves) const {
+void Jit<F>::prepare(Entry& e, const CallArgs& ca) const {
   const State& s = *s_;
+  const InputNames names{s.opts.name, e.consts.size(), ca.first_leaf.data(), ca.nargs};
   std::lock_guard<std::mutex> lock(e.prepare_mu);
   if (e.prepared) return;
   {
     std::vector<ShapedArray> in_avals = e.jaxpr->jaxpr->in_avals();
     std::vector<ShapedArray> out_avals = e.jaxpr->jaxpr->out_avals();
     std::shared_ptr<const Mesh> mesh;
-    auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, leaves, e.consts.size(), "in_shardings",
-                                        mesh, s.loc);
-    auto out = detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, s.loc);
+    auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, ca.leaves, e.consts.size(), "in_shardings",
+                                        mesh, names, s.loc);
+    auto out =
+        detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, names, s.loc);
     if (mesh) {
       e.spmd = detail::lower_sharded(e.jaxpr, e.consts.size(), in, out, mesh, s.loc);
       e.spmd_exe = detail::compile_sharded(*e.spmd, s.opts, e.donated, s.loc);
@@ -193,13 +195,17 @@ void Jit<F>::prepare(Entry& e, const std::vector<Array>& leaves) const {
 }
 
 template <class F>
-std::vector<Array> Jit<F>::bind_traced(const Entry& e, const std::vector<Array>& leaves) const {
+std::vector<Array> Jit<F>::bind_traced(const Entry& e, const CallArgs& ca) const {
   const State& s = *s_;
+  const std::vector<Array>& leaves = ca.leaves;
+  const InputNames names{s.opts.name, e.consts.size(), ca.first_leaf.data(), ca.nargs};
   std::vector<ShapedArray> in_avals = e.jaxpr->jaxpr->in_avals();
   std::vector<ShapedArray> out_avals = e.jaxpr->jaxpr->out_avals();
   std::shared_ptr<const Mesh> mesh;
-  auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, {}, e.consts.size(), "in_shardings", mesh, s.loc);
-  auto out = detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, s.loc);
+  auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, {}, e.consts.size(), "in_shardings", mesh,
+                                      names, s.loc);
+  auto out =
+      detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, names, s.loc);
   std::vector<Array> operands;
   ClosedJaxprPtr body = e.jaxpr;
   if (mesh) {
@@ -221,10 +227,10 @@ auto Jit<F>::operator()(const A&... args) const {
   detail::check_not_abstract(ca.leaves, ca.first_leaf.data(), ca.nargs, s.opts.name, s.loc);
   std::shared_ptr<Entry> e = entry_for<R>(ca, args...);
   if (!detail::executes_now(ca.leaves, e->consts, s.loc)) {
-    std::vector<Array> outs = bind_traced(*e, ca.leaves);
+    std::vector<Array> outs = bind_traced(*e, ca);
     return tree_unflatten(std::any_cast<const R&>(e->out_like), outs, s.loc);
   }
-  prepare(*e, ca.leaves);
+  prepare(*e, ca);
   std::vector<Array> outs;
   if (e->spmd) {
     std::vector<Array> operands = e->consts;
@@ -250,7 +256,7 @@ SpmdRun Jit<F>::run_spmd_shards(const A&... args) const {
   std::shared_ptr<Entry> e = entry_for<R>(ca, args...);
   if (!detail::executes_now(ca.leaves, e->consts, s.loc))
     throw ShardingError("jit '" + s.opts.name + "': run_spmd_shards needs concrete arguments", s.loc);
-  prepare(*e, ca.leaves);
+  prepare(*e, ca);
   if (!e->spmd)
     throw ShardingError("jit '" + s.opts.name + "': no in_shardings or out_shardings given, nothing to partition",
                         s.loc);
@@ -275,9 +281,11 @@ auto Jit<F>::lower(const A&... args) const {
   std::vector<ShapedArray> in_avals = e->jaxpr->jaxpr->in_avals();
   std::vector<ShapedArray> out_avals = e->jaxpr->jaxpr->out_avals();
   std::shared_ptr<const Mesh> mesh;
+  const InputNames names{s.opts.name, e->consts.size(), ca.first_leaf.data(), ca.nargs};
   auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, ca.leaves, e->consts.size(), "in_shardings",
-                                      mesh, s.loc);
-  auto out = detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, s.loc);
+                                      mesh, names, s.loc);
+  auto out =
+      detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, names, s.loc);
   Lowered<R> low;
   std::shared_ptr<const LoweredProgram> lp =
       mesh ? detail::lower_sharded(e->jaxpr, e->consts.size(), in, out, mesh, s.loc)

@@ -172,6 +172,49 @@ Jaxpr fold_transposed_dots(const Jaxpr& j) {
   return r;
 }
 
+// convert_element_type of `a` to `to` appended to `out`; returns the new value.
+Var convert(std::vector<Eqn>& out, const Atom& a, DType to) {
+  ShapedArray t = atom_aval(a);
+  t.dtype = to;
+  t.weak_type = false;
+  Var v(t);
+  Eqn e;
+  e.primitive = &primitive("convert_element_type");
+  e.inputs = {a};
+  e.outputs = {v};
+  e.params = Params{{"new_dtype", to}, {"weak_type", false}};
+  out.push_back(std::move(e));
+  return v;
+}
+
+// A dot_general whose preferred_element_type differs from its operands' dtype, as XLA's
+// OperandUpcaster: the operands converted to the accumulation dtype when it is wider
+// (lax::detail::dot_accumulation_dtype), the product computed there, and converted to the
+// output dtype after when that is narrower; the GEMM then reads and writes one dtype.
+void pack_upcast(std::vector<Eqn>& out, Eqn e) {
+  const DType in = atom_aval(e.inputs[0]).dtype, want = e.outputs[0].aval().dtype;
+  const DType acc = lax::detail::dot_accumulation_dtype(in, want);
+  if (acc != in)
+    for (Atom& a : e.inputs) a = convert(out, a, acc);
+  e.params.set("preferred_element_type", acc);
+  const Var result = e.outputs[0];
+  if (acc != want) {
+    ShapedArray a = result.aval();
+    a.dtype = acc;
+    a.weak_type = false;
+    e.outputs[0] = Var(a);
+  }
+  const Var product = e.outputs[0];
+  pack(out, std::move(e));
+  if (acc == want) return;
+  Eqn c;
+  c.primitive = &primitive("convert_element_type");
+  c.inputs = {product};
+  c.outputs = {result};
+  c.params = Params{{"new_dtype", want}, {"weak_type", result.aval().weak_type}};
+  out.push_back(std::move(c));
+}
+
 }  // namespace
 
 Jaxpr pack_dot_operands(const Jaxpr& j0) {
@@ -182,7 +225,9 @@ Jaxpr pack_dot_operands(const Jaxpr& j0) {
   for (const Eqn& e0 : j.eqns) {
     Eqn e = e0;
     if (has_bodies(e.params)) e.params = map_bodies(e.params, pack_dot_operands);
-    if (e.primitive == &dot) pack(r.eqns, std::move(e));
+    if (e.primitive == &dot && atom_aval(e.inputs[0]).dtype != e.outputs[0].aval().dtype)
+      pack_upcast(r.eqns, std::move(e));
+    else if (e.primitive == &dot) pack(r.eqns, std::move(e));
     else r.eqns.push_back(std::move(e));
   }
   return r;

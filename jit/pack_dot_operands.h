@@ -11,6 +11,10 @@
 // to [batch..., free..., contracting...] (lhs) or [batch..., contracting..., free...] (rhs),
 // only the operand(s) that need it, and the transpose becomes a loop fusion: the one packing
 // kernel, visible in Compiled::as_text(). Values are unchanged (a transpose moves elements).
+// A dot_general whose preferred_element_type differs from its operands' dtype gets its operands
+// converted to the accumulation dtype when that is wider (bf16 -> f32, i32 -> f32: exact for
+// bf16, XLA's OperandUpcaster) and its product converted to the output dtype when that is
+// narrower (f32 -> bf16), so every GEMM reads and writes one dtype, as eager dot_general computes.
 // Source: the canonicalization XLA's DotDecomposer performs before GEMM emission.
 #pragma once
 #include "core/jaxpr.h"

@@ -105,9 +105,21 @@ Array lower_reshard(const Array& x, const Sharding& from, const Sharding& to, co
                              ": " + why,
                          loc);
   };
+  if (from.memory_kind != to.memory_kind) {
+    // A memory move (an out_sharding in another memory kind): the layout changes in device
+    // memory (before the move off the device, after the move onto it), then device_put moves
+    // each local shard; between two host kinds the layout changes in the source's kind.
+    Sharding mid = to;
+    mid.memory_kind = from.memory_kind;
+    if (to.memory_kind == MemoryKind::device) {
+      Sharding on_dev = from;
+      on_dev.memory_kind = MemoryKind::device;
+      return lower_reshard(lax::device_put(x, MemoryKind::device, loc), on_dev, to, global, mesh, what, loc);
+    }
+    return lax::device_put(lower_reshard(x, from, mid, global, mesh, what, loc), to.memory_kind, loc);
+  }
   Shape from_local = local_shape(from, global, mesh, what, loc);
   Shape to_local = local_shape(to, global, mesh, what, loc);
-  if (from.memory_kind != to.memory_kind) throw fail("memory kinds differ");
   if (from.unreduced != to.unreduced) {
     if (!to.unreduced.empty()) throw fail("cannot turn values into partial sums");
     if (std::vector<AxisRef> merged = merged_unreduced(from.unreduced, mesh); merged != from.unreduced) {
@@ -429,10 +441,14 @@ Jaxpr partition_spmd(const Jaxpr& jaxpr, const PropagationResult& shardings, con
           if (v[d] == global[d]) v[d] = ops[0].shape()[d];
         params.set(key, v);
       }
-      // sharding_constraint: identity on the local value (its reshard is already placed).
+      // sharding_constraint: identity on the local value (its reshard is already placed), moved
+      // to the constraint's memory kind when it names another one (device_put of a concrete
+      // value under jit binds the constraint alone, with no device_put equation before it).
       std::vector<Array> res = name == "sharding_constraint" ? std::vector<Array>{ops[0]}
                                : partitions_bodies(e) ? partition_body_eqn(e, ops, shardings, mesh, loc)
                                                       : minijax::bind(*e.primitive, ops, params, loc);
+      if (name == "sharding_constraint" && res[0].memory_kind() != want[0].memory_kind)
+        res[0] = lax::device_put(res[0], want[0].memory_kind, loc);
       if (name == "iota")
         res[0] = offset_iota(res[0], out_sh[0], size_t(e.params.get_int("dimension")), mesh);
       for (size_t k = 0; k < res.size(); ++k) {

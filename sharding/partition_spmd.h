@@ -37,7 +37,13 @@ namespace minijax {
 ///   untiled all_gather over all of them); acquired axes released nowhere are taken by a local
 ///   dynamic_slice at axis_index; local reshapes and transposes arrange the blocks. A dim that
 ///   both releases and acquires axes (e.g. [{"x"}] -> [{"y"}]) goes in two such reshards: to
-///   the common prefix of that dim first, then to the target.
+///   the common prefix of that dim first, then to the target;
+/// - between memory kinds (a program output whose out_sharding names another memory kind): the
+///   layout changes as above in device memory (after the move onto the device, before the move
+///   off it; between two host kinds in the source's kind) and a device_put moves each local shard.
+/// A sharding_constraint is the identity on its (already resharded) local operand, followed by a
+/// device_put when its sharding names another memory kind than the operand's (device_put of a
+/// concrete Array under jit binds the constraint alone).
 ///
 /// Throws ShardingError (at `loc`, naming the equation or the reshard and the shardings) when a
 /// dim does not divide evenly by its shard count (uneven shards are not supported by this

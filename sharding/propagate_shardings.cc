@@ -263,6 +263,7 @@ std::optional<std::pair<int64_t, int64_t>> reshard_cost(const Sharding& from, co
     return reshard_cost(f, t, aval);
   }
   Sharding f = from, t = to;
+  t.memory_kind = f.memory_kind;  // a memory move (an output's out_sharding) is no collective
   for (auto& d : f.dims) d.closed = true, d.priority = -1;
   for (auto& d : t.dims) d.closed = true, d.priority = -1;
   f.replicated.clear();
@@ -410,6 +411,15 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
                           loc);
     s.check(aval.shape, loc);
   };
+  // An input's sharding describes where its value already is: its memory kind is the input's.
+  auto check_input_kind = [&](const Sharding& s, const ShapedArray& aval, const std::string& what) {
+    if (s.memory_kind != aval.memory_kind)
+      throw ShardingError("propagate_shardings: " + what + " sharding " + s.str() + " is in " +
+                              memory_kind_name(s.memory_kind) + " memory, but the input " + aval.str() +
+                              " is in " + memory_kind_name(aval.memory_kind) +
+                              " memory (move it with device_put before the program)",
+                          loc);
+  };
   auto fresh = [&](const Var& v) {
     Sharding s = Sharding::replicated_on(st.mesh, static_cast<int64_t>(v.aval().shape.size()),
                                          v.aval().memory_kind);
@@ -420,6 +430,7 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
   for (size_t i = 0; i < ins.size(); ++i) {
     if (!in_shardings.empty() && in_shardings[i]) {
       check_given(*in_shardings[i], ins[i].aval(), "input " + std::to_string(i));
+      check_input_kind(*in_shardings[i], ins[i].aval(), "input " + std::to_string(i));
       Sharding s = *in_shardings[i];
       s.mesh = st.mesh;
       st.sh[ins[i]] = s;
@@ -493,7 +504,10 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
 
   PropagationResult res;
   // Output shardings fix their variables; a variable already fixed differently (an input
-  // returned, or a value returned twice) gets a reshard at the output instead.
+  // returned, or a value returned twice) gets a reshard at the output instead. A variable keeps
+  // its aval's memory kind: an out_sharding in another memory kind fixes the variable's layout
+  // in its own kind and places a reshard at the output that moves the value (JAX's out_shardings
+  // place the result in their memory kind).
   std::vector<std::pair<size_t, Sharding>> output_reshards;
   for (size_t i = 0; i < jaxpr.outvars.size(); ++i) {
     if (out_shardings.empty() || !out_shardings[i]) continue;
@@ -502,12 +516,19 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
     check_given(*out_shardings[i], aval, "output " + std::to_string(i));
     Sharding s = *out_shardings[i];
     s.mesh = st.mesh;
-    if (!v.defined()) continue;  // a literal output: built in any sharding
-    if (st.user[v]) {
-      if (!same_layout(st.sh.at(v), s)) output_reshards.emplace_back(i, s);
+    const bool moved = s.memory_kind != aval.memory_kind;
+    if (!v.defined()) {  // a literal output: replicated in its aval's kind, resharded if asked
+      if (moved || !same_layout(Sharding::replicated_on(st.mesh, int64_t(aval.shape.size())), s))
+        output_reshards.emplace_back(i, s);
       continue;
     }
+    if (st.user[v]) {
+      if (moved || !same_layout(st.sh.at(v), s)) output_reshards.emplace_back(i, s);
+      continue;
+    }
+    if (moved) output_reshards.emplace_back(i, s);
     st.sh[v] = s;
+    st.sh[v].memory_kind = aval.memory_kind;
     st.user[v] = true;
   }
 
@@ -653,7 +674,7 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
   auto decl = [&](const Var& v) { return name(v) + ":" + v.aval().str() + res.of(v).str(); };
   std::ostringstream os;
   auto line = [&](const std::string& ind, const ReshardPlacement& p, const std::string& repeat) {
-    os << ind << "    reshard " << name(p.var) << ": " << p.from.str() << " -> " << p.to.str() << " (";
+    os << ind << "    reshard " << (p.var.defined() ? name(p.var) : std::string("literal")) << ": " << p.from.str() << " -> " << p.to.str() << " (";
     if (p.shared_with >= 0)
       os << "shared with the reshard before equation " << p.shared_with << ")\n";
     else
@@ -709,10 +730,12 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
         p.eqn = jaxpr.eqns.size();
         p.on_output = true;
         p.index = idx;
-        p.var = atom_var(jaxpr.outvars[idx]);
-        p.from = res.of(p.var);
+        p.var = atom_var(jaxpr.outvars[idx]);  // undefined for a literal output
+        const ShapedArray& aval = atom_aval(jaxpr.outvars[idx]);
+        p.from = p.var.defined() ? res.of(p.var)
+                                 : Sharding::replicated_on(st.mesh, int64_t(aval.shape.size()), aval.memory_kind);
         p.to = closed_copy(s);
-        auto cost = reshard_cost(p.from, p.to, p.var.aval());
+        auto cost = reshard_cost(p.from, p.to, aval);
         if (!cost)
           throw ShardingError("propagate_shardings: output " + std::to_string(idx) + " needs " +
                                   p.to.str() + " with partial sums its value " + p.from.str() +

@@ -19,7 +19,10 @@ namespace minijax {
 // (constvars, invars and every equation output), annotating variables, not avals. Guarantees:
 // user-given shardings never move (their closed dims keep their axes; open dims `{?}` may gain
 // minor axes); every returned sharding is valid for its variable's shape (Sharding::check) and
-// fully closed; a program whose shardings agree everywhere (e.g. only out_shardings, propagated
+// fully closed and in its variable's memory kind (an out_sharding in another memory kind, as
+// jit's out_shardings may give, fixes the layout and adds a reshard at that output that moves the
+// value to the asked memory; it costs no collective); an input sharding in another memory kind
+// than its input is a ShardingError; a program whose shardings agree everywhere (e.g. only out_shardings, propagated
 // back to the inputs) gets no reshard; every conflict left after propagation becomes exactly
 // one reshard per mismatching operand or result, placed where it costs least; an operand
 // reshard identical to one placed before an earlier equation (same variable, same target)
@@ -62,7 +65,9 @@ struct ReshardPlacement {
   /// body of several in another sharding than the one it was resharded to before the equation).
   bool on_input = false;
   size_t index = 0;
-  Var var;
+  Var var;  ///< undefined for a literal program output (its `from` is replicated)
+  /// `from` and `to` have the same memory kind, except at a program output whose out_sharding
+  /// names another memory kind than the value's (the reshard then also moves the value there).
   Sharding from, to;
   int64_t max_received = 0;    ///< largest per-device receive (elements), from plan_reshard
   int64_t total_received = 0;  ///< elements received over all devices

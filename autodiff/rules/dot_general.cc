@@ -16,6 +16,17 @@ using Ints = std::vector<int64_t>;
 
 lax::DotDimensionNumbers dims_of(const Params& p) { return lax::dot_dimension_numbers(p); }
 
+// dot_general with the equation's precision and output dtype and other dimension numbers (every
+// rule keeps JAX's precision= and preferred_element_type=).
+Array dot_like(const Array& x, const Array& y, const lax::DotDimensionNumbers& d, const Params& params,
+               DType out) {
+  return minijax::bind1(primitive("dot_general"), {x, y},
+                        lax::dot_general_params(d, lax::dot_precision(params), out));
+}
+
+// A tangent that carries a value (not a symbolic or float0 zero).
+bool carries(const Array& t) { return t.defined() && t.dtype() != DType::float0; }
+
 bool contains(const Ints& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 // range(n) minus the listed dims (JAX's `remaining`).
@@ -45,9 +56,13 @@ Array transpose_unless_identity(const Array& x, const Ints& perm) {
 // _dot_general_transpose_lhs. g has dims [batch, x_kept, y_kept] ([batch, y_kept, x_kept] when
 // swapped); contracting g's y_kept with y's kept dims leaves [batch, x_kept, x_contract sorted
 // by y's contracting order], which a transpose puts back in x's order.
-Array transpose_lhs(const Array& g, int64_t x_ndim, const Array& y, const Ints& x_contract,
-                    const Ints& y_contract, const Ints& x_batch, const Ints& y_batch,
-                    bool swap_ans) {
+// With a preferred_element_type, g has the output dtype while y has the operands': JAX contracts
+// the two dtypes directly (XLA upcasting the narrower), here both are converted to the wider one
+// first; the product keeps the output dtype and the cotangent is converted back to x's dtype
+// (`x_dtype`), as JAX's _dot_general_transpose_lhs does.
+Array transpose_lhs(const Array& g, int64_t x_ndim, DType x_dtype, const Array& y, const Ints& x_contract,
+                    const Ints& y_contract, const Ints& x_batch, const Ints& y_batch, bool swap_ans,
+                    const Params& params) {
   const int64_t y_ndim = y.ndim();
   Ints x_kept = remaining(x_ndim, x_contract, x_batch);
   Ints y_kept = remaining(y_ndim, y_contract, y_batch);
@@ -62,7 +77,10 @@ Array transpose_lhs(const Array& g, int64_t x_ndim, const Array& y, const Ints& 
   Ints pre = x_batch;
   pre.insert(pre.end(), x_kept.begin(), x_kept.end());
   pre.insert(pre.end(), x_contract_sorted_by_y.begin(), x_contract_sorted_by_y.end());
-  return transpose_unless_identity(lax::dot_general(g, y, d), argsort(pre));
+  const DType wide = itemsize(g.dtype()) >= itemsize(y.dtype()) ? g.dtype() : y.dtype();
+  auto as_wide = [&](const Array& v) { return v.dtype() == wide ? v : lax::convert_element_type(v, wide, false); };
+  Array x_bar = transpose_unless_identity(dot_like(as_wide(g), as_wide(y), d, params, g.dtype()), argsort(pre));
+  return x_bar.dtype() == x_dtype ? x_bar : lax::convert_element_type(x_bar, x_dtype, false);
 }
 
 std::vector<Array> dot_transpose(const std::vector<Array>& cts, const std::vector<Array>& args,
@@ -75,11 +93,11 @@ std::vector<Array> dot_transpose(const std::vector<Array>& cts, const std::vecto
   if (!g.defined()) return res;
   auto d = dims_of(params);
   if (lhs_lin)
-    res[0] = transpose_lhs(g, avals.at(0).ndim(), args.at(1), d.lhs_contracting, d.rhs_contracting,
-                           d.lhs_batch, d.rhs_batch, false);
+    res[0] = transpose_lhs(g, avals.at(0).ndim(), avals.at(0).dtype, args.at(1), d.lhs_contracting,
+                           d.rhs_contracting, d.lhs_batch, d.rhs_batch, false, params);
   else
-    res[1] = transpose_lhs(g, avals.at(1).ndim(), args.at(0), d.rhs_contracting, d.lhs_contracting,
-                           d.rhs_batch, d.lhs_batch, true);
+    res[1] = transpose_lhs(g, avals.at(1).ndim(), avals.at(1).dtype, args.at(0), d.rhs_contracting,
+                           d.lhs_contracting, d.rhs_batch, d.lhs_batch, true, params);
   return res;
 }
 
@@ -90,11 +108,13 @@ std::pair<std::vector<Array>, std::vector<Array>> dot_jvp(const std::vector<Arra
   const Array& y = primals.at(1);
   Array ans = minijax::bind1(primitive("dot_general"), {x, y}, params);
   if (!is_floating(ans.dtype())) return {{ans}, {Array()}};
+  // Bilinear, with the equation's precision and output dtype: the tangent has the output's dtype.
   auto d = dims_of(params);
+  const DType out = ans.dtype();
   Array t;
-  if (tangents.at(0).defined()) t = lax::dot_general(tangents[0], y, d);
-  if (tangents.at(1).defined()) {
-    Array t2 = lax::dot_general(x, tangents[1], d);
+  if (carries(tangents.at(0))) t = dot_like(tangents[0], y, d, params, out);
+  if (carries(tangents.at(1))) {
+    Array t2 = dot_like(x, tangents[1], d, params, out);
     t = t.defined() ? lax::add_any(t, t2) : t2;
   }
   return {{ans}, {t}};
@@ -138,7 +158,7 @@ std::pair<std::vector<Array>, std::vector<int64_t>> dot_batch(const std::vector<
     nd.rhs_batch = bump(d.rhs_batch, rbd);
     nd.rhs_contracting = bump(d.rhs_contracting, rbd);
   }
-  return {{lax::dot_general(x, y, nd)}, {out_bdim}};
+  return {{dot_like(x, y, nd, params, params.get_dtype("preferred_element_type"))}, {out_bdim}};
 }
 
 Registrar reg([] {

@@ -5,12 +5,16 @@
 //   dot_general[dimension_numbers=(([1], [0]), ([], [])) precision=None preferred_element_type=float32]
 // dimension_numbers is one ParamObject holding ((lhs_contracting, rhs_contracting),
 // (lhs_batch, rhs_batch)) that prints as that nested tuple of lists and reads back through a
-// registered param parser; precision is None (a null ParamObject); preferred_element_type is
-// the operands' dtype.
+// registered param parser; precision is None (a null ParamObject) or a (lhs, rhs) pair of
+// lax::Precision printed `(Precision.HIGHEST, Precision.HIGHEST)` as JAX prints it (read back
+// by a registered parser; no effect on CPU); preferred_element_type is the output dtype (the
+// operands' dtype unless the caller asked for another one).
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <utility>
 #include <type_traits>
 
 #include "core/gemm.h"
@@ -113,6 +117,52 @@ ParamObjectPtr parse_dot_dimension_numbers(const std::string& key, const std::st
   return std::make_shared<DotDimensionNumbersParam>(std::move(d));
 }
 
+const char* const kPrecisionNames[] = {"DEFAULT", "HIGH", "HIGHEST"};
+
+/// dot_general's precision when given: one lax::Precision per operand, printed as JAX prints the
+/// canonical pair, `(Precision.HIGHEST, Precision.HIGHEST)`.
+class PrecisionParam final : public ParamObject {
+ public:
+  explicit PrecisionParam(std::pair<lax::Precision, lax::Precision> p) : p_(p) {}
+  const std::pair<lax::Precision, lax::Precision>& pair() const { return p_; }
+  std::string str() const override {
+    return std::string("(Precision.") + lax::precision_name(p_.first) + ", Precision." +
+           lax::precision_name(p_.second) + ")";
+  }
+  bool equals(const ParamObject& o) const override {
+    auto* q = dynamic_cast<const PrecisionParam*>(&o);
+    return q && q->p_ == p_;
+  }
+
+ private:
+  std::pair<lax::Precision, lax::Precision> p_;
+};
+
+/// Reads back PrecisionParam::str() for param precision (`None` stays a null object).
+ParamObjectPtr parse_precision(const std::string& key, const std::string& text) {
+  if (key != "precision" || text.rfind("(Precision.", 0) != 0) return nullptr;
+  auto one = [&](size_t& at, lax::Precision* out) {
+    static const std::string kPrefix = "Precision.";
+    if (text.compare(at, kPrefix.size(), kPrefix) != 0) return false;
+    at += kPrefix.size();
+    for (int i = 2; i >= 0; --i) {  // HIGHEST before HIGH
+      const std::string n = kPrecisionNames[i];
+      if (text.compare(at, n.size(), n) == 0) {
+        at += n.size();
+        *out = lax::Precision(i);
+        return true;
+      }
+    }
+    return false;
+  };
+  size_t at = 1;
+  lax::Precision a, b;
+  if (!one(at, &a) || text.compare(at, 2, ", ") != 0) return nullptr;
+  at += 2;
+  if (!one(at, &b) || at + 1 != text.size() || text[at] != ')') return nullptr;
+  return std::make_shared<PrecisionParam>(std::pair{a, b});
+}
+
 // Dims of a rank-n operand that are neither batch nor contracting, ascending.
 std::vector<int64_t> free_dims(int64_t n, const std::vector<int64_t>& batch,
                                const std::vector<int64_t>& contract) {
@@ -149,9 +199,13 @@ std::vector<ShapedArray> dot_shape_rule(const std::vector<ShapedArray>& in, cons
   if (l.dtype != r.dtype)
     throw TypeError(std::string("operand dtypes must be equal, got ") + dtype_name(l.dtype) +
                     " and " + dtype_name(r.dtype));
-  if (p.get_dtype("preferred_element_type") != l.dtype)
-    throw TypeError(std::string("preferred_element_type must equal the operand dtype ") +
-                    dtype_name(l.dtype));
+  const DType out_dtype = p.get_dtype("preferred_element_type");
+  lax::detail::check_preferred_element_type(l.dtype, out_dtype);
+  if (p.has("precision")) {
+    auto* o = std::get_if<ParamObjectPtr>(&p.at("precision"));
+    if (!o || (*o && !dynamic_cast<const PrecisionParam*>(o->get())))
+      throw TypeError("parameter 'precision' must be None or a (lhs, rhs) pair of Precision values");
+  }
   if (l.memory_kind != r.memory_kind)
     throw TypeError(std::string("operands live in different memory kinds (") +
                     memory_kind_name(l.memory_kind) + " and " + memory_kind_name(r.memory_kind) + ")");
@@ -180,7 +234,8 @@ std::vector<ShapedArray> dot_shape_rule(const std::vector<ShapedArray>& in, cons
   for (int64_t b : d.lhs_batch) out.push_back(l.shape[size_t(b)]);
   for (int64_t f : free_dims(l.ndim(), d.lhs_batch, d.lhs_contracting)) out.push_back(l.shape[size_t(f)]);
   for (int64_t f : free_dims(r.ndim(), d.rhs_batch, d.rhs_contracting)) out.push_back(r.shape[size_t(f)]);
-  return {ShapedArray{out, l.dtype, l.weak_type && r.weak_type, l.memory_kind}};
+  // Weak only when both operands are and no other output dtype was asked (as jnp.matmul).
+  return {ShapedArray{out, out_dtype, l.weak_type && r.weak_type && out_dtype == l.dtype, l.memory_kind}};
 }
 
 template <class D, class S>
@@ -258,8 +313,9 @@ MatOperand<C> as_matrices(const Array& x, const std::vector<int64_t>& want_nt,
   return m;
 }
 
-std::vector<Array> dot_impl(const std::vector<Array>& args, const Params& p,
-                            const std::vector<ShapedArray>& out_avals) {
+// The product in the operands' own dtype (out_avals[0].dtype == the operands' dtype).
+std::vector<Array> dot_compute(const std::vector<Array>& args, const Params& p,
+                               const std::vector<ShapedArray>& out_avals) {
   const Array& l = args.at(0);
   const Array& r = args.at(1);
   auto d = dims_of(p);
@@ -322,11 +378,38 @@ std::vector<Array> dot_impl(const std::vector<Array>& args, const Params& p,
   return {out};
 }
 
+// Eager convert_element_type (no tracing: the impl runs on concrete values).
+Array converted(const Array& x, DType to) {
+  static const Primitive& cvt = primitive("convert_element_type");
+  ShapedArray a = x.aval();
+  a.dtype = to;
+  a.weak_type = false;
+  return cvt.impl({x}, Params{{"new_dtype", to}, {"weak_type", false}}, {a}).at(0);
+}
+
+// A preferred_element_type other than the operands' dtype: the operands converted to the
+// accumulation dtype (lax::detail::dot_accumulation_dtype), the product there, then converted
+// to the output dtype.
+std::vector<Array> dot_impl(const std::vector<Array>& args, const Params& p,
+                            const std::vector<ShapedArray>& out_avals) {
+  const DType in = args.at(0).dtype(), out = out_avals.at(0).dtype;
+  if (in == out) return dot_compute(args, p, out_avals);
+  const DType acc = lax::detail::dot_accumulation_dtype(in, out);
+  std::vector<Array> ops = args;
+  if (acc != in)
+    for (Array& a : ops) a = converted(a, acc);
+  ShapedArray acc_aval = out_avals[0];
+  acc_aval.dtype = acc;
+  Array res = dot_compute(ops, p, {acc_aval}).at(0);
+  return {acc == out ? res : converted(res, out)};
+}
+
 Registrar reg([] {
   auto& p = get_or_create_primitive("dot_general");
   p.shape_rule = dot_shape_rule;
   p.impl = dot_impl;
   register_param_object_parser(parse_dot_dimension_numbers);
+  register_param_object_parser(parse_precision);
 });
 
 }  // namespace
@@ -337,6 +420,47 @@ Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers&
   if (!lhs.defined() || !rhs.defined())
     throw ValueError("dot_general: an operand is an empty Array", loc);
   return minijax::bind1(primitive("dot_general"), {lhs, rhs}, dot_general_params(dims, lhs.dtype()), loc);
+}
+
+Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dims, const DotOptions& options,
+                  SL loc) {
+  if (!lhs.defined() || !rhs.defined())
+    throw ValueError("dot_general: an operand is an empty Array", loc);
+  const auto precision = options.precision.resolve("dot_general", loc);
+  const DType out = options.preferred_element_type.value_or(lhs.dtype());
+  return minijax::bind1(primitive("dot_general"), {lhs, rhs}, dot_general_params(dims, precision, out), loc);
+}
+
+const char* precision_name(Precision p, SL loc) {
+  const int i = int(p);
+  if (i < 0 || i > 2)
+    throw ValueError("precision_name: " + std::to_string(i) + " is not a Precision (DEFAULT = 0, HIGH = 1, HIGHEST = 2)",
+                     loc);
+  return kPrecisionNames[i];
+}
+
+DotPrecision::DotPrecision(Precision p) : operands(std::pair{p, p}) {}
+DotPrecision::DotPrecision(Precision lhs, Precision rhs) : operands(std::pair{lhs, rhs}) {}
+DotPrecision::DotPrecision(const char* s) : names({s ? s : "", s ? s : ""}) {}
+DotPrecision::DotPrecision(const std::string& s) : names({s, s}) {}
+DotPrecision::DotPrecision(const std::string& lhs, const std::string& rhs) : names({lhs, rhs}) {}
+
+std::optional<std::pair<Precision, Precision>> DotPrecision::resolve(const char* fn, SL loc) const {
+  if (!names) return operands;
+  // jax/_src/lax/lax.py's _precision_strings.
+  static const std::pair<const char*, Precision> kSpellings[] = {
+      {"highest", Precision::HIGHEST}, {"float32", Precision::HIGHEST}, {"high", Precision::HIGH},
+      {"bfloat16_3x", Precision::HIGH}, {"tensorfloat32", Precision::HIGH}, {"default", Precision::DEFAULT},
+      {"bfloat16", Precision::DEFAULT}, {"fastest", Precision::DEFAULT}};
+  auto one = [&](const std::string& s) {
+    for (auto& [name, p] : kSpellings)
+      if (s == name) return p;
+    throw ValueError(std::string(fn) + ": precision '" + s +
+                         "' is not one of 'highest', 'float32', 'high', 'bfloat16_3x', 'tensorfloat32', "
+                         "'default', 'bfloat16', 'fastest' (JAX's DotAlgorithmPreset names are not supported)",
+                     loc);
+  };
+  return std::pair{one(names->first), one(names->second)};
 }
 
 Param dot_dimension_numbers_param(const DotDimensionNumbers& dims) {
@@ -351,10 +475,46 @@ DotDimensionNumbers dot_dimension_numbers(const Params& params) {
 }
 
 Params dot_general_params(const DotDimensionNumbers& dims, DType preferred_element_type) {
+  return dot_general_params(dims, std::nullopt, preferred_element_type);
+}
+
+Params dot_general_params(const DotDimensionNumbers& dims,
+                          const std::optional<std::pair<Precision, Precision>>& precision,
+                          DType preferred_element_type) {
+  ParamObjectPtr prec;
+  if (precision) prec = std::make_shared<PrecisionParam>(*precision);
   return Params{{"dimension_numbers", dot_dimension_numbers_param(dims)},
-                {"precision", ParamObjectPtr{}},
+                {"precision", prec},
                 {"preferred_element_type", preferred_element_type}};
 }
+
+std::optional<std::pair<Precision, Precision>> dot_precision(const Params& params) {
+  if (!params.has("precision")) return std::nullopt;
+  if (auto* o = std::get_if<ParamObjectPtr>(&params.at("precision"))) {
+    if (!*o) return std::nullopt;
+    if (auto* q = dynamic_cast<const PrecisionParam*>(o->get())) return q->pair();
+  }
+  throw ValueError("parameter 'precision' must be None or a (lhs, rhs) pair of Precision values");
+}
+
+namespace detail {
+
+void check_preferred_element_type(DType in, DType out) {
+  const bool ok = out == in || (is_floating(in) && is_floating(out)) || (is_integer(in) && is_floating(out));
+  if (!ok)
+    throw TypeError(std::string("preferred_element_type ") + dtype_name(out) + " is incompatible with operands of " +
+                    dtype_name(in) +
+                    " (as JAX: floating operands take a floating output, integer operands their own dtype "
+                    "or a floating one)");
+}
+
+DType dot_accumulation_dtype(DType in, DType out) {
+  if (in == out) return in;
+  if (is_integer(in)) return out;  // to a float: operands converted (XLA's operand upcasting)
+  return itemsize(out) > itemsize(in) ? out : in;  // wider float: upcast; narrower: round the result
+}
+
+}  // namespace detail
 
 }  // namespace lax
 

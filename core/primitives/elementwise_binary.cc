@@ -37,6 +37,21 @@ ShapedArray binary_out_aval(const std::vector<ShapedArray>& in, Accept acc, bool
   return out;
 }
 
+Array bind_broadcasting_binary(const Primitive& p, const Array& x, const Array& y, std::source_location loc) {
+  if (!x.defined() || !y.defined() || x.ndim() != y.ndim() || x.ndim() == 0 || x.shape() == y.shape())
+    return minijax::bind1(p, {x, y}, {}, loc);
+  Shape out = x.shape();
+  for (size_t d = 0; d < out.size(); ++d) {
+    const int64_t a = x.shape()[d], b = y.shape()[d];
+    if (a != b && a != 1 && b != 1) return minijax::bind1(p, {x, y}, {}, loc);  // the shape rule refuses
+    out[d] = a == 1 ? b : a;
+  }
+  std::vector<int64_t> dims(out.size());
+  for (size_t d = 0; d < dims.size(); ++d) dims[d] = int64_t(d);
+  auto up = [&](const Array& v) { return v.shape() == out ? v : lax::broadcast_in_dim(v, out, dims, loc); };
+  return minijax::bind1(p, {up(x), up(y)}, {}, loc);
+}
+
 }  // namespace elementwise
 
 namespace {
@@ -242,14 +257,19 @@ Registrar reg_binary([] {
 
 namespace lax {
 
-#define MJ_LAX_BINARY(fn, name)                                  \
-  Array fn(const Array& x, const Array& y, SL loc) {             \
-    static const Primitive& p = get_or_create_primitive(name);   \
-    return minijax::bind1(p, {x, y}, {}, loc);                   \
+#define MJ_LAX_BINARY(fn, name)                                            \
+  Array fn(const Array& x, const Array& y, SL loc) {                       \
+    static const Primitive& p = get_or_create_primitive(name);             \
+    return elementwise::bind_broadcasting_binary(p, x, y, loc);            \
   }
 
+// add_any sums tangents of one aval: no broadcasting.
+Array add_any(const Array& x, const Array& y, SL loc) {
+  static const Primitive& p = get_or_create_primitive("add_any");
+  return minijax::bind1(p, {x, y}, {}, loc);
+}
+
 MJ_LAX_BINARY(add, "add")
-MJ_LAX_BINARY(add_any, "add_any")
 MJ_LAX_BINARY(sub, "sub")
 MJ_LAX_BINARY(mul, "mul")
 MJ_LAX_BINARY(div, "div")

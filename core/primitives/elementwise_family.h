@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <source_location>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -102,6 +103,13 @@ inline void check_arity(const std::vector<ShapedArray>& in, size_t n) {
   if (in.size() != n)
     throw ValueError("expected " + std::to_string(n) + " operands, got " + std::to_string(in.size()));
 }
+
+/// Binds the binary primitive `p` on x and y as lax's binary functions do (JAX's
+/// _try_broadcast_shapes): operands of equal rank whose dims are equal or 1 are first broadcast
+/// (broadcast_in_dim) to their common shape, e.g. [5,8] with [1,8]; every other pair (equal
+/// shapes, a rank-0 operand, unequal ranks, sizes neither equal nor 1) is bound as given, where
+/// the shape rule accepts or refuses it.
+Array bind_broadcasting_binary(const Primitive& p, const Array& x, const Array& y, std::source_location loc);
 
 /// Throws TypeError unless all avals share a memory kind.
 inline void check_same_memory_kind(const std::vector<ShapedArray>& in) {

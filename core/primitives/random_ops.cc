@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/primitive.h"
+#include "core/primitives/elementwise_family.h"
 #include "core/random.h"
 #include "core/trace.h"
 
@@ -359,15 +360,15 @@ std::pair<Array, Array> iota_2x32_shape(const Shape& shape, SL loc) {
 }
 
 Array shift_right_logical(const Array& x, const Array& y, SL loc) {
-  return minijax::bind1(primitive("shift_right_logical"), {x, y}, {}, loc);
+  return elementwise::bind_broadcasting_binary(primitive("shift_right_logical"), x, y, loc);
 }
 
 Array shift_left(const Array& x, const Array& y, SL loc) {
-  return minijax::bind1(primitive("shift_left"), {x, y}, {}, loc);
+  return elementwise::bind_broadcasting_binary(primitive("shift_left"), x, y, loc);
 }
 
 Array xor_(const Array& x, const Array& y, SL loc) {
-  return minijax::bind1(primitive("xor"), {x, y}, {}, loc);
+  return elementwise::bind_broadcasting_binary(primitive("xor"), x, y, loc);
 }
 
 Array bitcast_convert_type(const Array& x, DType new_dtype, SL loc) {

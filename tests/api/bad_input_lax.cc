@@ -41,7 +41,8 @@ std::vector<Case> lax_cases() {
       BAD("minijax::lax::not_", TypeError, lax::not_(x23()), "not", "f32"),
       BAD("minijax::lax::integer_pow", TypeError, lax::integer_pow(b1(), 2), "integer_pow", "bool"),
       BAD("minijax::lax::stop_gradient", ValueError, lax::stop_gradient(Array()), "stop_gradient"),
-      // Binary primitives: lax does not broadcast, so unequal shapes are refused; unequal dtypes too.
+      // Binary primitives: lax broadcasts only size-1 dims between equal ranks, so unequal ranks
+      // are refused; unequal dtypes too.
       BAD("minijax::lax::add", ShapeError, lax::add(x23(), x4()), "add", "[2,3]", "[4]"),
       BAD("minijax::lax::add_any", ShapeError, lax::add_any(x23(), x4()), "add_any", "[2,3]", "[4]"),
       BAD("minijax::lax::sub", ShapeError, lax::sub(x23(), x4()), "sub", "[2,3]", "[4]"),
@@ -80,6 +81,7 @@ std::vector<Case> lax_cases() {
       BAD("minijax::lax::argmax", ShapeError, lax::argmax(x23(), 2, DType::i32), "argmax", "2"),
       BAD("minijax::lax::argmin", TypeError, lax::argmin(x23(), 0, DType::f32), "argmin", "f32"),
       BAD("minijax::lax::cumsum", ShapeError, lax::cumsum(x23(), 2, false), "cumsum", "2"),
+      BAD("minijax::lax::precision_name", ValueError, lax::precision_name(lax::Precision(7)), "precision_name", "7"),
       BAD("minijax::lax::dot_general", ShapeError,
           lax::dot_general(x23(), x23(), lax::DotDimensionNumbers{{1}, {0}, {}, {}}), "dot_general", "[2,3]"),
       BAD("minijax::lax::slice", ShapeError, lax::slice(x23(), {0, 0}, {3, 3}, {}), "slice", "[0:3)", "(2, 3)"),
