@@ -15,6 +15,7 @@
 #include <source_location>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <typeinfo>
 #include <unordered_map>
@@ -25,6 +26,7 @@
 #include "core/jaxpr.h"
 #include "core/call_signature.h"
 #include "core/to_dot.h"
+#include "core/trace_cache.h"
 #include "jit/executable.h"
 #include "jit/runtime/execute.h"
 #include "jit/runtime/reference_executor.h"
@@ -52,6 +54,9 @@ namespace minijax {
 /// (`<dump_dir>/<name>-<16 hex digits of the traced program's hash>/NN-<pass>.txt`: one folder
 /// per compiled signature). Throws IOError when the folder cannot be created or written.
 /// `keep_llvm_ir`: keep the optimized LLVM IR for Compiled::as_text(true).
+/// `share_traces`: whether the traces of f are shared with every other jit object of the same
+/// callable (see TraceSharing, core/trace_cache.h, and Jit): by default they are when f is a
+/// function pointer, a captureless lambda or empty function object, or has std::hash and ==.
 struct JitOptions {
   std::string name = "jit";
   std::vector<std::optional<NamedSharding>> in_shardings, out_shardings;
@@ -59,6 +64,7 @@ struct JitOptions {
   std::vector<int> donate_argnums;
   std::string dump_dir;
   bool keep_llvm_ir = false;
+  TraceSharing share_traces = TraceSharing::automatic;
 };
 
 /// JAX's jax.ShapeDtypeStruct: an argument given by its shape and dtype alone, for
@@ -359,11 +365,33 @@ class Compiled {
 /// With shardings (options or sharded arguments) it propagates, partitions, compiles the SPMD
 /// program once and runs it on every device of the mesh at once (jit/runtime/execute_spmd.h);
 /// a call returns once its work is enqueued, its outputs pending until it completes.
+///
+/// Traces. A Jit keeps one entry per signature. When f is identifiable (TraceSharing: a function
+/// pointer, by its type and address; a captureless lambda or other empty function object, by its
+/// type; a type with std::hash and ==, by value) the trace behind an entry is taken from the
+/// process-wide trace cache shared by every Jit of that callable, so `jit(f)(x); jit(f)(x);`
+/// traces f once (JAX's jit keys its cache on the function, so does the same). Different
+/// functions of one pointer type are different callables. A lambda with captures is never
+/// shared: each Jit (with its copies) traces it once per signature. A trace is kept only when
+/// every value f closed over is concrete, never a tracer of an enclosing trace; so no kept trace
+/// holds a tracer. Values f reads through references or globals are read when it is traced (as
+/// JAX reads a Python closure's variables): pass values that change as arguments, or use
+/// TraceSharing::never for a function reading mutable global state. The shared cache owns its
+/// traces and an entry of a Jit holds a reference to its trace, so dropping a shared trace
+/// (a cache bound, clearing) never frees one a live Jit uses. Executables are shared anyway
+/// (jit/compile_cache.h, keyed by the compiled program).
+/// Source: jax/_src/pjit.py (_infer_params' cache keyed on the function and the signature).
 template <class F>
 class Jit {
  public:
+  /// Throws ValueError for a null function pointer and TypeError when opts.share_traces is
+  /// TraceSharing::required for a callable that cannot be identified, both naming opts.name and
+  /// the line `loc` (mj::jit's call site).
   Jit(F f, JitOptions opts, std::source_location loc)
-      : s_(std::make_shared<State>(std::move(f), std::move(opts), loc)) {}
+      : s_(std::make_shared<State>(std::move(f), std::move(opts), loc)) {
+    detail::check_callable(s_->f, "jit", s_->opts.name, loc);
+    s_->fn = detail::sharing_id(s_->f, s_->opts.share_traces, "jit", s_->opts.name, loc);
+  }
 
   /// Calls f compiled: f's result pytree, computed on device 0 (or on the mesh with shardings).
   /// Throws TypeError for a ShapeDtypeStruct argument or a static_argnums entry naming Arrays,
@@ -396,7 +424,9 @@ class Jit {
     if (s_->last == last) s_->last = done;  // kept: later calls of last_run() return this object
     return done;
   }
-  /// How many times f was traced (once per new signature).
+  /// How many times this Jit traced f itself: once per new signature, less the signatures whose
+  /// trace it took from the shared trace cache (a trace another Jit of the same callable made
+  /// counts there, not here; so `jit(f)(x); auto g = jit(f); g(x);` leaves g.trace_count() 0).
   int trace_count() const { return s_->traces.load(); }
   /// Number of cached signatures (static values that hash alike counted apart).
   size_t cache_size() const {
@@ -408,15 +438,16 @@ class Jit {
 
  private:
   struct Entry {
-    ClosedJaxprPtr jaxpr;  // constvars converted: invars = consts + leaves
-    std::vector<Array> consts;
-    std::any out_like;
+    // The trace (jaxpr with constvars converted: invars = consts + leaves, consts, out_like):
+    // this Jit's own, or a reference to the shared cache's.
+    detail::CachedTracePtr traced;
     std::vector<bool> donated;  // per program input
     std::shared_ptr<const LoweredProgram> spmd;
     std::shared_ptr<const SpmdExecutable> spmd_exe;  // spmd compiled
     std::shared_ptr<const Executable> exe;
     std::vector<detail::StaticKey> statics;
     bool ready = false;
+    std::thread::id maker;  // the thread tracing a placeholder
     // The sharded lowering or the executable, made once: a mutex and a flag, not std::call_once,
     // so that a compile that throws (RESOURCE_EXHAUSTED) leaves the next call free to try again
     // (ThreadSanitizer's pthread_once never releases a once whose function threw: a hang).
@@ -433,10 +464,13 @@ class Jit {
     std::unordered_map<detail::Signature, std::vector<std::shared_ptr<Entry>>, detail::SignatureHash> cache;
     std::atomic<int> traces{0};
     std::shared_ptr<const SpmdRun> last;
+    detail::CallableId fn;  // f's identity in the shared trace cache (empty: not shared)
   };
 
   template <class R, class... A>
-  std::shared_ptr<Entry> trace(const CallArgs& ca, const A&... args) const;
+  detail::CachedTracePtr trace(const CallArgs& ca, const A&... args) const;
+  template <class R, class... A>
+  std::shared_ptr<Entry> make_entry(const CallArgs& ca, const A&... args) const;
   template <class R, class... A>
   std::shared_ptr<Entry> entry_for(const CallArgs& ca, const A&... args) const;
   std::vector<Array> bind_traced(const Entry& e, const std::vector<Array>& leaves) const;
