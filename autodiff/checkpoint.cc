@@ -18,11 +18,10 @@ Array checkpoint_name(const Array& x, const std::string& name, std::source_locat
 
 namespace detail {
 
-std::vector<Array> bind_checkpoint(const ClosedJaxpr& traced, const std::vector<Array>& args,
-                                   const CheckpointOptions& opts, std::source_location loc) {
-  auto body = std::make_shared<ClosedJaxpr>();
-  body->jaxpr = std::make_shared<Jaxpr>(convert_constvars_jaxpr(*traced.jaxpr));
-  std::vector<Array> operands = traced.consts;
+std::vector<Array> bind_checkpoint(const ClosedJaxprPtr& body, const std::vector<Array>& consts,
+                                   const std::vector<Array>& args, const CheckpointOptions& opts,
+                                   std::source_location loc) {
+  std::vector<Array> operands = consts;
   operands.insert(operands.end(), args.begin(), args.end());
   Params params;
   params.set("jaxpr", ClosedJaxprPtr(body));

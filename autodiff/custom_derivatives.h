@@ -15,6 +15,7 @@
 #include "core/params.h"
 #include "core/pytree.h"
 #include "core/staging.h"
+#include "core/trace_cache.h"
 
 namespace minijax {
 
@@ -73,18 +74,6 @@ template <class... A>
 std::tuple<A...> unflatten_args(const std::tuple<A...>& like, const std::vector<Array>& leaves,
                                 std::source_location loc) {
   return tree_unflatten(like, leaves, loc);
-}
-
-/// `tree` with each Array leaf replaced by an abstract array of its aval: the structure the flat
-/// rules need to rebuild pytrees, without holding the values. The rules are kept in the params of
-/// the equation a trace records; holding the arguments' (or outputs') tracers there would make
-/// the trace reachable from its own equations, a reference cycle that is never freed.
-template <class T>
-T abstract_like(const T& tree) {
-  std::vector<Array> leaves = tree_flatten(tree);
-  for (Array& a : leaves)
-    if (a.defined()) a = Array(std::make_shared<AbstractArray>(a.aval(), ParamObjectPtr{}));
-  return tree_unflatten(tree, leaves);
 }
 
 template <class T>

@@ -4,6 +4,7 @@
 
 
 #include "core/collectives.h"
+#include "core/trace_cache.h"
 
 namespace minijax {
 
@@ -43,6 +44,14 @@ void TraceStack::pop(const std::shared_ptr<Trace>& t) {
 const std::shared_ptr<Trace>& TraceStack::dynamic() { return state().dynamic_stack.back(); }
 const std::shared_ptr<Trace>& TraceStack::eval() { return state().stack.front(); }
 int TraceStack::depth() { return int(state().stack.size()); }
+
+namespace detail {
+// Declared in core/trace_cache.h (the context of a trace cache's key); defined here, beside the stack.
+std::shared_ptr<Trace> innermost_trace() {
+  auto& s = state();
+  return s.stack.size() > 1 ? s.stack.back() : nullptr;
+}
+}  // namespace detail
 
 static void check_alive(const Tracer* tr, std::source_location loc) {
   if (!tr->trace()->alive())

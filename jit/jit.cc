@@ -279,17 +279,6 @@ uint64_t argnum_mask(const std::vector<int>& argnums, size_t nargs, const char* 
   return m;
 }
 
-void Signature::finish() {
-  // 64-bit FNV-1a over the words, then mixed with the text's hash.
-  uint64_t h = 1469598103934665603ull;
-  for (uint64_t w : words) {
-    h ^= w;
-    h *= 1099511628211ull;
-  }
-  if (!text.empty()) h ^= std::hash<std::string>{}(text) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  hash = size_t(h);
-}
-
 void append_leaf_signature(Signature& sig, const std::vector<Array>& leaves, std::source_location loc) {
   for (const Array& l : leaves) {
     if (!l.defined()) throw ValueError("jit: an argument leaf is an empty (default-constructed) Array", loc);

@@ -15,6 +15,7 @@
 #include <source_location>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <typeinfo>
 #include <unordered_map>
@@ -23,7 +24,9 @@
 
 #include "core/api.h"
 #include "core/jaxpr.h"
+#include "core/call_signature.h"
 #include "core/to_dot.h"
+#include "core/trace_cache.h"
 #include "jit/executable.h"
 #include "jit/runtime/execute.h"
 #include "jit/runtime/reference_executor.h"
@@ -55,6 +58,9 @@ namespace minijax {
 /// (`<dump_dir>/<name>-<16 hex digits of the traced program's hash>/NN-<pass>.txt`: one folder
 /// per compiled signature). Throws IOError when the folder cannot be created or written.
 /// `keep_llvm_ir`: keep the optimized LLVM IR for Compiled::as_text(true).
+/// `share_traces`: whether the traces of f are shared with every other jit object of the same
+/// callable (see TraceSharing, core/trace_cache.h, and Jit): by default they are when f is a
+/// function pointer, a captureless lambda or empty function object, or has std::hash and ==.
 struct JitOptions {
   std::string name = "jit";
   std::vector<std::optional<NamedSharding>> in_shardings, out_shardings;
@@ -62,6 +68,7 @@ struct JitOptions {
   std::vector<int> donate_argnums;
   std::string dump_dir;
   bool keep_llvm_ir = false;
+  TraceSharing share_traces = TraceSharing::automatic;
 };
 
 /// JAX's jax.ShapeDtypeStruct: an argument given by its shape and dtype alone, for
@@ -202,127 +209,6 @@ bool executes_now(const std::vector<Array>& a, const std::vector<Array>& b, std:
 /// Normalizes argnums (negative from the end) against nargs (at most 64) into a bit mask (bit i:
 /// argument i); ValueError for out-of-range ones.
 uint64_t argnum_mask(const std::vector<int>& argnums, size_t nargs, const char* what, std::source_location loc);
-
-/// A static argument's identity in the signature cache: its hash, type and a copy for ==.
-struct StaticKey {
-  size_t hash = 0;
-  const std::type_info* type = nullptr;
-  std::shared_ptr<const void> value;
-  bool (*equal)(const void*, const void*) = nullptr;
-  bool operator==(const StaticKey& o) const {
-    return hash == o.hash && *type == *o.type && equal(value.get(), o.value.get());
-  }
-};
-
-template <class T>
-concept StaticArgument = requires(const T& a, const T& b) {
-  { std::hash<T>{}(a) } -> std::convertible_to<size_t>;
-  { a == b } -> std::convertible_to<bool>;
-};
-
-/// A static argument's value as the cache keys it: C strings (string literals) by their text,
-/// everything else as it is.
-template <class T>
-decltype(auto) static_value(const T& v) {
-  if constexpr (std::is_array_v<T> || std::is_same_v<std::decay_t<T>, const char*> || std::is_same_v<std::decay_t<T>, char*>)
-    return std::string(v);
-  else
-    return (v);
-}
-
-template <class T>
-StaticKey static_key(const T& v) {
-  static_assert(StaticArgument<T>,
-                "mj::jit: a static argument (not a pytree of Arrays, or named in static_argnums) must "
-                "have std::hash and operator== (it is part of the compile cache key, as in JAX)");
-  StaticKey k;
-  k.type = &typeid(T);
-  k.value = std::make_shared<const T>(v);
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    // By their bits: -0.0 and 0.0 (equal under ==) give different programs (x / s), and a NaN
-    // (never == itself) must find its own entry again.
-    k.hash = std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(&v), sizeof(T)));
-    k.equal = [](const void* a, const void* b) { return std::memcmp(a, b, sizeof(T)) == 0; };
-  } else {
-    k.hash = std::hash<T>{}(v);
-    k.equal = [](const void* a, const void* b) { return *static_cast<const T*>(a) == *static_cast<const T*>(b); };
-  }
-  return k;
-}
-
-/// The signature of one call, the key of a Jit's cache: per positional argument its C++ type and
-/// pytree structure (container sizes; dict keys and the structure strings of user pytree types
-/// in `text`) or its static value's hash, then per Array leaf its dtype, weak type, memory kind,
-/// shape and, for a sharded Array, its mesh and sharding (in `text`). Built without formatting
-/// text for the common containers and Arrays, so a cache hit costs well under a microsecond per
-/// leaf; static values are compared with == beside it (CallArgs::statics).
-struct Signature {
-  std::vector<uint64_t> words;
-  std::string text;
-  size_t hash = 0;
-  /// Computes `hash` from words and text (call once, after filling them).
-  void finish();
-  bool operator==(const Signature& o) const { return hash == o.hash && words == o.words && text == o.text; }
-};
-struct SignatureHash {
-  size_t operator()(const Signature& s) const { return s.hash; }
-};
-
-template <class T>
-struct is_std_vector : std::false_type {};
-template <class T>
-struct is_std_vector<std::vector<T>> : std::true_type {};
-template <class T>
-struct is_std_array : std::false_type {};
-template <class T, size_t N>
-struct is_std_array<std::array<T, N>> : std::true_type {};
-template <class T>
-struct is_std_pair : std::false_type {};
-template <class A, class B>
-struct is_std_pair<std::pair<A, B>> : std::true_type {};
-template <class T>
-struct is_std_tuple : std::false_type {};
-template <class... T>
-struct is_std_tuple<std::tuple<T...>> : std::true_type {};
-template <class T>
-struct is_string_map : std::false_type {};
-template <class T>
-struct is_string_map<std::map<std::string, T>> : std::true_type {};
-/// A struct registered with MJ_REGISTER_PYTREE (its fields are listed by members()).
-template <class T>
-concept RegisteredStruct = requires { pytree<T>::members(); };
-
-/// Appends the structure of pytree `a` (of static type T) to `s`: nothing for a leaf, the size of
-/// a vector or dict (and the dict's keys), the children of containers and registered structs in
-/// order, and the structure() string of any other pytree type. Unambiguous given T.
-template <class T>
-void append_structure(const T& a, Signature& s) {
-  if constexpr (std::is_same_v<T, Array> || std::is_same_v<T, None> || std::is_same_v<T, ShapeDtypeStruct>) {
-  } else if constexpr (is_std_vector<T>::value) {
-    s.words.push_back(a.size());
-    for (auto& x : a) append_structure(x, s);
-  } else if constexpr (is_std_array<T>::value) {
-    for (auto& x : a) append_structure(x, s);
-  } else if constexpr (is_std_pair<T>::value) {
-    append_structure(a.first, s);
-    append_structure(a.second, s);
-  } else if constexpr (is_std_tuple<T>::value) {
-    std::apply([&](const auto&... x) { (append_structure(x, s), ...); }, a);
-  } else if constexpr (is_string_map<T>::value) {
-    s.words.push_back(a.size());
-    for (auto& [k, v] : a) {
-      s.words.push_back(k.size());
-      s.text += k;
-      append_structure(v, s);
-    }
-  } else if constexpr (RegisteredStruct<T>) {
-    std::apply([&](auto... m) { (append_structure(a.*m, s), ...); }, pytree<T>::members());
-  } else {
-    const std::string st = pytree<T>::structure(a);
-    s.words.push_back(st.size());
-    s.text += st;
-  }
-}
 
 /// Throws TypeError naming jit `name` and the positional argument when a leaf is abstract (a
 /// ShapeDtypeStruct): only lower() accepts those. `first_leaf[p]` is argument p's first leaf.
@@ -486,11 +372,33 @@ class Compiled {
 /// With shardings (options or sharded arguments) it propagates, partitions, compiles the SPMD
 /// program once and runs it on every device of the mesh at once (jit/runtime/execute_spmd.h);
 /// a call returns once its work is enqueued, its outputs pending until it completes.
+///
+/// Traces. A Jit keeps one entry per signature. When f is identifiable (TraceSharing: a function
+/// pointer, by its type and address; a captureless lambda or other empty function object, by its
+/// type; a type with std::hash and ==, by value) the trace behind an entry is taken from the
+/// process-wide trace cache shared by every Jit of that callable, so `jit(f)(x); jit(f)(x);`
+/// traces f once (JAX's jit keys its cache on the function, so does the same). Different
+/// functions of one pointer type are different callables. A lambda with captures is never
+/// shared: each Jit (with its copies) traces it once per signature. A trace is kept only when
+/// every value f closed over is concrete, never a tracer of an enclosing trace; so no kept trace
+/// holds a tracer. Values f reads through references or globals are read when it is traced (as
+/// JAX reads a Python closure's variables): pass values that change as arguments, or use
+/// TraceSharing::never for a function reading mutable global state. The shared cache owns its
+/// traces and an entry of a Jit holds a reference to its trace, so dropping a shared trace
+/// (a cache bound, clearing) never frees one a live Jit uses. Executables are shared anyway
+/// (jit/compile_cache.h, keyed by the compiled program).
+/// Source: jax/_src/pjit.py (_infer_params' cache keyed on the function and the signature).
 template <class F>
 class Jit {
  public:
+  /// Throws ValueError for a null function pointer and TypeError when opts.share_traces is
+  /// TraceSharing::required for a callable that cannot be identified, both naming opts.name and
+  /// the line `loc` (mj::jit's call site).
   Jit(F f, JitOptions opts, std::source_location loc)
-      : s_(std::make_shared<State>(std::move(f), std::move(opts), loc)) {}
+      : s_(std::make_shared<State>(std::move(f), std::move(opts), loc)) {
+    detail::check_callable(s_->f, "jit", s_->opts.name, loc);
+    s_->fn = detail::sharing_id(s_->f, s_->opts.share_traces, "jit", s_->opts.name, loc);
+  }
 
   /// Calls f compiled: f's result pytree, computed on device 0 (or on the mesh with shardings).
   /// Throws TypeError for a ShapeDtypeStruct argument or a static_argnums entry naming Arrays,
@@ -523,7 +431,9 @@ class Jit {
     if (s_->last == last) s_->last = done;  // kept: later calls of last_run() return this object
     return done;
   }
-  /// How many times f was traced (once per new signature).
+  /// How many times this Jit traced f itself: once per new signature, less the signatures whose
+  /// trace it took from the shared trace cache (a trace another Jit of the same callable made
+  /// counts there, not here; so `jit(f)(x); auto g = jit(f); g(x);` leaves g.trace_count() 0).
   int trace_count() const { return s_->traces.load(); }
   /// Number of cached signatures (static values that hash alike counted apart).
   size_t cache_size() const {
@@ -535,15 +445,16 @@ class Jit {
 
  private:
   struct Entry {
-    ClosedJaxprPtr jaxpr;  // constvars converted: invars = consts + leaves
-    std::vector<Array> consts;
-    std::any out_like;
+    // The trace (jaxpr with constvars converted: invars = consts + leaves, consts, out_like):
+    // this Jit's own, or a reference to the shared cache's.
+    detail::CachedTracePtr traced;
     std::vector<bool> donated;  // per program input
     std::shared_ptr<const LoweredProgram> spmd;
     std::shared_ptr<const SpmdExecutable> spmd_exe;  // spmd compiled
     std::shared_ptr<const Executable> exe;
     std::vector<detail::StaticKey> statics;
     bool ready = false;
+    std::thread::id maker;  // the thread tracing a placeholder
     // The sharded lowering or the executable, made once: a mutex and a flag, not std::call_once,
     // so that a compile that throws (RESOURCE_EXHAUSTED) leaves the next call free to try again
     // (ThreadSanitizer's pthread_once never releases a once whose function threw: a hang).
@@ -560,10 +471,13 @@ class Jit {
     std::unordered_map<detail::Signature, std::vector<std::shared_ptr<Entry>>, detail::SignatureHash> cache;
     std::atomic<int> traces{0};
     std::shared_ptr<const SpmdRun> last;
+    detail::CallableId fn;  // f's identity in the shared trace cache (empty: not shared)
   };
 
   template <class R, class... A>
-  std::shared_ptr<Entry> trace(const CallArgs& ca, const A&... args) const;
+  detail::CachedTracePtr trace(const CallArgs& ca, const A&... args) const;
+  template <class R, class... A>
+  std::shared_ptr<Entry> make_entry(const CallArgs& ca, const A&... args) const;
   template <class R, class... A>
   std::shared_ptr<Entry> entry_for(const CallArgs& ca, const A&... args) const;
   std::vector<Array> bind_traced(const Entry& e, const CallArgs& ca) const;

@@ -1,6 +1,9 @@
 // minijax jit: the template definitions of jit/jit.h (argument splitting, the signature cache,
 // tracing with static arguments, execution, lower and compile). Included by jit/jit.h only.
 #pragma once
+#include <algorithm>
+#include <optional>
+#include <thread>
 #include <tuple>
 
 #include "jit/jit.h"
@@ -85,13 +88,13 @@ R unflatten_outputs(const std::any& out_like, const std::vector<Array>& outs) {
 
 template <class F>
 template <class R, class... A>
-std::shared_ptr<typename Jit<F>::Entry> Jit<F>::trace(const CallArgs& ca, const A&... args) const {
+detail::CachedTracePtr Jit<F>::trace(const CallArgs& ca, const A&... args) const {
   State& s = *s_;
   std::vector<ShapedArray> avals;
   avals.reserve(ca.leaves.size());
   for (auto& a : ca.leaves) avals.push_back(a.aval());
-  auto e = std::make_shared<Entry>();
   ++s.traces;
+  std::optional<R> out_like;
   ClosedJaxpr cj;
   profiler::detail::Scope trace_event("tracing", "trace");
   if (trace_event.active()) {
@@ -109,18 +112,36 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::trace(const CallArgs& ca, const 
           std::tuple<detail::traced_t<A>...> rebuilt = rebuild(std::index_sequence_for<A...>{});
           R out = std::apply(s.f, rebuilt);
           std::vector<Array> leaves = tree_flatten(out);
-          e->out_like = std::move(out);
+          out_like = std::move(out);
           return leaves;
         },
         avals, s.loc);
   } catch (const ConcretizationError& err) {
     throw ConcretizationError(err.message() + " (while tracing jit function '" + s.opts.name + "')", err.where());
   }
-  auto body = std::make_shared<ClosedJaxpr>();
-  body->jaxpr = std::make_shared<Jaxpr>(convert_constvars_jaxpr(*cj.jaxpr));
-  e->jaxpr = body;
-  e->consts = cj.consts;
-  e->donated.assign(cj.consts.size(), false);
+  return detail::make_cached_trace(cj, detail::abstract_like(*out_like));
+}
+
+template <class F>
+template <class R, class... A>
+std::shared_ptr<typename Jit<F>::Entry> Jit<F>::make_entry(const CallArgs& ca, const A&... args) const {
+  const State& s = *s_;
+  auto e = std::make_shared<Entry>();
+  if (s.fn.type) {
+    // The shared cache: keyed by f's identity, the signature, the static values and which
+    // arguments are static (Jits of one f may differ in static_argnums).
+    detail::TraceKey key;
+    key.kind = "jit";
+    key.fn = s.fn;
+    key.sig = ca.sig;
+    key.sig.words.push_back(ca.static_mask);
+    key.sig.finish();
+    key.statics = ca.statics;
+    e->traced = detail::shared_traces().get(key, [&] { return trace<R>(ca, args...); });
+  } else {
+    e->traced = trace<R>(ca, args...);
+  }
+  e->donated.assign(e->traced->consts.size(), false);
   const std::vector<bool> donated = ca.donated_leaves();
   e->donated.insert(e->donated.end(), donated.begin(), donated.end());
   e->statics = ca.statics;
@@ -141,27 +162,31 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::entry_for(const CallArgs& ca, co
         if (e->statics == ca.statics) found = e;
     if (!found) break;
     if (found->ready) return found;
+    if (found->maker == std::this_thread::get_id()) {
+      // f calls this Jit with the signature being traced: never wait for oneself (unkept).
+      g.unlock();
+      return make_entry<R>(ca, args...);
+    }
     s.cv.wait(g);  // another thread traces this signature; a failure removes its placeholder
   }
   // Traced once per signature: a placeholder makes concurrent callers of it wait.
   auto placeholder = std::make_shared<Entry>();
   placeholder->statics = ca.statics;
+  placeholder->maker = std::this_thread::get_id();
   s.cache[ca.sig].push_back(placeholder);
   g.unlock();
   std::shared_ptr<Entry> made;
   std::exception_ptr error;
   try {
-    made = trace<R>(ca, args...);
+    made = make_entry<R>(ca, args...);
   } catch (...) {
     error = std::current_exception();
   }
   g.lock();
   auto& bucket = s.cache[ca.sig];
   auto it = std::find(bucket.begin(), bucket.end(), placeholder);
-  bool cacheable = made != nullptr;
-  if (made)
-    for (auto& c : made->consts) cacheable &= c.is_concrete();  // else: tracers of an enclosing trace
-  if (cacheable) *it = made;
+  // Kept unless its constants are tracers of an enclosing trace (valid for this call only).
+  if (made && made->traced->cacheable()) *it = made;
   else bucket.erase(it);
   if (bucket.empty()) s.cache.erase(ca.sig);
   s.cv.notify_all();
@@ -173,22 +198,22 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::entry_for(const CallArgs& ca, co
 template <class F>
 void Jit<F>::prepare(Entry& e, const CallArgs& ca) const {
   const State& s = *s_;
-  const InputNames names{s.opts.name, e.consts.size(), ca.first_leaf.data(), ca.nargs};
+  const InputNames names{s.opts.name, e.traced->consts.size(), ca.first_leaf.data(), ca.nargs};
   std::lock_guard<std::mutex> lock(e.prepare_mu);
   if (e.prepared) return;
   {
-    std::vector<ShapedArray> in_avals = e.jaxpr->jaxpr->in_avals();
-    std::vector<ShapedArray> out_avals = e.jaxpr->jaxpr->out_avals();
+    std::vector<ShapedArray> in_avals = e.traced->jaxpr->jaxpr->in_avals();
+    std::vector<ShapedArray> out_avals = e.traced->jaxpr->jaxpr->out_avals();
     std::shared_ptr<const Mesh> mesh;
-    auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, ca.leaves, e.consts.size(), "in_shardings",
+    auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, ca.leaves, e.traced->consts.size(), "in_shardings",
                                         mesh, names, s.loc);
     auto out =
         detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, names, s.loc);
     if (mesh) {
-      e.spmd = detail::lower_sharded(e.jaxpr, e.consts.size(), in, out, mesh, s.loc);
+      e.spmd = detail::lower_sharded(e.traced->jaxpr, e.traced->consts.size(), in, out, mesh, s.loc);
       e.spmd_exe = detail::compile_sharded(*e.spmd, s.opts, e.donated, s.loc);
     } else {
-      e.exe = detail::compile_traced(e.jaxpr, s.opts, e.donated, s.loc);
+      e.exe = detail::compile_traced(e.traced->jaxpr, s.opts, e.donated, s.loc);
     }
   }
   e.prepared = true;
@@ -198,22 +223,22 @@ template <class F>
 std::vector<Array> Jit<F>::bind_traced(const Entry& e, const CallArgs& ca) const {
   const State& s = *s_;
   const std::vector<Array>& leaves = ca.leaves;
-  const InputNames names{s.opts.name, e.consts.size(), ca.first_leaf.data(), ca.nargs};
-  std::vector<ShapedArray> in_avals = e.jaxpr->jaxpr->in_avals();
-  std::vector<ShapedArray> out_avals = e.jaxpr->jaxpr->out_avals();
+  const InputNames names{s.opts.name, e.traced->consts.size(), ca.first_leaf.data(), ca.nargs};
+  std::vector<ShapedArray> in_avals = e.traced->jaxpr->jaxpr->in_avals();
+  std::vector<ShapedArray> out_avals = e.traced->jaxpr->jaxpr->out_avals();
   std::shared_ptr<const Mesh> mesh;
-  auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, {}, e.consts.size(), "in_shardings", mesh,
+  auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, {}, e.traced->consts.size(), "in_shardings", mesh,
                                       names, s.loc);
   auto out =
       detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, names, s.loc);
   std::vector<Array> operands;
-  ClosedJaxprPtr body = e.jaxpr;
+  ClosedJaxprPtr body = e.traced->jaxpr;
   if (mesh) {
-    auto [wrapped, consts] = detail::constrained_body(e.jaxpr, in, out, s.loc);
+    auto [wrapped, consts] = detail::constrained_body(e.traced->jaxpr, in, out, s.loc);
     body = wrapped;
     operands = consts;
   }
-  operands.insert(operands.end(), e.consts.begin(), e.consts.end());
+  operands.insert(operands.end(), e.traced->consts.begin(), e.traced->consts.end());
   operands.insert(operands.end(), leaves.begin(), leaves.end());
   return bind_call(pjit_p(), body, s.opts.name, operands, s.loc);
 }
@@ -226,25 +251,26 @@ auto Jit<F>::operator()(const A&... args) const {
   CallArgs ca = detail::split_args(s.opts, s.loc, args...);
   detail::check_not_abstract(ca.leaves, ca.first_leaf.data(), ca.nargs, s.opts.name, s.loc);
   std::shared_ptr<Entry> e = entry_for<R>(ca, args...);
-  if (!detail::executes_now(ca.leaves, e->consts, s.loc)) {
+  if (!detail::executes_now(ca.leaves, e->traced->consts, s.loc)) {
     std::vector<Array> outs = bind_traced(*e, ca);
-    return tree_unflatten(std::any_cast<const R&>(e->out_like), outs, s.loc);
+    return tree_unflatten(std::any_cast<const R&>(e->traced->out_like), outs, s.loc);
   }
   prepare(*e, ca);
   std::vector<Array> outs;
   if (e->spmd) {
-    std::vector<Array> operands = e->consts;
+    std::vector<Array> operands = e->traced->consts;
     operands.insert(operands.end(), ca.leaves.begin(), ca.leaves.end());
     std::shared_ptr<SpmdRun> run;
     outs = detail::run_sharded(e->spmd, e->spmd_exe, operands,
-                               InputNames{s.opts.name, e->consts.size(), ca.first_leaf.data(), ca.nargs}, &run,
+                               InputNames{s.opts.name, e->traced->consts.size(), ca.first_leaf.data(), ca.nargs}, &run,
                                s.loc);
     std::lock_guard<std::mutex> g(s.mu);
     s.last = run;
   } else {
-    outs = detail::run_compiled(*e->exe, e->consts, ca.leaves, s.opts.name, ca.first_leaf.data(), ca.nargs, s.loc);
+    outs = detail::run_compiled(*e->exe, e->traced->consts, ca.leaves, s.opts.name, ca.first_leaf.data(), ca.nargs,
+                                s.loc);
   }
-  return detail::unflatten_outputs<R>(e->out_like, outs);
+  return detail::unflatten_outputs<R>(e->traced->out_like, outs);
 }
 
 template <class F>
@@ -254,13 +280,13 @@ SpmdRun Jit<F>::run_spmd_shards(const A&... args) const {
   State& s = *s_;
   CallArgs ca = detail::split_args(s.opts, s.loc, args...);
   std::shared_ptr<Entry> e = entry_for<R>(ca, args...);
-  if (!detail::executes_now(ca.leaves, e->consts, s.loc))
+  if (!detail::executes_now(ca.leaves, e->traced->consts, s.loc))
     throw ShardingError("jit '" + s.opts.name + "': run_spmd_shards needs concrete arguments", s.loc);
   prepare(*e, ca);
   if (!e->spmd)
     throw ShardingError("jit '" + s.opts.name + "': no in_shardings or out_shardings given, nothing to partition",
                         s.loc);
-  std::vector<Array> operands = e->consts;
+  std::vector<Array> operands = e->traced->consts;
   operands.insert(operands.end(), ca.leaves.begin(), ca.leaves.end());
   SpmdRun run = detail::run_lowered(e->spmd, operands, s.loc);
   std::lock_guard<std::mutex> g(s.mu);
@@ -275,25 +301,25 @@ auto Jit<F>::lower(const A&... args) const {
   State& s = *s_;
   CallArgs ca = detail::split_args(s.opts, s.loc, args...);
   std::shared_ptr<Entry> e = entry_for<R>(ca, args...);
-  for (auto& c : e->consts)
+  for (auto& c : e->traced->consts)
     if (!c.is_concrete())
       throw ShardingError("jit '" + s.opts.name + "': lower needs concrete closed-over values", s.loc);
-  std::vector<ShapedArray> in_avals = e->jaxpr->jaxpr->in_avals();
-  std::vector<ShapedArray> out_avals = e->jaxpr->jaxpr->out_avals();
+  std::vector<ShapedArray> in_avals = e->traced->jaxpr->jaxpr->in_avals();
+  std::vector<ShapedArray> out_avals = e->traced->jaxpr->jaxpr->out_avals();
   std::shared_ptr<const Mesh> mesh;
-  const InputNames names{s.opts.name, e->consts.size(), ca.first_leaf.data(), ca.nargs};
-  auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, ca.leaves, e->consts.size(), "in_shardings",
+  const InputNames names{s.opts.name, e->traced->consts.size(), ca.first_leaf.data(), ca.nargs};
+  auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, ca.leaves, e->traced->consts.size(), "in_shardings",
                                       mesh, names, s.loc);
   auto out =
       detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, names, s.loc);
   Lowered<R> low;
   std::shared_ptr<const LoweredProgram> lp =
-      mesh ? detail::lower_sharded(e->jaxpr, e->consts.size(), in, out, mesh, s.loc)
-           : detail::lower_unsharded(e->jaxpr, e->consts.size());
+      mesh ? detail::lower_sharded(e->traced->jaxpr, e->traced->consts.size(), in, out, mesh, s.loc)
+           : detail::lower_unsharded(e->traced->jaxpr, e->traced->consts.size());
   static_cast<LoweredProgram&>(low) = *lp;
   if (mesh) low.spmd = lp;
-  low.consts = e->consts;
-  low.out_like = e->out_like;
+  low.consts = e->traced->consts;
+  low.out_like = e->traced->out_like;
   low.donated = e->donated;
   low.statics = ca.statics;
   low.signature = ca.sig;
