@@ -5,11 +5,15 @@
 // scan: jit(c, xs -> scan(c * x + 1)), xs f32[N] uniform in [0, 1), timed per call (with
 //       mj::block_until_ready) at length N and at length 1; per iteration = (T(N) - T(1)) / (N - 1).
 //       Target ≤ 10 ns (XLA's older CPU runtime: about 5 ns; its current one jax#40150).
+//       The same scan with ScanOptions::unroll 1, 4 and 16 (scan_unroll: ns per iteration each,
+//       measured in one interleaved run; unroll 4 should be no slower than unroll 1).
 // dus:  jit(carry -> fori_loop(0, D, carry = dynamic_update_slice(carry, [f32(i)], [i]))), the
 //       carry f32[D] donated, at D and D/10. Targets: T(D) ≤ 5 ms, T(D) / T(D/10) ≤ 12 (jax#40101).
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <random>
+#include <vector>
 
 #include "bench/bench_common.h"
 #include "core/control_flow.h"
@@ -21,12 +25,14 @@ namespace {
 
 namespace lax = mj::lax;
 
-mj::Array scan_fn(const mj::Array& c0, const mj::Array& xs) {
+mj::Array scan_unrolled(const mj::Array& c0, const mj::Array& xs, int64_t unroll) {
   auto body = [](const mj::Array& c, const mj::Array& x) {
     return std::pair{lax::add(lax::mul(c, x), lax::scalar(1.0, mj::f32)), mj::None{}};
   };
-  return mj::scan(body, c0, xs).first;
+  return mj::scan(body, c0, xs, {.unroll = unroll}).first;
 }
+
+mj::Array scan_fn(const mj::Array& c0, const mj::Array& xs) { return scan_unrolled(c0, xs, 1); }
 
 mj::Array dus_fn(const mj::Array& carry) {
   const int64_t n = carry.shape()[0];
@@ -74,6 +80,42 @@ int main(int argc, char** argv) {
     j.integer("scan_length", n).stats_ms("scan_T_n", sn).stats_ms("scan_T_1", s1);
     j.num("scan_ns_per_iteration", per_iter * 1e9).num("scan_target_ns", 10);
     j.boolean("scan_target_met", per_iter * 1e9 <= 10).num("scan_result", c_out);
+    // unroll 1, 4, 16: `rounds` rounds, each timing one call at length N per factor (interleaved,
+    // so drift and other load hit every factor alike); per factor the fastest call at length N
+    // (interference only adds time) minus the median at length 1.
+    {
+      const std::vector<int64_t> factors = {1, 4, 16};
+      using Fn = std::function<mj::Array(const mj::Array&, const mj::Array&)>;
+      std::vector<mj::Jit<Fn>> fns;
+      for (int64_t k : factors)
+        fns.push_back(mj::jit(Fn([k](const mj::Array& c, const mj::Array& xs) { return scan_unrolled(c, xs, k); }),
+                              "scan_cx1_unroll" + std::to_string(k)));
+      std::vector<std::vector<double>> tn(factors.size());
+      std::vector<double> t1(factors.size()), results(factors.size());
+      auto call = [&](size_t f, const mj::Array& xs) {
+        mj::Array c = fns[f](c0, xs);
+        mj::block_until_ready(c);
+        results[f] = c.item<double>();
+      };
+      for (size_t f = 0; f < factors.size(); ++f) {
+        t1[f] = mjbench::stats(mjbench::time_calls(2, 50 * reps, [&] { call(f, xs_1); })).median;
+        call(f, xs_n);  // compile and warm
+      }
+      const int rounds = std::max(5, 2 * reps);
+      for (int round = 0; round < rounds; ++round)
+        for (size_t f = 0; f < factors.size(); ++f)
+          tn[f].push_back(mjbench::time_calls(0, 1, [&] { call(f, xs_n); })[0]);
+      mjbench::Json u;
+      std::vector<double> ns(factors.size());
+      for (size_t f = 0; f < factors.size(); ++f) {
+        ns[f] = (mjbench::stats(tn[f]).min - t1[f]) / double(n - 1) * 1e9;
+        u.num(std::to_string(factors[f]), ns[f]);
+      }
+      j.raw("scan_unroll_ns_per_iteration", u.text()).integer("scan_unroll_rounds", rounds);
+      j.num("scan_unroll4_over_unroll1", ns[1] / ns[0]);
+      j.boolean("scan_unroll4_no_slower_than_unroll1", ns[1] <= ns[0]);
+      j.boolean("scan_unroll_results_equal", results[0] == results[1] && results[0] == results[2]);
+    }
     // dynamic_update_slice in a loop
     auto jdus = mj::jit(dus_fn, mj::JitOptions{.name = "dus_loop", .donate_argnums = {0}});
     auto time_dus = [&](int64_t len) {

@@ -183,6 +183,8 @@ if d:
 l = first('loops')
 if l:
     add('scan c = c*x+1: ns per iteration', f"{l['scan_ns_per_iteration']:.2f} ns", '<= 10 ns', l['scan_target_met'])
+    u = l['scan_unroll_ns_per_iteration']
+    add('scan c = c*x+1, unroll 1 / 4 / 16: ns per iteration', f"{u['1']:.2f} / {u['4']:.2f} / {u['16']:.2f} ns", 'u4 <= u1', l['scan_unroll4_no_slower_than_unroll1'])
     add('dus loop 200k: T, T(200k)/T(20k)', f"{l['dus_T_n']['median_ms']:.3f} ms, {l['dus_scaling']:.1f}", '<=5ms, <=12', l['dus_target_met'])
 s = first('dispatch')
 if s:

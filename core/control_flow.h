@@ -1,6 +1,7 @@
 // minijax control-flow API mirroring jax.lax: scan and fori_loop (and the other loops and
 // conditionals) as templates over pytrees, plus the flat entry points that bind the primitives.
 #pragma once
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -9,6 +10,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "core/errors.h"
@@ -21,6 +23,10 @@ namespace minijax {
 
 // ---- scan ----------------------------------------------------------------------------------------
 
+/// An unroll setting as jax.lax.scan and jax.lax.fori_loop take it: a bool (true: the whole
+/// loop, false: 1) or a non-negative integer (0: the whole loop, as in JAX).
+using Unroll = std::variant<bool, int64_t>;
+
 /// Options of scan (jax.lax.scan's keyword arguments).
 struct ScanOptions {
   /// Number of iterations; required when xs has no leaves, otherwise it must equal the leading
@@ -28,21 +34,41 @@ struct ScanOptions {
   std::optional<int64_t> length;
   /// Iterate from the last slice to the first (ys are still stacked in index order).
   bool reverse = false;
-  /// Unroll factor, recorded in the equation for the compiler (>= 1); the eager implementation
-  /// runs one iteration at a time.
-  int64_t unroll = 1;
+  /// How many iterations the compiled loop runs per trip (jax.lax.scan's `unroll`): an int k >= 0
+  /// or a bool. scan records it in the equation's `unroll` param as JAX binds it: true becomes
+  /// max(length, 1), false becomes 1, an int is kept (0 included); a negative int is a
+  /// ValueError naming scan and the value. The compiler (jit/lower/program.cc) emits a scan of
+  /// length L with unroll k (k = L when k is 0 or larger than L) as a native loop of ⌊L/k⌋ trips
+  /// whose body is k copies of the scan body, iterations t·k … t·k + k − 1, then L mod k copies
+  /// for the last iterations, straight-line; when k ≥ L there is no loop, only L copies (JAX's
+  /// _scan_impl lowering). Copies call the body's kernels and use its buffers, so unrolling
+  /// trades code size for fewer trips (the loop's test and index arithmetic once per k
+  /// iterations) and straight-line code LLVM optimizes across copies; each copy still calls the
+  /// body's kernels, so a small body gains little (bench/README.md, minijax_bench_loops). Values
+  /// are those of unroll 1 (the same iterations in the same order). Eager evaluation runs one
+  /// iteration at a time; jvp, vmap, partial evaluation, transposition and the offload passes
+  /// keep the param. Source: jax/_src/lax/control_flow/loops.py (scan, _scan_impl).
+  Unroll unroll = int64_t{1};
 };
+
+namespace detail {
+/// The `unroll` param scan binds for `u` in a loop of `length` iterations: true -> max(length,
+/// 1), false -> 1, an int as given. Throws ValueError naming `fn` and the value for a negative
+/// int.
+int64_t unroll_param(const Unroll& u, int64_t length, const char* fn, std::source_location loc);
+}  // namespace detail
 
 /// Flat scan (what the pytree template binds): `body` maps [carry..., x slices...] to
 /// [new carry..., y slices...]; returns [final carry..., ys stacked along a new leading axis of
 /// size length...]. The body is traced once (closure conversion: values and outer tracers it
 /// uses become leading constant operands) and one `scan` equation is bound (layout and params:
 /// core/control_flow/scan.cc). `carry_structure` names the carry's pytree structure in errors.
-/// Throws: ShapeError if the xs leaves' leading dims differ from each other or from
-/// opts.length (naming the lengths), ValueError if there are no xs and no length, or length or
-/// unroll is invalid; TypeError if a carry output leaf's aval (shape, dtype, memory kind)
-/// differs from the input's (showing both avals and the leaf index); ConcretizationError if
-/// the body converts a traced value to C++ (e.g. `if (x > 0)`); what the body throws.
+/// Throws: ValueError if the xs leaves' leading dims differ from each other or from
+/// opts.length (naming the lengths, as JAX's ValueError does), if there are no xs and no length,
+/// or if length or unroll is invalid (naming the value); ShapeError for a scalar xs leaf;
+/// TypeError if a carry output leaf's aval (shape, dtype, memory kind) differs from the input's
+/// (showing both avals and the leaf index); ConcretizationError if the body converts a traced
+/// value to C++ (e.g. `if (x > 0)`); what the body throws.
 /// Source: jax/_src/lax/control_flow/loops.py scan.
 std::vector<Array> scan_flat(const FlatFn& body, const std::vector<Array>& init,
                              const std::vector<Array>& xs, const ScanOptions& opts,
@@ -115,15 +141,25 @@ auto scan(F f, const C& init, ScanOptions opts,
 
 // ---- fori_loop -----------------------------------------------------------------------------------
 
-/// fori_loop(lo, hi, body, init): `for (i = lo; i < hi; ++i) carry = body(i, carry);` with static
-/// bounds, as jax.lax.fori_loop does when the trip count is static: a scan of length
+/// Options of fori_loop (jax.lax.fori_loop's keyword arguments).
+struct ForiLoopOptions {
+  /// The loop's unroll (ScanOptions::unroll) when it runs as a scan (bounds known when fori_loop
+  /// is called); unset is JAX's None, i.e. 1. With traced bounds the loop is a while_loop, and any
+  /// setting other than unset, false or 1 is a ValueError, as in JAX.
+  std::optional<Unroll> unroll;
+};
+
+/// fori_loop(lo, hi, body, init, opts): `for (i = lo; i < hi; ++i) carry = body(i, carry);` with
+/// static bounds, as jax.lax.fori_loop does when the trip count is static: a scan of length
 /// max(hi - lo, 0) over no xs whose carry is (i, carry), i an i32 scalar starting at lo (so
-/// reverse-mode differentiation works). body(const Array& i, const C& carry) returns the new
-/// carry (same pytree structure, leaf avals). Throws ValueError if lo or hi does not fit in
-/// int32; what scan throws.
+/// reverse-mode differentiation works), with opts.unroll as the scan's unroll (unset: 1).
+/// body(const Array& i, const C& carry) returns the new carry (same pytree structure, leaf
+/// avals). Example: `mj::fori_loop(0, 10, body, init, {.unroll = 2})`. Throws ValueError if lo or
+/// hi does not fit in int32 or opts.unroll is a negative int (naming fori_loop and the value);
+/// what scan throws. Source: jax/_src/lax/control_flow/loops.py fori_loop.
 template <class F, class C>
   requires PyTree<C>
-C fori_loop(int64_t lo, int64_t hi, F body, const C& init,
+C fori_loop(int64_t lo, int64_t hi, F body, const C& init, ForiLoopOptions opts = {},
             std::source_location loc = std::source_location::current()) {
   constexpr int64_t kMin = -(int64_t(1) << 31), kMax = (int64_t(1) << 31) - 1;
   if (lo < kMin || lo > kMax || hi < kMin || hi > kMax)
@@ -131,14 +167,15 @@ C fori_loop(int64_t lo, int64_t hi, F body, const C& init,
                          " upper=" + std::to_string(hi), loc);
   using IC = std::pair<Array, C>;
   IC start{lax::scalar(double(lo), DType::i32), init};
-  ScanOptions opts;
-  opts.length = hi > lo ? hi - lo : 0;
+  ScanOptions so;
+  so.length = hi > lo ? hi - lo : 0;
+  so.unroll = detail::unroll_param(opts.unroll.value_or(Unroll{false}), *so.length, "fori_loop", loc);
   auto res = scan(
       [&body](const IC& ic, const None&) {
         C next = body(ic.first, ic.second);
         return std::pair<IC, None>{IC{lax::add(ic.first, lax::scalar(1, DType::i32)), next}, None{}};
       },
-      start, None{}, opts, loc);
+      start, None{}, so, loc);
   return res.first.second;
 }
 
@@ -306,26 +343,63 @@ C while_loop(CF cond_fun, BF body_fun, const C& init,
   return tree_unflatten(init, while_flat(cf, bf, flat, tree_structure(init), loc), loc);
 }
 
-/// fori_loop with traced (Array) bounds: `for (i = lo; i < hi; ++i) carry = body(i, carry)` as a
-/// while_loop over (i, hi, carry) (jax.lax.fori_loop with dynamic bounds; lo is converted to hi's
-/// integer dtype). lo and hi are integer scalars (TypeError naming the aval otherwise). Reverse-mode
-/// differentiation is impossible (use the static-bounds overload, which is a scan).
-template <class F, class C>
-  requires PyTree<C>
-C fori_loop(const Array& lo, const Array& hi, F body, const C& init,
+namespace detail {
+/// A fori_loop bound: an Array, or a C++ integer (a weakly typed i32, as a Python int is).
+template <class B>
+concept LoopBound = std::same_as<B, Array> || (std::integral<B> && !std::same_as<B, bool>);
+
+inline const Array& loop_bound(const Array& b, std::source_location) { return b; }
+template <std::integral I>
+Array loop_bound(I b, std::source_location loc) {
+  if (!std::in_range<int32_t>(b))
+    throw ValueError("fori_loop bounds must fit in int32, got " + std::to_string(b), loc);
+  return lax::scalar(double(b), DType::i32, /*weak=*/true);
+}
+
+/// How a fori_loop with Array bounds runs (JAX's fori_loop): `scan` when both bounds are
+/// concrete (values, or JVP tracers over values), with `lower`/`upper` their values as C++
+/// integers (floats truncated toward zero, as Python's int()); otherwise a while_loop from `lo`
+/// to `hi`, whose dtype the loop index takes.
+struct ForiBounds {
+  bool scan = false;
+  int64_t lower = 0, upper = 0;
+  Array lo, hi;
+};
+/// Checks and classifies the bounds. Throws TypeError naming fori_loop and the avals if a bound
+/// is not a numeric scalar, or the dtypes differ other than JAX allows (a weakly typed signed
+/// integer takes the other's signed integer dtype); ValueError if opts.unroll is set to
+/// something other than false or 1 while a bound is traced (JAX's message), or is negative.
+ForiBounds fori_bounds(const Array& lo, const Array& hi, const ForiLoopOptions& opts,
+                       std::source_location loc);
+}  // namespace detail
+
+/// fori_loop with Array bounds (either may also be a C++ integer, a weakly typed i32):
+/// `for (i = lo; i < hi; ++i) carry = body(i, carry)` as jax.lax.fori_loop decides. Bounds whose
+/// values are known (concrete Arrays, or JVP tracers of eager grad/jvp over them) make the static
+/// overload's scan (i an i32; float bounds truncated toward zero, as JAX's int()), so
+/// reverse-mode differentiation works and opts.unroll applies. Traced bounds (under jit,
+/// make_jaxpr, vmap or a loop body) make a while_loop over (i, hi, carry) with i in the bounds'
+/// common dtype (integer or floating point, stepping by 1); reverse-mode differentiation of it
+/// throws NotDifferentiableError. The bounds are scalars of one dtype; a weakly typed signed
+/// integer (a C++ integer) takes the other's signed integer dtype. Throws TypeError (non-scalar,
+/// bool or mismatched bounds, naming their avals), ValueError (opts.unroll other than unset,
+/// false or 1 with traced bounds; a negative unroll; a bound outside int32 for the scan), what
+/// scan or while_loop throw. Source: jax/_src/lax/control_flow/loops.py fori_loop.
+template <class L, class H, class F, class C>
+  requires PyTree<C> && detail::LoopBound<L> && detail::LoopBound<H> &&
+           (std::same_as<L, Array> || std::same_as<H, Array>)
+C fori_loop(const L& lower, const H& upper, F body, const C& init, ForiLoopOptions opts = {},
             std::source_location loc = std::source_location::current()) {
-  for (const Array* b : {&lo, &hi})
-    if (!b->defined() || b->ndim() != 0 || !(b->dtype() == DType::i32 || b->dtype() == DType::u32))
-      throw TypeError("fori_loop: lower and upper must be integer scalars, got " +
-                          (b->defined() ? b->aval().str() : std::string("an empty Array")),
-                      loc);
+  detail::ForiBounds fb =
+      detail::fori_bounds(detail::loop_bound(lower, loc), detail::loop_bound(upper, loc), opts, loc);
+  if (fb.scan) return fori_loop(fb.lower, fb.upper, std::move(body), init, opts, loc);
   using T = std::tuple<Array, Array, C>;
-  T start{lax::convert_element_type(lo, hi.dtype(), false, loc), hi, init};
+  T start{fb.lo, fb.hi, init};
   T res = while_loop([](const T& t) { return lax::lt(std::get<0>(t), std::get<1>(t)); },
                      [&body](const T& t) {
                        const Array& i = std::get<0>(t);
                        C next = body(i, std::get<2>(t));
-                       return T{lax::add(i, lax::scalar(1, i.dtype())), std::get<1>(t), next};
+                       return T{lax::add(i, lax::scalar(1, i.dtype(), i.weak_type())), std::get<1>(t), next};
                      },
                      start, loc);
   return std::get<2>(res);

@@ -114,7 +114,10 @@ class Translator {
     fn->addFnAttr("min-legal-vector-width", bits);
     fn->addFnAttr("prefer-vector-width", bits);
     for (size_t i = 0; i < f.params.size(); ++i)
-      if (f.params[i] == kir::kPtr) fn->addParamAttr(unsigned(i), llvm::Attribute::NoUndef);
+      if (f.params[i] == kir::kPtr) {
+        fn->addParamAttr(unsigned(i), llvm::Attribute::NoUndef);
+        if (f.noalias_ptr_params) fn->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
+      }
   }
 
   void define(const kir::Function& f) {

@@ -317,6 +317,17 @@ Value Builder::stack_slot(Type t, int64_t count) {
   return emit(std::move(in));
 }
 
+Value Builder::function_stack_slot(Type t, int64_t count) {
+  need(count >= 1, Op::Alloca, "count " + std::to_string(count));
+  Inst in{Op::Alloca, kPtr};
+  in.elem = t;
+  in.imm = count;
+  const int id = int(f_->insts.size());
+  f_->insts.push_back(std::move(in));
+  f_->body.insts.insert(f_->body.insts.begin(), id);
+  return Value{id};
+}
+
 void Builder::memcpy(Value dst, Value src, Value nbytes) {
   need(type(dst) == kPtr && type(src) == kPtr && type(nbytes) == kI64, Op::Memcpy, "operand types");
   Inst in{Op::Memcpy, kVoid};
@@ -548,6 +559,7 @@ std::string to_string(const Function& f) {
      << f.name << "(";
   for (size_t i = 0; i < f.params.size(); ++i) {
     os << (i ? ", " : "") << type_str(f.params[i]);
+    if (f.noalias_ptr_params && f.params[i] == kPtr) os << " noalias";
     if (i < f.param_names.size() && !f.param_names[i].empty()) os << " " << f.param_names[i];
   }
   os << ")" << (f.inlining == Inline::always ? " alwaysinline" : f.inlining == Inline::never ? " noinline" : "")

@@ -109,6 +109,10 @@ struct Function {
   Block body;
   /// Text shown above the function by the printer (e.g. the fusion it implements).
   std::string comment;
+  /// Its pointer parameters address memory that nothing else writes while it runs (LLVM's
+  /// `noalias`): the entry function's tables of buffer addresses, so LLVM keeps the addresses
+  /// it loaded from them across the stores into the buffers (and across unrolled loop copies).
+  bool noalias_ptr_params = false;
 };
 
 /// A declared external function (a runtime call, resolved when the module is loaded).
@@ -195,6 +199,9 @@ class Builder {
   /// A stack slot of `count` elements of type t (loop-carried values, pointer arrays); returns its
   /// address. Allocated once per call of the function (in its entry block).
   Value stack_slot(Type t, int64_t count = 1);
+  /// As stack_slot, but declared at the top of the function's body rather than in the current
+  /// block, so any block emitted afterwards may use it (a value is otherwise scoped to its block).
+  Value function_stack_slot(Type t, int64_t count = 1);
   void memcpy(Value dst, Value src, Value nbytes);
   void memset(Value dst, Value byte, Value nbytes);
 

@@ -107,6 +107,9 @@ std::vector<Eqn> coalesce_slice_copies(const Eqn& scan, int64_t coalesce_bytes) 
     after.push_back(reshape_to(yq, scan.outputs[s.ncar + y]));
   }
   out.push_back(make_scan(scan, ob, std::move(in), std::move(outs), s.nc, s.ncar, q));
+  // The scan's unroll (iterations per compiled trip) applies to the inner scan, which runs the
+  // iterations; the loop over chunks stays rolled (unrolling it too would make unroll^2 copies).
+  out.back().params.set("unroll", int64_t(1));
   out.insert(out.end(), after.begin(), after.end());
   return out;
 }

@@ -17,7 +17,8 @@ namespace minijax {
 /// The copies carry the param `slices=k`. k is the smallest divisor of T with k × slice bytes >=
 /// coalesce_bytes (T itself when the whole stack is smaller); when that divisor is more than four
 /// times the needed k, the largest divisor below it instead (a length without a divisor nearby,
-/// a prime, stays per-iteration). Otherwise the scan is returned unchanged. Values are unchanged:
+/// a prime, stays per-iteration). The scan's `unroll` param goes to the inner scan; the outer
+/// scan's is 1. Otherwise the scan is returned unchanged. Values are unchanged:
 /// the iterations run in the same order (reverse scans reverse both loops). Source: strip mining
 /// (Allen & Kennedy, "Optimizing Compilers for Modern Architectures", 2001, §5.6), applied to
 /// XLA's sub-chunk host copies that fail in the reference (docs/offload.md).

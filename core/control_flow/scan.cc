@@ -3,7 +3,8 @@
 //
 // Layout (JAX's): operands = consts (num_consts) + init carry (num_carry) + xs (each
 // [length, ...]). Params: jaxpr (ClosedJaxprPtr without constvars; invars = consts + carry +
-// x slices, outvars = carry out + y slices), num_consts, num_carry, length, reverse, unroll,
+// x slices, outvars = carry out + y slices), num_consts, num_carry, length, reverse, unroll (an
+// int >= 0 as JAX binds it: 0 or >= length unrolls the whole compiled loop; see ScanOptions),
 // linear (int vector, one 0/1 per operand; printed `(0, 0)` — JAX prints `(False, False)`),
 // _split_transpose (false). Outputs: final carry + ys stacked [length, ...] in the memory kind
 // of the body's y avals.
@@ -55,8 +56,8 @@ std::vector<ShapedArray> scan_shape_rule(const std::vector<ShapedArray>& in, con
     throw ValueError("num_consts=" + std::to_string(nc) + " and num_carry=" + std::to_string(ncar) +
                      " do not fit the " + std::to_string(in.size()) + " operands");
   if (length < 0) throw ValueError("scan length must be >= 0, got " + std::to_string(length));
-  if (params.has("unroll") && params.get_int("unroll") < 1)
-    throw ValueError("scan unroll must be >= 1, got " + std::to_string(params.get_int("unroll")));
+  if (params.has("unroll") && params.get_int("unroll") < 0)
+    throw ValueError("scan unroll must be >= 0, got " + std::to_string(params.get_int("unroll")));
   if (in.size() != j.invars.size())
     throw TypeError("scan has " + std::to_string(in.size()) + " operands but its body takes " +
                     std::to_string(j.invars.size()) + " inputs");
@@ -207,6 +208,15 @@ Registrar reg([] {
 
 }  // namespace
 
+int64_t detail::unroll_param(const Unroll& u, int64_t length, const char* fn, std::source_location loc) {
+  if (const bool* b = std::get_if<bool>(&u)) return *b ? std::max<int64_t>(length, 1) : 1;
+  const int64_t k = std::get<int64_t>(u);
+  if (k < 0)
+    throw ValueError(std::string(fn) + ": `unroll` must be a `bool` or a non-negative `int`, got unroll=" +
+                         std::to_string(k), loc);
+  return k;
+}
+
 std::vector<Array> scan_flat(const FlatFn& body, const std::vector<Array>& init_in,
                              const std::vector<Array>& xs, const ScanOptions& opts,
                              const std::string& carry_structure, std::source_location loc) {
@@ -222,19 +232,23 @@ std::vector<Array> scan_flat(const FlatFn& body, const std::vector<Array>& init_
                            "); every xs leaf needs a leading axis to scan over",
                        loc);
   }
+  // JAX's messages: a given length must equal every leading axis size; without one, the sizes
+  // must agree with each other (ValueError either way).
   for (auto& a : xs_avals) {
     if (!length) length = a.shape[0];
     else if (a.shape[0] != *length) mismatch = true;
   }
   if (mismatch) {
-    std::string msg = "scan got values with different leading axis sizes: " + leading_dims_str(xs_avals);
-    if (opts.length) msg += " with length=" + std::to_string(*opts.length);
-    throw ShapeError(msg, loc);
+    if (opts.length)
+      throw ValueError("scan got length=" + std::to_string(*opts.length) +
+                           ", which disagrees with the leading axis sizes of xs " + leading_dims_str(xs_avals),
+                       loc);
+    throw ValueError("scan got values with different leading axis sizes: " + leading_dims_str(xs_avals), loc);
   }
   if (!length)
     throw ValueError("scan got no xs to scan over and no length: pass ScanOptions{.length = n}", loc);
   if (*length < 0) throw ValueError("scan length must be >= 0, got " + std::to_string(*length), loc);
-  if (opts.unroll < 1) throw ValueError("scan unroll must be >= 1, got " + std::to_string(opts.unroll), loc);
+  const int64_t unroll = detail::unroll_param(opts.unroll, *length, "scan", loc);
   for (auto& c : init_in)
     if (!c.defined()) throw ValueError("scan: a carry leaf is an empty Array", loc);
 
@@ -292,7 +306,7 @@ std::vector<Array> scan_flat(const FlatFn& body, const std::vector<Array>& init_
   params.set("num_carry", int64_t(init.size()));
   params.set("length", *length);
   params.set("reverse", opts.reverse);
-  params.set("unroll", opts.unroll);
+  params.set("unroll", unroll);
   params.set("linear", std::vector<int64_t>(operands.size(), 0));
   params.set("_split_transpose", false);
   return minijax::bind(primitive("scan"), operands, params, loc);

@@ -104,10 +104,6 @@ Value ProgramEmitter::call_runtime(const std::string& name, Type ret, const std:
   return b.call(name, ret, args);
 }
 
-void ProgramEmitter::note(const Eqn& eqn, const std::string& strategy, const std::string& text) {
-  lowered.push_back(LoweredEqn{strategy, eqn.primitive->name + ": " + text});
-}
-
 namespace {
 
 // A kernel's profiler event args: the fusion, how it runs, its operands' and results' types and
@@ -133,33 +129,65 @@ std::string kernel_site_args(const Eqn& e, const KernelInfo& info, bool parallel
 }  // namespace
 
 void ProgramEmitter::call_fusion(const Eqn& e) {
-  std::string name = fresh_name(e.params.get_string("name"));
-  for (char& c : name)
-    if (c == '.') c = '_';
-  KernelInfo info = emit_fusion_kernel(module, e, name);
-  const size_t n = e.inputs.size() + e.outputs.size();
-  Value bufs = b.stack_slot(kir::kPtr, int64_t(n));
+  // A fusion emitted again (a copy of an unrolled loop body) calls the kernel of its first
+  // emission, under the same profiler site.
+  auto known = kernels_.find(&e);
+  if (known == kernels_.end()) {
+    EmittedKernel k;
+    k.name = fresh_name(e.params.get_string("name"));
+    for (char& c : k.name)
+      if (c == '.') c = '_';
+    k.info = emit_fusion_kernel(module, e, k.name);
+    // Large kernels are split across threads (outer index chunks of >= kGrainElems elements);
+    // small ones run inline on the calling thread.
+    constexpr int64_t kParallelElems = int64_t(1) << 16;
+    k.parallel = k.info.outer_extent * k.info.work_per_outer >= kParallelElems && k.info.outer_extent > 1;
+    k.site = int32_t(kernel_sites.size());
+    kernel_sites.push_back({k.name, kernel_site_args(e, k.info, k.parallel)});
+    // The operand addresses' slot, one per fusion, at the top of the function: an unrolled
+    // loop's copies (in the loop and after it) share it rather than grow the stack per copy.
+    k.bufs = b.function_stack_slot(kir::kPtr, int64_t(e.inputs.size() + e.outputs.size()));
+    known = kernels_.emplace(&e, std::move(k)).first;
+  }
+  const EmittedKernel& k = known->second;
+  const KernelInfo& info = k.info;
+  const Value bufs = k.bufs;
   size_t slot = 0;
   for (auto& in : e.inputs) b.store(bufs, b.i64(int64_t(slot++)), addr(in));
   for (auto& out : e.outputs) b.store(bufs, b.i64(int64_t(slot++)), addr(out));
-  const int64_t total = info.outer_extent * info.work_per_outer;
-  // Large kernels are split across threads (outer index chunks of >= kGrainElems elements);
-  // small ones run inline on the calling thread.
-  constexpr int64_t kParallelElems = int64_t(1) << 16, kGrainElems = int64_t(1) << 14;
-  bool parallel = total >= kParallelElems && info.outer_extent > 1;
-  const int32_t site = int32_t(kernel_sites.size());
-  kernel_sites.push_back({name, kernel_site_args(e, info, parallel)});
-  call_runtime("mj_rt_kernel_begin", kir::kVoid, {kir::kI32}, {b.i32(site)});
-  if (parallel) {
+  constexpr int64_t kGrainElems = int64_t(1) << 14;
+  call_runtime("mj_rt_kernel_begin", kir::kVoid, {kir::kI32}, {b.i32(k.site)});
+  if (k.parallel) {
     int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, info.work_per_outer));
     if (info.space.size() == 1 && info.lanes > 1) grain = (grain + info.lanes - 1) / info.lanes * info.lanes;
     call_runtime("mj_rt_parallel_for", kir::kVoid, {kir::kPtr, kir::kPtr, kir::kI64, kir::kI64},
-                 {b.func_addr(name), bufs, b.i64(info.outer_extent), b.i64(grain)});
+                 {b.func_addr(k.name), bufs, b.i64(info.outer_extent), b.i64(grain)});
   } else {
-    b.call(name, kir::kVoid, {bufs, b.i64(0), b.i64(info.outer_extent)});
+    b.call(k.name, kir::kVoid, {bufs, b.i64(0), b.i64(info.outer_extent)});
   }
-  call_runtime("mj_rt_kernel_end", kir::kVoid, {kir::kI32}, {b.i32(site)});
-  note(e, "fused loop", name + " " + info.describe() + (parallel ? " parallel" : ""));
+  call_runtime("mj_rt_kernel_end", kir::kVoid, {kir::kI32}, {b.i32(k.site)});
+  note(e, "fused loop", k.name + " " + info.describe() + (k.parallel ? " parallel" : ""));
+}
+
+void ProgramEmitter::note(const Eqn& eqn, const std::string& strategy, const std::string& text) {
+  if (muted_ == 0) lowered.push_back(LoweredEqn{strategy, eqn.primitive->name + ": " + text});
+}
+
+int32_t ProgramEmitter::collective_site(const Eqn& e) {
+  auto [it, added] = collective_site_ids_.emplace(&e, int32_t(collective_sites->size()));
+  if (added) collective_sites->push_back(e);
+  return it->second;
+}
+
+void ProgramEmitter::emit_copy_of_scope(bool again, const std::function<void()>& emit) {
+  muted_ += again;
+  try {
+    emit();
+  } catch (...) {
+    muted_ -= again;
+    throw;
+  }
+  muted_ -= again;
 }
 
 void ProgramEmitter::emit_scope(const Jaxpr& j) {
@@ -212,26 +240,69 @@ void end_copies(ProgramEmitter& pe, const Jaxpr& body, const std::vector<Value>&
     }
 }
 
+// How the compiled loop of a scan is unrolled (JAX's _scan_impl): k copies of the body per trip
+// of `trips` trips, then `remainder` copies; k is the equation's unroll param, the whole length
+// when that is 0 or larger than the length, and a single trip of k copies is no loop at all.
+struct Unrolled {
+  int64_t k = 1, trips = 0, remainder = 0;
+};
+
+Unrolled unrolled(const Eqn& e, int64_t length) {
+  Unrolled u;
+  u.k = e.params.has("unroll") ? e.params.get_int("unroll") : 1;
+  if (u.k <= 0 || u.k > length) u.k = std::max<int64_t>(length, 1);
+  u.trips = length / u.k;
+  u.remainder = length % u.k;
+  if (u.k != 1 && u.trips == 1 && u.remainder == 0) u = Unrolled{u.k, 0, length};
+  return u;
+}
+
+std::string unrolled_text(const Unrolled& u, int64_t length) {
+  if (u.k == 1) return "native loop of " + std::to_string(length) + " iterations";
+  auto count = [](int64_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
+  std::string t = "unrolled by " + std::to_string(u.k) + ": ";
+  t += u.trips ? "native loop of " + count(u.trips, "trip", "trips") + " x " + count(u.k, "body copy", "body copies")
+               : std::string("no loop");
+  if (u.remainder) t += (u.trips ? ", then " : ", ") + count(u.remainder, "body copy", "body copies");
+  return t + " (" + count(length, "iteration", "iterations") + ")";
+}
+
+// A scan: its carries live in its carry outputs' buffers (copied in from the initial values), xs
+// slices and ys rows are addressed by the iteration (memory/plan_buffers.h). Iteration i (in
+// execution order; a reverse scan's slices count from the end) is one emission of the body at
+// i; unrolled, trip t emits the body at t*k ... t*k + k - 1 and the remainder after the loop at
+// constant iterations. Each copy is a whole iteration, so results are those of the rolled loop.
 void lower_scan(ProgramEmitter& pe, const Eqn& e) {
   kir::Builder& b = pe.b;
   const Jaxpr& body = *e.params.get_jaxpr("jaxpr")->jaxpr;
   const size_t nc = size_t(e.params.get_int("num_consts")), ncar = size_t(e.params.get_int("num_carry"));
   const int64_t length = e.params.get_int("length");
+  const bool reverse = e.params.get_bool("reverse");
   for (size_t k = 0; k < ncar; ++k) pe.copy_atom(pe.addr(e.outputs[k]), e.inputs[nc + k]);
-  b.for_(b.i64(0), b.i64(length), b.i64(1), [&](Value i) {
-    pe.with_iteration(&e, i, [&] {
-      pe.emit_scope(body);
-      std::vector<Value> dest;
-      for (size_t o = 0; o < body.outvars.size(); ++o) dest.push_back(pe.addr(e.outputs[o]));
-      // ys destinations are slices: outputs[o] is the whole stacked buffer
-      for (size_t o = ncar; o < body.outvars.size(); ++o) {
-        Value row = e.params.get_bool("reverse") ? b.sub(b.i64(length - 1), i) : i;
-        dest[o] = b.ptr_add(dest[o], b.mul(row, b.i64(atom_aval(body.outvars[o]).nbytes())));
-      }
-      end_copies(pe, body, dest, ncar);
+  int64_t copies = 0;
+  auto iteration = [&](Value i) {
+    pe.emit_copy_of_scope(copies++ > 0, [&] {
+      pe.with_iteration(&e, i, [&] {
+        pe.emit_scope(body);
+        std::vector<Value> dest;
+        for (size_t o = 0; o < body.outvars.size(); ++o) dest.push_back(pe.addr(e.outputs[o]));
+        // ys destinations are slices: outputs[o] is the whole stacked buffer
+        for (size_t o = ncar; o < body.outvars.size(); ++o) {
+          Value row = reverse ? b.sub(b.i64(length - 1), i) : i;
+          dest[o] = b.ptr_add(dest[o], b.mul(row, b.i64(atom_aval(body.outvars[o]).nbytes())));
+        }
+        end_copies(pe, body, dest, ncar);
+      });
     });
-  });
-  pe.note(e, "control flow", "native loop of " + std::to_string(length) + " iterations");
+  };
+  const Unrolled u = unrolled(e, length);
+  if (u.trips > 0)
+    b.for_(b.i64(0), b.i64(u.trips), b.i64(1), [&](Value t) {
+      Value first = u.k == 1 ? t : b.mul(t, b.i64(u.k));
+      for (int64_t j = 0; j < u.k; ++j) iteration(j ? b.add(first, b.i64(j)) : first);
+    });
+  for (int64_t j = 0; j < u.remainder; ++j) iteration(b.i64(u.trips * u.k + j));
+  pe.note(e, "control flow", unrolled_text(u, length));
 }
 
 void lower_while(ProgramEmitter& pe, const Eqn& e) {
@@ -304,6 +375,9 @@ std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, cons
   f.params = {kir::kPtr, kir::kPtr, kir::kPtr};
   f.param_names = {"args", "outs", "arenas"};
   f.linkage = kir::Linkage::external;
+  // args, outs and arenas are the executor's tables of addresses: the program only reads them,
+  // and no buffer overlaps them.
+  f.noalias_ptr_params = true;
   kir::Builder b(f);
   ProgramEmitter pe(m, b, plan);
   pe.collective_sites = collective_sites;

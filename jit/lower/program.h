@@ -77,8 +77,14 @@ class ProgramEmitter {
                           const std::vector<kir::Value>& args);
   /// The base address of the temporary arena of memory kind k.
   kir::Value arena(MemoryKind k) const { return arena_base_.at(size_t(k)); }
-  /// Records how eqn was lowered (for as_text).
+  /// Records how eqn was lowered (for as_text), except inside emit_copy_of_scope(true, ...).
   void note(const Eqn& eqn, const std::string& strategy, const std::string& text);
+  /// Runs `emit`, which emits a scope's equations; `again`: they were emitted before (a copy of
+  /// an unrolled loop body), so their notes are not recorded twice. A fusion emitted again calls
+  /// the kernel of its first emission (call_fusion) and a collective reuses its site.
+  void emit_copy_of_scope(bool again, const std::function<void()>& emit);
+  /// The index in collective_sites of collective `e` (added on its first emission).
+  int32_t collective_site(const Eqn& e);
 
   std::vector<LoweredEqn> lowered;  ///< in emission order (bodies' equations after their loop)
   /// An SPMD program (compiled for the devices of a mesh): its collectives over more than one
@@ -96,6 +102,17 @@ class ProgramEmitter {
   std::vector<kir::Value> arena_base_;
   std::unordered_map<const Eqn*, kir::Value> iter_;
   std::map<std::string, int> names_;
+  /// The kernel each fusion equation was emitted as (call_fusion), by equation.
+  struct EmittedKernel {
+    std::string name;
+    KernelInfo info;
+    bool parallel = false;
+    int32_t site = 0;
+    kir::Value bufs;
+  };
+  std::unordered_map<const Eqn*, EmittedKernel> kernels_;
+  std::unordered_map<const Eqn*, int32_t> collective_site_ids_;
+  int muted_ = 0;
 };
 
 /// Lowers `program` (fused; planned by `plan`) into module m: kernels + the entry function.

@@ -120,10 +120,7 @@ bool spmd_collective(const ProgramEmitter& pe, const Eqn& e) {
   return pe.collective_sites && e.params.has("axis_size") && e.params.get_int("axis_size") > 1;
 }
 
-int32_t add_site(ProgramEmitter& pe, const Eqn& e) {
-  pe.collective_sites->push_back(e);
-  return int32_t(pe.collective_sites->size() - 1);
-}
+int32_t add_site(ProgramEmitter& pe, const Eqn& e) { return pe.collective_site(e); }
 
 // mj_rt_collective(site, out, in0 .. in5): up to six operand addresses (ragged_all_to_all has
 // six), unused ones repeat the output's.

@@ -61,6 +61,23 @@ std::vector<Case> transform_cases() {
       BAD("minijax::fori_loop", TypeError,
           mj::fori_loop(0, 3, [](const Array&, const Array& c) { return mj::astype(c, DType::i32); }, mj::scalar(0.0f)),
           "scan", "f32[]", "i32[]"),
+      // unroll: negative values; unroll with traced bounds; bounds of different dtypes.
+      BAD("minijax::scan", ValueError,
+          mj::scan([](const Array& c, mj::None) { return std::pair{c, c}; }, mj::scalar(0.0f),
+                   mj::ScanOptions{.length = 3, .unroll = -1}),
+          "scan", "unroll=-1"),
+      BAD("minijax::fori_loop", ValueError,
+          mj::fori_loop(0, 3, [](const Array&, const Array& c) { return c; }, mj::scalar(0.0f), {.unroll = -3}),
+          "fori_loop", "unroll=-3"),
+      BAD("minijax::fori_loop", ValueError,
+          mj::make_jaxpr([](const Array& hi) {
+            return mj::fori_loop(0, hi, [](const Array&, const Array& c) { return c; }, mj::scalar(0.0f), {.unroll = 2});
+          })(mj::scalar(3, DType::i32)),
+          "fori_loop", "unroll=2", "i32[]"),
+      BAD("minijax::fori_loop", TypeError,
+          mj::fori_loop(mj::scalar(0, DType::u32), mj::scalar(3, DType::i32),
+                        [](const Array&, const Array& c) { return c; }, mj::scalar(0.0f)),
+          "fori_loop", "u32", "i32"),
       BAD("minijax::while_loop", TypeError,
           mj::while_loop([](const Array& v) { return v; }, [](const Array& v) { return v; }, x4()),
           "while_loop", "f32[4]"),

@@ -231,11 +231,16 @@ TEST(WhileGrad, ReverseModeRaisesJaxMessage) {
               std::string::npos)
         << m;
   }
-  // fori_loop with traced bounds is a while_loop: same error.
-  auto g = [](const Array& x, const Array& n) {
-    return mj::fori_loop(mj::scalar(0, mj::i32), n, [](const Array&, const Array& c) { return c * 2.0; }, x);
+  // fori_loop with traced bounds is a while_loop: same error. The bound is traced here because it
+  // is an xs slice inside a scan body (JAX's testWhileGradError, "fori_inside_scan"); a bound that
+  // is a value makes a scan, as in JAX (tests/core/test_loop_options.cc).
+  auto g = [](const Array& x, const Array& ns) {
+    return mj::scan([](const Array& c, const Array& n) {
+      return std::pair{mj::fori_loop(mj::scalar(0, mj::i32), n, [](const Array&, const Array& v) { return v * 2.0; }, c),
+                       mj::None{}};
+    }, x, ns).first;
   };
-  EXPECT_THROW(mj::grad(g)(mj::scalar(1.0), mj::scalar(3, mj::i32)), mj::NotDifferentiableError);
+  EXPECT_THROW(mj::grad(g)(mj::scalar(1.0), mj::array({3.0}, {1}, mj::i32)), mj::NotDifferentiableError);
   // But grad where the loop does not depend on the differentiated input works.
   auto h = [](const Array& x) {
     Array n = mj::while_loop([](const Array& v) { return v < 10.0; }, [](const Array& v) { return v * 2.0; },
