@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/pjit.h"
+#include "core/prevent_cse.h"
 #include "core/primitive.h"
 #include "core/trace.h"
 
@@ -19,13 +20,27 @@ Array checkpoint_name(const Array& x, const std::string& name, std::source_locat
 namespace detail {
 
 std::vector<Array> bind_checkpoint(const ClosedJaxprPtr& body, const std::vector<Array>& consts,
-                                   const std::vector<Array>& args, const CheckpointOptions& opts,
-                                   std::source_location loc) {
+                                   const std::vector<Array>& args, const std::vector<size_t>& leaves_per_arg,
+                                   const CheckpointOptions& opts, std::source_location loc) {
   std::vector<Array> operands = consts;
   operands.insert(operands.end(), args.begin(), args.end());
   Params params;
   params.set("jaxpr", ClosedJaxprPtr(body));
-  params.set("prevent_cse", opts.prevent_cse);
+  const PreventCse& pc = opts.prevent_cse;
+  if (!pc.per_argument()) {
+    params.set("prevent_cse", pc.all());
+  } else {
+    // JAX's checkpoint: False for each closed-over value, then each argument's flag broadcast to
+    // its leaves (broadcast_prefix).
+    if (pc.flags().size() != leaves_per_arg.size())
+      throw ValueError("checkpoint: prevent_cse lists " + std::to_string(pc.flags().size()) +
+                           " flags for a call with " + std::to_string(leaves_per_arg.size()) +
+                           " traced arguments (one flag per argument that is not static)",
+                       loc);
+    std::vector<bool> per_operand(consts.size(), false);
+    for (size_t i = 0; i < leaves_per_arg.size(); ++i) per_operand.insert(per_operand.end(), leaves_per_arg[i], pc.flags()[i]);
+    params.set("prevent_cse", prevent_cse_param(per_operand));
+  }
   params.set("differentiated", false);
   params.set("policy", ParamObjectPtr(opts.policy));
   return minijax::bind(primitive("checkpoint"), operands, params, loc);

@@ -1,6 +1,7 @@
 // minijax rematerialization API (JAX's jax.checkpoint / jax.remat and checkpoint_name).
 // Owns CheckpointOptions, mj::checkpoint/remat over pytrees with static arguments, checkpoint_name.
 #pragma once
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <source_location>
@@ -17,14 +18,43 @@
 
 namespace minijax {
 
+/// JAX's `prevent_cse` of jax.checkpoint: one flag for every argument (`true`, `false`), or one
+/// per argument f traces, in order (static arguments, see CheckpointOptions::static_argnums,
+/// have none), e.g. `{true, false}`: an argument's flag holds for each of its pytree leaves.
+/// Where a flag is set, the recomputing (differentiated) body reads that operand through an
+/// optimization_barrier, so a compiler cannot merge the recomputation back into the forward
+/// pass (`false` for an argument that a scan body's checkpoint recomputes anyway saves the
+/// barrier). A per-argument list is printed as JAX prints it, per operand of the equation:
+/// `prevent_cse=(False, True, False)`, closed-over values first (False); a bool prints as one.
+class PreventCse {
+ public:
+  /// The same flag for every argument.
+  PreventCse(bool all = true) : all_(all) {}  // NOLINT: a bool converts, as in JAX
+  /// One flag per traced argument.
+  PreventCse(std::initializer_list<bool> per_argument) : per_argument_(per_argument), listed_(true) {}
+  explicit PreventCse(std::vector<bool> per_argument) : per_argument_(std::move(per_argument)), listed_(true) {}
+  /// Whether flags were given per argument.
+  bool per_argument() const { return listed_; }
+  /// The flags per argument (per_argument() only).
+  const std::vector<bool>& flags() const { return per_argument_; }
+  /// The flag for every argument (not per_argument()).
+  bool all() const { return all_; }
+
+ private:
+  bool all_ = true;
+  std::vector<bool> per_argument_;
+  bool listed_ = false;
+};
+
 /// Options of mj::checkpoint (JAX's jax.checkpoint keyword arguments).
 struct CheckpointOptions {
   /// Which values computed inside are saved for the backward pass; nullptr is JAX's default
   /// (nothing_saveable, printed `policy=None`).
   PolicyPtr policy;
   /// Put an optimization_barrier on the inputs of the differentiated (recomputing) body, so a
-  /// compiler cannot merge the recomputation back into the forward pass.
-  bool prevent_cse = true;
+  /// compiler cannot merge the recomputation back into the forward pass: for every argument, or
+  /// per traced argument (PreventCse).
+  PreventCse prevent_cse = true;
   /// Arguments (by position; negative counts from the end) that are not traced: f receives the
   /// caller's value (an Array stays concrete and may be read with item()). Arguments that are
   /// not pytrees of Arrays (ints, floats, strings, enums, ...) are always static. Static values
@@ -48,10 +78,12 @@ Array checkpoint_name(const Array& x, const std::string& name,
 
 namespace detail {
 /// Binds one `checkpoint` equation on a traced body whose constvars were converted to leading
-/// invars (closed-over values -> leading operands): `consts`, then `args`.
+/// invars (closed-over values -> leading operands): `consts`, then `args`, the leaves of the
+/// traced arguments (`leaves_per_arg[i]` of the i-th). Throws ValueError when
+/// opts.prevent_cse lists flags for another number of traced arguments, naming both counts.
 std::vector<Array> bind_checkpoint(const ClosedJaxprPtr& body, const std::vector<Array>& consts,
-                                   const std::vector<Array>& args, const CheckpointOptions& opts,
-                                   std::source_location loc);
+                                   const std::vector<Array>& args, const std::vector<size_t>& leaves_per_arg,
+                                   const CheckpointOptions& opts, std::source_location loc);
 /// Normalizes static_argnums against the number of arguments (ValueError if out of range).
 std::vector<bool> static_mask(const std::vector<int>& static_argnums, size_t nargs,
                               std::source_location loc);
@@ -134,9 +166,16 @@ class Checkpointed {
     static_assert(PyTree<R>, "mj::checkpoint: the function must return a pytree of Arrays");
     std::vector<bool> st = detail::static_mask(opts_.static_argnums, sizeof...(A), loc_);
     std::vector<Array> flat;
+    std::vector<size_t> leaves_per_arg;  // per traced argument
     {
       size_t i = 0;
-      ((detail::flatten_if_traced(args, st[i], flat), ++i), ...);
+      auto add = [&](const auto& a) {
+        const size_t before = flat.size();
+        detail::flatten_if_traced(a, st[i], flat);
+        if (detail::is_traced_type<decltype(a)> && !st[i]) leaves_per_arg.push_back(flat.size() - before);
+        ++i;
+      };
+      (add(args), ...);
     }
     std::vector<ShapedArray> avals;
     for (auto& a : flat) avals.push_back(a.aval());
@@ -164,7 +203,7 @@ class Checkpointed {
         traced = own_->get(key, make);
       }
     }
-    std::vector<Array> outs = detail::bind_checkpoint(traced->jaxpr, traced->consts, flat, opts_, loc_);
+    std::vector<Array> outs = detail::bind_checkpoint(traced->jaxpr, traced->consts, flat, leaves_per_arg, opts_, loc_);
     return tree_unflatten(std::any_cast<const R&>(traced->out_like), outs, loc_);
   }
 

@@ -13,6 +13,7 @@
 #include "autodiff/batching_util.h"
 #include "core/dce.h"
 #include "core/pjit.h"
+#include "core/prevent_cse.h"
 #include "core/staging.h"
 
 namespace minijax {
@@ -24,17 +25,20 @@ ClosedJaxprPtr closed(Jaxpr j) {
   return c;
 }
 
+// A checkpoint equation rebuilt from one with `params`: `cse` are the per-operand prevent_cse
+// flags of `args` (used when prevent_cse is a tuple; a bool stays as it is).
 std::vector<Array> bind_checkpoint_with(const Params& params, Jaxpr body, const std::vector<Array>& args,
-                                        bool differentiated) {
+                                        bool differentiated, const std::vector<bool>& cse) {
   Params np = params;
   np.set("jaxpr", closed(std::move(body)));
   np.set("differentiated", differentiated);
+  set_prevent_cse(np, params, cse);
   return minijax::bind(primitive("checkpoint"), args, np);
 }
 
 // Pure JVP (JAX's remat_jvp): one checkpoint equation over the JVP of the body, taking the
 // primals and the nonzero tangents and returning primal and nonzero tangent outputs; same
-// policy and prevent_cse.
+// policy; a per-operand prevent_cse gets False for the JVP's constants and True per tangent.
 std::pair<std::vector<Array>, std::vector<Array>> checkpoint_pure_jvp(const std::vector<Array>& primals,
                                                                       const std::vector<Array>& tangents,
                                                                       const Params& params) {
@@ -49,8 +53,77 @@ std::pair<std::vector<Array>, std::vector<Array>> checkpoint_pure_jvp(const std:
   std::vector<Array> args = t.jaxpr.consts;
   args.insert(args.end(), primals.begin(), primals.end());
   for (size_t i : t.nonzero_in) args.push_back(tangents[i]);
+  std::vector<bool> cse(t.jaxpr.consts.size(), false);
+  for (bool f : prevent_cse_flags(params, primals.size())) cse.push_back(f);
+  cse.resize(args.size(), true);
   bool diff = params.has("differentiated") && params.get_bool("differentiated");
-  return split_jvp_outputs(t, bind_checkpoint_with(params, convert_constvars_jaxpr(*t.jaxpr.jaxpr), args, diff));
+  return split_jvp_outputs(t, bind_checkpoint_with(params, convert_constvars_jaxpr(*t.jaxpr.jaxpr), args, diff, cse));
+}
+
+// The staged side of checkpoint_pe: a differentiated checkpoint over [residuals..., inputs...]
+// (`res_atoms` on the enclosing known side) computing the outputs r.out_inst marks, its known
+// inputs read through an optimization_barrier where prevent_cse says so. Nothing when no output
+// is staged.
+void stage_checkpoint(const Eqn& e, const PartialEvalResult& pe, const std::vector<bool>& in_unknowns,
+                      const std::vector<Atom>& res_atoms, PeCustomResult& r) {
+  const size_t nout = e.outputs.size();
+  Jaxpr S = pe.staged;
+  S.outvars.clear();
+  for (size_t i = 0, k = 0; i < nout; ++i) {
+    if (!pe.out_inst[i]) continue;
+    if (r.out_inst[i]) S.outvars.push_back(pe.staged.outvars[k]);
+    ++k;
+  }
+  if (S.outvars.empty()) return;
+  auto [Sd, used] = dce_jaxpr(S, std::vector<bool>(S.outvars.size(), true));
+  std::vector<Atom> sin;
+  std::vector<bool> known_in;  // per kept invar of Sd
+  // prevent_cse per kept invar of Sd (JAX's remat partial eval: a tuple gets True for every
+  // residual and the input's own flag for an input; a bool holds for all).
+  std::vector<bool> cse;
+  const std::vector<bool> in_cse = prevent_cse_flags(e.params, e.inputs.size());
+  const bool res_cse = prevent_cse_per_operand(e.params) || prevent_cse_flags(e.params, 1)[0];
+  const size_t nres = size_t(pe.num_res);
+  for (size_t q = 0; q < S.invars.size(); ++q) {
+    if (!used[q]) continue;
+    if (q < nres) {
+      sin.push_back(res_atoms[q]);
+      known_in.push_back(true);
+      cse.push_back(res_cse);
+    } else {
+      sin.push_back(e.inputs[q - nres]);
+      known_in.push_back(!in_unknowns[q - nres]);
+      cse.push_back(in_cse[q - nres]);
+    }
+  }
+  {
+    // The recomputation reads the known inputs whose prevent_cse flag is set through an
+    // optimization_barrier.
+    Eqn bar{&primitive("optimization_barrier"), {}, {}, {}, {}};
+    std::vector<Var> inv = Sd.invars;
+    for (size_t q = 0; q < inv.size(); ++q)
+      if (known_in[q] && cse[q]) {
+        Var fresh(inv[q].aval());
+        bar.inputs.push_back(fresh);
+        bar.outputs.push_back(inv[q]);
+        inv[q] = fresh;
+      }
+    if (!bar.inputs.empty()) {
+      Sd.invars = inv;
+      Sd.eqns.insert(Sd.eqns.begin(), bar);
+    }
+  }
+  Eqn se;
+  se.primitive = e.primitive;
+  se.inputs = sin;
+  for (size_t i = 0; i < nout; ++i)
+    if (r.out_inst[i]) se.outputs.push_back(e.outputs[i]);
+  se.params = e.params;
+  se.params.set("jaxpr", closed(std::move(Sd)));
+  se.params.set("differentiated", true);
+  set_prevent_cse(se.params, e.params, cse);
+  se.effects = e.effects;
+  r.staged_eqns.push_back(std::move(se));
 }
 
 // Partial evaluation (JAX's remat partial eval): the body is split by partial_eval_jaxpr_custom
@@ -175,56 +248,7 @@ PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
     }
   }
 
-  // ---- staged side: a differentiated checkpoint over [residuals..., inputs...].
-  Jaxpr S = pe.staged;
-  S.outvars.clear();
-  for (size_t i = 0, k = 0; i < nout; ++i) {
-    if (!pe.out_inst[i]) continue;
-    if (r.out_inst[i]) S.outvars.push_back(pe.staged.outvars[k]);
-    ++k;
-  }
-  if (S.outvars.empty()) return r;
-  auto [Sd, used] = dce_jaxpr(S, std::vector<bool>(S.outvars.size(), true));
-  std::vector<Atom> sin;
-  std::vector<bool> known_in;  // per kept invar of Sd
-  const size_t nres = size_t(pe.num_res);
-  for (size_t q = 0; q < S.invars.size(); ++q) {
-    if (!used[q]) continue;
-    if (q < nres) {
-      sin.push_back(res_atoms[q]);
-      known_in.push_back(true);
-    } else {
-      sin.push_back(e.inputs[q - nres]);
-      known_in.push_back(!in_unknowns[q - nres]);
-    }
-  }
-  bool prevent_cse = e.params.has("prevent_cse") && e.params.get_bool("prevent_cse");
-  if (prevent_cse) {
-    // The recomputation reads the known inputs through an optimization_barrier.
-    Eqn bar{&primitive("optimization_barrier"), {}, {}, {}, {}};
-    std::vector<Var> inv = Sd.invars;
-    for (size_t q = 0; q < inv.size(); ++q)
-      if (known_in[q]) {
-        Var fresh(inv[q].aval());
-        bar.inputs.push_back(fresh);
-        bar.outputs.push_back(inv[q]);
-        inv[q] = fresh;
-      }
-    if (!bar.inputs.empty()) {
-      Sd.invars = inv;
-      Sd.eqns.insert(Sd.eqns.begin(), bar);
-    }
-  }
-  Eqn se;
-  se.primitive = e.primitive;
-  se.inputs = sin;
-  for (size_t i = 0; i < nout; ++i)
-    if (r.out_inst[i]) se.outputs.push_back(e.outputs[i]);
-  se.params = e.params;
-  se.params.set("jaxpr", closed(std::move(Sd)));
-  se.params.set("differentiated", true);
-  se.effects = e.effects;
-  r.staged_eqns.push_back(std::move(se));
+  stage_checkpoint(e, pe, in_unknowns, res_atoms, r);
   return r;
 }
 
@@ -264,7 +288,9 @@ std::vector<Array> transpose_body(const Jaxpr& B, const std::vector<Array>& args
 
 // Transpose (JAX's remat_transpose): the body, linear in the undefined operands, is transposed
 // by transpose_body — its non-linear (recomputing) part is evaluated forward there, which is the
-// rematerialization — and staged as a new checkpoint equation with the same params.
+// rematerialization — and staged as a new checkpoint equation with the same params (a
+// per-operand prevent_cse: False for its constants, the non-linear operands' flags, True per
+// cotangent).
 std::vector<Array> checkpoint_transpose(const std::vector<Array>& cts_out, const std::vector<Array>& args,
                                         const std::vector<ShapedArray>& avals, const Params& params) {
   ClosedJaxprPtr body = params.get_jaxpr("jaxpr");
@@ -311,8 +337,13 @@ std::vector<Array> checkpoint_transpose(const std::vector<Array>& cts_out, const
       call_avals);
   std::vector<Array> targs = tj.consts;
   targs.insert(targs.end(), call_args.begin(), call_args.end());
+  std::vector<bool> cse(tj.consts.size(), false);
+  const std::vector<bool> in_cse = prevent_cse_flags(params, args.size());
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!linear[i]) cse.push_back(in_cse[i]);
+  cse.resize(targs.size(), true);
   bool diff = params.has("differentiated") && params.get_bool("differentiated");
-  auto g = bind_checkpoint_with(params, convert_constvars_jaxpr(*tj.jaxpr), targs, diff);
+  auto g = bind_checkpoint_with(params, convert_constvars_jaxpr(*tj.jaxpr), targs, diff, cse);
   std::vector<Array> res(args.size());
   size_t k = 0, l = 0;
   for (size_t i = 0; i < args.size(); ++i)
@@ -328,8 +359,11 @@ std::pair<std::vector<Array>, std::vector<int64_t>> checkpoint_batch(const std::
                                                                      const std::vector<int64_t>& dims,
                                                                      const Params& params) {
   auto [batched, call_args] = batch_body_at_front(params.get_jaxpr("jaxpr"), args, dims);
+  // The batched body's constants lead the operands (prevent_cse False), then the arguments.
+  std::vector<bool> cse(call_args.size() - args.size(), false);
+  for (bool f : prevent_cse_flags(params, args.size())) cse.push_back(f);
   bool diff = params.has("differentiated") && params.get_bool("differentiated");
-  auto outs = bind_checkpoint_with(params, batched, call_args, diff);
+  auto outs = bind_checkpoint_with(params, batched, call_args, diff, cse);
   return {outs, std::vector<int64_t>(outs.size(), 0)};
 }
 
