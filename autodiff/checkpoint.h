@@ -26,6 +26,8 @@ namespace minijax {
 /// pass (`false` for an argument that a scan body's checkpoint recomputes anyway saves the
 /// barrier). A per-argument list is printed as JAX prints it, per operand of the equation:
 /// `prevent_cse=(False, True, False)`, closed-over values first (False); a bool prints as one.
+/// Braces make a list: `{false}` is one flag for a one-argument f (for every argument, write
+/// `false`); a list of another length than f's traced arguments is a ValueError at the call.
 class PreventCse {
  public:
   /// The same flag for every argument.

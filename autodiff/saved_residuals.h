@@ -45,10 +45,14 @@ std::ostream& operator<<(std::ostream& os, const SavedResiduals& r);
 /// parameter's name): `mj::saved_residuals(f, mj::ArgNames{"x", "y"}, x, y)` describes a
 /// residual forwarding the first leaf of a pair x as "from the argument x[0]". Without names the
 /// arguments are `args[0]`, `args[1]`, ... (JAX's names for `*args`).
+/// More names than arguments is a ValueError naming both counts and the line that wrote the names.
 struct ArgNames {
   std::vector<std::string> names;
-  ArgNames(std::initializer_list<std::string> n) : names(n) {}
-  explicit ArgNames(std::vector<std::string> n) : names(std::move(n)) {}
+  std::source_location loc;  ///< where the names were written (named by the count error)
+  ArgNames(std::initializer_list<std::string> n, std::source_location l = std::source_location::current())
+      : names(n), loc(l) {}
+  explicit ArgNames(std::vector<std::string> n, std::source_location l = std::source_location::current())
+      : names(std::move(n)), loc(l) {}
 };
 
 namespace detail {
@@ -58,10 +62,12 @@ namespace detail {
 std::string argument_leaf_name(const std::string& arg, const std::string& path);
 
 template <class... A>
-std::vector<std::string> argument_leaf_names(const std::vector<std::string>& names, const A&... args) {
+std::vector<std::string> argument_leaf_names(const std::vector<std::string>& names, std::source_location loc,
+                                             const A&... args) {
   if (names.size() > sizeof...(A))
     throw ValueError("saved_residuals: " + std::to_string(names.size()) + " argument names (ArgNames) for " +
-                     std::to_string(sizeof...(A)) + " arguments");
+                         std::to_string(sizeof...(A)) + " arguments",
+                     loc);
   std::vector<std::string> out;
   size_t i = 0;
   auto add = [&](const auto& a) {
@@ -108,7 +114,7 @@ SavedResiduals saved_residuals(F f, const A&... args) {
     std::tuple<std::decay_t<A>...> rebuilt{pytree<std::decay_t<A>>::unflatten(args, next)...};
     return tree_flatten(std::apply(f, rebuilt));
   };
-  return saved_residuals_flat(fn, flat, detail::argument_leaf_names({}, args...));
+  return saved_residuals_flat(fn, flat, detail::argument_leaf_names({}, std::source_location::current(), args...));
 }
 
 /// saved_residuals with the arguments' names: `saved_residuals(f, ArgNames{"x", "y"}, x, y)`
@@ -125,7 +131,7 @@ SavedResiduals saved_residuals(F f, const ArgNames& names, const A&... args) {
     std::tuple<std::decay_t<A>...> rebuilt{pytree<std::decay_t<A>>::unflatten(args, next)...};
     return tree_flatten(std::apply(f, rebuilt));
   };
-  return saved_residuals_flat(fn, flat, detail::argument_leaf_names(names.names, args...));
+  return saved_residuals_flat(fn, flat, detail::argument_leaf_names(names.names, names.loc, args...));
 }
 
 }  // namespace minijax

@@ -144,8 +144,8 @@ auto scan(F f, const C& init, ScanOptions opts,
 /// Options of fori_loop (jax.lax.fori_loop's keyword arguments).
 struct ForiLoopOptions {
   /// The loop's unroll (ScanOptions::unroll) when it runs as a scan (bounds known when fori_loop
-  /// is called); unset is JAX's None, i.e. 1. With traced bounds the loop is a while_loop, and any
-  /// setting other than unset, false or 1 is a ValueError, as in JAX.
+  /// is called); unset is JAX's None, i.e. 1. With traced bounds the loop is a while_loop, and an int
+  /// other than 1 is a ValueError, as in JAX (a bool passes JAX's check: True == 1 in Python).
   std::optional<Unroll> unroll;
 };
 

@@ -64,7 +64,9 @@ ForiBounds fori_bounds(const Array& lo, const Array& hi, const ForiLoopOptions& 
   }
   if (opts.unroll) {
     const Unroll& u = *opts.unroll;
-    const bool one = std::holds_alternative<bool>(u) ? !std::get<bool>(u) : std::get<int64_t>(u) == 1;
+    // JAX's check (`unroll is not None and unroll is not False and unroll != 1`) lets True
+    // through, since True == 1 in Python: a bool never raises, an int other than 1 does.
+    const bool one = std::holds_alternative<bool>(u) || std::get<int64_t>(u) == 1;
     if (!one)
       throw ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are statically known "
                        "(fori_loop got unroll=" + unroll_str(u) + " with traced bounds lower " +

@@ -315,6 +315,34 @@ TEST(PolicyInBodies, TheEnclosingPolicyDecidesInsideANestedCheckpoint) {
   }
 }
 
+// offload_dot_with_no_batch_dims around a scan: the dot outputs inside the loop (no batch dims)
+// are saved stacked in pinned_host, one [3,4] stack and none on the device; the sine is
+// recomputed; the gradient is the un-checkpointed loop's (float64 central differences).
+TEST(PolicyInBodies, OffloadDotWithNoBatchDimsAroundAScanStacksTheDotsOnTheHost) {
+  auto loop = [](const Array& w) {
+    auto body = [w](const Array& h, const mj::None&) { return std::pair{mj::sin(mj::dot(h, w)), mj::None{}}; };
+    return mj::sum(mj::scan(body, mj::ones({4}, w.dtype()), {.length = 3}).first);
+  };
+  auto f = mj::checkpoint(loop, {.policy = cp::offload_dot_with_no_batch_dims("device", "pinned_host")});
+  Array w = mj::reshape(mj::arange(16, mj::f32), {4, 4}) * 0.05f;
+  mj::SavedResiduals rs = mj::saved_residuals(f, w);
+  int host_stacks = 0, device_stacks = 0;
+  for (const auto& r : rs) {
+    if (r.aval.shape != mj::Shape{3, 4}) continue;
+    host_stacks += r.memory_kind == mj::MemoryKind::pinned_host;
+    device_stacks += r.memory_kind == mj::MemoryKind::device;
+  }
+  EXPECT_EQ(host_stacks, 1) << rs;
+  EXPECT_EQ(device_stacks, 0) << rs;
+  std::vector<double> want = fd_grad(loop, w);
+  std::vector<double> got = vals(mj::grad(f)(w)), jitted = vals(mj::jit(mj::grad(f))(w));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 1e-4) << i;
+    EXPECT_NEAR(jitted[i], got[i], 1e-6) << i;
+  }
+}
+
 // while_loop stays forward-only under a checkpoint (JAX's _while_partial_eval_custom ignores the
 // policy): grad raises the same error as without the checkpoint; jvp works.
 TEST(PolicyInBodies, GradOfACheckpointedWhileLoopStillRaises) {

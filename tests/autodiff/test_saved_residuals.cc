@@ -431,12 +431,16 @@ TEST(SavedResidualsJax, ArgumentsAreNamedByTheirPath) {
       << unnamed;
 }
 
+// The error names the counts and the caller's line (where the names were written).
 TEST(SavedResidualsJax, MoreNamesThanArgumentsIsAValueError) {
+  const int line = __LINE__ + 2;
   try {
     mj::saved_residuals([](const Array& v) { return mj::sum(v * v); }, mj::ArgNames{"x", "y"}, mj::ones({2}));
     FAIL() << "two names for one argument must be refused";
   } catch (const mj::ValueError& e) {
     EXPECT_NE(std::string(e.what()).find("2 argument names (ArgNames) for 1 arguments"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("test_saved_residuals.cc:" + std::to_string(line)), std::string::npos)
+        << e.what();
   }
 }
 

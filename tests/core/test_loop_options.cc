@@ -156,10 +156,10 @@ TEST(ForiLoopOptions, UnrollWithTracedBoundsIsAValueError) {
               std::string::npos) << e.what();
     EXPECT_NE(e.message().find("unroll=3"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(f({.unroll = true})(hi, c), mj::ValueError);
-  // Unset, false and 1 are accepted: 0 + 1 + 2 + 3 = 6.
+  EXPECT_THROW(f({.unroll = int64_t(0)})(hi, c), mj::ValueError);
+  // Unset, false, true and 1 are accepted (JAX lets True through: True == 1 in Python): 0 + 1 + 2 + 3 = 6.
   for (mj::ForiLoopOptions o : {mj::ForiLoopOptions{}, mj::ForiLoopOptions{.unroll = false},
-                                mj::ForiLoopOptions{.unroll = 1}})
+                                mj::ForiLoopOptions{.unroll = true}, mj::ForiLoopOptions{.unroll = 1}})
     EXPECT_FLOAT_EQ(f(o)(hi, c).item<float>(), 6.0f);
 }
 
