@@ -8,15 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "values.h"
+
 namespace {
 
 namespace cp = mj::checkpoint_policies;
 using mj::Array;
 
-std::vector<float> vals(const Array& a) {
-  Array f = mj::astype(a, mj::f32);
-  return std::vector<float>(f.data<float>(), f.data<float>() + f.size());
-}
+using minijax_test::vals;
 
 void expect_close(const Array& got, const Array& want, float tol = 2e-6f) {
   ASSERT_EQ(got.shape(), want.shape());

@@ -11,15 +11,14 @@
 #include <utility>
 #include <vector>
 
+#include "values.h"
+
 namespace {
 
 namespace cp = mj::checkpoint_policies;
 using mj::Array;
 
-std::vector<float> vals(const Array& a) {
-  Array f = mj::astype(a, mj::f32);
-  return std::vector<float>(f.data<float>(), f.data<float>() + f.size());
-}
+using minijax_test::vals;
 
 void expect_near(const Array& got, const std::vector<float>& want, float tol = 1e-6f) {
   auto g = vals(got);

@@ -6,15 +6,14 @@
 #include <minijax/minijax.h>
 #include <sstream>
 
+#include "values.h"
+
 namespace {
 
 namespace cp = mj::checkpoint_policies;
 using mj::Array;
 
-std::vector<float> vals(const Array& a) {
-  Array f = mj::astype(a, mj::f32);
-  return std::vector<float>(f.data<float>(), f.data<float>() + f.size());
-}
+using minijax_test::vals;
 
 // docs/cases/seed-offload-in-scan.md: step(y) = sin(name(sin(y), "save_remat"));
 // loss = sum(scan carry).

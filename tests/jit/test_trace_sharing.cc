@@ -11,14 +11,13 @@
 #include <thread>
 #include <vector>
 
+#include "values.h"
+
 namespace {
 
 using mj::Array;
 
-std::vector<float> vals(const Array& a) {
-  Array f = mj::astype(a, mj::f32);
-  return std::vector<float>(f.data<float>(), f.data<float>() + f.size());
-}
+using minijax_test::vals;
 
 // Compiled results are compared with eager ones (and those with a closed form in each test).
 void expect_same(const Array& got, const Array& want) {

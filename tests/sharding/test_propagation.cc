@@ -33,7 +33,7 @@ using minijax::testing::named;
 // reshape, cumsum (the scanned axis needs replication), and jit's pjit (declared without a rule).
 Array unary(const Array& x) { return mj::lax::sin(x); }
 Array binary(const Array& x, const Array& y) { return mj::lax::add(x, y); }
-Array matmul(const Array& x, const Array& y) {
+Array dot_2d(const Array& x, const Array& y) {
   return mj::lax::dot_general(x, y, mj::lax::DotDimensionNumbers{{1}, {0}, {}, {}});
 }
 
@@ -104,7 +104,7 @@ TEST(Propagation, OutShardingsOnlyPropagateToInputsWithoutReshards) {
 // first on the tie: [{"y","x"}, {}], one reshard after the dot, 12 per device, 8 * 12 in all.
 TEST(Propagation, ShardedContractingDimGivesPartialSumsReducedAtTheOutput) {
   auto m = mesh42();
-  auto cj = mj::make_jaxpr([](Array a, Array b) { return matmul(a, b); })(
+  auto cj = mj::make_jaxpr([](Array a, Array b) { return dot_2d(a, b); })(
       zeros({8, 16}), zeros({16, 4}));
   const auto& j = *cj.jaxpr;
   std::vector<std::optional<Sharding>> in{named(m, mj::P("y", "x"), 2), named(m, mj::P("x", mj::None{}), 2)};
@@ -142,7 +142,7 @@ TEST(Propagation, ShardedContractingDimGivesPartialSumsReducedAtTheOutput) {
 
 TEST(Propagation, ReducedOutputOfShardedContractionIsCostedAsAllReduce) {
   auto m = mesh42();
-  auto cj = mj::make_jaxpr([](Array a, Array b) { return matmul(a, b); })(
+  auto cj = mj::make_jaxpr([](Array a, Array b) { return dot_2d(a, b); })(
       zeros({8, 16}), zeros({16, 4}));
   const auto& j = *cj.jaxpr;
   // The user wants the result reduced and replicated. Candidates: compute partial sums over "x"
@@ -344,7 +344,7 @@ TEST(Propagation, AReducedOutputThatIsAlsoReadIsAllReducedOnce) {
 
 TEST(Propagation, PartialSumsAreReducedBeforeANonLinearConsumer) {
   auto m = mesh42();
-  auto cj = mj::make_jaxpr([](Array a, Array b) { return unary(matmul(a, b)); })(
+  auto cj = mj::make_jaxpr([](Array a, Array b) { return unary(dot_2d(a, b)); })(
       zeros({8, 16}), zeros({16, 4}));
   const auto& j = *cj.jaxpr;
   auto r = mj::propagate_shardings(
