@@ -3,7 +3,6 @@
 #include "sharding/propagate_shardings.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -18,6 +17,7 @@
 #include "sharding/propagate_bodies.h"
 #include "sharding/propagate_outputs.h"
 #include "sharding/propagate_priorities.h"
+#include "sharding/propagate_run.h"
 #include "sharding/sharding_rule.h"
 
 namespace minijax {
@@ -349,9 +349,6 @@ const std::vector<ReshardPlacement>& PropagationResult::reshards_in(const Jaxpr&
 
 namespace {
 
-// A body variable fixed to a sharding for one propagation run (nullopt: replicated).
-using Pin = std::pair<Var, std::optional<Sharding>>;
-
 // What one propagation run costs with loops weighted (a reshard inside a scan body counts
 // `length` times, nested loops multiply); the scan carries whose loop-back needs a reshard; and
 // the scan consts resharded inside the body (loop invariants), with the sharding they get there.
@@ -360,264 +357,137 @@ struct Outcome {
   std::vector<Pin> loop_conflicts, invariant_reshards;
 };
 
-// One propagation run; `pinned` body variables are fixed (the alternatives propagate_shardings
-// tries: carries replicated, loop-invariant consts in the sharding the body needs).
-PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::optional<Sharding>>& in_shardings,
-                                 const std::vector<std::optional<Sharding>>& out_shardings, const Mesh& mesh,
-                                 std::source_location loc, const std::vector<Pin>& pinned, Outcome& oc) {
-  std::vector<Var> ins = jaxpr.constvars;
-  ins.insert(ins.end(), jaxpr.invars.begin(), jaxpr.invars.end());
-  if (!in_shardings.empty() && in_shardings.size() != ins.size())
-    throw ShardingError("propagate_shardings: " + std::to_string(in_shardings.size()) +
-                            " in_shardings for a jaxpr of " + std::to_string(ins.size()) +
-                            " inputs (constvars then invars)",
-                        loc);
-  if (!out_shardings.empty() && out_shardings.size() != jaxpr.outvars.size())
-    throw ShardingError("propagate_shardings: " + std::to_string(out_shardings.size()) +
-                            " out_shardings for a jaxpr of " +
-                            std::to_string(jaxpr.outvars.size()) + " outputs",
-                        loc);
-  State st;
-  st.mesh = std::make_shared<const Mesh>(mesh);
-  auto check_given = [&](const Sharding& s, const ShapedArray& aval, const std::string& what) {
-    if (!s.mesh || !(*s.mesh == mesh))
-      throw ShardingError("propagate_shardings: " + what + " sharding " + s.str() + " of a " +
-                              aval.str() + " value is on " +
-                              (s.mesh ? s.mesh->str() : std::string("no mesh")) +
-                              ", not the program's " + mesh.str(),
-                          loc);
-    s.check(aval.shape, loc);
-  };
-  // An input's sharding describes where its value already is: its memory kind is the input's.
-  auto check_input_kind = [&](const Sharding& s, const ShapedArray& aval, const std::string& what) {
-    if (s.memory_kind != aval.memory_kind)
-      throw ShardingError("propagate_shardings: " + what + " sharding " + s.str() + " is in " +
-                              memory_kind_name(s.memory_kind) + " memory, but the input " + aval.str() +
-                              " is in " + memory_kind_name(aval.memory_kind) +
-                              " memory (move it with device_put before the program)",
-                          loc);
-  };
-  auto fresh = [&](const Var& v) {
-    Sharding s = Sharding::replicated_on(st.mesh, static_cast<int64_t>(v.aval().shape.size()),
-                                         v.aval().memory_kind);
-    for (auto& d : s.dims) d.closed = false;
-    st.sh.emplace(v, s);
-    st.user.emplace(v, false);
-  };
-  for (size_t i = 0; i < ins.size(); ++i) {
-    if (!in_shardings.empty() && in_shardings[i]) {
-      check_given(*in_shardings[i], ins[i].aval(), "input " + std::to_string(i));
-      check_input_kind(*in_shardings[i], ins[i].aval(), "input " + std::to_string(i));
-      Sharding s = *in_shardings[i];
-      s.mesh = st.mesh;
-      st.sh[ins[i]] = s;
-      st.user[ins[i]] = true;
-    } else if (!st.sh.count(ins[i])) {
-      fresh(ins[i]);
-    }
-  }
-  for (auto& [v, s] : pinned) {
-    st.sh[v] = s ? *s : Sharding::replicated_on(st.mesh, int64_t(v.aval().shape.size()), v.aval().memory_kind);
-    st.sh[v].mesh = st.mesh;
-    st.user[v] = true;
-  }
-  // Every jaxpr (the program, then the bodies, recursively; a shared body once), the rule of
-  // each equation without a body and the data-flow edges of each equation with one.
-  std::vector<const Jaxpr*> jaxprs;
-  std::unordered_map<const Jaxpr*, std::vector<FactorRule>> rules;
-  std::unordered_map<const Jaxpr*, std::vector<std::vector<BodyEdge>>> edges;
-  std::unordered_map<const Jaxpr*, int64_t> loop_length;  // scan bodies: length; while: -1
-  std::unordered_map<const Jaxpr*, int64_t> weight{{&jaxpr, 1}};  // product of enclosing scan lengths
-  std::function<void(const Jaxpr&)> visit = [&](const Jaxpr& j) {
-    if (rules.count(&j)) return;
-    jaxprs.push_back(&j);
-    auto& rs = rules[&j];
-    auto& es = edges[&j];
-    rs.resize(j.eqns.size());
-    es.resize(j.eqns.size());
-    for (auto& e : j.eqns)
-      for (auto& v : e.outputs)
-        if (!st.sh.count(v)) fresh(v);
-    for (size_t i = 0; i < j.eqns.size(); ++i) {
-      const Eqn& e = j.eqns[i];
-      // with_sharding_constraint: the result is fixed by the user like an out_sharding (never
-      // moves; the operand gets a reshard if it disagrees).
-      if (e.primitive->name == "sharding_constraint") {
-        Sharding s = sharding_of_param(e.params.get_object("sharding"), "sharding_constraint");
-        check_given(s, e.outputs[0].aval(), "sharding_constraint (equation " + std::to_string(i) + ")");
-        s.mesh = st.mesh;
-        st.sh[e.outputs[0]] = s;
-        st.user[e.outputs[0]] = true;
-      }
-      if (has_body(e)) {
-        for (const ClosedJaxpr* b : bodies_of(e)) {
-          for (auto& v : b->jaxpr->constvars) {  // concrete constants: replicated
-            st.sh.emplace(v, Sharding::replicated_on(st.mesh, int64_t(v.aval().shape.size()), v.aval().memory_kind));
-            st.user.emplace(v, true);
-          }
-          for (auto& v : b->jaxpr->invars)
-            if (!st.sh.count(v)) fresh(v);
-          if (e.primitive->name == "scan") loop_length[b->jaxpr.get()] = e.params.get_int("length");
-          if (!weight.count(b->jaxpr.get()))
-            weight[b->jaxpr.get()] = weight.at(&j) * (e.primitive->name == "scan" ? e.params.get_int("length") : 1);
-          if (e.primitive->name == "while") loop_length[b->jaxpr.get()] = -1;
-          visit(*b->jaxpr);
-        }
-        es[i] = body_edges(e);
-        continue;
-      }
-      FactorRule r = sharding_rule_of(e);
-      std::vector<ShapedArray> in_avals, out_avals;
-      for (auto& a : e.inputs) in_avals.push_back(atom_aval(a));
-      for (auto& v : e.outputs) out_avals.push_back(v.aval());
-      check_factor_rule(r, in_avals, out_avals, "sharding rule of '" + e.primitive->name + "'");
-      rs[i] = std::move(r);
-    }
-  };
-  for (auto& e : jaxpr.eqns)
-    for (auto& v : e.outputs)
-      if (!st.sh.count(v)) fresh(v);
-  visit(jaxpr);
+using Item = std::pair<const Eqn*, const FactorRule*>;
 
-  PropagationResult res;
-  // Output shardings fix their variables; a variable already fixed differently (an input
-  // returned, or a value returned twice) gets a reshard at the output instead. A variable keeps
-  // its aval's memory kind: an out_sharding in another memory kind fixes the variable's layout
-  // in its own kind and places a reshard at the output that moves the value (JAX's out_shardings
-  // place the result in their memory kind).
-  std::vector<std::pair<size_t, Sharding>> output_reshards;
-  for (size_t i = 0; i < jaxpr.outvars.size(); ++i) {
-    if (out_shardings.empty() || !out_shardings[i]) continue;
-    Var v = atom_var(jaxpr.outvars[i]);
-    const ShapedArray& aval = atom_aval(jaxpr.outvars[i]);
-    check_given(*out_shardings[i], aval, "output " + std::to_string(i));
-    Sharding s = *out_shardings[i];
-    s.mesh = st.mesh;
-    const bool moved = s.memory_kind != aval.memory_kind;
-    if (!v.defined()) {  // a literal output: replicated in its aval's kind, resharded if asked
-      if (moved || !same_layout(Sharding::replicated_on(st.mesh, int64_t(aval.shape.size())), s))
-        output_reshards.emplace_back(i, s);
+// Lists the propagation items of `j` in program order: an equation's entering edges, its bodies'
+// items, then its loop-back and leaving edges; scan's stacked enter edges also go to
+// `stacked_enters`.
+void list_items(const Run& run, const Jaxpr& j, std::vector<Item>& items,
+                std::vector<const BodyEdge*>& stacked_enters) {
+  for (size_t i = 0; i < j.eqns.size(); ++i) {
+    if (!has_body(j.eqns[i])) {
+      items.emplace_back(&j.eqns[i], &run.rules.at(&j)[i]);
       continue;
     }
-    if (st.user[v]) {
-      if (moved || !same_layout(st.sh.at(v), s)) output_reshards.emplace_back(i, s);
-      continue;
-    }
-    if (moved) output_reshards.emplace_back(i, s);
-    st.sh[v] = s;
-    st.sh[v].memory_kind = aval.memory_kind;
-    st.user[v] = true;
+    const auto& es = run.edges.at(&j)[i];
+    for (auto& b : es)
+      if (b.kind == BodyEdge::enter) {
+        items.emplace_back(&b.view, &b.rule);
+        if (b.stacked) stacked_enters.push_back(&b);
+      }
+    for (const ClosedJaxpr* b : bodies_of(j.eqns[i])) list_items(run, *b->jaxpr, items, stacked_enters);
+    for (auto& b : es)
+      if (b.kind != BodyEdge::enter) items.emplace_back(&b.view, &b.rule);
   }
+}
 
-  // The propagation items in program order: an equation's entering edges, its bodies' items,
-  // then its loop-back and leaving edges.
-  std::vector<std::pair<const Eqn*, const FactorRule*>> items;
+// Sweeps forward and backward over every item to a fixed point: each change strictly extends
+// some open dim, so this terminates. User priorities: one fixed point per priority round, lowest
+// first, then the last round. Then scan xs sharded on their length dim get the cheapest
+// unsharded-length target (which may grow body values) and propagation runs again.
+void propagate_to_fixed_point(Run& run) {
+  State& st = run.st;
+  std::vector<Item> items;
   std::vector<const BodyEdge*> stacked_enters;
-  std::function<void(const Jaxpr&)> emit = [&](const Jaxpr& j) {
-    for (size_t i = 0; i < j.eqns.size(); ++i) {
-      if (!has_body(j.eqns[i])) {
-        items.emplace_back(&j.eqns[i], &rules.at(&j)[i]);
-        continue;
-      }
-      const auto& es = edges.at(&j)[i];
-      for (auto& b : es)
-        if (b.kind == BodyEdge::enter) {
-          items.emplace_back(&b.view, &b.rule);
-          if (b.stacked) stacked_enters.push_back(&b);
-        }
-      for (const ClosedJaxpr* b : bodies_of(j.eqns[i])) emit(*b->jaxpr);
-      for (auto& b : es)
-        if (b.kind != BodyEdge::enter) items.emplace_back(&b.view, &b.rule);
-    }
-  };
-  emit(jaxpr);
-
-  // Fixed point: each change strictly extends some open dim, so this terminates. Then scan xs
-  // sharded on their length dim get the cheapest unsharded-length target (which may grow body
-  // values) and propagation runs again.
-  // User priorities: one fixed point per priority round, lowest first, then the last round.
+  list_items(run, run.jaxpr, items, stacked_enters);
   for (;;) {
     for (int64_t round : priority_rounds(st)) {
       st.round = round;
       for (;;) {
         bool changed = false;
         for (auto& [e, r] : items) changed = update_eqn(st, *e, *r) || changed;
-        ++res.sweeps;
+        ++run.res.sweeps;
         for (size_t i = items.size(); i-- > 0;) changed = update_eqn(st, *items[i].first, *items[i].second) || changed;
-        ++res.sweeps;
+        ++run.res.sweeps;
         if (!changed) break;
       }
     }
     if (!choose_unstacked(st, stacked_enters)) break;
   }
-  reduce_outputs(st, jaxpr, out_shardings);  // outputs are returned reduced unless asked
+}
 
+// Operand reshards placed so far in one jaxpr, by (variable, target sharding): the equation they
+// precede.
+using PlacedOperands = std::map<std::pair<uint64_t, std::string>, size_t>;
+
+// Weighs the candidate assignments of equation `i` of `body` (one without a body): each valid
+// one with the reshards it needs and their cost (an operand reshard already `placed` is shared
+// at no cost). `conflict` is false when the merged assignment needs no reshard.
+PlacementDecision weigh_candidates(const Run& run, const Jaxpr& body, size_t i, const FactorRule& r,
+                                   const PlacedOperands& placed, bool& conflict) {
+  const State& st = run.st;
   const Mesh& m = *st.mesh;
-  std::unordered_map<const Jaxpr*, std::vector<std::vector<ReshardPlacement>>> before_of, after_of;
-  std::unordered_map<const Jaxpr*, BodyBoundary> bounds;
-  for (const Jaxpr* jp : jaxprs) {
+  auto ts = tensors_of(body.eqns[i], r);
+  PlacementDecision dec;
+  dec.eqn = i;
+  conflict = false;
+  for (auto& [src, s] : candidates(st, ts, r)) {
+    PlacementCandidate c;
+    c.source = src;
+    bool valid = true;
+    for (auto& t : ts) {
+      const Sharding& have = st.sh.at(t.var);
+      Sharding need = needed(closed_copy(have), t, r, s, m);
+      if (same_layout(have, need)) continue;
+      ReshardPlacement p;
+      p.eqn = i;
+      p.on_result = t.is_result;
+      p.index = t.index;
+      p.var = t.var;
+      p.from = t.is_result ? need : closed_copy(have);
+      p.to = t.is_result ? closed_copy(have) : need;
+      // The same value already resharded the same way before an earlier equation of this
+      // jaxpr: reused.
+      if (auto pl = placed.find({t.var.id(), p.to.str()}); !t.is_result && pl != placed.end()) {
+        p.shared_with = int64_t(pl->second);
+        c.reshards.push_back(std::move(p));
+        continue;
+      }
+      auto cost = reshard_cost(p.from, p.to, t.var.aval());
+      if (!cost) {
+        valid = false;
+        break;
+      }
+      p.max_received = cost->first;
+      p.total_received = cost->second;
+      c.max_received += p.max_received;
+      c.total_received += p.total_received;
+      c.reshards.push_back(std::move(p));
+    }
+    if (!valid) continue;
+    if (src == "merged" && c.reshards.empty()) break;  // no conflict
+    conflict = true;
+    dec.candidates.push_back(std::move(c));
+  }
+  return dec;
+}
+
+// Places the reshards every conflict left after propagation needs, in every jaxpr: body edges'
+// by place_edges; each other conflicting equation's by its cheapest candidate (largest
+// per-device receive, then total), recorded in res.decisions for the program's equations.
+void place_reshards(Run& run) {
+  for (const Jaxpr* jp : run.jaxprs) {
     const Jaxpr& body = *jp;
-    auto& before = before_of[jp];
-    auto& after = after_of[jp];
+    auto& before = run.before_of[jp];
+    auto& after = run.after_of[jp];
     before.resize(body.eqns.size());
     after.resize(body.eqns.size());
-    // Operand reshards placed so far, by (variable, target sharding): the equation they precede.
-    std::map<std::pair<uint64_t, std::string>, size_t> placed;
+    PlacedOperands placed;
     for (size_t i = 0; i < body.eqns.size(); ++i) {
       const Eqn& e = body.eqns[i];
       if (has_body(e)) {
-        place_edges(st, e, i, edges.at(jp)[i], before[i], after[i], bounds, loc);
+        place_edges(run.st, e, i, run.edges.at(jp)[i], before[i], after[i], run.bounds, run.loc);
         continue;
       }
-      const FactorRule& r = rules.at(jp)[i];
-      auto ts = tensors_of(e, r);
-      PlacementDecision dec;
-      dec.eqn = i;
+      const FactorRule& r = run.rules.at(jp)[i];
       bool conflict = false;
-      for (auto& [src, s] : candidates(st, ts, r)) {
-        PlacementCandidate c;
-        c.source = src;
-        bool valid = true;
-        for (auto& t : ts) {
-          const Sharding& have = st.sh.at(t.var);
-          Sharding need = needed(closed_copy(have), t, r, s, m);
-          if (same_layout(have, need)) continue;
-          ReshardPlacement p;
-          p.eqn = i;
-          p.on_result = t.is_result;
-          p.index = t.index;
-          p.var = t.var;
-          p.from = t.is_result ? need : closed_copy(have);
-          p.to = t.is_result ? closed_copy(have) : need;
-          // The same value already resharded the same way before an earlier equation of this
-          // jaxpr: reused.
-          if (auto pl = placed.find({t.var.id(), p.to.str()}); !t.is_result && pl != placed.end()) {
-            p.shared_with = int64_t(pl->second);
-            c.reshards.push_back(std::move(p));
-            continue;
-          }
-          auto cost = reshard_cost(p.from, p.to, t.var.aval());
-          if (!cost) {
-            valid = false;
-            break;
-          }
-          p.max_received = cost->first;
-          p.total_received = cost->second;
-          c.max_received += p.max_received;
-          c.total_received += p.total_received;
-          c.reshards.push_back(std::move(p));
-        }
-        if (!valid) continue;
-        if (src == "merged" && c.reshards.empty()) break;  // no conflict
-        conflict = true;
-        dec.candidates.push_back(std::move(c));
-      }
+      PlacementDecision dec = weigh_candidates(run, body, i, r, placed, conflict);
       if (!conflict) continue;
       if (dec.candidates.empty())
         throw ShardingError("propagate_shardings: no valid sharding for equation " +
                                 std::to_string(i) + " ('" + e.primitive->name + "', rule " +
                                 r.str() + ")",
-                            loc);
+                            run.loc);
       for (size_t k = 1; k < dec.candidates.size(); ++k) {
         auto& a = dec.candidates[k];
         auto& b = dec.candidates[dec.chosen];
@@ -628,116 +498,130 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
         if (!p.on_result && p.shared_with < 0) placed.emplace(std::pair(p.var.id(), p.to.str()), i);
         (p.on_result ? after : before)[i].push_back(p);
       }
-      if (jp == &jaxpr) res.decisions.push_back(std::move(dec));
+      if (jp == &run.jaxpr) run.res.decisions.push_back(std::move(dec));
     }
   }
+}
 
-  for (auto& [v, s] : st.sh) res.shardings.emplace(v, closed_copy(s));
+// The reshard at program output `idx` to `s`, costed. Throws ShardingError when `s` needs
+// partial sums the value does not hold.
+ReshardPlacement output_placement(const Run& run, size_t idx, const Sharding& s) {
+  const Jaxpr& jaxpr = run.jaxpr;
+  ReshardPlacement p;
+  p.eqn = jaxpr.eqns.size();
+  p.on_output = true;
+  p.index = idx;
+  p.var = atom_var(jaxpr.outvars[idx]);  // undefined for a literal output
+  const ShapedArray& aval = atom_aval(jaxpr.outvars[idx]);
+  p.from = p.var.defined() ? run.res.of(p.var)
+                           : Sharding::replicated_on(run.st.mesh, int64_t(aval.shape.size()), aval.memory_kind);
+  p.to = closed_copy(s);
+  auto cost = reshard_cost(p.from, p.to, aval);
+  if (!cost)
+    throw ShardingError("propagate_shardings: output " + std::to_string(idx) + " needs " +
+                            p.to.str() + " with partial sums its value " + p.from.str() +
+                            " does not hold",
+                        run.loc);
+  p.max_received = cost->first;
+  p.total_received = cost->second;
+  return p;
+}
 
-  // Text, and the reshards in program order (the program's in res.reshards, each body's in
-  // res.body_reshards).
+// Writes the annotated text (variables named a, b, ... in order of appearance, each declared
+// with its sharding; every reshard on its own line where it is placed; bodies nested) and lists
+// the reshards in program order: the program's in res.reshards, each body's in
+// res.body_reshards.
+struct Printer {
+  explicit Printer(Run& r) : run(r) {}
+
+  Run& run;
   std::unordered_map<Var, std::string, VarHash> names;
   size_t next = 0;
-  auto name = [&](const Var& v) -> std::string {
+  std::ostringstream os;
+
+  std::string name(const Var& v) {
     if (v.is_dropvar()) return "_";
     auto it = names.find(v);
     if (it != names.end()) return it->second;
     return names.emplace(v, var_name(next++)).first->second;
-  };
-  auto atom = [&](const Atom& a) -> std::string {
+  }
+  std::string atom(const Atom& a) {
     if (auto* v = std::get_if<Var>(&a)) return name(*v);
     return "lit:" + atom_aval(a).str();
-  };
-  auto decl = [&](const Var& v) { return name(v) + ":" + v.aval().str() + res.of(v).str(); };
-  std::ostringstream os;
-  auto line = [&](const std::string& ind, const ReshardPlacement& p, const std::string& repeat) {
+  }
+  std::string decl(const Var& v) { return name(v) + ":" + v.aval().str() + run.res.of(v).str(); }
+  void line(const std::string& ind, const ReshardPlacement& p, const std::string& repeat) {
     os << ind << "    reshard " << (p.var.defined() ? name(p.var) : std::string("literal")) << ": " << p.from.str() << " -> " << p.to.str() << " (";
     if (p.shared_with >= 0)
       os << "shared with the reshard before equation " << p.shared_with << ")\n";
     else
       os << p.max_received << " elements/device, " << p.total_received << " total" << repeat << ")\n";
-  };
-  std::function<void(const Jaxpr&, const std::string&)> print = [&](const Jaxpr& j, const std::string& ind) {
-    const bool top = &j == &jaxpr;
-    std::vector<ReshardPlacement>& list = top ? res.reshards : res.body_reshards[&j];
-    if (!top) list.clear();  // a body shared by several equations is printed (and listed) again
-    std::string repeat;
-    if (auto it = loop_length.find(&j); it != loop_length.end())
-      repeat = it->second >= 0 ? ", in the loop: x" + std::to_string(it->second) : ", in the loop: per iteration";
-    os << (top ? "" : ind) << "{ lambda ";
-    for (size_t i = 0; i < j.constvars.size(); ++i) os << (i ? " " : "") << decl(j.constvars[i]);
-    os << "; ";
-    for (size_t i = 0; i < j.invars.size(); ++i) os << (i ? " " : "") << decl(j.invars[i]);
-    os << ". let\n";
-    const BodyBoundary* bb = top || !bounds.count(&j) ? nullptr : &bounds.at(&j);
-    if (bb)
-      for (auto& p : bb->at_input) {
-        line(ind, p, repeat);
-        list.push_back(p);
-      }
-    for (size_t i = 0; i < j.eqns.size(); ++i) {
-      const Eqn& e = j.eqns[i];
-      for (auto& p : before_of.at(&j)[i]) {
-        line(ind, p, repeat);
-        list.push_back(p);
-      }
-      os << ind << "   ";
-      for (auto& v : e.outputs) os << " " << decl(v);
-      os << " = " << e.primitive->name;
-      for (auto& a : e.inputs) os << " " << atom(a);
-      os << "\n";
-      if (has_body(e))
-        for (const ClosedJaxpr* b : bodies_of(e)) {
-          print(*b->jaxpr, ind + "      ");
-          os << "\n";
-        }
-      for (auto& p : after_of.at(&j)[i]) {
-        line(ind, p, repeat);
-        list.push_back(p);
-      }
-    }
-    if (bb)
-      for (auto& p : bb->at_output) {
-        line(ind, p, repeat);
-        list.push_back(p);
-      }
-    if (top)
-      for (auto& [idx, s] : output_reshards) {
-        ReshardPlacement p;
-        p.eqn = jaxpr.eqns.size();
-        p.on_output = true;
-        p.index = idx;
-        p.var = atom_var(jaxpr.outvars[idx]);  // undefined for a literal output
-        const ShapedArray& aval = atom_aval(jaxpr.outvars[idx]);
-        p.from = p.var.defined() ? res.of(p.var)
-                                 : Sharding::replicated_on(st.mesh, int64_t(aval.shape.size()), aval.memory_kind);
-        p.to = closed_copy(s);
-        auto cost = reshard_cost(p.from, p.to, aval);
-        if (!cost)
-          throw ShardingError("propagate_shardings: output " + std::to_string(idx) + " needs " +
-                                  p.to.str() + " with partial sums its value " + p.from.str() +
-                                  " does not hold",
-                              loc);
-        p.max_received = cost->first;
-        p.total_received = cost->second;
-        line(ind, p, "");
-        list.push_back(p);
-      }
-    os << ind << "  in (";
-    for (size_t i = 0; i < j.outvars.size(); ++i) os << (i ? ", " : "") << atom(j.outvars[i]);
-    os << ") }";
-  };
-  print(jaxpr, "");
+  }
+  // Prints `p` and lists it in `list`.
+  void emit(const std::string& ind, const ReshardPlacement& p, const std::string& repeat,
+            std::vector<ReshardPlacement>& list) {
+    line(ind, p, repeat);
+    list.push_back(p);
+  }
+  void print(const Jaxpr& j, const std::string& ind);
+};
 
+void Printer::print(const Jaxpr& j, const std::string& ind) {
+  const Jaxpr& jaxpr = run.jaxpr;
+  PropagationResult& res = run.res;
+  const bool top = &j == &jaxpr;
+  std::vector<ReshardPlacement>& list = top ? res.reshards : res.body_reshards[&j];
+  if (!top) list.clear();  // a body shared by several equations is printed (and listed) again
+  std::string repeat;
+  if (auto it = run.loop_length.find(&j); it != run.loop_length.end())
+    repeat = it->second >= 0 ? ", in the loop: x" + std::to_string(it->second) : ", in the loop: per iteration";
+  os << (top ? "" : ind) << "{ lambda ";
+  for (size_t i = 0; i < j.constvars.size(); ++i) os << (i ? " " : "") << decl(j.constvars[i]);
+  os << "; ";
+  for (size_t i = 0; i < j.invars.size(); ++i) os << (i ? " " : "") << decl(j.invars[i]);
+  os << ". let\n";
+  const BodyBoundary* bb = top || !run.bounds.count(&j) ? nullptr : &run.bounds.at(&j);
+  if (bb)
+    for (auto& p : bb->at_input) emit(ind, p, repeat, list);
+  for (size_t i = 0; i < j.eqns.size(); ++i) {
+    const Eqn& e = j.eqns[i];
+    for (auto& p : run.before_of.at(&j)[i]) emit(ind, p, repeat, list);
+    os << ind << "   ";
+    for (auto& v : e.outputs) os << " " << decl(v);
+    os << " = " << e.primitive->name;
+    for (auto& a : e.inputs) os << " " << atom(a);
+    os << "\n";
+    if (has_body(e))
+      for (const ClosedJaxpr* b : bodies_of(e)) {
+        print(*b->jaxpr, ind + "      ");
+        os << "\n";
+      }
+    for (auto& p : run.after_of.at(&j)[i]) emit(ind, p, repeat, list);
+  }
+  if (bb)
+    for (auto& p : bb->at_output) emit(ind, p, repeat, list);
+  if (top)
+    for (auto& [idx, s] : run.output_reshards) emit(ind, output_placement(run, idx, s), "", list);
+  os << ind << "  in (";
+  for (size_t i = 0; i < j.outvars.size(); ++i) os << (i ? ", " : "") << atom(j.outvars[i]);
+  os << ") }";
+}
+
+// Adds up the run's cost with loops weighted, and records the scan carries whose loop-back
+// needs a reshard and the scan consts resharded inside the body (not on a boundary, not fixed
+// by the user), each once.
+void record_outcome(const Run& run, Outcome& oc) {
+  const PropagationResult& res = run.res;
+  const State& st = run.st;
   for (auto& p : res.reshards) oc.weighted_max += p.max_received, oc.weighted_total += p.total_received;
   for (auto& [j, list] : res.body_reshards)
     for (auto& p : list)
-      oc.weighted_max += weight.at(j) * p.max_received, oc.weighted_total += weight.at(j) * p.total_received;
-  for (const Jaxpr* jp : jaxprs)
+      oc.weighted_max += run.weight.at(j) * p.max_received, oc.weighted_total += run.weight.at(j) * p.total_received;
+  for (const Jaxpr* jp : run.jaxprs)
     for (size_t i = 0; i < jp->eqns.size(); ++i) {
       const Eqn& e = jp->eqns[i];
       if (e.primitive->name != "scan") continue;
-      for (auto& b : edges.at(jp)[i]) {
+      for (auto& b : run.edges.at(jp)[i]) {
         Var src = atom_var(b.view.inputs[0]);
         if (b.kind == BodyEdge::loop_back && src.defined() && !same_layout(st.sh.at(src), st.sh.at(b.view.outputs[0])))
           oc.loop_conflicts.emplace_back(b.view.outputs[0], std::nullopt);
@@ -752,8 +636,27 @@ PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::opti
           oc.invariant_reshards.emplace_back(p.var, p.to);
       }
     }
-  res.text = os.str();
-  return res;
+}
+
+// One propagation run; `pinned` body variables are fixed (the alternatives propagate_shardings
+// tries: carries replicated, loop-invariant consts in the sharding the body needs).
+PropagationResult propagate_impl(const Jaxpr& jaxpr, const std::vector<std::optional<Sharding>>& in_shardings,
+                                 const std::vector<std::optional<Sharding>>& out_shardings, const Mesh& mesh,
+                                 std::source_location loc, const std::vector<Pin>& pinned, Outcome& oc) {
+  check_sharding_counts(jaxpr, in_shardings, out_shardings, loc);
+  Run run(jaxpr, mesh, loc);
+  seed_inputs(run, in_shardings, pinned);
+  collect_jaxprs(run);
+  fix_outputs(run, out_shardings);
+  propagate_to_fixed_point(run);
+  reduce_outputs(run.st, jaxpr, out_shardings);  // outputs are returned reduced unless asked
+  place_reshards(run);
+  for (auto& [v, s] : run.st.sh) run.res.shardings.emplace(v, closed_copy(s));
+  Printer printer(run);
+  printer.print(jaxpr, "");
+  record_outcome(run, oc);
+  run.res.text = printer.os.str();
+  return std::move(run.res);
 }
 
 }  // namespace
