@@ -90,6 +90,41 @@ Jaxpr zeros_jaxpr(const ShapedArray& aval) {
   return *z.jaxpr;
 }
 
+// Residual slots (JAX's _merge_branch_residuals): a slot per residual aval, shared across
+// branches. Appends each slot's aval and info (made by the first branch that needs it) to `slots`
+// and `slot_info`; returns, per branch, the slot of each of its residuals.
+std::vector<std::vector<size_t>> merge_branch_residuals(const std::vector<PartialEvalResult>& pes,
+                                                        size_t nknown_out, std::vector<ShapedArray>& slots,
+                                                        std::vector<ResidualInfo>& slot_info) {
+  std::vector<std::vector<size_t>> slot_of(pes.size());
+  for (size_t b = 0; b < pes.size(); ++b) {
+    std::vector<bool> taken(slots.size(), false);
+    for (int i = 0; i < pes[b].num_res; ++i) {
+      const ShapedArray a = atom_aval(pes[b].known.outvars[nknown_out + size_t(i)]);
+      size_t s = slots.size();
+      for (size_t k = 0; k < slots.size(); ++k)
+        if (!taken[k] && slots[k] == a) {
+          s = k;
+          break;
+        }
+      if (s == slots.size()) {
+        slots.push_back(a);
+        ResidualInfo info = pes[b].residuals[size_t(i)];
+        info.aval = a;
+        info.memory_kind = a.memory_kind;
+        info.forwards_input.reset();
+        if (info.made_by.empty()) info.made_by = "cond";
+        info.placement = ResidualPlacement::computed;
+        slot_info.push_back(info);
+        taken.push_back(false);
+      }
+      taken[s] = true;
+      slot_of[b].push_back(s);
+    }
+  }
+  return slot_of;
+}
+
 // Partial evaluation (JAX's _cond_partial_eval_custom). If the index is unknown the whole cond
 // is staged. Otherwise every branch is split with the same unknowns (and the enclosing policy),
 // out_unknowns is the union across branches (branches re-split with ensure_out_unknowns), and
@@ -131,36 +166,10 @@ PeCustomResult cond_pe_rule(const Eqn& e, const std::vector<bool>& unk, const st
     pes.push_back(partial_eval_jaxpr_custom(*b->jaxpr, ops_uk, all_inst, unks_out, ensure_inst, policy));
   size_t nknown_out = 0;
   for (bool u : unks_out) nknown_out += u ? 0 : 1;
-  // Residual slots (JAX's _merge_branch_residuals): a slot per residual aval, shared across
-  // branches; slot_of[b][i] is the slot of branch b's residual i.
+  // Residual slots (JAX's _merge_branch_residuals).
   std::vector<ShapedArray> slots;
   std::vector<ResidualInfo> slot_info;
-  std::vector<std::vector<size_t>> slot_of(branches.size());
-  for (size_t b = 0; b < branches.size(); ++b) {
-    std::vector<bool> taken(slots.size(), false);
-    for (int i = 0; i < pes[b].num_res; ++i) {
-      const ShapedArray a = atom_aval(pes[b].known.outvars[nknown_out + size_t(i)]);
-      size_t s = slots.size();
-      for (size_t k = 0; k < slots.size(); ++k)
-        if (!taken[k] && slots[k] == a) {
-          s = k;
-          break;
-        }
-      if (s == slots.size()) {
-        slots.push_back(a);
-        ResidualInfo info = pes[b].residuals[size_t(i)];
-        info.aval = a;
-        info.memory_kind = a.memory_kind;
-        info.forwards_input.reset();
-        if (info.made_by.empty()) info.made_by = "cond";
-        info.placement = ResidualPlacement::computed;
-        slot_info.push_back(info);
-        taken.push_back(false);
-      }
-      taken[s] = true;
-      slot_of[b].push_back(s);
-    }
-  }
+  std::vector<std::vector<size_t>> slot_of = merge_branch_residuals(pes, nknown_out, slots, slot_info);
   // Joined branches.
   std::vector<ClosedJaxprPtr> known_br, staged_br;
   for (size_t b = 0; b < branches.size(); ++b) {
