@@ -100,23 +100,6 @@ SavedResiduals saved_residuals_flat(const FlatFn& f, const std::vector<Array>& a
                                     const std::vector<std::string>& arg_names = {},
                                     std::source_location loc = std::source_location::current());
 
-/// saved_residuals(f, args...): f over pytrees of Arrays returning a pytree. JAX:
-/// jax.ad_checkpoint.saved_residuals (print it for print_saved_residuals). Arguments are named
-/// `args[i]` followed by each leaf's path ("from the argument args[0][1]"). Throws what f throws
-/// while tracing.
-template <class F, class... A>
-  requires(PyTree<std::decay_t<A>> && ...)
-SavedResiduals saved_residuals(F f, const A&... args) {
-  std::vector<Array> flat;
-  (pytree<std::decay_t<A>>::flatten(args, flat), ...);
-  FlatFn fn = [&](const std::vector<Array>& xs) {
-    const Array* next = xs.data();
-    std::tuple<std::decay_t<A>...> rebuilt{pytree<std::decay_t<A>>::unflatten(args, next)...};
-    return tree_flatten(std::apply(f, rebuilt));
-  };
-  return saved_residuals_flat(fn, flat, detail::argument_leaf_names({}, std::source_location::current(), args...));
-}
-
 /// saved_residuals with the arguments' names: `saved_residuals(f, ArgNames{"x", "y"}, x, y)`
 /// describes the leaves of x as "x[0]", "x[1]" or "x.w" (JAX's names: the parameter's name and
 /// the leaf's path). Arguments beyond the names given are `args[i]`; more names than arguments is
@@ -132,6 +115,16 @@ SavedResiduals saved_residuals(F f, const ArgNames& names, const A&... args) {
     return tree_flatten(std::apply(f, rebuilt));
   };
   return saved_residuals_flat(fn, flat, detail::argument_leaf_names(names.names, names.loc, args...));
+}
+
+/// saved_residuals(f, args...): f over pytrees of Arrays returning a pytree. JAX:
+/// jax.ad_checkpoint.saved_residuals (print it for print_saved_residuals). Arguments are named
+/// `args[i]` followed by each leaf's path ("from the argument args[0][1]"). Throws what f throws
+/// while tracing.
+template <class F, class... A>
+  requires(PyTree<std::decay_t<A>> && ...)
+SavedResiduals saved_residuals(F f, const A&... args) {
+  return saved_residuals(std::move(f), ArgNames(std::vector<std::string>{}), args...);
 }
 
 }  // namespace minijax
