@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "autodiff/linearize.h"
+#include "core/pjit.h"
 #include "core/primitive.h"
 
 namespace minijax {
@@ -93,7 +94,7 @@ void describe_computed(const Jaxpr& j, const Var& v, const Eqn& e, size_t k, con
   if (s.name.empty() && noted) s.name = noted->name;
   // The equation that returns it is what JAX names: a jitted call's output is that, even when
   // the value was named inside the call (its name is still reported in `name`).
-  if (e.primitive->name == "pjit" && e.params.has("name"))
+  if (e.primitive == &pjit_p() && e.params.has("name"))
     s.description = "output of jitted function '" + e.params.get_string("name") + "'";
   else if (!s.name.empty())
     s.description = "named '" + s.name + "' (output of " + s.made_by + ")";
