@@ -18,6 +18,7 @@
 #include "core/trace.h"
 #include "sharding/factor_projection.h"
 #include "sharding/partition_bodies.h"
+#include "sharding/partition_rule.h"
 #include "sharding/lower_reshard_ragged.h"
 #include "sharding/plan_reshard.h"
 #include "sharding/propagate_detail.h"
@@ -313,24 +314,6 @@ Array lower_reshard(const Array& x, const Sharding& from, const Sharding& to, co
   return lower_whole_axes(x, from, to, global, from_local, to_local, mesh, what, loc);
 }
 
-// iota along a sharded dim: the local iota plus the device's first global index there, i.e. its
-// shard index along the dim (mixed radix over the dim's axes, major first; a sub-axis
-// "a":(pre)k is (axis_index(a) / (n / (pre k))) % k) times the local size.
-Array offset_iota(const Array& local, const Sharding& s, size_t dim, const Mesh& mesh) {
-  const auto& axes = s.dims.at(dim).axes;
-  if (axes.empty()) return local;
-  auto i32 = [](int64_t v) { return lax::scalar(double(v), DType::i32); };
-  Array shard = i32(0);
-  for (auto& a : axes) {
-    Array c = lax::axis_index({a.name});
-    if (a.is_sub_axis())
-      c = lax::rem(lax::div(c, i32(mesh.axis_size(a.name) / (a.pre_size * a.size))), i32(a.size));
-    shard = lax::add(lax::mul(shard, i32(a.resolved_size(mesh))), c);
-  }
-  Array off = lax::convert_element_type(lax::mul(shard, i32(local.shape().at(dim))), local.dtype());
-  return lax::add(local, lax::broadcast_in_dim(off, local.shape(), {}));
-}
-
 // Checks that the shardings an equation runs with agree with its factor rule (see the header).
 void check_agreement(const Jaxpr& j, size_t i, const FactorRule& rule,
                      const std::vector<Sharding>& ins, const std::vector<Sharding>& outs, SL loc) {
@@ -485,27 +468,6 @@ void local_operands(Partitioner& p, size_t i, std::vector<Array>& ops, std::vect
   }
 }
 
-// The params of `e` re-bound on local operands `ops`: those carrying shapes get the local
-// result shape `want` (broadcast_in_dim, iota, reshape) or the local operand sizes (slice's
-// limits and dynamic_slice's/gather's slice sizes on the dims the rule lets be sharded, kept
-// whole: the size is the operand's).
-Params local_params(const Eqn& e, const std::vector<Array>& ops, const std::vector<ShapedArray>& want) {
-  Params params = e.params;
-  const std::string& name = e.primitive->name;
-  if (name == "broadcast_in_dim" || name == "iota")
-    params.set("shape", std::vector<int64_t>(want[0].shape));
-  if (name == "reshape") params.set("new_sizes", std::vector<int64_t>(want[0].shape));
-  if (name == "slice" || name == "dynamic_slice" || name == "gather") {
-    const std::string key = name == "slice" ? "limit_indices" : "slice_sizes";
-    const Shape& global = atom_aval(e.inputs[0]).shape;
-    std::vector<int64_t> v = e.params.get_ints(key);
-    for (size_t d = 0; d < v.size() && d < global.size(); ++d)
-      if (v[d] == global[d]) v[d] = ops[0].shape()[d];
-    params.set(key, v);
-  }
-  return params;
-}
-
 // Binds equation `i` on local values: its operands resharded, its shardings checked against its
 // rule, re-bound (bodies partitioned recursively), its local results checked against the
 // sharded avals and resharded after it; the results go to the environment.
@@ -525,18 +487,19 @@ void partition_eqn(Partitioner& p, size_t i) {
     a.shape = local_shape(out_sh[k], a.shape, p.mesh, "equation " + std::to_string(i), p.loc);
     want.push_back(a);
   }
-  Params params = local_params(e, ops, want);
-  const std::string& name = e.primitive->name;
-  // sharding_constraint: identity on the local value (its reshard is already placed), moved
-  // to the constraint's memory kind when it names another one (device_put of a concrete
-  // value under jit binds the constraint alone, with no device_put equation before it).
-  std::vector<Array> res = name == "sharding_constraint" ? std::vector<Array>{ops[0]}
-                           : partitions_bodies(e) ? partition_body_eqn(e, ops, p.shardings, p.mesh, p.loc)
-                                                  : minijax::bind(*e.primitive, ops, params, p.loc);
-  if (name == "sharding_constraint" && res[0].memory_kind() != want[0].memory_kind)
-    res[0] = lax::device_put(res[0], want[0].memory_kind, p.loc);
-  if (name == "iota")
-    res[0] = offset_iota(res[0], out_sh[0], size_t(e.params.get_int("dimension")), p.mesh);
+  // The primitive's partition rule (sharding/partition_rule.h) says what depends on the global
+  // shape: its params' sizes, a bind of its own, a completion of the local result.
+  const PartitionRule* rule = partition_rule_of(e);
+  std::vector<Array> res;
+  if (rule && rule->bind_local)
+    res = rule->bind_local(e, ops, want, p.loc);
+  else if (partitions_bodies(e))
+    res = partition_body_eqn(e, ops, p.shardings, p.mesh, p.loc);
+  else
+    res = minijax::bind(*e.primitive, ops, rule && rule->local_params ? rule->local_params(e, ops, want) : e.params,
+                        p.loc);
+  if (rule && rule->finish_local)
+    for (size_t k = 0; k < res.size(); ++k) res[k] = rule->finish_local(e, k, res[k], out_sh[k], p.mesh);
   for (size_t k = 0; k < res.size(); ++k) {
     if (res[k].aval().shape != want[k].shape || res[k].aval().dtype != want[k].dtype)
       throw ShardingError("equation " + std::to_string(i) + " (" + eqn_to_string(p.jaxpr, i) +

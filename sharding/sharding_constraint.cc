@@ -8,6 +8,8 @@
 #include "sharding/rules/rule_builder.h"
 #include "sharding/sharded_array.h"
 #include "sharding/sharding_rule.h"
+#include "core/lax.h"
+#include "sharding/partition_rule.h"
 
 namespace minijax {
 namespace {
@@ -86,6 +88,20 @@ Registrar reg([] {
                                                const Params&) {
     return sharding_rules_detail::elementwise_rule(in, out);
   };
+});
+
+// Partition rule: the identity on the local value (its reshard is already placed), moved to the
+// constraint's memory kind when it names another one (device_put of a concrete value under jit
+// binds the constraint alone, with no device_put equation before it).
+Registrar reg_partition([] {
+  PartitionRule r;
+  r.bind_local = [](const Eqn&, const std::vector<Array>& ops, const std::vector<ShapedArray>& want,
+                    std::source_location loc) {
+    std::vector<Array> res{ops[0]};
+    if (res[0].memory_kind() != want[0].memory_kind) res[0] = lax::device_put(res[0], want[0].memory_kind, loc);
+    return res;
+  };
+  partition_rules()["sharding_constraint"] = r;
 });
 
 }  // namespace

@@ -5,6 +5,9 @@
 
 #include "core/primitive.h"
 #include "sharding/rules/rule_builder.h"
+#include "core/collectives.h"
+#include "core/lax.h"
+#include "sharding/partition_rule.h"
 
 namespace minijax::sharding_rules_detail {
 
@@ -94,6 +97,38 @@ Registrar reg([] {
     if (r.size() > common) b.own_result(0, common, r[common]);
     return b.take();
   };
+});
+
+// iota along a sharded dim: the local iota plus the device's first global index there, i.e. its
+// shard index along the dim (mixed radix over the dim's axes, major first; a sub-axis
+// "a":(pre)k is (axis_index(a) / (n / (pre k))) % k) times the local size.
+Array offset_iota(const Array& local, const Sharding& s, size_t dim, const Mesh& mesh) {
+  const auto& axes = s.dims.at(dim).axes;
+  if (axes.empty()) return local;
+  auto i32 = [](int64_t v) { return lax::scalar(double(v), DType::i32); };
+  Array shard = i32(0);
+  for (auto& a : axes) {
+    Array c = lax::axis_index({a.name});
+    if (a.is_sub_axis())
+      c = lax::rem(lax::div(c, i32(mesh.axis_size(a.name) / (a.pre_size * a.size))), i32(a.size));
+    shard = lax::add(lax::mul(shard, i32(a.resolved_size(mesh))), c);
+  }
+  Array off = lax::convert_element_type(lax::mul(shard, i32(local.shape().at(dim))), local.dtype());
+  return lax::add(local, lax::broadcast_in_dim(off, local.shape(), {}));
+}
+
+// Partition rule: iota's local shape, offset by the shard's first index along its dimension.
+Registrar reg_partition([] {
+  PartitionRule r;
+  r.local_params = [](const Eqn& e, const std::vector<Array>&, const std::vector<ShapedArray>& want) {
+    Params params = e.params;
+    params.set("shape", std::vector<int64_t>(want[0].shape));
+    return params;
+  };
+  r.finish_local = [](const Eqn& e, size_t, const Array& local, const Sharding& out, const Mesh& mesh) {
+    return offset_iota(local, out, size_t(e.params.get_int("dimension")), mesh);
+  };
+  partition_rules()["iota"] = r;
 });
 
 }  // namespace

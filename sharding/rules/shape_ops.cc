@@ -4,6 +4,7 @@
 
 #include "core/primitive.h"
 #include "sharding/rules/rule_builder.h"
+#include "sharding/partition_rule.h"
 
 namespace minijax::sharding_rules_detail {
 namespace {
@@ -116,6 +117,23 @@ Registrar reg([] {
     for (int64_t d : p.get_ints("dimensions")) b.need_replication(f.at(norm_axis(d, s.size())));
     return b.take();
   };
+});
+
+// The local result's shape replaces the global one in a param naming it.
+PartitionRule local_shape_param(const char* key) {
+  PartitionRule r;
+  r.local_params = [key](const Eqn& e, const std::vector<Array>&, const std::vector<ShapedArray>& want) {
+    Params params = e.params;
+    params.set(key, std::vector<int64_t>(want[0].shape));
+    return params;
+  };
+  return r;
+}
+
+// Partition rules: broadcast_in_dim and reshape name their result's shape.
+Registrar reg_partition([] {
+  partition_rules()["broadcast_in_dim"] = local_shape_param("shape");
+  partition_rules()["reshape"] = local_shape_param("new_sizes");
 });
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "sharding/rules/rule_builder.h"
+#include "sharding/partition_rule.h"
 
 namespace minijax::sharding_rules_detail {
 namespace {
@@ -135,6 +136,28 @@ Registrar reg([] {
     }
     return b.take();
   };
+});
+
+// slice's limits and dynamic_slice's/gather's slice sizes on the dims the factor rule lets be
+// sharded (kept whole: the size is the operand's) become the local operand sizes.
+PartitionRule local_slice_sizes(const char* key) {
+  PartitionRule r;
+  r.local_params = [key](const Eqn& e, const std::vector<Array>& ops, const std::vector<ShapedArray>&) {
+    Params params = e.params;
+    const Shape& global = atom_aval(e.inputs[0]).shape;
+    std::vector<int64_t> v = e.params.get_ints(key);
+    for (size_t d = 0; d < v.size() && d < global.size(); ++d)
+      if (v[d] == global[d]) v[d] = ops[0].shape()[d];
+    params.set(key, v);
+    return params;
+  };
+  return r;
+}
+
+Registrar reg_partition([] {
+  partition_rules()["slice"] = local_slice_sizes("limit_indices");
+  partition_rules()["dynamic_slice"] = local_slice_sizes("slice_sizes");
+  partition_rules()["gather"] = local_slice_sizes("slice_sizes");
 });
 
 }  // namespace
