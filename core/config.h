@@ -51,6 +51,27 @@ struct Config {
   /// of compiled programs keyed by SHA-256 of the program, options, library build, LLVM version
   /// and CPU features (jit/compile_cache.h). Empty (the default): off. Read at every compile.
   std::string compilation_cache_dir;
+  /// Bound of the persistent cache's directory in bytes (JAX's jax_compilation_cache_max_size):
+  /// when a write would take the files' total past it, the least recently used files are removed
+  /// first. 0 (the default): unbounded, as in JAX. Negative: ValueError at the next compile.
+  int64_t compilation_cache_dir_max_bytes = 0;
+  /// Bound of the process-wide executable cache in bytes (jit/compile_cache.h): the code and data
+  /// sections ORC allocated for each executable, its hoisted constants and the texts it keeps.
+  /// Least recently used entries are evicted first; an executable is freed when nothing refers
+  /// to it any more. 0: unbounded. Negative: ValueError at the next compile.
+  int64_t compilation_cache_max_bytes = int64_t(512) << 20;
+  /// Bound of the number of entries of the process-wide caches: executables and the traces
+  /// kept per signature (each Jit's and the shared trace cache's), evicted least recently used
+  /// first. 0: unbounded. Negative: ValueError at the next compile.
+  int64_t compilation_cache_max_entries = 4096;
+  /// The most equations in one fused kernel (jit/fuse.h): a longer elementwise chain is split
+  /// into kernels of at most this many equations, so code generation's time and stack stay
+  /// bounded. Must be >= 1; otherwise ValueError at the next compile.
+  int64_t max_fusion_equations = 1000;
+  /// The most nested levels of tracing (a traced function calling closed_call, jit, checkpoint,
+  /// scan, cond or custom rules inside each other): deeper nesting raises ValueError naming the
+  /// depth and the user's line, rather than overflowing the stack. Must be >= 1.
+  int max_trace_depth = 1000;
 };
 
 /// The process-wide configuration.
