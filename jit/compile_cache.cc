@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -147,10 +148,24 @@ std::filesystem::path entry_path(const std::string& key) {
   return std::filesystem::path(config().compilation_cache_dir) / (key + ".mjx");
 }
 
-// Sets `path`'s modification time to now (nanoseconds, so consecutive uses order): the
-// persistent cache's recency. Errors (a read-only directory, a file removed meanwhile) are ignored.
+// Sets `path`'s modification time to now: the persistent cache's recency. The time is read from
+// the fine-grained real-time clock, not the kernel's file-time clock (a timer tick coarse: uses
+// within a few ms would tie), and is strictly increasing within this process. Errors (a
+// read-only directory, a file removed meanwhile) are ignored.
 void mark_used(const std::filesystem::path& path) {
-  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // both times = now
+  static std::mutex mu;
+  static int64_t last_ns = 0;
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  int64_t ns = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    ns = std::max(ns, last_ns + 1);
+    last_ns = ns;
+  }
+  const timespec t{time_t(ns / 1000000000), long(ns % 1000000000)};
+  const timespec times[2] = {t, t};
+  ::utimensat(AT_FDCWD, path.c_str(), times, 0);
 }
 
 // Makes room for an entry of `incoming` bytes that will replace `replaced` (when it exists): the
