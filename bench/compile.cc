@@ -125,7 +125,7 @@ int run_cold(const std::string& cache_dir, mjbench::Environment& env) {
   j.num("second_jit_first_call_ms", second_jit_first_call * 1e3);
   j.stats_ms("in_memory_hit_lower_compile", hits);
   signature_hit(j, s);
-  auto cs = minijax::compile_cache_stats();
+  auto cs = minijax::compilation_cache_stats();
   j.integer("cache_entries", int64_t(cs.entries)).integer("code_generations", int64_t(cs.generated));
   env.add_to(j);
   std::printf("%s\n", j.text().c_str());
@@ -165,7 +165,7 @@ int run_persistent(std::string cache_dir, mjbench::Environment& env) {
   j.num("trace_ms", trace * 1e3).num("compile_ms", compile * 1e3).num("total_ms", (trace + compile) * 1e3);
   j.num("target_ms", 30).boolean("target_met", trace + compile <= 0.03);
   stage_times(j, exe.times);
-  auto cs = minijax::compile_cache_stats();
+  auto cs = minijax::compilation_cache_stats();
   j.integer("persistent_hits", int64_t(cs.persistent_hits)).integer("persistent_rejected", int64_t(cs.persistent_rejected));
   env.add_to(j);
   std::printf("%s\n", j.text().c_str());

@@ -58,11 +58,15 @@ struct Config {
   /// Bound of the process-wide executable cache in bytes (jit/compile_cache.h): the code and data
   /// sections ORC allocated for each executable, its hoisted constants and the texts it keeps.
   /// Least recently used entries are evicted first; an executable is freed when nothing refers
-  /// to it any more. 0: unbounded. Negative: ValueError at the next compile.
+  /// to it any more. 0: unbounded. Negative: ValueError at the next compile. The default, 512 MiB,
+  /// holds every sample's working set (a training step's executables are a few MB at most)
+  /// many times over, while a program compiling shape after shape stays bounded
+  /// (CompilationCacheStats::bytes, jit/caches.h, is what it bounds).
   int64_t compilation_cache_max_bytes = int64_t(512) << 20;
   /// Bound of the number of entries of the process-wide caches: executables and the traces
   /// kept per signature (each Jit's and the shared trace cache's), evicted least recently used
-  /// first. 0: unbounded. Negative: ValueError at the next compile.
+  /// first. 0: unbounded. Negative: ValueError at the next compile. The default, 4096, is
+  /// far above any sample's working set (a few dozen signatures).
   int64_t compilation_cache_max_entries = 4096;
   /// The most equations in one fused kernel (jit/fuse.h): a longer elementwise chain is split
   /// into kernels of at most this many equations, so code generation's time and stack stay

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 #include <cxxabi.h>
 
 #include "core/errors.h"
@@ -88,35 +89,77 @@ bool TraceKey::operator==(const TraceKey& o) const {
   return fn == o.fn && sig == o.sig && statics == o.statics;
 }
 
+struct TraceTable::State {
+  struct Slot {
+    TraceKey key;
+    CachedTracePtr trace;  // null while it is being made
+    std::thread::id maker;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unordered_multimap<size_t, std::shared_ptr<Slot>> slots;
+  size_t scoped = 0;  // slots with a context
+
+  // Removes the slot `it` points to; its trace (moved to `dropped`) is freed by the caller after
+  // the lock is released (a trace's constants and bodies may be large).
+  void erase_locked(std::unordered_multimap<size_t, std::shared_ptr<Slot>>::iterator& it,
+                    std::vector<CachedTracePtr>& dropped) {
+    if (it->second->key.context_id) --scoped;
+    if (it->second->trace) {
+      it->second->trace->node.leave();
+      dropped.push_back(std::move(it->second->trace));
+    }
+    it = slots.erase(it);
+  }
+
+  // Drops kept slots whose context was freed.
+  void drop_finished_locked(std::vector<CachedTracePtr>& dropped) {
+    if (scoped == 0) return;
+    for (auto it = slots.begin(); it != slots.end();) {
+      const Slot& s = *it->second;
+      if (s.trace && s.key.context_id && s.key.context.expired()) erase_locked(it, dropped);
+      else ++it;
+    }
+  }
+};
+
+TraceTable::TraceTable() : st_(std::make_shared<State>()) {}
+
 CachedTracePtr TraceTable::get(const TraceKey& key, const std::function<CachedTracePtr()>& make, bool* made) {
   if (made) *made = false;
+  State& st = *st_;
   const size_t h = key.hash();
   const std::thread::id self = std::this_thread::get_id();
-  auto mine = std::make_shared<Slot>();
+  auto mine = std::make_shared<State::Slot>();
+  std::vector<CachedTracePtr> dropped;
   {
-    std::unique_lock<std::mutex> g(mu_);
+    std::unique_lock<std::mutex> g(st.mu);
     for (;;) {
-      std::shared_ptr<Slot> found;
-      for (auto [it, end] = slots_.equal_range(h); it != end; ++it)
+      std::shared_ptr<State::Slot> found;
+      for (auto [it, end] = st.slots.equal_range(h); it != end; ++it)
         if (it->second->key == key) {
           found = it->second;
           break;
         }
       if (!found) break;
-      if (found->trace) return found->trace;
+      if (found->trace) {
+        found->trace->node.touch();
+        return found->trace;
+      }
       if (found->maker == self) {  // f asks for itself while this thread traces it: never wait for oneself
         g.unlock();
         if (made) *made = true;
         return make();
       }
-      cv_.wait(g);  // another thread makes it; a failure removes its slot
+      st.cv.wait(g);  // another thread makes it; a failure removes its slot
     }
-    drop_finished_locked();
+    st.drop_finished_locked(dropped);
     mine->key = key;
     mine->maker = self;
-    slots_.emplace(h, mine);
-    if (key.context_id) ++scoped_;
+    st.slots.emplace(h, mine);
+    if (key.context_id) ++st.scoped;
   }
+  dropped.clear();
   if (made) *made = true;
   CachedTracePtr t;
   std::exception_ptr error;
@@ -125,53 +168,68 @@ CachedTracePtr TraceTable::get(const TraceKey& key, const std::function<CachedTr
   } catch (...) {
     error = std::current_exception();
   }
+  bool kept = false;
   {
-    std::lock_guard<std::mutex> g(mu_);
-    if (t && t->cacheable()) {
+    std::lock_guard<std::mutex> g(st.mu);
+    if (t && t->cacheable() && !t->node.joined()) {
       mine->trace = t;
+      kept = true;
+      // Evicted by the budget: the table's reference is dropped (when the slot is still this one).
+      std::weak_ptr<State> weak = st_;
+      State::Slot* slot = mine.get();
+      t->node.join("trace", 0, [weak, h, slot] {
+        std::shared_ptr<State> s = weak.lock();
+        if (!s) return;
+        std::vector<CachedTracePtr> gone;
+        {
+          std::lock_guard<std::mutex> g(s->mu);
+          for (auto [it, end] = s->slots.equal_range(h); it != end; ++it)
+            if (it->second.get() == slot) {
+              if (it->second->key.context_id) --s->scoped;
+              gone.push_back(std::move(it->second->trace));
+              s->slots.erase(it);
+              break;
+            }
+        }
+      });
     } else {
-      for (auto [it, end] = slots_.equal_range(h); it != end; ++it)
+      for (auto [it, end] = st.slots.equal_range(h); it != end; ++it)
         if (it->second == mine) {
-          slots_.erase(it);
+          st.slots.erase(it);
           break;
         }
-      if (key.context_id) --scoped_;
+      if (key.context_id) --st.scoped;
     }
   }
-  cv_.notify_all();
+  st.cv.notify_all();
   if (error) std::rethrow_exception(error);
+  if (kept) enforce_cache_budget();
   return t;
 }
 
-void TraceTable::drop_finished_locked() {
-  if (scoped_ == 0) return;
-  for (auto it = slots_.begin(); it != slots_.end();) {
-    const Slot& s = *it->second;
-    if (s.trace && s.key.context_id && s.key.context.expired()) {
-      it = slots_.erase(it);
-      --scoped_;
-    } else {
-      ++it;
-    }
-  }
-}
-
 size_t TraceTable::size() const {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::mutex> g(st_->mu);
   size_t n = 0;
-  for (auto& [h, s] : slots_) n += s->trace != nullptr;
+  for (auto& [h, s] : st_->slots) n += s->trace != nullptr;
   return n;
 }
 
 void TraceTable::clear() {
-  std::lock_guard<std::mutex> g(mu_);
-  for (auto it = slots_.begin(); it != slots_.end();) {
-    if (it->second->trace) {
-      if (it->second->key.context_id) --scoped_;
-      it = slots_.erase(it);
-    } else {
-      ++it;  // being made: its maker fills or removes it
-    }
+  std::vector<CachedTracePtr> dropped;
+  std::lock_guard<std::mutex> g(st_->mu);
+  for (auto it = st_->slots.begin(); it != st_->slots.end();) {
+    if (it->second->trace) st_->erase_locked(it, dropped);
+    else ++it;  // being made: its maker fills or removes it
+  }
+}
+
+void TraceTable::clear(const char* kind, const CallableId& fn) {
+  std::vector<CachedTracePtr> dropped;
+  std::lock_guard<std::mutex> g(st_->mu);
+  for (auto it = st_->slots.begin(); it != st_->slots.end();) {
+    const State::Slot& s = *it->second;
+    if (s.trace && std::strcmp(s.key.kind, kind) == 0 && s.key.fn == fn) st_->erase_locked(it, dropped);
+    else ++it;
   }
 }
 

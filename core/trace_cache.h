@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/cache_budget.h"
 #include "core/call_signature.h"
 #include "core/jaxpr.h"
 #include "core/pytree.h"
@@ -110,6 +111,9 @@ struct CachedTrace {
   ClosedJaxprPtr jaxpr;       ///< the body: constvars converted to leading invars (consts, then leaves)
   std::vector<Array> consts;  ///< the values f closed over, the body's leading operands
   std::any out_like;          ///< f's result type R with abstract leaves: the output structure
+  /// The trace's place in the cache budget while a TraceTable keeps it (core/cache_budget.h):
+  /// holders touch it at every use; the budget's eviction drops the table's reference only.
+  mutable CacheNode node;
   /// Whether every constant is concrete: a trace whose constants are tracers of an enclosing
   /// trace is valid for its own call only and is never kept.
   bool cacheable() const;
@@ -162,25 +166,27 @@ std::shared_ptr<Trace> innermost_trace();
 /// signature while it is traced) makes it again, unkept, instead of waiting for itself. `*made`
 /// (when given) says whether this call ran `make`. Entries scoped to a trace that has been freed
 /// are dropped at the next insertion.
+///
+/// Bounded: every kept trace is an entry of the cache budget (core/cache_budget.h, kind
+/// "trace"), evicted least recently used first when config().compilation_cache_max_entries is
+/// passed (a hit touches it). The table owns its traces; a caller holds a reference
+/// (CachedTracePtr), so eviction or clear() drops the table's reference only and a trace is
+/// freed with its last holder.
 class TraceTable {
  public:
+  TraceTable();
   CachedTracePtr get(const TraceKey& key, const std::function<CachedTracePtr()>& make, bool* made = nullptr);
   /// How many traces are kept.
   size_t size() const;
   /// Drops every kept trace (holders of one keep it alive).
   void clear();
+  /// Drops the kept traces of callable `fn` made by `kind` ("jit", "checkpoint").
+  void clear(const char* kind, const CallableId& fn);
+
+  struct State;
 
  private:
-  struct Slot {
-    TraceKey key;
-    CachedTracePtr trace;  // null while it is being made
-    std::thread::id maker;
-  };
-  void drop_finished_locked();  // drops kept slots whose context was freed
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::unordered_multimap<size_t, std::shared_ptr<Slot>> slots_;
-  size_t scoped_ = 0;  // slots with a context
+  std::shared_ptr<State> st_;  // shared with the budget's eviction callbacks (weakly)
 };
 
 /// The process-wide table of traces shared by every jit and checkpoint object of an

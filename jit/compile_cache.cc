@@ -1,12 +1,17 @@
 // minijax compile caches: the in-process map from program text to executable (one generation per
-// key, concurrent callers wait on it) and the on-disk cache of object code with integrity checks.
+// key, concurrent callers wait on it; bounded by the cache budget) and the on-disk cache of object
+// code with integrity checks and a least-recently-used bound.
 #include "jit/compile_cache.h"
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <condition_variable>
 #include <cstring>
@@ -23,21 +28,31 @@ namespace minijax {
 
 namespace {
 
+struct Slot;
+using SlotMap = std::map<std::string, std::shared_ptr<Slot>>;
+
 struct Slot {
   std::shared_ptr<const Executable> exe;
   bool ready = false;
   std::exception_ptr error;
+  SlotMap::iterator at;  // its place in Cache::slots while `in_map`
+  bool in_map = false;
+};
+
+struct Counters {
+  size_t hits = 0, misses = 0, generated = 0, persistent_hits = 0, persistent_rejected = 0,
+         persistent_evictions = 0;
 };
 
 struct Cache {
   std::mutex mu;
   std::condition_variable cv;
-  std::map<std::string, std::shared_ptr<Slot>> slots;
-  CompileCacheStats stats;
+  SlotMap slots;
+  Counters stats;
 };
 
-// Never destroyed: executables live as long as the process (their code may run from any
-// static destructor, and tearing down JIT code at exit buys nothing).
+// Never destroyed: executables the cache still holds at exit stay loaded (their code may run
+// from any static destructor, and tearing down JIT code at exit buys nothing).
 Cache& cache() {
   static Cache* c = new Cache;
   return *c;
@@ -133,6 +148,66 @@ std::filesystem::path entry_path(const std::string& key) {
   return std::filesystem::path(config().compilation_cache_dir) / (key + ".mjx");
 }
 
+// Sets `path`'s modification time to now: the persistent cache's recency. The time is read from
+// the fine-grained real-time clock, not the kernel's file-time clock (a timer tick coarse: uses
+// within a few ms would tie), and is strictly increasing within this process. Errors (a
+// read-only directory, a file removed meanwhile) are ignored.
+void mark_used(const std::filesystem::path& path) {
+  static std::mutex mu;
+  static int64_t last_ns = 0;
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  int64_t ns = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    ns = std::max(ns, last_ns + 1);
+    last_ns = ns;
+  }
+  const timespec t{time_t(ns / 1000000000), long(ns % 1000000000)};
+  const timespec times[2] = {t, t};
+  ::utimensat(AT_FDCWD, path.c_str(), times, 0);
+}
+
+// Makes room for an entry of `incoming` bytes that will replace `replaced` (when it exists): the
+// least recently modified entry files of the cache directory are removed until the entries' total
+// plus `incoming` is within `bound`. Returns false when `incoming` alone exceeds the bound (the
+// entry is not written). Files vanishing meanwhile (another process's removal) are skipped.
+bool make_room(const std::filesystem::path& dir, const std::filesystem::path& replaced, uintmax_t incoming,
+               uintmax_t bound) {
+  namespace fs = std::filesystem;
+  if (incoming > bound) return false;
+  struct File {
+    fs::file_time_type used;
+    uintmax_t size;
+    fs::path path;
+  };
+  std::vector<File> files;
+  uintmax_t total = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (p.extension() != ".mjx" || p == replaced) continue;
+    std::error_code e1, e2;
+    const uintmax_t size = fs::file_size(p, e1);
+    const fs::file_time_type t = fs::last_write_time(p, e2);
+    if (e1 || e2) continue;  // removed meanwhile
+    files.push_back({t, size, p});
+    total += size;
+  }
+  if (total + incoming <= bound) return true;
+  std::sort(files.begin(), files.end(), [](const File& a, const File& b) { return a.used < b.used; });
+  size_t removed = 0;
+  for (const File& f : files) {
+    if (total + incoming <= bound) break;
+    std::error_code e;
+    if (fs::remove(f.path, e)) ++removed;
+    total -= f.size;  // gone either way (or removed by another process)
+  }
+  std::lock_guard<std::mutex> g(cache().mu);
+  cache().stats.persistent_evictions += removed;
+  return true;
+}
+
 void count_rejected() {
   std::lock_guard<std::mutex> g(cache().mu);
   ++cache().stats.persistent_rejected;
@@ -159,6 +234,7 @@ bool load_persistent(const std::string& key, ObjectCode& obj) {
     return false;
   }
   obj.bytes.assign(bytes.begin(), bytes.end());
+  mark_used(entry_path(key));
   return true;
 }
 
@@ -228,12 +304,53 @@ void store_persistent(const Executable& exe, const CompileOptions& opts, const O
     out.write(bytes.data(), std::streamsize(bytes.size()));
     if (!out) return;
   }
+  if (const int64_t bound = config().compilation_cache_dir_max_bytes; bound > 0) {
+    const uintmax_t size = std::filesystem::file_size(tmp, ec);
+    if (ec || !make_room(config().compilation_cache_dir, final_path, size, uintmax_t(bound))) {
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
   std::filesystem::rename(tmp, final_path, ec);
   if (ec) std::filesystem::remove(tmp, ec);
+  else mark_used(final_path);
 }
+
+namespace {
+
+// The bytes an executable counts toward config().compilation_cache_max_bytes: its code and data
+// in ORC, its hoisted constants, its kernels' text, its LLVM IR (keep_llvm_ir) and its key.
+size_t executable_bytes(const Executable& exe, const std::string& key) {
+  size_t n = key.size() + exe.kernels.size() + exe.llvm_ir.size();
+  if (exe.object) n += exe.object->code_bytes();
+  for (const Array& c : exe.hoisted_consts) n += size_t(c.aval().nbytes());
+  return n;
+}
+
+// Keeps `made` in `slot` (ready) and puts it in the cache budget; the budget's eviction takes the
+// slot out of the map. Called holding c.mu.
+void keep_locked(Cache& c, const std::shared_ptr<Slot>& slot, std::shared_ptr<Executable> made) {
+  std::weak_ptr<Slot> weak = slot;
+  made->cache_node.join("executable", executable_bytes(*made, slot->at->first), [weak] {
+    std::shared_ptr<Slot> s = weak.lock();
+    if (!s) return;
+    std::shared_ptr<const Executable> gone;  // freed after the lock is released
+    Cache& c = cache();
+    std::lock_guard<std::mutex> g(c.mu);
+    if (!s->in_map) return;
+    c.slots.erase(s->at);
+    s->in_map = false;
+    gone = std::move(s->exe);
+  });
+  slot->exe = std::move(made);
+  slot->ready = true;
+}
+
+}  // namespace
 
 std::shared_ptr<const Executable> cached_executable(Executable exe, const CompileOptions& opts,
                                                     const CodeGenerator& generate) {
+  detail::check_cache_bounds(std::source_location::current());
   Cache& c = cache();
   std::string const_ids;
   body_const_ids(exe.program, const_ids);
@@ -241,9 +358,9 @@ std::shared_ptr<const Executable> cached_executable(Executable exe, const Compil
   // keeps does: keyed by their identities too.
   std::string hoisted_ids;
   for (const Array& c : exe.hoisted_consts) hoisted_ids += std::to_string(reinterpret_cast<uintptr_t>(c.impl())) + ",";
-  const std::string key = to_string(exe.program) + "\n" + options_key(opts) + (opts.keep_llvm_ir ? "\nir" : "") +
-                          (const_ids.empty() ? "" : "\nconsts:" + const_ids) +
-                          (hoisted_ids.empty() ? "" : "\nhoisted:" + hoisted_ids);
+  std::string key = to_string(exe.program) + "\n" + options_key(opts) + (opts.keep_llvm_ir ? "\nir" : "") +
+                    (const_ids.empty() ? "" : "\nconsts:" + const_ids) +
+                    (hoisted_ids.empty() ? "" : "\nhoisted:" + hoisted_ids);
   // The disk holds object code only: no LLVM IR to show (keep_llvm_ir) and no body constants.
   const bool use_disk = !config().compilation_cache_dir.empty() && !opts.keep_llvm_ir && const_ids.empty();
   std::shared_ptr<Slot> slot;
@@ -251,16 +368,22 @@ std::shared_ptr<const Executable> cached_executable(Executable exe, const Compil
     std::unique_lock<std::mutex> g(c.mu);
     auto it = c.slots.find(key);
     if (it == c.slots.end()) {
+      ++c.stats.misses;
       slot = std::make_shared<Slot>();
-      c.slots.emplace(key, slot);
+      slot->at = c.slots.emplace(std::move(key), slot).first;
+      slot->in_map = true;
     } else {
+      ++c.stats.hits;
       slot = it->second;
       c.cv.wait(g, [&] { return slot->ready; });
       if (slot->error) std::rethrow_exception(slot->error);
-      return slot->exe;
+      std::shared_ptr<const Executable> found = slot->exe;
+      found->cache_node.touch();
+      return found;
     }
   }
   std::shared_ptr<Executable> made_for_errors;
+  std::shared_ptr<const Executable> result;
   try {
     auto made = std::make_shared<Executable>(std::move(exe));
     made_for_errors = made;
@@ -280,9 +403,9 @@ std::shared_ptr<const Executable> cached_executable(Executable exe, const Compil
       }
     }
     if (!hit) generate(*made, opts, nullptr);
+    result = made;
     std::lock_guard<std::mutex> g(c.mu);
-    slot->exe = made;
-    slot->ready = true;
+    keep_locked(c, slot, std::move(made));
     ++c.stats.generated;
   } catch (...) {
     std::exception_ptr err = std::current_exception();
@@ -295,20 +418,38 @@ std::shared_ptr<const Executable> cached_executable(Executable exe, const Compil
     std::lock_guard<std::mutex> g(c.mu);
     slot->error = err;
     slot->ready = true;
-    c.slots.erase(key);  // a later call may try again
+    if (slot->in_map) c.slots.erase(slot->at);  // a later call may try again
+    slot->in_map = false;
     c.cv.notify_all();
     std::rethrow_exception(err);
   }
   c.cv.notify_all();
-  return slot->exe;
+  detail::enforce_cache_budget();
+  return result;
 }
 
-CompileCacheStats compile_cache_stats() {
-  Cache& c = cache();
-  std::lock_guard<std::mutex> g(c.mu);
-  CompileCacheStats s = c.stats;
-  s.entries = c.slots.size();
+CompilationCacheStats compilation_cache_stats() {
+  const detail::CacheBudgetTotals t = detail::cache_budget_totals();
+  CompilationCacheStats s;
+  {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> g(c.mu);
+    s.hits = c.stats.hits;
+    s.misses = c.stats.misses;
+    s.generated = c.stats.generated;
+    s.persistent_hits = c.stats.persistent_hits;
+    s.persistent_rejected = c.stats.persistent_rejected;
+    s.persistent_evictions = c.stats.persistent_evictions;
+  }
+  s.entries = t.executables;
+  s.bytes = t.executable_bytes;
+  s.trace_entries = t.entries - t.executables;
+  s.evictions = t.executable_evictions;
+  s.all_evictions = t.evictions;
+  s.code_bytes = loaded_code_bytes();
   return s;
 }
+
+void clear_caches() { detail::evict_all_cache_entries(); }
 
 }  // namespace minijax

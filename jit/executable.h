@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cache_budget.h"
 #include "core/jaxpr.h"
 #include "core/profiler_hooks.h"
 #include "jit/lower/program.h"
@@ -62,6 +63,9 @@ struct Executable {
   CompiledMemoryStats memory;
   std::map<std::string, double> cost;
   CompileTimes times;
+  /// Its entry in the cache budget while the process-wide executable cache keeps it
+  /// (jit/compile_cache.h); callers touch it at every use so eviction is least recently used.
+  mutable detail::CacheNode cache_node;
 };
 
 }  // namespace minijax

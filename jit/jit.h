@@ -27,6 +27,7 @@
 #include "core/call_signature.h"
 #include "core/to_dot.h"
 #include "core/trace_cache.h"
+#include "jit/caches.h"
 #include "jit/executable.h"
 #include "jit/runtime/execute.h"
 #include "jit/runtime/reference_executor.h"
@@ -387,6 +388,15 @@ class Compiled {
 /// traces and an entry of a Jit holds a reference to its trace, so dropping a shared trace
 /// (a cache bound, clearing) never frees one a live Jit uses. Executables are shared anyway
 /// (jit/compile_cache.h, keyed by the compiled program).
+///
+/// Bounds. Each per-signature entry is an entry of the process-wide cache budget (kind "jit
+/// trace"; core/cache_budget.h): with the shared traces and the executables it counts toward
+/// config().compilation_cache_max_entries, least recently used evicted first (a call touches its
+/// entry, trace and executable). An entry refers to its unsharded executable weakly: the
+/// process-wide executable cache owns executables (bounded by compilation_cache_max_bytes too), so
+/// an executable evicted there is compiled again at the entry's next call (a call running holds
+/// it). A sharded entry holds its SPMD executable until the entry goes. clear_cache() drops this
+/// Jit's entries; clear_caches() every cache's.
 /// Source: jax/_src/pjit.py (_infer_params' cache keyed on the function and the signature).
 template <class F>
 class Jit {
@@ -435,6 +445,26 @@ class Jit {
   /// trace it took from the shared trace cache (a trace another Jit of the same callable made
   /// counts there, not here; so `jit(f)(x); auto g = jit(f); g(x);` leaves g.trace_count() 0).
   int trace_count() const { return s_->traces.load(); }
+  /// JAX's jitted.clear_cache(): drops this Jit's per-signature entries and the shared trace
+  /// cache's traces of its callable, so the next call of each signature traces again (and counts
+  /// in trace_count()). Executables stay in the process-wide cache (other Jits of the same
+  /// program share them): the next compile of an equal program finds its executable there.
+  /// A call running now keeps what it uses and finishes. Thread-safe.
+  void clear_cache() const {
+    std::vector<std::shared_ptr<Entry>> dropped;  // freed after the lock is released
+    {
+      std::lock_guard<std::mutex> g(s_->mu);
+      for (auto& [sig, entries] : s_->cache)
+        for (auto& e : entries)
+          if (e->ready) dropped.push_back(e);
+      for (auto it = s_->cache.begin(); it != s_->cache.end();) {
+        std::erase_if(it->second, [](const std::shared_ptr<Entry>& e) { return e->ready; });
+        it = it->second.empty() ? s_->cache.erase(it) : std::next(it);
+      }
+      for (auto& e : dropped) e->node.leave();
+    }
+    if (s_->fn.type) detail::shared_traces().clear("jit", s_->fn);
+  }
   /// Number of cached signatures (static values that hash alike counted apart).
   size_t cache_size() const {
     std::lock_guard<std::mutex> g(s_->mu);
@@ -451,7 +481,10 @@ class Jit {
     std::vector<bool> donated;  // per program input
     std::shared_ptr<const LoweredProgram> spmd;
     std::shared_ptr<const SpmdExecutable> spmd_exe;  // spmd compiled
-    std::shared_ptr<const Executable> exe;
+    // Unsharded: the executable, owned by the process-wide cache (which may evict it; the next
+    // call compiles it again). Guarded by prepare_mu.
+    std::weak_ptr<const Executable> exe;
+    detail::CacheNode node;  // this entry in the cache budget (kind "jit trace")
     std::vector<detail::StaticKey> statics;
     bool ready = false;
     std::thread::id maker;  // the thread tracing a placeholder
@@ -481,7 +514,11 @@ class Jit {
   template <class R, class... A>
   std::shared_ptr<Entry> entry_for(const CallArgs& ca, const A&... args) const;
   std::vector<Array> bind_traced(const Entry& e, const CallArgs& ca) const;
-  void prepare(Entry& e, const CallArgs& ca) const;
+  /// Compiles e once (sharded: its SPMD executable); returns the unsharded executable (compiled
+  /// again when the executable cache evicted it), null for a sharded entry.
+  std::shared_ptr<const Executable> prepare(Entry& e, const CallArgs& ca) const;
+  /// Puts a kept entry in the cache budget; its eviction removes it from this Jit.
+  void join_budget(const detail::Signature& sig, const std::shared_ptr<Entry>& e) const;
 
   std::shared_ptr<State> s_;
 };

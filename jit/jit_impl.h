@@ -161,7 +161,10 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::entry_for(const CallArgs& ca, co
       for (auto& e : it->second)
         if (e->statics == ca.statics) found = e;
     if (!found) break;
-    if (found->ready) return found;
+    if (found->ready) {
+      found->node.touch();
+      return found;
+    }
     if (found->maker == std::this_thread::get_id()) {
       // f calls this Jit with the signature being traced: never wait for oneself (unkept).
       g.unlock();
@@ -186,21 +189,54 @@ std::shared_ptr<typename Jit<F>::Entry> Jit<F>::entry_for(const CallArgs& ca, co
   auto& bucket = s.cache[ca.sig];
   auto it = std::find(bucket.begin(), bucket.end(), placeholder);
   // Kept unless its constants are tracers of an enclosing trace (valid for this call only).
-  if (made && made->traced->cacheable()) *it = made;
-  else bucket.erase(it);
+  const bool kept = made && made->traced->cacheable();
+  if (kept) {
+    join_budget(ca.sig, made);
+    *it = made;
+  } else {
+    bucket.erase(it);
+  }
   if (bucket.empty()) s.cache.erase(ca.sig);
   s.cv.notify_all();
   g.unlock();
   if (error) std::rethrow_exception(error);
+  if (kept) detail::enforce_cache_budget();
   return made;
 }
 
 template <class F>
-void Jit<F>::prepare(Entry& e, const CallArgs& ca) const {
+void Jit<F>::join_budget(const detail::Signature& sig, const std::shared_ptr<Entry>& e) const {
+  std::weak_ptr<State> weak = s_;
+  const Entry* raw = e.get();
+  e->node.join("jit trace", 0, [weak, sig, raw] {
+    std::shared_ptr<State> st = weak.lock();
+    if (!st) return;  // the Jit is gone, and its entries with it
+    std::shared_ptr<Entry> gone;  // freed after the lock is released
+    std::lock_guard<std::mutex> g(st->mu);
+    auto it = st->cache.find(sig);
+    if (it == st->cache.end()) return;
+    auto pos = std::find_if(it->second.begin(), it->second.end(), [&](auto& x) { return x.get() == raw; });
+    if (pos == it->second.end()) return;
+    gone = std::move(*pos);
+    it->second.erase(pos);
+    if (it->second.empty()) st->cache.erase(it);
+  });
+}
+
+template <class F>
+std::shared_ptr<const Executable> Jit<F>::prepare(Entry& e, const CallArgs& ca) const {
   const State& s = *s_;
   const InputNames names{s.opts.name, e.traced->consts.size(), ca.first_leaf.data(), ca.nargs};
   std::lock_guard<std::mutex> lock(e.prepare_mu);
-  if (e.prepared) return;
+  if (e.prepared) {
+    if (e.spmd) return nullptr;
+    if (std::shared_ptr<const Executable> exe = e.exe.lock()) return exe;
+    // Evicted from the executable cache: compiled again (or found there, compiled by another Jit).
+    std::shared_ptr<const Executable> exe = detail::compile_traced(e.traced->jaxpr, s.opts, e.donated, s.loc);
+    e.exe = exe;
+    return exe;
+  }
+  std::shared_ptr<const Executable> exe;
   {
     std::vector<ShapedArray> in_avals = e.traced->jaxpr->jaxpr->in_avals();
     std::vector<ShapedArray> out_avals = e.traced->jaxpr->jaxpr->out_avals();
@@ -213,10 +249,12 @@ void Jit<F>::prepare(Entry& e, const CallArgs& ca) const {
       e.spmd = detail::lower_sharded(e.traced->jaxpr, e.traced->consts.size(), in, out, mesh, s.loc);
       e.spmd_exe = detail::compile_sharded(*e.spmd, s.opts, e.donated, s.loc);
     } else {
-      e.exe = detail::compile_traced(e.traced->jaxpr, s.opts, e.donated, s.loc);
+      exe = detail::compile_traced(e.traced->jaxpr, s.opts, e.donated, s.loc);
+      e.exe = exe;
     }
   }
   e.prepared = true;
+  return exe;
 }
 
 template <class F>
@@ -255,7 +293,10 @@ auto Jit<F>::operator()(const A&... args) const {
     std::vector<Array> outs = bind_traced(*e, ca);
     return tree_unflatten(std::any_cast<const R&>(e->traced->out_like), outs, s.loc);
   }
-  prepare(*e, ca);
+  // Held for the whole call: clear_caches() or an eviction meanwhile frees nothing this call uses.
+  std::shared_ptr<const Executable> exe = prepare(*e, ca);
+  e->node.touch();
+  e->traced->node.touch();
   std::vector<Array> outs;
   if (e->spmd) {
     std::vector<Array> operands = e->traced->consts;
@@ -267,7 +308,8 @@ auto Jit<F>::operator()(const A&... args) const {
     std::lock_guard<std::mutex> g(s.mu);
     s.last = run;
   } else {
-    outs = detail::run_compiled(*e->exe, e->traced->consts, ca.leaves, s.opts.name, ca.first_leaf.data(), ca.nargs,
+    exe->cache_node.touch();
+    outs = detail::run_compiled(*exe, e->traced->consts, ca.leaves, s.opts.name, ca.first_leaf.data(), ca.nargs,
                                 s.loc);
   }
   return detail::unflatten_outputs<R>(e->traced->out_like, outs);

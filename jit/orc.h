@@ -12,7 +12,10 @@
 namespace minijax {
 
 /// Object code loaded into the process (one JITDylib of the process-wide LLJIT). Unloaded when
-/// the last reference goes. Thread-safe: lookup may be called from any thread.
+/// the last reference goes: its JITDylib is removed and its memory unmapped. Code of a removed
+/// object must not run any more; the executables that hold a LoadedObject keep it alive while a
+/// call runs (every caller holds the executable). Thread-safe: lookup may be called from any
+/// thread, and loading and removal are serialized.
 class LoadedObject {
  public:
   ~LoadedObject();
@@ -20,6 +23,9 @@ class LoadedObject {
   LoadedObject& operator=(const LoadedObject&) = delete;
   /// The address of a function the object defines. CompileError if it does not define it.
   void* lookup(const std::string& name) const;
+  /// The bytes of the code and data sections ORC mapped for this object (its JITLink standard
+  /// segments, whole pages), once linked (after the first lookup); 0 before.
+  size_t code_bytes() const;
 
  private:
   friend std::shared_ptr<LoadedObject> load_object(const ObjectCode&, const std::vector<RuntimeSymbol>&,
@@ -28,6 +34,10 @@ class LoadedObject {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// The bytes of code and data ORC holds for every loaded object of the process (the counting
+/// memory manager's count): falls back as objects are unloaded, to 0 when none is loaded.
+size_t loaded_code_bytes();
 
 /// Links `obj` into a fresh JITDylib named after `name` (made unique), resolving its external
 /// references first against `symbols`, then against the process (libc's memcpy/memset). Throws

@@ -100,17 +100,17 @@ TEST(JitApi, EveryOverloadReturnsOneJitType) {
 TEST(JitApi, CompilesOnTheFirstCallOfASignatureOnly) {
   auto jf = mj::jit([](const Array& x) { return x * x * 3.5 + x; });  // a program no other test has
   Array x = ramp({64}, 0.25f, -3);
-  const size_t before = mj::compile_cache_stats().generated;
+  const size_t before = mj::compilation_cache_stats().generated;
   Array y1 = jf(x);
-  EXPECT_EQ(mj::compile_cache_stats().generated, before + 1);
+  EXPECT_EQ(mj::compilation_cache_stats().generated, before + 1);
   Array y2 = jf(x), y3 = jf(ramp({64}, 0.5f));
-  EXPECT_EQ(mj::compile_cache_stats().generated, before + 1);  // native code reused
+  EXPECT_EQ(mj::compilation_cache_stats().generated, before + 1);  // native code reused
   EXPECT_EQ(jf.trace_count(), 1);
   // The executable the calls ran is the one lower/compile finds (shared process-wide).
   auto comp = jf.lower(x).compile();
   ASSERT_NE(comp.executable(), nullptr);
   EXPECT_NE(comp.executable()->entry, nullptr);
-  EXPECT_EQ(mj::compile_cache_stats().generated, before + 1);
+  EXPECT_EQ(mj::compilation_cache_stats().generated, before + 1);
   EXPECT_TRUE(bit_equal(y1, x * x * 3.5 + x));
   EXPECT_TRUE(bit_equal(comp(x), y1));
 }
@@ -582,20 +582,20 @@ TEST(JitApi, ExecutablesAreSharedProcessWideByTheProgramAfterThePasses) {
     return v * v * 4.5 + v;
   });
   auto f3 = mj::jit([](const Array& v) { return v * v * 4.5 - v; });
-  const size_t before = mj::compile_cache_stats().generated;
+  const size_t before = mj::compilation_cache_stats().generated;
   auto e1 = f1.lower(x).compile().executable();
   auto e2 = f2.lower(x).compile().executable();
   EXPECT_EQ(e1, e2);
-  EXPECT_EQ(mj::compile_cache_stats().generated, before + 1);
+  EXPECT_EQ(mj::compilation_cache_stats().generated, before + 1);
   EXPECT_NE(f3.lower(x).compile().executable(), e1);
-  EXPECT_EQ(mj::compile_cache_stats().generated, before + 2);
+  EXPECT_EQ(mj::compilation_cache_stats().generated, before + 2);
   EXPECT_TRUE(bit_equal(f2(x), x * x * 4.5 + x));
 }
 
 TEST(JitApi, ConcurrentCallsOfOneJitTraceAndCompileOnce) {
   auto jf = mj::jit([](const Array& x) { return x * x * 5.125 + x; });
   Array x = ramp({256}, 0.5f);
-  const size_t before = mj::compile_cache_stats().generated;
+  const size_t before = mj::compilation_cache_stats().generated;
   std::latch start(4);
   std::vector<Array> outs(4);
   std::vector<std::thread> ts;
@@ -606,7 +606,7 @@ TEST(JitApi, ConcurrentCallsOfOneJitTraceAndCompileOnce) {
     });
   for (auto& t : ts) t.join();
   EXPECT_EQ(jf.trace_count(), 1);
-  EXPECT_EQ(mj::compile_cache_stats().generated, before + 1);
+  EXPECT_EQ(mj::compilation_cache_stats().generated, before + 1);
   for (auto& o : outs) EXPECT_TRUE(bit_equal(o, x * x * 5.125 + x));
 }
 

@@ -72,7 +72,7 @@ TEST(PersistentCacheChild, CompileAndReport) {
     ok = bit_equal(y, prog_g(x));
     exe = jg.lower(x).compile().executable();
   }
-  const mj::CompileCacheStats st = mj::compile_cache_stats();
+  const mj::CompilationCacheStats st = mj::compilation_cache_stats();
   std::ofstream out(report);
   out << "hits " << st.persistent_hits << "\nrejected " << st.persistent_rejected << "\ncache_hit "
       << exe->times.cache_hit << "\nok " << ok << "\nwall " << wall << "\noptimize " << exe->times.optimize
