@@ -39,7 +39,8 @@ std::optional<int64_t> resolve(int64_t i, int64_t n, const std::string& mode) {
 std::vector<double> ref_take(const std::vector<double>& xv, Shape xs, const std::vector<int64_t>& idx,
                              std::optional<int64_t> axis, const std::string& mode, double fill) {
   if (!axis) xs = {int64_t(xv.size())};
-  const size_t ax = size_t(axis.value_or(0));
+  const int64_t a = axis.value_or(0);
+  const size_t ax = size_t(a < 0 ? a + int64_t(xs.size()) : a);
   int64_t pre = 1, post = 1;
   for (size_t d = 0; d < ax; ++d) pre *= xs[d];
   for (size_t d = ax + 1; d < xs.size(); ++d) post *= xs[d];
@@ -276,17 +277,23 @@ TEST(GatherScatterModes, ParamsPrintAndParseBack) {
                             lax::GatherScatterMode::CLIP);
   })(lowtest::uniform({4, 2}, 1), mj::array({0, 1}, {2}, mj::i32));
   const std::string text = mj::to_string(cj);
-  EXPECT_NE(text.find("fill_value=2.5 mode=GatherScatterMode.FILL_OR_DROP slice_sizes=(1, 2)"), std::string::npos) << text;
+  for (const char* p : {"fill_value=2.5", "mode=GatherScatterMode.FILL_OR_DROP", "slice_sizes=(1, 2)"})
+    EXPECT_NE(text.find(p), std::string::npos) << p << "\n" << text;
   EXPECT_NE(text.find("scatter_add[mode=GatherScatterMode.CLIP]"), std::string::npos) << text;
   EXPECT_EQ(mj::to_string(mj::parse_jaxpr(text)), text);
   auto plain = mj::make_jaxpr([](const Array& a, const Array& i) { return lax::gather(a, i); })(
       lowtest::uniform({4, 2}, 1), mj::array({0, 1}, {2}, mj::i32));
-  EXPECT_NE(mj::to_string(plain).find("fill_value=None mode=GatherScatterMode.PROMISE_IN_BOUNDS"), std::string::npos)
-      << mj::to_string(plain);
-  // An unknown mode in jaxpr text is a ValueError naming it.
+  for (const char* p : {"fill_value=None", "mode=GatherScatterMode.PROMISE_IN_BOUNDS"})
+    EXPECT_NE(mj::to_string(plain).find(p), std::string::npos) << p << "\n" << mj::to_string(plain);
+  // An unknown mode in jaxpr text is rejected by the type check, naming it and the equation.
   std::string bad = text;
   bad.replace(bad.find("GatherScatterMode.CLIP"), 22, "GatherScatterMode.NEAREST");
-  EXPECT_THROW(mj::parse_jaxpr(bad), mj::ValueError);
+  try {
+    mj::parse_jaxpr(bad);
+    ADD_FAILURE() << "parsed an unknown mode";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("GatherScatterMode.NEAREST"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
