@@ -1,7 +1,10 @@
-// minijax indexing along the leading dim: `x[i]` and `x.at(i).get/set/add` (JAX's x[i], x.at[i]).
-// Owns the index checks and their lowering to slice, dynamic_slice, dynamic_update_slice, select_n.
+// minijax indexing: `x[i]` and `x.at(i).get/set/add` along the leading dim (JAX's x[i], x.at[i]),
+// and jnp.take (axis, mode, fill_value) over lax::gather; owns their index checks and lowering.
+#include <numeric>
 #include <string>
 #include <vector>
+
+#include "core/defined_arg.h"
 
 #include "core/array.h"
 #include "core/errors.h"
@@ -127,7 +130,84 @@ Array write_row(const Array& x, const Resolved& r, const Array& row, SL loc) {
   return lax::select_n(in_bounds(r.index, n, loc), {x, written}, loc);
 }
 
+/// jnp.take's mode: "fill", "clip" or "wrap"; ValueError naming `mode` otherwise.
+enum class TakeMode { fill, clip, wrap };
+TakeMode take_mode(const std::string& mode, SL loc) {
+  if (mode == "fill") return TakeMode::fill;
+  if (mode == "clip") return TakeMode::clip;
+  if (mode == "wrap") return TakeMode::wrap;
+  if (mode == "raise")
+    throw ValueError("take: mode \"raise\" is not supported (as in JAX, whose jnp.take raises "
+                     "NotImplementedError: there is no way to report an out-of-bounds index from "
+                     "compiled code); use mode \"fill\" (the default), \"clip\" or \"wrap\"",
+                     loc);
+  throw ValueError("take: invalid mode \"" + mode + "\"; expected \"fill\" (the default), \"clip\" or \"wrap\"",
+                   loc);
+}
+
 }  // namespace
+
+// jnp.take as JAX's _take (jax/_src/numpy/indexing.py): flatten when axis is unset; "fill" wraps
+// negative indices once and gathers FILL_OR_DROP, "wrap" reduces mod n and gathers
+// PROMISE_IN_BOUNDS (always in range then), "clip" gathers CLIP. lax::gather takes rows of dim 0,
+// so another axis is moved to the front first and the index dims moved to its place after.
+Array take(const Array& x0, const Array& indices, std::optional<int64_t> axis, const std::string& mode,
+           std::optional<double> fill_value, SL loc) {
+  detail::defined_or_throw(x0, "take", loc);
+  detail::defined_or_throw(indices, "take", loc);
+  const TakeMode m = take_mode(mode, loc);
+  if (!is_integer(indices.dtype()))
+    throw TypeError("take: indices must be an integer array (they feed a gather), got " + indices.aval().str() +
+                        " for operand " + x0.aval().str(),
+                    loc);
+  Array x = x0;
+  int64_t ax = 0;
+  if (!axis) {
+    x = lax::reshape(x0, {x0.size()}, loc);
+  } else {
+    const int64_t r = x0.ndim();
+    if (*axis < -r || *axis >= r)
+      throw ValueError("take: axis " + std::to_string(*axis) + " is out of bounds for an array of rank " +
+                           std::to_string(r) + " (" + x0.aval().str() + ")",
+                       loc);
+    ax = *axis < 0 ? *axis + r : *axis;
+  }
+  const int64_t n = x.shape()[size_t(ax)];
+  const int64_t k = indices.ndim();
+  Shape out_shape(x.shape().begin(), x.shape().begin() + ax);
+  out_shape.insert(out_shape.end(), indices.shape().begin(), indices.shape().end());
+  out_shape.insert(out_shape.end(), x.shape().begin() + ax + 1, x.shape().end());
+  if (n == 0) {
+    if (indices.size() != 0)
+      throw IndexError("take: cannot take " + indices.aval().str() + " indices from axis " + std::to_string(ax) +
+                           " of size 0 of " + x.aval().str() + " (as JAX: a non-empty take from an empty axis)",
+                       loc);
+    return lax::full(out_shape, 0, x.dtype(), x.weak_type());
+  }
+  Array idx = indices;
+  const DType d = idx.dtype();
+  lax::GatherScatterMode gm = lax::GatherScatterMode::CLIP;
+  if (m == TakeMode::fill) {
+    gm = lax::GatherScatterMode::FILL_OR_DROP;
+    if (d != DType::u32) idx = normalized(idx, n, loc);  // negative indices count from the end once
+  } else if (m == TakeMode::wrap) {
+    gm = lax::GatherScatterMode::PROMISE_IN_BOUNDS;
+    idx = remainder(Operand(idx, loc), Operand(lax::scalar(double(n), d), loc));
+  }
+  // Move `ax` to the front: perm = (ax, 0, ..., ax - 1, ax + 1, ...).
+  std::vector<int64_t> perm{ax};
+  for (int64_t i = 0; i < x.ndim(); ++i)
+    if (i != ax) perm.push_back(i);
+  Array xt = ax == 0 ? x : lax::transpose(x, perm, loc);
+  Array g = lax::gather(xt, idx, gm, fill_value, loc);
+  if (ax == 0) return g;
+  // g: indices dims, then x's dims before ax, then after; put the indices dims at ax.
+  std::vector<int64_t> back;
+  for (int64_t i = 0; i < ax; ++i) back.push_back(k + i);
+  for (int64_t i = 0; i < k; ++i) back.push_back(i);
+  for (int64_t i = k + ax; i < g.ndim(); ++i) back.push_back(i);
+  return lax::transpose(g, back, loc);
+}
 
 Array Array::operator[](const Index& i) const { return read_row(*this, resolve(*this, i, "Array::operator[]"), i.loc); }
 

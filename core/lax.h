@@ -81,9 +81,13 @@ Array and_(const Array& x, const Array& y, SL loc = SL::current());  ///< bool o
 Array or_(const Array& x, const Array& y, SL loc = SL::current());
 
 /// cases[which] elementwise: which is bool (2 cases) or i32 (any number of cases), all cases of
-/// one aval, which of the same shape (or rank 0).
+/// one aval, which of the same shape (or rank 0). Only the selected case reaches the output (NaN
+/// in another does not, eagerly or compiled); the transpose gives each case exactly 0 where it
+/// was not selected. Source: jax/_src/lax/lax.py select_n.
 Array select_n(const Array& which, const std::vector<Array>& cases, SL loc = SL::current());
-/// min(max(x, lo), hi) elementwise; lo/hi are rank 0 or of x's shape.
+/// min(max(x, lo), hi) elementwise; lo/hi are rank 0 or of x's shape. NaN in x, lo or hi gives
+/// NaN (max/min propagate NaN: XLA's clamp is min(max(x, lo), hi) with NaN-propagating max and
+/// min).
 Array clamp(const Array& lo, const Array& x, const Array& hi, SL loc = SL::current());
 /// Converts dtype (float -> int truncates toward zero; -> bool is x != 0).
 Array convert_element_type(const Array& x, DType new_dtype, bool weak_type = false,
@@ -230,16 +234,62 @@ Param padding_config_param(const std::vector<PadConfig>& config);
 /// The triples of a pad equation's `padding_config` (the object above, or a flat int vector of
 /// length 3 * rank as a parser may produce). Throws ValueError if missing or malformed.
 std::vector<PadConfig> padding_config(const Params& params);
+/// JAX's lax.GatherScatterMode: what gather and scatter_add do with an index outside [0, n) of
+/// the operand's dim 0 (n rows).
+/// - CLIP: the index is clamped into [0, n - 1] (gather reads, scatter_add adds at the edge row).
+/// - FILL_OR_DROP: gather gives the fill value for that row; scatter_add drops that update.
+/// - PROMISE_IN_BOUNDS: the caller promises every index is in range. Eager code checks the
+///   promise and raises IndexError naming the index; compiled code cannot raise and clamps, as
+///   XLA does (jnp.take's "wrap" mode uses it on indices already reduced mod n).
+/// The equation param `mode` prints as JAX prints it, `mode=GatherScatterMode.CLIP`, and parses
+/// back. Source: jax/_src/lax/slicing.py GatherScatterMode.
+enum class GatherScatterMode : uint8_t { CLIP = 0, FILL_OR_DROP = 1, PROMISE_IN_BOUNDS = 2 };
+/// "GatherScatterMode.CLIP", "GatherScatterMode.FILL_OR_DROP" or
+/// "GatherScatterMode.PROMISE_IN_BOUNDS" (the param's printed value).
+const char* gather_scatter_mode_name(GatherScatterMode mode);
+/// The `mode` param of a gather/scatter_add equation: GatherScatterMode's printed name (or the
+/// bare CLIP/FILL_OR_DROP/PROMISE_IN_BOUNDS); absent means PROMISE_IN_BOUNDS (equations written
+/// before modes existed). ValueError naming the text for anything else.
+GatherScatterMode gather_scatter_mode(const Params& params);
+/// The `fill_value` param of a gather equation: nullopt for None (the default fill of the
+/// operand's dtype, default_fill_value) or absent. ValueError if it is not a number or None.
+std::optional<double> gather_fill_value(const Params& params);
+/// JAX's default fill of a FILL_OR_DROP gather (jax/_src/lax/slicing.py _gather_fill): NaN for
+/// floating dtypes, the most negative value for signed integers (-2^31 for i32), the largest for
+/// unsigned ones (2^32 - 1 for u32), 1 (True) for bool.
+double default_fill_value(DType dtype);
+/// The value a FILL_OR_DROP gather of dtype `dtype` writes for an out-of-range index:
+/// default_fill_value(dtype) for nullopt, else `fill_value` as that dtype holds it (floats as
+/// is, bf16 rounded by the caller's store; integers truncated toward zero and saturated to the
+/// dtype's range, NaN as 0; bool: 1 for nonzero, NaN included).
+double gather_fill(DType dtype, std::optional<double> fill_value);
+
 /// Rows of x (dim 0) picked by integer `indices` of any shape: out shape
-/// indices.shape + x.shape[1:] (embedding lookup). Eager: out-of-range index -> IndexError.
-/// Staged code (values unknown at trace time) clamps indices into [0, n - 1], as XLA does.
-/// Equation: `gather[slice_sizes=(1, *x.shape[1:])] x indices` (JAX's slice_sizes of this gather).
+/// indices.shape + x.shape[1:] (embedding lookup; JAX's gather with offset_dims = the row dims,
+/// collapsed_slice_dims = (0,), start_index_map = (0,)). i32 indices are signed, u32 unsigned.
+/// Equation: `gather[fill_value=None mode=GatherScatterMode.PROMISE_IN_BOUNDS
+/// slice_sizes=(1, *x.shape[1:])] x indices`.
+/// This overload is PROMISE_IN_BOUNDS (JAX's lax.gather defaults to FILL_OR_DROP): eager raises
+/// IndexError (naming the index, its position and the row count) for an index outside [0, n),
+/// compiled code clamps. Use the overload with a mode for defined out-of-range results.
+/// TypeError for non-integer indices, ShapeError for a rank-0 operand.
 Array gather(const Array& x, const Array& indices, SL loc = SL::current());
+/// gather in `mode` (see GatherScatterMode), eager and compiled alike for CLIP and
+/// FILL_OR_DROP. `fill_value` (FILL_OR_DROP only; nullopt: default_fill_value of x's dtype) is
+/// converted to x's dtype as a C++ cast would (bool: nonzero is True). Its tangent is 0, its
+/// transpose scatter_add in the same mode. Source: jax/_src/lax/slicing.py gather, _gather_fill.
+Array gather(const Array& x, const Array& indices, GatherScatterMode mode,
+             std::optional<double> fill_value = std::nullopt, SL loc = SL::current());
 /// Transpose of gather: `operand` with the rows of `updates` added at `indices` (updates of
-/// shape indices.shape + operand.shape[1:]; duplicates accumulate). No params. Out-of-range
-/// indices as gather.
+/// shape indices.shape + operand.shape[1:]; duplicates accumulate in index order).
+/// PROMISE_IN_BOUNDS as the gather overload above (eager IndexError, compiled clamps).
 Array scatter_add(const Array& operand, const Array& indices, const Array& updates,
                   SL loc = SL::current());
+/// scatter_add in `mode`: CLIP adds at the clamped row, FILL_OR_DROP drops updates whose index
+/// is outside [0, n) (the transpose of a FILL_OR_DROP gather). Param `mode` as gather's.
+/// Source: jax/_src/lax/slicing.py scatter_add.
+Array scatter_add(const Array& operand, const Array& indices, const Array& updates,
+                  GatherScatterMode mode, SL loc = SL::current());
 /// Integers 0..n-1 along `dimension` of `shape`.
 Array iota(DType dtype, const Shape& shape, int64_t dimension = 0, SL loc = SL::current());
 

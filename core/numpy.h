@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <optional>
 #include <source_location>
+#include <string>
 #include <vector>
 
 #include "core/array.h"
@@ -120,11 +121,20 @@ Array ceil(const Array& x, SL loc = SL::current());
 Array round(const Array& x, SL loc = SL::current());
 Array erf(const Array& x, SL loc = SL::current());
 Array sigmoid(const Array& x, SL loc = SL::current());
+/// jax.nn.relu: max(x, 0) elementwise (ints and floats; dtype kept). NaN gives NaN, -inf 0,
+/// +inf +inf. Its derivative is 1 where x > 0 and 0 elsewhere (0 at x = 0 and at NaN), as
+/// jax.nn.relu's custom JVP `select(x > 0, g, 0)`. ValueError for an empty Array.
+/// Source: jax/_src/nn/functions.py relu.
 Array relu(const Array& x, SL loc = SL::current());
 /// GELU; tanh approximation when approximate (jax.nn.gelu's default), else the erf form.
 Array gelu(const Array& x, bool approximate = true, SL loc = SL::current());
-/// cond ? x : y with broadcasting and promotion of x, y.
+/// cond ? x : y with broadcasting and promotion of x, y (a non-bool cond counts as cond != 0,
+/// so NaN is true). Only the selected value reaches the output: NaN or inf in the other operand
+/// does not, eagerly or compiled, and the cotangent of the unselected operand is exactly 0 (not
+/// 0 times the incoming cotangent). Source: jax/_src/numpy/lax_numpy.py where (lax.select_n).
 Array where(const Array& cond, const Operand& x, const Operand& y);
+/// jnp.clip: minimum(maximum(x, lo), hi). NaN in x, lo or hi gives NaN (maximum and minimum
+/// propagate NaN, as XLA's max/min). Source: jax/_src/numpy/lax_numpy.py clip.
 Array clip(const Array& x, const Operand& lo, const Operand& hi);
 Array astype(const Array& x, DType dtype, SL loc = SL::current());
 Array stop_gradient(const Array& x, SL loc = SL::current());
@@ -183,8 +193,26 @@ Array broadcast_to(const Array& x, const Shape& shape, SL loc = SL::current());
 Array concatenate(const std::vector<Array>& xs, int64_t axis = 0, SL loc = SL::current());
 Array stack(const std::vector<Array>& xs, int64_t axis = 0, SL loc = SL::current());
 Array flip(const Array& x, int64_t axis, SL loc = SL::current());
-/// Rows x[indices] along axis 0 (embedding lookup).
-Array take(const Array& x, const Array& indices, SL loc = SL::current());
+/// jnp.take(x, indices, axis, mode=mode, fill_value=fill_value): the elements of x at integer
+/// `indices` (any shape) along `axis`; out shape x.shape[:axis] + indices.shape +
+/// x.shape[axis+1:]. `axis` unset (nullopt) takes from x flattened (row-major), as JAX; a negative
+/// axis counts from the end. An embedding lookup of rows is `take(table, ids, 0)`.
+/// `mode` says what an index outside [0, n) of that axis gives (n its size):
+/// - "fill" (the default, JAX's mode=None): a negative index counts from the end once (-1 is
+///   n - 1); an index still outside [0, n) gives `fill_value` (nullopt: NaN for floating dtypes,
+///   the most negative value for signed integers, the largest for unsigned, True for bool);
+///   its gradient is 0.
+/// - "clip": the index is clamped into [0, n - 1].
+/// - "wrap": the index is taken mod n (Python's mod: -1 is n - 1, n is 0).
+/// Eager and compiled code give the same values in every mode (there is no IndexError for an
+/// out-of-range index, unlike before issue 23). The gradient is a scatter_add in the same mode.
+/// Errors: ValueError for mode "raise" (not supported, as in JAX) or any other mode, naming it;
+/// ValueError for an axis outside [-rank, rank), naming it and the rank; TypeError for
+/// non-integer indices (naming gather and both avals); IndexError for non-empty indices into an
+/// axis of size 0 (as JAX). Source: jax/_src/numpy/lax_numpy.py (indexing.py) take / _take.
+Array take(const Array& x, const Array& indices, std::optional<int64_t> axis = std::nullopt,
+           const std::string& mode = "fill", std::optional<double> fill_value = std::nullopt,
+           SL loc = SL::current());
 /// The broadcast shape of two shapes (numpy rules). Throws ShapeError.
 Shape broadcast_shapes(const Shape& a, const Shape& b, SL loc = SL::current());
 

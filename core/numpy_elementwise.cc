@@ -332,13 +332,19 @@ Array round(const Array& x, SL loc) {
   return is_floating(x.dtype()) ? lax::round(x, 1, loc) : x;
 }
 
-// relu(x) = x where x > 0 else 0; the derivative at 0 is 0 (as jax.nn.relu's custom JVP and
-// PyTorch), which a select gives and max(x, 0) would not (max splits ties 0.5/0.5).
+// jax.nn.relu is max(x, 0) with the custom JVP select(x > 0, g, 0). Here, without a custom JVP:
+//   relu(x) = select_n(x > 0, stop_gradient(select_n(x <= 0, x, 0)), x)
+// x > 0 gives x (tangent g); x <= 0 gives +0 and NaN gives x itself (NaN, its payload kept), both
+// through stop_gradient (tangent 0, so the derivative is 0 at 0 and at NaN, as JAX's). Integers
+// have no NaN and no tangent: select_n(x > 0, 0, x).
 Array relu(const Array& x, SL loc) {
   detail::defined_or_throw(x, "relu", loc);
   Array z = zero_of(x);
   Array zeros = x.ndim() == 0 ? z : lax::broadcast_in_dim(z, x.shape(), {}, loc);
-  return lax::select_n(lax::gt(x, z, loc), {zeros, x}, loc);
+  Array positive = lax::gt(x, z, loc);
+  if (!is_floating(x.dtype())) return lax::select_n(positive, {zeros, x}, loc);
+  Array rest = lax::stop_gradient(lax::select_n(lax::le(x, z, loc), {x, zeros}, loc), loc);
+  return lax::select_n(positive, {rest, x}, loc);
 }
 
 // jax.nn.gelu: approximate = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); exact =

@@ -104,8 +104,6 @@ Array flip(const Array& x, int64_t axis, SL loc) {
   return lax::rev(x, {canonical_axis(axis, x.ndim(), "flip", x.shape(), loc)}, loc);
 }
 
-Array take(const Array& x, const Array& indices, SL loc) { return lax::gather(x, indices, loc); }
-
 Array device_put(const Array& x, MemoryKind kind, SL loc) { return lax::device_put(x, kind, loc); }
 
 Array device_put(const Array& x, const std::string& kind, SL loc) {

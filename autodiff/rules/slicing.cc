@@ -239,19 +239,29 @@ BOuts pad_batch(const Args& args, const Dims& dims, const Params& p) {
 
 // ---- gather / scatter_add ------------------------------------------------------------------------
 
+// The tangent of a gather: the same gather of the tangent with fill value 0 (the fill value is a
+// constant), as JAX's _gather_jvp_rule.
+Params tangent_gather_params(const Params& p) {
+  Params t = p;
+  if (lax::gather_scatter_mode(p) == lax::GatherScatterMode::FILL_OR_DROP) t.set("fill_value", 0.0);
+  return t;
+}
+
 Outs gather_jvp(const Args& primals, const Args& tangents, const Params& p) {
   const Primitive& prim = primitive("gather");
   Array out = minijax::bind1(prim, primals, p);
   Array t;
   if (tangents[0].defined() && is_floating(out.dtype()))
-    t = minijax::bind1(prim, {tangents[0], primals[1]}, p);
+    t = minijax::bind1(prim, {tangents[0], primals[1]}, tangent_gather_params(p));
   return {{out}, {t}};
 }
 
-Cts gather_transpose(const Cts& cts, const Args& args, const Avals& avals, const Params&) {
+// The transpose of a gather is a scatter_add in its mode (FILL_OR_DROP drops the cotangent of a
+// filled row: the fill value does not depend on the operand).
+Cts gather_transpose(const Cts& cts, const Args& args, const Avals& avals, const Params& p) {
   Cts r(2);
   if (!cts[0].defined() || args[0].defined()) return r;
-  r[0] = lax::scatter_add(ct_zeros(avals[0]), args[1], cts[0]);
+  r[0] = lax::scatter_add(ct_zeros(avals[0]), args[1], cts[0], lax::gather_scatter_mode(p));
   return r;
 }
 
@@ -260,10 +270,11 @@ BOuts gather_batch(const Args& args, const Dims& dims, const Params& p) {
   if (dims[0] != kNotMapped && dims[1] != kNotMapped)
     return rules::per_example_batch("gather", args, dims, p);
   if (dims[0] == kNotMapped)  // only the indices are batched: out = idx.shape + row shape
-    return {{lax::gather(args[0], move_batch_dim(idx, dims[1], 0))}, {0}};
+    return {{lax::gather(args[0], move_batch_dim(idx, dims[1], 0), lax::gather_scatter_mode(p),
+                         lax::gather_fill_value(p))}, {0}};
   // Only the operand is batched: gather rows of [n, B, ...]; the batch dim follows idx's dims.
   Array x = move_batch_dim(args[0], dims[0], 1);
-  return {{lax::gather(x, idx)}, {idx.ndim()}};
+  return {{lax::gather(x, idx, lax::gather_scatter_mode(p), lax::gather_fill_value(p))}, {idx.ndim()}};
 }
 
 Outs scatter_add_jvp(const Args& primals, const Args& tangents, const Params& p) {
@@ -275,12 +286,16 @@ Outs scatter_add_jvp(const Args& primals, const Args& tangents, const Params& p)
   return {{out}, {minijax::bind1(prim, {to, primals[1], tu}, p)}};
 }
 
-Cts scatter_add_transpose(const Cts& cts, const Args& args, const Avals&, const Params&) {
+// The updates' cotangent is a gather in the same mode with fill value 0 (a dropped update has
+// no effect, so its cotangent is 0), as JAX's _scatter_add_transpose_rule.
+Cts scatter_add_transpose(const Cts& cts, const Args& args, const Avals&, const Params& p) {
   Cts r(3);
   const Array& t = cts[0];
   if (!t.defined()) return r;
   if (!args[0].defined()) r[0] = t;
-  if (!args[2].defined()) r[2] = lax::gather(t, args[1]);
+  const lax::GatherScatterMode mode = lax::gather_scatter_mode(p);
+  if (!args[2].defined())
+    r[2] = lax::gather(t, args[1], mode, mode == lax::GatherScatterMode::FILL_OR_DROP ? std::optional<double>(0.0) : std::nullopt);
   return r;
 }
 
@@ -291,7 +306,7 @@ BOuts scatter_add_batch(const Args& args, const Dims& dims, const Params& p) {
   const int64_t k = args[1].ndim();
   Array x = materialize_batch(args[0], dims[0], size, 1);
   Array u = materialize_batch(args[2], dims[2], size, k);
-  return {{lax::scatter_add(x, args[1], u)}, {1}};
+  return {{lax::scatter_add(x, args[1], u, lax::gather_scatter_mode(p))}, {1}};
 }
 
 Registrar reg([] {

@@ -3,7 +3,9 @@
 // implementations and lax:: binders (semantics of jax/_src/lax/slicing.py and XLA's clamping).
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/lax.h"
 #include "core/parser.h"
@@ -337,11 +339,13 @@ std::vector<Array> pad_impl(const std::vector<Array>& a, const Params& p,
 }
 
 // ---- gather / scatter_add ------------------------------------------------------------------------
-// gather[slice_sizes=(1, *x.shape[1:])](x, indices): out[i..., r...] = x[indices[i...], r...].
-// slice_sizes is JAX's parameter of the same name for this row gather (redundant with the
-// operand shape; the shape rule checks it). scatter_add(operand, indices, updates) adds
-// updates[i..., r...] into operand[indices[i...], r...] (its transpose). Eager out-of-range
-// indices raise IndexError; staged (compiled) code clamps them into [0, n - 1], as XLA does.
+// gather[fill_value mode slice_sizes=(1, *x.shape[1:])](x, indices): out[i..., r...] =
+// x[indices[i...], r...]. slice_sizes is JAX's parameter of the same name for this row gather
+// (redundant with the operand shape; the shape rule checks it). scatter_add[mode](operand,
+// indices, updates) adds updates[i..., r...] into operand[indices[i...], r...] (its transpose).
+// `mode` (lax::GatherScatterMode) decides an index outside [0, n): CLIP clamps it, FILL_OR_DROP
+// fills that row (gather) or drops that update (scatter_add), PROMISE_IN_BOUNDS raises IndexError
+// here (eager) while compiled code clamps (jit/lower/index_ops.cc, updates.cc).
 
 Shape row_slice_sizes(const Shape& x) {
   Shape s = x;
@@ -358,6 +362,8 @@ std::vector<ShapedArray> gather_shape(const std::vector<ShapedArray>& in, const 
   if (ss != row_slice_sizes(x.shape))
     throw ShapeError("slice_sizes " + tuple_str(ss) + " must be " + tuple_str(row_slice_sizes(x.shape)) +
                      " (one row of the operand)");
+  lax::gather_scatter_mode(p);  // validates the mode and fill_value params
+  lax::gather_fill_value(p);
   Shape out = in[1].shape;
   out.insert(out.end(), x.shape.begin() + 1, x.shape.end());
   return {with_shape(x, out)};
@@ -381,31 +387,61 @@ void check_rows(const std::vector<int64_t>& idx, const ShapedArray& x, const Sha
       throw IndexError(std::string(prim) + "(" + x.str() + ", " + indices.str() + "): index " +
                            std::to_string(idx[i]) + " at position " +
                            position_str(int64_t(i), idx_shape) +
-                           " of the indices is out of bounds for dimension 0 of size " + std::to_string(n),
+                           " of the indices is out of bounds for dimension 0 of size " + std::to_string(n) +
+                           " (mode GatherScatterMode.PROMISE_IN_BOUNDS; pass a mode to clip or fill)",
                        loc);
 }
 
-std::vector<Array> gather_impl(const std::vector<Array>& a, const Params&,
+/// The row each index reads or writes under `mode`: clamped (CLIP, PROMISE_IN_BOUNDS after the
+/// promise check), or -1 for an index outside [0, n) under FILL_OR_DROP.
+std::vector<int64_t> resolve_rows(std::vector<int64_t> idx, const ShapedArray& x, const ShapedArray& indices,
+                                  lax::GatherScatterMode mode, const char* prim) {
+  const int64_t n = x.shape[0];
+  if (mode == lax::GatherScatterMode::PROMISE_IN_BOUNDS)
+    check_rows(idx, x, indices, prim, std::source_location::current());
+  for (auto& i : idx) {
+    if (mode == lax::GatherScatterMode::FILL_OR_DROP) i = (i < 0 || i >= n) ? -1 : i;
+    else if (n == 0) throw IndexError(std::string(prim) + "(" + x.str() + ", " + indices.str() +
+                                      "): every index is out of bounds for dimension 0 of size 0");
+    else i = std::clamp<int64_t>(i, 0, n - 1);
+  }
+  return idx;
+}
+
+std::vector<Array> gather_impl(const std::vector<Array>& a, const Params& p,
                                const std::vector<ShapedArray>& out) {
   const Array& x = a[0];
-  auto idx = read_indices(a[1]);
   const int64_t n = x.shape()[0];
-  check_rows(idx, a[0].aval(), a[1].aval(), "gather", std::source_location::current());
-  const size_t row = size_t(x.size() / std::max<int64_t>(n, 1)) * itemsize(x.dtype());
+  const auto idx = resolve_rows(read_indices(a[1]), x.aval(), a[1].aval(), lax::gather_scatter_mode(p), "gather");
+  const double fill = lax::gather_fill(x.dtype(), lax::gather_fill_value(p));
+  const int64_t row_elems = n > 0 ? x.size() / n : shape_size(row_slice_sizes(x.shape()));
+  const size_t row = size_t(row_elems) * itemsize(x.dtype());
   Array o = Array::empty(out[0]);  // one row per index: idx.size() * row bytes = all of out
   char* dst = out_bytes(o);
   const char* src = in_bytes(x);
+  if (row == 0) return {o};
+  // One row of the fill value, in x's dtype (written as eager converts a double: cast, bf16 rounded).
+  std::vector<char> fill_row(row);
+  dispatch_dtype(x.dtype(), [&]<class T>() {
+    T v;
+    if constexpr (std::is_same_v<T, bool>) v = fill != 0;
+    else if constexpr (std::is_same_v<T, bfloat16>) v = bfloat16(float(fill));
+    else if constexpr (std::is_same_v<T, uint32_t>) v = T(uint32_t(int64_t(fill)));
+    else v = T(fill);
+    for (int64_t r = 0; r < row_elems; ++r) std::memcpy(fill_row.data() + size_t(r) * sizeof(T), &v, sizeof(T));
+  });
   for (size_t i = 0; i < idx.size(); ++i)
-    if (row) std::memcpy(dst + i * row, src + size_t(idx[i]) * row, row);
+    std::memcpy(dst + i * row, idx[i] < 0 ? fill_row.data() : src + size_t(idx[i]) * row, row);
   return {o};
 }
 
-std::vector<ShapedArray> scatter_add_shape(const std::vector<ShapedArray>& in, const Params&) {
+std::vector<ShapedArray> scatter_add_shape(const std::vector<ShapedArray>& in, const Params& p) {
   if (in.size() != 3) throw ValueError("scatter_add takes an operand, indices and updates");
   const auto& x = in[0];
   const auto& u = in[2];
   if (x.ndim() < 1) throw ShapeError("scatter_add needs an operand of rank >= 1 (rows along dim 0)");
   check_index(in[1], "indices", false);
+  lax::gather_scatter_mode(p);  // validates the mode param
   Shape want = in[1].shape;
   want.insert(want.end(), x.shape.begin() + 1, x.shape.end());
   if (u.shape != want)
@@ -420,21 +456,22 @@ std::vector<ShapedArray> scatter_add_shape(const std::vector<ShapedArray>& in, c
   return {out};
 }
 
-std::vector<Array> scatter_add_impl(const std::vector<Array>& a, const Params&,
+std::vector<Array> scatter_add_impl(const std::vector<Array>& a, const Params& p,
                                     const std::vector<ShapedArray>& out) {
   const Array& x = a[0];
   const Array& u = a[2];
-  auto idx = read_indices(a[1]);
   const int64_t n = x.shape()[0];
-  check_rows(idx, a[0].aval(), a[1].aval(), "scatter_add", std::source_location::current());
   Array o = Array::empty(out[0]);  // the copy of x below initialises every byte first
   if (out[0].dtype == DType::float0) return {o};  // zero-sized elements: nothing to add
   std::memcpy(out_bytes(o), in_bytes(x), size_t(out[0].nbytes()));
   const int64_t row = x.size() / std::max<int64_t>(n, 1);
+  if (a[1].size() == 0 || row == 0) return {o};
+  const auto idx = resolve_rows(read_indices(a[1]), x.aval(), a[1].aval(), lax::gather_scatter_mode(p), "scatter_add");
   dispatch_dtype(out[0].dtype, [&]<class T>() {
     T* dst = o.mutable_data<T>();
     const T* src = u.data<T>();
     for (size_t i = 0; i < idx.size(); ++i) {
+      if (idx[i] < 0) continue;  // FILL_OR_DROP: dropped
       T* d = dst + idx[i] * row;
       const T* s = src + int64_t(i) * row;
       for (int64_t r = 0; r < row; ++r) {
@@ -577,15 +614,89 @@ Array lax::pad(const Array& x, const Array& padding_value, const std::vector<Pad
                         Params{{"padding_config", padding_config_param(config)}}, loc);
 }
 
+const char* lax::gather_scatter_mode_name(GatherScatterMode mode) {
+  switch (mode) {
+    case GatherScatterMode::CLIP: return "GatherScatterMode.CLIP";
+    case GatherScatterMode::FILL_OR_DROP: return "GatherScatterMode.FILL_OR_DROP";
+    case GatherScatterMode::PROMISE_IN_BOUNDS: return "GatherScatterMode.PROMISE_IN_BOUNDS";
+  }
+  throw ValueError("unknown GatherScatterMode " + std::to_string(int(mode)));
+}
+
+lax::GatherScatterMode lax::gather_scatter_mode(const Params& params) {
+  if (!params.has("mode")) return GatherScatterMode::PROMISE_IN_BOUNDS;
+  const Param& v = params.at("mode");
+  const std::string* s = std::get_if<std::string>(&v);
+  if (s) {
+    std::string t = *s;
+    if (t.rfind("GatherScatterMode.", 0) == 0) t = t.substr(18);
+    if (t == "CLIP") return GatherScatterMode::CLIP;
+    if (t == "FILL_OR_DROP") return GatherScatterMode::FILL_OR_DROP;
+    if (t == "PROMISE_IN_BOUNDS") return GatherScatterMode::PROMISE_IN_BOUNDS;
+  }
+  throw ValueError("parameter 'mode' must be GatherScatterMode.CLIP, GatherScatterMode.FILL_OR_DROP or "
+                   "GatherScatterMode.PROMISE_IN_BOUNDS, got " + param_to_string(v));
+}
+
+std::optional<double> lax::gather_fill_value(const Params& params) {
+  if (!params.has("fill_value")) return std::nullopt;
+  const Param& v = params.at("fill_value");
+  if (auto* d = std::get_if<double>(&v)) return *d;
+  if (auto* i = std::get_if<int64_t>(&v)) return double(*i);
+  if (auto* b = std::get_if<bool>(&v)) return *b ? 1.0 : 0.0;
+  if (auto* o = std::get_if<ParamObjectPtr>(&v); o && !*o) return std::nullopt;
+  throw ValueError("parameter 'fill_value' must be a number or None, got " + param_to_string(v));
+}
+
+double lax::default_fill_value(DType dtype) {
+  switch (dtype) {
+    case DType::bool_: return 1.0;
+    case DType::i32: return double(std::numeric_limits<int32_t>::min());
+    case DType::u32: return double(std::numeric_limits<uint32_t>::max());
+    default: return is_floating(dtype) ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+  }
+}
+
+double lax::gather_fill(DType dtype, std::optional<double> fill_value) {
+  if (!fill_value) return default_fill_value(dtype);
+  const double v = *fill_value;
+  if (is_floating(dtype)) return v;
+  if (dtype == DType::bool_) return v != 0 ? 1.0 : 0.0;  // NaN != 0: True, as numpy's bool(nan)
+  if (std::isnan(v)) return 0.0;
+  const double lo = dtype == DType::u32 ? 0.0 : double(std::numeric_limits<int32_t>::min());
+  const double hi = dtype == DType::u32 ? double(std::numeric_limits<uint32_t>::max())
+                                        : double(std::numeric_limits<int32_t>::max());
+  return std::clamp(std::trunc(v), lo, hi);
+}
+
+namespace {
+Params gather_params(const Shape& x, lax::GatherScatterMode mode, std::optional<double> fill_value) {
+  Params p{{"slice_sizes", row_slice_sizes(x)}, {"mode", std::string(lax::gather_scatter_mode_name(mode))}};
+  if (fill_value) p.set("fill_value", *fill_value);
+  else p.set("fill_value", ParamObjectPtr{});  // printed fill_value=None, as in JAX
+  return p;
+}
+}  // namespace
+
 Array lax::gather(const Array& x, const Array& indices, SL loc) {
-  eager_check_rows(x, indices, "gather", loc);
-  return minijax::bind1(primitive("gather"), {x, indices},
-                        Params{{"slice_sizes", row_slice_sizes(x.shape())}}, loc);
+  return gather(x, indices, GatherScatterMode::PROMISE_IN_BOUNDS, std::nullopt, loc);
+}
+
+Array lax::gather(const Array& x, const Array& indices, GatherScatterMode mode,
+                  std::optional<double> fill_value, SL loc) {
+  if (mode == GatherScatterMode::PROMISE_IN_BOUNDS) eager_check_rows(x, indices, "gather", loc);
+  return minijax::bind1(primitive("gather"), {x, indices}, gather_params(x.shape(), mode, fill_value), loc);
 }
 
 Array lax::scatter_add(const Array& operand, const Array& indices, const Array& updates, SL loc) {
-  eager_check_rows(operand, indices, "scatter_add", loc);
-  return minijax::bind1(primitive("scatter_add"), {operand, indices, updates}, {}, loc);
+  return scatter_add(operand, indices, updates, GatherScatterMode::PROMISE_IN_BOUNDS, loc);
+}
+
+Array lax::scatter_add(const Array& operand, const Array& indices, const Array& updates,
+                       GatherScatterMode mode, SL loc) {
+  if (mode == GatherScatterMode::PROMISE_IN_BOUNDS) eager_check_rows(operand, indices, "scatter_add", loc);
+  return minijax::bind1(primitive("scatter_add"), {operand, indices, updates},
+                        Params{{"mode", std::string(gather_scatter_mode_name(mode))}}, loc);
 }
 
 Array lax::iota(DType dtype, const Shape& shape, int64_t dimension, SL loc) {

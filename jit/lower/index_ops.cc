@@ -379,23 +379,40 @@ std::vector<EVal> iota_2x32_shape(FusionEmitter& fe, const Eqn& e, const ElemInd
 
 // ---- gather ---------------------------------------------------------------------------------------
 
-// out[i..., r...] = x[indices[i...], r...] (the row gather of core/primitives/slicing.cc). Compiled
-// code clamps an out-of-range index into [0, rows - 1], as the eager file documents for staged code
-// and XLA does; i32 indices are signed, u32 unsigned.
+// out[i..., r...] = x[indices[i...], r...] (the row gather of core/primitives/slicing.cc); i32
+// indices are signed, u32 unsigned. The row read is always clamped into [0, rows - 1] so every
+// load stays in bounds: that is the result for CLIP and PROMISE_IN_BOUNDS (XLA clamps a broken
+// promise; eager raises IndexError instead). FILL_OR_DROP then selects the fill value into the
+// lanes whose index is outside [0, rows), as eager does.
 std::vector<EVal> gather(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
+  kir::Builder& b = fe.b;
   const ShapedArray& xa = atom_aval(e.inputs[0]);
   const ShapedArray& ia = atom_aval(e.inputs[1]);
   const size_t k = ia.shape.size();
   const int64_t rows = xa.shape.at(0);
-  if (rows == 0)
+  const bool fill = lax::gather_scatter_mode(e.params) == lax::GatherScatterMode::FILL_OR_DROP;
+  auto fill_value = [&](int lanes) {
+    return fe.constant(xa.dtype, lax::gather_fill(xa.dtype, lax::gather_fill_value(e.params)), lanes);
+  };
+  if (rows == 0) {
+    if (fill) return {fill_value(at.lanes)};
     throw IndexError("gather(" + xa.str() + ", " + ia.str() + "): every index is out of bounds for dimension 0 of size 0");
+  }
   std::vector<DimIdx> idims(at.dims.begin(), at.dims.begin() + long(k));
   EVal iv = fe.value1(e.inputs[1], fe.index(std::move(idims), at.lanes));
-  Value row = clamp_i64(fe.b, index_i64(fe, iv), 0, rows - 1);
+  Value i = index_i64(fe, iv);
+  Value row = clamp_i64(b, i, 0, rows - 1);
   std::vector<DimIdx> dims;
   dims.push_back(iv.lanes == 1 ? FusionEmitter::affine(row) : DimIdx{{}, 0, row});
   dims.insert(dims.end(), at.dims.begin() + long(k), at.dims.end());
-  return {fe.value1(e.inputs[0], fe.index(std::move(dims), at.lanes))};
+  EVal v = fe.value1(e.inputs[0], fe.index(std::move(dims), at.lanes));
+  if (!fill) return {v};
+  // In range: 0 <= i < rows, one unsigned compare (a negative i64 is a huge unsigned one).
+  Value valid = b.icmp(Pred::ult, i, b.splat(b.i64(rows), b.type(i).lanes));
+  const int lanes = std::max(v.lanes, iv.lanes);
+  v = fe.widen(v, lanes);
+  if (b.type(valid).lanes != lanes) valid = b.splat(valid, lanes);
+  return {EVal{b.select(valid, v.v, fill_value(lanes).v), xa.dtype, lanes}};
 }
 
 const RegisterElemental r_bcast("broadcast_in_dim", broadcast_in_dim);

@@ -1,11 +1,13 @@
 // minijax program rules of the update primitives: dynamic_update_slice and scatter_add (written in
 // place of their operand when the buffer plan put them there) and cumsum (a loop along the axis).
 #include "core/errors.h"
+#include "core/lax.h"
 #include "jit/lower/program.h"
 
 namespace minijax::lower {
 
 using kir::Op;
+using kir::Pred;
 using kir::Type;
 using kir::Value;
 
@@ -79,17 +81,19 @@ void lower_dynamic_update_slice(ProgramEmitter& pe, const Eqn& e) {
 // ---- scatter_add ------------------------------------------------------------------------------
 
 // out = operand; then for each index position i in order, row clamp(indices[i], 0, rows - 1) of
-// out += row i of updates (eager's scatter_add_impl; compiled code clamps out-of-range indices as
-// the eager file documents for staged code). Sequential over i, so duplicate indices accumulate
-// in one fixed order; each row is added in vectors (bf16 rounded after each add, bool or-ed).
+// out += row i of updates (eager's scatter_add_impl). CLIP and PROMISE_IN_BOUNDS clamp (eager
+// raises IndexError for a broken promise instead); FILL_OR_DROP skips an index outside [0, rows),
+// as eager does. Sequential over i, so duplicate indices accumulate in one fixed order; each row
+// is added in vectors (bf16 rounded after each add, bool or-ed).
 void lower_scatter_add(ProgramEmitter& pe, const Eqn& e) {
   kir::Builder& b = pe.b;
   const ShapedArray& xa = atom_aval(e.inputs[0]);
   const ShapedArray& ia = atom_aval(e.inputs[1]);
+  const bool drop = lax::gather_scatter_mode(e.params) == lax::GatherScatterMode::FILL_OR_DROP;
   Value out = pe.addr(e.outputs[0]);
   pe.copy_atom(out, e.inputs[0]);
   pe.note(e, "in-place update", "operand copied only when placed apart, then " + std::to_string(ia.size()) +
-                                    " rows added in index order");
+                                    " rows added in index order" + (drop ? " (out-of-range rows dropped)" : ""));
   if (xa.dtype == DType::float0 || xa.size() == 0 || ia.size() == 0) return;
   const DType dt = xa.dtype;
   const int64_t rows = xa.shape[0], row = xa.size() / rows;
@@ -97,14 +101,19 @@ void lower_scatter_add(ProgramEmitter& pe, const Eqn& e) {
   FusionEmitter fe(b, no_body(), {});
   const int lanes = FusionEmitter::native_lanes(dt);
   b.for_(b.i64(0), b.i64(ia.size()), b.i64(1), [&](Value i) {
-    Value dst = b.mul(clamp(b, load_index(pe, e.inputs[1], i), 0, rows - 1), b.i64(row));
-    Value src = b.mul(i, b.i64(row));
-    for_lanes(b, row, lanes, [&](Value j, int L) {
-      DimIdx d{b.add(dst, j), L > 1 ? 1 : 0, {}}, s{b.add(src, j), L > 1 ? 1 : 0, {}};
-      EVal o = fe.load(dt, out, d, L), u = fe.load(dt, upd, s, L);
-      Value sum = dt == DType::bool_ ? b.binop(Op::Or, o.v, u.v) : is_floating(dt) ? b.fadd(o.v, u.v) : b.add(o.v, u.v);
-      fe.store(out, d, EVal{sum, dt, L});
-    });
+    Value idx = load_index(pe, e.inputs[1], i);
+    auto add_row = [&] {
+      Value dst = b.mul(clamp(b, idx, 0, rows - 1), b.i64(row));
+      Value src = b.mul(i, b.i64(row));
+      for_lanes(b, row, lanes, [&](Value j, int L) {
+        DimIdx d{b.add(dst, j), L > 1 ? 1 : 0, {}}, s{b.add(src, j), L > 1 ? 1 : 0, {}};
+        EVal o = fe.load(dt, out, d, L), u = fe.load(dt, upd, s, L);
+        Value sum = dt == DType::bool_ ? b.binop(Op::Or, o.v, u.v) : is_floating(dt) ? b.fadd(o.v, u.v) : b.add(o.v, u.v);
+        fe.store(out, d, EVal{sum, dt, L});
+      });
+    };
+    if (drop) b.if_(b.icmp(Pred::ult, idx, b.i64(rows)), add_row);  // 0 <= idx < rows (unsigned compare)
+    else add_row();
   });
 }
 

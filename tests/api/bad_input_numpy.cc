@@ -111,7 +111,7 @@ std::vector<Case> numpy_cases() {
       BAD("minijax::concatenate", ShapeError, mj::concatenate({x23(), x4()}, 0), "concatenate", "[2,3]", "[4]"),
       BAD("minijax::stack", ShapeError, mj::stack({x23(), x4()}, 0), "stack", "(2, 3)", "(4,)"),
       BAD("minijax::flip", ValueError, mj::flip(x23(), 2), "flip", "2"),
-      BAD("minijax::take", TypeError, mj::take(x23(), x4()), "gather", "f32[4]"),
+      BAD("minijax::take", TypeError, mj::take(x23(), x4(), 0), "gather", "f32[4]"),
       BAD("minijax::broadcast_shapes", ShapeError, mj::broadcast_shapes({2, 3}, {4}), "broadcast_shapes", "[2,3]", "[4]"),
       BAD("minijax::device_put", ValueError, mj::device_put(x23(), std::string("gpu_hbm")), "device_put", "gpu_hbm"),
   };

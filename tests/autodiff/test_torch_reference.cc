@@ -224,7 +224,7 @@ TEST(TorchReference, EmbeddingGather) {
   mj::Array idx = i32(c::idx, c::idx_shape);
   mj::Array w = f64(c::w, c::w_shape);
   Fn f = [&](const std::vector<mj::Array>& a) {
-    mj::Array rows = mj::take(a[0], idx);
+    mj::Array rows = mj::take(a[0], idx, 0);
     mj::Array col0 = mj::lax::slice(rows, {0, 0}, {rows.shape()[0], 1});
     return mj::sum(mj::tanh(rows) * w) + mj::sum(mj::square(col0));
   };

@@ -61,7 +61,7 @@ TEST(Errors, DtypeMismatchesAreTypeErrors) {
   EXPECT_MJ_ERROR(TypeError, mj::power(i, -1), "integer_pow", "i32[3]", "-1");
   EXPECT_MJ_ERROR(TypeError, mj::astype(x, mj::DType::float0), "convert_element_type", "f32[2,3]", "float0");
   EXPECT_MJ_ERROR(TypeError, mj::one_hot(x, 3), "one_hot", "f32[2,3]");
-  EXPECT_MJ_ERROR(TypeError, mj::take(x, mj::ones({1})), "gather", "f32[2,3]", "f32[1]");
+  EXPECT_MJ_ERROR(TypeError, mj::take(x, mj::ones({1}), 0), "gather", "f32[2,3]", "f32[1]");
   EXPECT_MJ_ERROR(TypeError, x.data<double>(), "f64", "f32");
 }
 
@@ -116,7 +116,13 @@ TEST(Errors, ShapeOpsNameBothShapes) {
 TEST(Errors, OutOfRangeIndicesNameOperandIndicesAndPosition) {
   Array x = mj::ones({2, 3});
   Array idx = mj::astype(mj::array({0.f, 5.f}), mj::i32);
-  EXPECT_MJ_ERROR(IndexError, mj::take(x, idx), "gather(f32[2,3], i32[2])", "index 5", "(1,)", "size 2");
+  // Changed on purpose by issue 23: take gives the fill value for an out-of-range index (no
+  // IndexError); lax::gather's default PROMISE_IN_BOUNDS mode still names the broken promise.
+  EXPECT_MJ_ERROR(IndexError, mj::lax::gather(x, idx), "gather(f32[2,3], i32[2])", "index 5", "(1,)", "size 2");
+  EXPECT_MJ_ERROR(ValueError, mj::take(x, idx, 0, "raise"), "take", "\"raise\"", "not supported");
+  EXPECT_MJ_ERROR(ValueError, mj::take(x, idx, 0, "nearest"), "take", "\"nearest\"");
+  EXPECT_MJ_ERROR(ValueError, mj::take(x, idx, 2), "take", "axis 2", "rank 2");
+  EXPECT_MJ_ERROR(ValueError, mj::take(x, idx, -3), "take", "axis -3", "rank 2");
   Array neg = mj::astype(mj::array({-1.f}), mj::i32);
   EXPECT_MJ_ERROR(IndexError, mj::lax::scatter_add(x, neg, mj::ones({1, 3})), "scatter_add(f32[2,3], i32[1])", "index -1");
   // A zero-size reduction without identity, argmax of an empty axis, item() of a non-scalar.
