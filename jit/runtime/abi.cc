@@ -82,6 +82,7 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"mj_rt_axis_index", reinterpret_cast<void*>(&mj_rt_axis_index)},
       {"mj_rt_kernel_begin", reinterpret_cast<void*>(&mj_rt_kernel_begin)},
       {"mj_rt_kernel_end", reinterpret_cast<void*>(&mj_rt_kernel_end)},
+      {"mj_rt_trig_reduce", reinterpret_cast<void*>(&mj_rt_trig_reduce)},
   };
   return table;
 }
