@@ -218,7 +218,7 @@ kir::Value pow(kir::Builder& b, kir::Value x, kir::Value y);
 // compiles each function's code once per module, however many equations use it, so a kernel's
 // compile time grows with its equations by a call each rather than by the function's whole code.
 
-/// The runtime function sin, cos and tan call for huge arguments (jit/runtime/abi.h).
+/// The runtime function sin, cos and tan call for huge arguments (jit/runtime/trig_reduction.h).
 inline constexpr const char* kTrigReduceRuntime = "mj_rt_trig_reduce";
 
 /// Whether `fn` ("exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",

@@ -18,6 +18,7 @@
 #include "jit/runtime/parallel_for.h"
 #include "jit/runtime/profiler.h"
 #include "jit/runtime/spmd_context.h"
+#include "jit/runtime/trig_reduction.h"
 
 namespace minijax {
 

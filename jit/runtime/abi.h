@@ -70,9 +70,4 @@ void mj_rt_copy_done(void* dst);
 void mj_rt_ragged_all_to_all_local(void* out, int64_t out_rows, const void* in, int64_t in_rows, int64_t row_bytes,
                                    const int32_t* in_off, const int32_t* send, const int32_t* out_off,
                                    const int32_t* recv);
-/// The argument reduction of sin, cos and tan for huge finite arguments (jit/runtime/trig_reduction.cc):
-/// for i < n, x[i] 2/pi = k[i] + f and f pi/2 = hi[i] + lo[i] (|hi| <= pi/4 + tiny, k[i] an integer),
-/// by an exact chunked product with 1248 bits of 2/pi. Called by compiled code only for vectors
-/// holding a lane beyond the Cody-Waite range.
-void mj_rt_trig_reduce(const double* x, int64_t n, double* hi, double* lo, double* k);
 }

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "jit/runtime/abi.h"
+#include "jit/runtime/trig_reduction.h"
 
 namespace {
 
