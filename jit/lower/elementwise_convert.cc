@@ -134,7 +134,7 @@ std::vector<EVal> pow_rule(FusionEmitter& fe, const Eqn& e, const ElemIndex& at)
   auto x = operands_at(fe, e, at);
   fe.match_lanes(x[0], x[1]);
   if (is_floating(x[0].dtype))
-    return {EVal{math::pow(fe.b, x[0].v, x[1].v), x[0].dtype, x[0].lanes}};
+    return {EVal{math::call_outlined(fe.b, "pow", {x[0].v, x[1].v}), x[0].dtype, x[0].lanes}};
   return {int_pow(fe, x[0], x[1])};
 }
 

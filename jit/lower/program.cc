@@ -3,6 +3,7 @@
 #include "jit/lower/program.h"
 
 #include "core/errors.h"
+#include "jit/lower/transcendentals.h"
 #include "jit/map_bodies.h"
 
 namespace minijax::lower {
@@ -387,6 +388,7 @@ std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, cons
   // a value returned twice) are copied by the runtime from the plan's OutputPlan.
   b.ret();
   m.functions.push_back(std::move(f));
+  math::define_outlined_functions(m);  // the transcendentals the kernels call, once each
   return pe.lowered;
 }
 

@@ -2,6 +2,7 @@
 // VMath helper they are written with; lane-count generic, no libm calls, no per-element branches.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "jit/kir.h"
@@ -157,6 +158,9 @@ kir::Value logistic(kir::Builder& b, kir::Value x);
 /// in the manner of Payne & Hanek ("Radian reduction for trigonometric functions", SIGNUM 1983):
 /// the 26-bit chunks that matter for x's exponent (a 48-entry table), times x split in halves, each
 /// product exact and reduced mod 4 exactly, summed in three terms; f times pi/2 as a two-term r.
+/// That rare path is the runtime function mj_rt_trig_reduce (kTrigReduceRuntime, one call per
+/// vector holding such a lane), so it adds no code to the kernels; a module whose code calls it
+/// declares it (define_outlined_functions does so).
 /// Minimax polynomials for sin and cos on |r| <= pi/4, the quadrant k mod 4 selecting and negating;
 /// tan = sin / cos or -cos / sin.
 kir::Value sin_f32(kir::Builder& b, kir::Value x);
@@ -207,6 +211,32 @@ kir::Value erf(kir::Builder& b, kir::Value x);
 kir::Value erf_inv(kir::Builder& b, kir::Value x);
 kir::Value atan2(kir::Builder& b, kir::Value y, kir::Value x);
 kir::Value pow(kir::Builder& b, kir::Value x, kir::Value y);
+
+// ---- outlined functions: one definition per module ---------------------------------------------------
+// A fusion kernel calls each transcendental through a module function of its own (one per function,
+// float type and lane count) instead of inlining the code at every use: LLVM then optimizes and
+// compiles each function's code once per module, however many equations use it, so a kernel's
+// compile time grows with its equations by a call each rather than by the function's whole code.
+
+/// The runtime function sin, cos and tan call for huge arguments (jit/runtime/trig_reduction.h).
+inline constexpr const char* kTrigReduceRuntime = "mj_rt_trig_reduce";
+
+/// Whether `fn` ("exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
+/// "erf_inv", "pow", "atan2") is one of the functions call_outlined handles.
+bool is_outlined_function(const std::string& fn);
+
+/// Emits a call of module function `mj_math_<fn>_<f32|f64>x<lanes>` on args (one operand, two for
+/// pow and atan2, all of one f32 or f64 type) and returns its result. The function is defined
+/// later by define_outlined_functions. ValueError for an unknown fn, a non-float type or operands
+/// of different types.
+kir::Value call_outlined(kir::Builder& b, const std::string& fn, const std::vector<kir::Value>& args);
+
+/// Defines in `m` every `mj_math_*` function its functions call that it does not define yet, with
+/// the code of the functions above (so the same results, bit for bit, as inline code). A function
+/// called from one place is always inlined (the code is then that of inline emission); one called
+/// from several places is never inlined, so LLVM optimizes and compiles its code once. Declares
+/// mj_rt_trig_reduce when some function calls it. Call once, after the module's last kernel.
+void define_outlined_functions(kir::Module& m);
 
 // ---- building blocks shared by the implementation files ---------------------------------------------
 /// exp(hi + lo) for a two-term argument (|lo| < 2^-30; f64): e^r (1 + d) with d = lo - k ln2_lo;

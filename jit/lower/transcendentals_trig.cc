@@ -47,16 +47,6 @@ constexpr double kPio2_27[4] = {0x1.921fb54000000p+0, 0x1.10b4610000000p-30, 0x1
 constexpr double kPio2_33Hi = 0x1.921fb54400000p+0, kPio2_33Lo = 0x1.0b4611a626331p-34;
 constexpr double kPio2Hi = 0x1.921fb54442d18p+0, kPio2Lo = 0x1.1a62633145c07p-54;
 constexpr double kPiHi = 0x1.921fb54442d18p+1, kPiLo = 0x1.1a62633145c07p-53;
-// 2/pi = sum_j kTwoOverPiChunks[j] 2^(-26 (j + 1)): 1248 bits (mpmath, 500 digits).
-constexpr int kChunks = 48;
-constexpr double kTwoOverPiChunks[kChunks] = {
-    42722829, 48555073, 21659401, 56087029, 13858563, 28715353, 38736100, 4324945,
-    26128250, 62674459, 29957006, 37899730, 58726692, 49193117, 6588223,  35515164,
-    46442140, 65964067, 24988590, 54822121, 41009306, 54917092, 5137525,  37323603,
-    15192690, 4585659,  58608142, 52426903, 67074070, 25231090, 63202006, 34237727,
-    28629499, 15891632, 40752081, 37709470, 25143477, 55737260, 33225084, 24853767,
-    15195689, 19476134, 50255852, 18845021, 2185228,  50622407, 47901436, 13614112};
-
 // x mod pi/2 as r_hi + r_lo (|r| <= pi/4 + tiny) and the quadrant q (i64, any integer: q mod 4
 // counts). x finite f64.
 struct Reduced {
@@ -83,59 +73,11 @@ Reduced reduce_cody_waite(VMath& m, Value x, bool for_f32) {
   return r;
 }
 
-// Exact chunked product x * 2/pi mod 4 (every finite x): x = 2^E M; chunks j < j0 =
-// max(0, (E - 54) / 26) give multiples of 4 and are skipped; eight 26-bit chunks from j0 times the
-// two halves of x (26 + 27 bits: every product exact), each reduced mod 4 exactly, summed as a
-// two-term value; the integer part is the quadrant, the fraction times pi/2 (two-term) is r.
-Reduced reduce_chunked(VMath& m, Value x) {
-  kir::Builder& b = m.b;
-  Value table = b.stack_slot(kir::kF64, kChunks);
-  for (int j = 0; j < kChunks; ++j) b.store(table, b.i64(j), b.f64(kTwoOverPiChunks[j]));
-  Value E = m.isub(m.iand(m.ilshr(m.bits(x), 52), m.ci(0x7ff)), m.ci(1023));
-  Value e54 = m.isub(E, m.ci(54));
-  e54 = m.sel(b.icmp(Pred::sgt, e54, m.ci(0)), e54, m.ci(0));
-  e54 = m.sel(b.icmp(Pred::slt, e54, m.ci(1023 - 54)), e54, m.ci(1023 - 54));
-  Value j0 = b.binop(Op::SDiv, e54, m.ci(26));
-  // y = x 2^(-26 (j0 + 1)) (exact), split into 26 + 27 bits (Veltkamp).
-  Value y = m.mul(x, m.pow2i(m.isub(m.ci(0), b.mul(m.iadd(j0, m.ci(1)), m.ci(26)))));
-  Value g = m.mul(y, m.c(134217729.0));  // 2^27 + 1
-  Value yh = m.sub(g, m.sub(g, y));
-  Value yl = m.sub(y, yh);
-  // The sum is kept in three terms S + Lo + Lo2 (each addition's error carried down exactly once):
-  // the result may be as small as 2^-61 after the integer part cancels, and needs ~2^-116.
-  Value S = m.c(0.0), Lo = m.c(0.0), Lo2 = m.c(0.0);
-  auto add_term = [&](Value v) {
-    Value t = m.sub(v, m.mul(m.c(4.0), m.rint(m.mul(v, m.c(0.25)))));  // v mod 4, exact
-    Value s, e, l, e2;
-    m.two_sum(S, t, s, e);
-    m.two_sum(Lo, e, l, e2);
-    S = s;
-    Lo = l;
-    Lo2 = m.add(Lo2, e2);
-  };
-  for (int i = 0; i < 8; ++i) {
-    Value c = b.gather(m.t, table, m.iadd(j0, m.ci(i)));
-    Value scale = m.c(std::ldexp(1.0, -26 * i));
-    add_term(m.mul(m.mul(yh, c), scale));
-    add_term(m.mul(m.mul(yl, c), scale));
-  }
-  Value k = m.rint(S);
-  Value fh = m.sub(S, k);  // exact
-  Value a, a2, f, fl;
-  m.two_sum(fh, Lo, a, a2);
-  m.two_sum(a, m.add(a2, Lo2), f, fl);
-  Reduced r;
-  r.q = m.to_int(k);
-  Value p, pe;
-  m.two_prod(f, m.c(kPio2Hi), p, pe);
-  Value lo = m.add(pe, m.mad(f, m.c(kPio2Lo), m.mul(fl, m.c(kPio2Hi))));
-  r.hi = m.add(p, lo);
-  r.lo = m.sub(lo, m.sub(r.hi, p));
-  return r;
-}
-
-// The reduction of finite x (f64): Cody-Waite everywhere, the chunked product computed (under a
-// test of the whole vector, so ordinary arguments never pay for it) for lanes with |x| >= limit.
+// The reduction of finite x (f64): Cody-Waite everywhere; for lanes with |x| >= limit (under a
+// test of the whole vector, so ordinary arguments never pay for it) the runtime's exact chunked
+// product (mj_rt_trig_reduce, jit/runtime/trig_reduction.cc: Payne & Hanek with 1248 bits of 2/pi),
+// called once per such vector. It is a runtime function rather than inline code so that the rare
+// path costs no compile time in each kernel that uses sin, cos or tan.
 Reduced reduce(VMath& m, Value x, bool for_f32) {
   kir::Builder& b = m.b;
   const double limit = for_f32 ? 0x1p19 : 0x1p26;
@@ -148,10 +90,16 @@ Reduced reduce(VMath& m, Value x, bool for_f32) {
   b.store(slot_q, b.i64(0), fast.q);
   b.if_(any_lane(b, big), [&] {
     VMath w(b, m.t);
-    Reduced slow = reduce_chunked(w, w.sel(big, x, w.c(0x1p30)));
-    b.store(slot_hi, b.i64(0), w.sel(big, slow.hi, fast.hi));
-    b.store(slot_lo, b.i64(0), w.sel(big, slow.lo, fast.lo));
-    b.store(slot_q, b.i64(0), w.sel(big, slow.q, fast.q));
+    const int n = m.lanes();
+    Value in = b.stack_slot(kir::kF64, n), hi = b.stack_slot(kir::kF64, n), lo = b.stack_slot(kir::kF64, n),
+          k = b.stack_slot(kir::kF64, n);
+    b.store(in, b.i64(0), w.sel(big, x, w.c(0x1p30)));
+    b.call(kTrigReduceRuntime, kir::kVoid, {in, b.i64(n), hi, lo, k});
+    Value shi = b.load(m.t, hi, b.i64(0)), slo = b.load(m.t, lo, b.i64(0));
+    Value sq = w.to_int(b.load(m.t, k, b.i64(0)));
+    b.store(slot_hi, b.i64(0), w.sel(big, shi, fast.hi));
+    b.store(slot_lo, b.i64(0), w.sel(big, slo, fast.lo));
+    b.store(slot_q, b.i64(0), w.sel(big, sq, fast.q));
   });
   Reduced r;
   r.hi = b.load(m.t, slot_hi, b.i64(0));

@@ -18,6 +18,7 @@
 #include "jit/runtime/parallel_for.h"
 #include "jit/runtime/profiler.h"
 #include "jit/runtime/spmd_context.h"
+#include "jit/runtime/trig_reduction.h"
 
 namespace minijax {
 
@@ -82,6 +83,7 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"mj_rt_axis_index", reinterpret_cast<void*>(&mj_rt_axis_index)},
       {"mj_rt_kernel_begin", reinterpret_cast<void*>(&mj_rt_kernel_begin)},
       {"mj_rt_kernel_end", reinterpret_cast<void*>(&mj_rt_kernel_end)},
+      {"mj_rt_trig_reduce", reinterpret_cast<void*>(&mj_rt_trig_reduce)},
   };
   return table;
 }

@@ -1,0 +1,111 @@
+// minijax tests of outlined transcendentals (jit/lower/transcendentals_outline.cc): one module function
+// per function, type and lane count whatever the number of uses, and compiled == eager through it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <minijax/minijax.h>
+
+namespace {
+
+using mj::Array;
+namespace lax = mj::lax;
+
+// The chain of bench/compile's chain case: links of y = sin(y) * 0.999 + 0.001.
+Array sin_chain(const Array& x, int links) {
+  Array y = x;
+  for (int i = 0; i < links; ++i) y = lax::add(lax::mul(lax::sin(y), mj::full_like(y, 0.999)), mj::full_like(y, 0.001));
+  return y;
+}
+
+// The KIR part of Compiled::as_text().
+std::string kir_text(const std::string& text) {
+  size_t a = text.find("# kernels (KIR)");
+  size_t b = text.find("# optimized LLVM IR");
+  return a == std::string::npos ? "" : text.substr(a, b == std::string::npos ? std::string::npos : b - a);
+}
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+// Max |got - want| / (atol + rtol |want|) (NaNs must match); both compared in f64.
+double err(const Array& got, const Array& want, double atol, double rtol) {
+  Array g = mj::astype(got, mj::f64), w = mj::astype(want, mj::f64);
+  double worst = 0;
+  for (int64_t i = 0; i < g.size(); ++i) {
+    double u = g.data<double>()[i], v = w.data<double>()[i];
+    if (std::isnan(u) || std::isnan(v)) {
+      if (std::isnan(u) != std::isnan(v)) return 1e30;
+      continue;
+    }
+    worst = std::max(worst, std::fabs(u - v) / (atol + rtol * std::fabs(v)));
+  }
+  return worst;
+}
+
+TEST(TranscendentalOutlining, EachFunctionIsDefinedOncePerTypeAndLaneCount) {
+  // 50 links: the kernel calls sin 50 times in its vector loop and 50 times in its scalar tail;
+  // the module defines sin once for each (a vector and a scalar function), not 100 inline copies.
+  Array x = mj::full({4099}, 0.5, mj::f32);
+  std::string kir = kir_text(mj::jit([](const Array& a) { return sin_chain(a, 50); }).lower(x).compile().as_text());
+  ASSERT_FALSE(kir.empty());
+  EXPECT_EQ(count(kir, "define internal f32 @mj_math_sin_f32x1("), 1) << kir.substr(0, 2000);
+  int defines = 0;
+  for (size_t p = kir.find("define internal"); p != std::string::npos; p = kir.find("define internal", p + 1))
+    defines += kir.compare(kir.find('@', p), 16, "@mj_math_sin_f32") == 0;
+  EXPECT_EQ(defines, 2);                                   // vector and scalar
+  EXPECT_EQ(count(kir, "call @mj_math_sin_f32x"), 100);    // every use is a call
+  EXPECT_NE(kir.find("noinline"), std::string::npos);      // called from 50 places: not inlined
+}
+
+TEST(TranscendentalOutlining, KernelCodeGrowsByACallPerLink) {
+  // What LLVM optimizes and compiles grows with the chain by a call, a multiply and an add per link
+  // (a few lines of KIR), not by the function's code (about 900 lines per link inline before).
+  Array x = mj::full({4099}, 0.5, mj::f32);
+  auto size = [&](int links) {
+    return double(kir_text(mj::jit([links](const Array& a) { return sin_chain(a, links); }).lower(x).compile().as_text()).size());
+  };
+  const double per_link = (size(60) - size(20)) / 40.0;
+  EXPECT_LT(per_link, 2000.0) << "KIR characters per link";
+}
+
+TEST(TranscendentalOutlining, ChainsOfEveryFunctionMatchEager) {
+  // Each function used several times in one kernel (so called, not inlined), f32 and f64, on a
+  // length with a scalar tail; inputs inside every function's domain, plus huge and special
+  // arguments for sin, cos and tan (the runtime reduction called from an outlined function).
+  // Reference: eager (libm-based), the ulp bounds of tests/jit/test_transcendentals.cc as tolerance.
+  std::vector<double> v;
+  for (int i = 0; i < 1037; ++i) v.push_back(0.05 + 0.9 * double(i) / 1037.0);
+  std::vector<double> big = {1e10, -3e7, 1e22, 6.5e5, 1.5, -2.25e19, 0.0, -0.0, 12345.678, 5e300};
+  for (mj::DType d : {mj::f32, mj::f64}) {
+    Array x = mj::array(v, {int64_t(v.size())}, d);
+    auto f = [](const Array& a) {
+      Array n = lax::neg(a);
+      std::vector<Array> terms = {lax::exp(a), lax::exp(n), lax::log(a), lax::log(lax::add(a, a)), lax::log1p(a),
+                                  lax::log1p(n), lax::expm1(a), lax::expm1(n), lax::tanh(a), lax::tanh(n),
+                                  lax::logistic(a), lax::logistic(n), lax::erf(a), lax::erf(n), lax::erf_inv(a),
+                                  lax::erf_inv(n), lax::pow(a, a), lax::pow(a, n), lax::atan2(a, n), lax::atan2(n, a),
+                                  lax::sin(a), lax::sin(n), lax::cos(a), lax::cos(n), lax::tan(a), lax::tan(n)};
+      return lax::concatenate(terms, 0);
+    };
+    Array got = mj::jit(f)(x), want = f(x);
+    const double tol = d == mj::f32 ? 1e-6 : 1e-14;
+    EXPECT_LE(err(got, want, tol, tol), 8.0) << mj::dtype_name(d);
+    std::vector<double> b;
+    for (int r = 0; r < 7; ++r) b.insert(b.end(), big.begin(), big.end());  // vector lanes and a tail
+    Array xb = mj::array(b, {int64_t(b.size())}, d);
+    auto g = [](const Array& a) {
+      Array n = lax::neg(a);
+      return lax::concatenate({lax::sin(a), lax::sin(n), lax::cos(a), lax::cos(n), lax::tan(a), lax::tan(n)}, 0);
+    };
+    EXPECT_LE(err(mj::jit(g)(xb), g(xb), tol, tol), 8.0) << "huge arguments, " << mj::dtype_name(d);
+  }
+}
+
+}  // namespace
