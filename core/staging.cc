@@ -107,6 +107,7 @@ void JaxprTrace::release() {
 
 ClosedJaxpr trace_to_jaxpr(const FlatFn& f, const std::vector<ShapedArray>& in_avals,
                            std::source_location loc) {
+  check_trace_depth(loc);
   TraceScope<JaxprTrace> scope(/*dynamic=*/true);
   std::vector<Array> ins;
   for (auto& av : in_avals) ins.push_back(scope->new_arg(av));
