@@ -139,8 +139,8 @@ TEST(LongPrograms, BadMaxTraceDepthIsAValueError) {
   EXPECT_THROW(mj::make_jaxpr([](const Array& x) { return nested(x, 3); })(mj::full({2}, 1.0)), mj::ValueError);
 }
 
-// Before the fix: the parser, the printer, verify, DCE, inlining and destroying the nest all
-// recursed once per level and overflowed the stack.
+// Before the fix: the parser, the printer, verify, DCE, inlining, eager evaluation and
+// destroying the nest all recursed once per level and overflowed the stack.
 TEST(LongPrograms, TenThousandDeepNestOfClosedCallsGoesThroughEveryPass) {
   run_on_small_stack([] {
     const int depth = 10000;
@@ -170,6 +170,21 @@ TEST(LongPrograms, TenThousandDeepNestOfClosedCallsGoesThroughEveryPass) {
     Array got = f(x);
     EXPECT_TRUE(lowtest::bit_equal(got, chain(x, depth)));
     EXPECT_NEAR(got.data<float>()[3], chain_closed_form(0.5, depth), kChainTolerance);
+    // Eager evaluation of the nest (closed_call's impl evaluates its body).
+    EXPECT_TRUE(lowtest::bit_equal(mj::eval_jaxpr(parsed, {x})[0], got));
+    // grad traces each level's JVP inside the level above: beyond max_trace_depth that is a
+    // ValueError, not a crash; a nest of 100 levels differentiates to d/dx = 0.999^100.
+    auto g = [](const mj::ClosedJaxpr& j) {
+      return mj::grad([j](const Array& x) { return mj::sum(mj::eval_jaxpr(j, {x})[0]); });
+    };
+    try {
+      g(parsed)(x);
+      ADD_FAILURE() << "grad of a 10,000-deep nest gave no error";
+    } catch (const mj::ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("max_trace_depth"), std::string::npos) << e.what();
+    }
+    Array d = g(mj::parse_jaxpr(minijax_test::nested_calls_text(100, 16)))(x);
+    EXPECT_NEAR(d.data<float>()[5], std::pow(0.999, 100), 1e-5);
     // Inline nesting beyond 64 levels is refused with a ValueError, not a crash.
     std::string deep = "{ lambda ; a:f32[2]. let b:f32[2] = mul a 2.0:f32[] in (b,) }";
     for (int k = 0; k < 200; ++k)
