@@ -67,11 +67,11 @@ struct Config {
   /// The most equations in one fused kernel (jit/fuse.h): a longer elementwise chain is split
   /// into kernels of at most this many equations, so code generation's time and stack stay
   /// bounded. Default 500: compiling an elementwise chain costs the same per equation whether
-  /// its kernels hold 250 or 16,000 equations (measured, docs/compiler.md "Long programs"), so
-  /// the cap is chosen for the fusion emitter, whose recursion grows with the index-changing
-  /// equations (transpose, broadcast, slice, ...) on one path of a kernel: 500 of them fit a
-  /// 1 MB thread stack with room to spare, while splitting costs one store and reload of an
-  /// intermediate array per 500 equations. Must be >= 1; otherwise ValueError at the next compile.
+  /// its kernels hold 125 or 20,000 equations (measured, docs/compiler.md "Long programs"), while
+  /// very small kernels cost (many functions slow LLVM down) and each split costs one store and
+  /// reload of an intermediate array; 500 keeps both small. (The emitter's recursion is bounded
+  /// separately: at most 128 index-changing equations per kernel, jit/fuse.h.)
+  /// Must be >= 1; otherwise ValueError at the next compile.
   int64_t max_fusion_equations = 500;
   /// The most nested levels of tracing (a traced function calling closed_call, jit, checkpoint,
   /// scan, cond or custom rules inside each other; every trace open on the thread counts):

@@ -55,6 +55,12 @@ reusing_index_maps() {
   return t;
 }
 
+/// The most index_map equations in one group, whatever config().max_fusion_equations says:
+/// the fusion emitter evaluates an operand read at a new index by a call (1-2 KB of stack per
+/// level, measured: 500 nested transposes in one kernel ran on a 1 MB stack, 1,000 did not),
+/// so this bounds its recursion at a quarter of a 1 MB stack.
+constexpr size_t kMaxIndexMapsPerGroup = 128;
+
 enum class Role { loop, prologue, reduction, epilogue };
 
 struct Member {
@@ -73,6 +79,7 @@ struct Group {
   MemoryKind memory_kind = MemoryKind::device;
   size_t root = 0;            ///< the group's last equation
   std::vector<Member> members;
+  size_t index_maps = 0;      ///< members of class index_map (transpose, broadcast, slice, ...)
   std::unordered_set<Var, VarHash> produced;
   /// For each value read by members: (member index, operand position) of each read.
   std::unordered_map<Var, std::vector<std::pair<size_t, size_t>>, VarHash> reads;
@@ -277,6 +284,7 @@ class Planner {
     const int gn = node_of_group(gi);
     const Eqn& e = j_.eqns[q];
     g.members.push_back(Member{q, clone, role, multi, at_identity});
+    if (op_class(e) == OpClass::index_map) ++g.index_maps;
     const size_t mi = g.members.size() - 1;
     for (auto& o : e.outputs) {
       if (o.is_dropvar()) continue;
@@ -418,6 +426,8 @@ bool Planner::try_join(size_t gi, size_t q) {
   const Eqn& e = j_.eqns[q];
   if (!fusible_[q] || dead_[q] || owner_[q] != int(q)) return false;
   if (g.members.size() >= max_members_) return false;  // config().max_fusion_equations
+  // The emitter recurses once per index-changing equation on a path (jit/lower/lowering.h).
+  if (op_class(e) == OpClass::index_map && g.index_maps >= kMaxIndexMapsPerGroup) return false;
   if (e.outputs[0].aval().memory_kind != g.memory_kind) return false;
   Reads rs;  // the group's reads of q's values
   for (auto& o : e.outputs) {

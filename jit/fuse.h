@@ -30,9 +30,10 @@ namespace minijax {
 ///   dependency requires it), its body's invars are the group's variable operands in order of
 ///   first use (literals stay inline), its outvars its results in program order; fusions are
 ///   named fusion.0, fusion.1, ... in program order over the whole program, bodies included.
-/// - a group holds at most config().max_fusion_equations equations (clones included): a longer
-///   chain is split into several kernels, which bounds each kernel's code generation time and
-///   the emitter's recursion (jit/lower/lowering.h) whatever the program's length.
+/// - a group holds at most config().max_fusion_equations equations (clones included) and at most
+///   128 index_map equations: a longer chain is split into several kernels, which bounds each
+///   kernel's code generation and the emitter's recursion (jit/lower/lowering.h: one level per
+///   index-changing equation on a path) whatever the program's length.
 /// Fusible equations whose values are not used are dropped. Throws ValueError naming
 /// config().max_fusion_equations when it is < 1. Source: XLA's instruction fusion
 /// (xla/service/instruction_fusion.cc: consumers visited in reverse post order, producers fused

@@ -90,6 +90,32 @@ TEST(LongPrograms, NoKernelHoldsMoreThanMaxFusionEquations) {
   });
 }
 
+// The emitter reads an operand at a new index by a call: 2,000 transposes in one kernel
+// overflowed the 1 MB stack before groups were capped at 128 index_map equations.
+TEST(LongPrograms, ChainOfTwoThousandTransposesCompilesRunsAndEqualsEager) {
+  ConfigGuard guard;
+  run_on_small_stack([] {
+    mj::config().max_fusion_equations = 100000;  // only the index_map bound splits the chain
+    auto t_chain = [](const Array& x) {
+      Array y = x;
+      for (int i = 0; i < 2000; ++i) y = mj::transpose(y) * 0.999;
+      return y;
+    };
+    auto f = mj::jit(t_chain);
+    Array x = mj::reshape(mj::arange(0.0, 64.0), {8, 8}) * 0.01;
+    EXPECT_TRUE(lowtest::bit_equal(f(x), t_chain(x)));  // eager
+    size_t transposes_in_largest = 0;
+    for (auto& e : f.lower(x).compile().executable()->program.eqns) {
+      if (e.primitive->name != "fusion") continue;
+      size_t t = 0;
+      for (auto& be : e.params.get_jaxpr("jaxpr")->jaxpr->eqns) t += be.primitive->name == "transpose";
+      transposes_in_largest = std::max(transposes_in_largest, t);
+    }
+    EXPECT_GT(transposes_in_largest, 0u);
+    EXPECT_LE(transposes_in_largest, 128u);
+  });
+}
+
 TEST(LongPrograms, BadMaxFusionEquationsIsAValueErrorAtTheNextCompile) {
   ConfigGuard guard;
   for (int64_t bad : {int64_t(0), int64_t(-3)}) {
