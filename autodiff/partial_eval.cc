@@ -49,6 +49,11 @@ PolicyDecision everything_saveable_policy(const Primitive&, const std::vector<Sh
   return Saveable{};
 }
 
+namespace {
+thread_local int pe_depth = 0;  // partial_eval_jaxpr_custom calls open on this thread
+constexpr int kMaxPeRuleDepth = 32;
+}  // namespace
+
 PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vector<bool>& in_unknowns,
                                             const std::vector<bool>& in_inst,
                                             const std::vector<bool>& ensure_out_unknowns,
@@ -63,6 +68,15 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
                          std::to_string(jaxpr.invars.size()) + " inputs and " +
                          std::to_string(jaxpr.outvars.size()) + " outputs",
                      loc);
+  // Custom rules (call, loop and branch primitives) partially evaluate their bodies by calling
+  // this function: beyond kMaxPeRuleDepth nested bodies an equation is treated as any other
+  // primitive (staged whole when an input is unknown), so the recursion stays bounded however
+  // deep the nest.
+  struct Depth {
+    Depth() { ++pe_depth; }
+    ~Depth() { --pe_depth; }
+  } depth;
+  const bool use_rules = pe_depth <= kMaxPeRuleDepth;
   struct State {
     bool unknown;
     bool inst;
@@ -106,7 +120,7 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
     bool any_unknown = false;
     for (auto& a : e.inputs) any_unknown |= read(a).unknown;
     auto rule = pe_custom_rules().find(e.primitive->name);
-    if (rule != pe_custom_rules().end()) {
+    if (rule != pe_custom_rules().end() && use_rules) {
       std::vector<bool> unk, inst;
       for (auto& a : e.inputs) {
         State st = read(a);

@@ -93,7 +93,8 @@ using PeCustomRule = std::function<PeCustomResult(const Eqn&, const std::vector<
                                                   const std::vector<bool>& in_inst,
                                                   const SaveablePolicy& policy)>;
 /// The table of per-primitive partial-evaluation rules (scan, cond, checkpoint, pjit, ...),
-/// keyed by primitive name. Equations of other primitives use the default rule.
+/// keyed by primitive name. Equations of other primitives use the default rule, and so do
+/// equations nested more than 32 levels deep in rule-handled bodies (bounded recursion).
 std::map<std::string, PeCustomRule>& pe_custom_rules();
 
 /// Partial evaluation of a jaxpr without constvars (JAX's partial_eval_jaxpr_custom).

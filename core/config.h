@@ -70,12 +70,22 @@ struct Config {
   int64_t compilation_cache_max_entries = 4096;
   /// The most equations in one fused kernel (jit/fuse.h): a longer elementwise chain is split
   /// into kernels of at most this many equations, so code generation's time and stack stay
-  /// bounded. Must be >= 1; otherwise ValueError at the next compile.
-  int64_t max_fusion_equations = 1000;
+  /// bounded. Default 500: compiling an elementwise chain costs the same per equation whether
+  /// its kernels hold 125 or 20,000 equations (measured, docs/compiler.md "Long programs"), while
+  /// very small kernels cost (many functions slow LLVM down) and each split costs one store and
+  /// reload of an intermediate array; 500 keeps both small. (The emitter's recursion is bounded
+  /// separately: at most 128 index-changing equations per kernel, jit/fuse.h.)
+  /// Must be >= 1; otherwise ValueError at the next compile.
+  int64_t max_fusion_equations = 500;
   /// The most nested levels of tracing (a traced function calling closed_call, jit, checkpoint,
-  /// scan, cond or custom rules inside each other): deeper nesting raises ValueError naming the
-  /// depth and the user's line, rather than overflowing the stack. Must be >= 1.
-  int max_trace_depth = 1000;
+  /// scan, cond or custom rules inside each other; every trace open on the thread counts):
+  /// deeper nesting raises ValueError naming the depth and the user's line (core/trace.h
+  /// check_trace_depth), rather than overflowing the stack. Default 256: a user function that
+  /// nests closed_call inside itself takes about 1.2 KB of stack per level in a Release build
+  /// (measured), so 256 levels take about 300 KB and a thread with a 1 MB stack gets the error,
+  /// not a crash, with room for the user's own frames. Must be >= 1; otherwise ValueError at
+  /// the next trace.
+  int max_trace_depth = 256;
 };
 
 /// The process-wide configuration.

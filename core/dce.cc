@@ -3,31 +3,57 @@
 #include "core/dce.h"
 
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/errors.h"
 #include "core/primitive.h"
 
 namespace minijax {
 
-bool jaxpr_has_effects(const Jaxpr& j) {
-  if (!j.effects.empty()) return true;
-  for (auto& e : j.eqns)
-    if (eqn_has_effects(e)) return true;
-  return false;
-}
+namespace {
 
-bool eqn_has_effects(const Eqn& e) {
-  if (!e.effects.empty()) return true;
-  for (auto& [k, v] : e.params.items()) {
-    if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) {
-      if (*cj && (*cj)->jaxpr && jaxpr_has_effects(*(*cj)->jaxpr)) return true;
-    } else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v)) {
-      for (auto& c : *cjs)
-        if (c && c->jaxpr && jaxpr_has_effects(*c->jaxpr)) return true;
+// Whether an equation of `eqns` or of a jaxpr nested in them (each visited once, from a
+// worklist: a 10,000-deep nest costs no stack) has effects, or a nested jaxpr declares some.
+bool any_effects(const std::vector<const Eqn*>& eqns) {
+  std::vector<const Eqn*> work = eqns;
+  std::unordered_set<const Jaxpr*> seen;
+  auto nested = [&](const ClosedJaxprPtr& cj) {
+    if (!cj || !cj->jaxpr || !seen.insert(cj->jaxpr.get()).second) return false;
+    if (!cj->jaxpr->effects.empty()) return true;
+    for (auto& e : cj->jaxpr->eqns) work.push_back(&e);
+    return false;
+  };
+  while (!work.empty()) {
+    const Eqn& e = *work.back();
+    work.pop_back();
+    if (!e.effects.empty()) return true;
+    for (auto& [k, v] : e.params.items()) {
+      if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) {
+        if (nested(*cj)) return true;
+      } else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v)) {
+        for (auto& c : *cjs)
+          if (nested(c)) return true;
+      }
     }
   }
   return false;
 }
+
+// The depth of dce_jaxpr calls on this thread (DCE rules of call, loop and branch primitives
+// call it on their bodies).
+thread_local int dce_depth = 0;
+constexpr int kMaxDceRuleDepth = 32;
+
+}  // namespace
+
+bool jaxpr_has_effects(const Jaxpr& j) {
+  if (!j.effects.empty()) return true;
+  std::vector<const Eqn*> eqns;
+  for (auto& e : j.eqns) eqns.push_back(&e);
+  return any_effects(eqns);
+}
+
+bool eqn_has_effects(const Eqn& e) { return any_effects({&e}); }
 
 std::pair<Jaxpr, std::vector<bool>> dce_jaxpr(const Jaxpr& j, const std::vector<bool>& used_outputs,
                                               bool instantiate) {
@@ -44,6 +70,13 @@ std::pair<Jaxpr, std::vector<bool>> dce_jaxpr(const Jaxpr& j, const std::vector<
     throw ValueError("dce_jaxpr: " + std::to_string(instantiate.size()) +
                      " instantiate flags for a jaxpr with " + std::to_string(j.invars.size()) +
                      " inputs");
+  struct Depth {
+    Depth() { ++dce_depth; }
+    ~Depth() { --dce_depth; }
+  } depth;
+  // Beyond kMaxDceRuleDepth nested bodies, equations are kept whole (no rule prunes their
+  // bodies): the recursion through DCE rules stays bounded however deep the nest.
+  const bool use_rules = dce_depth <= kMaxDceRuleDepth;
   std::unordered_map<Var, bool, VarHash> live;
   auto read = [&](const Var& v) {
     auto it = live.find(v);
@@ -65,7 +98,7 @@ std::pair<Jaxpr, std::vector<bool>> dce_jaxpr(const Jaxpr& j, const std::vector<
     }
     std::vector<bool> used_ins;
     std::optional<Eqn> ne;
-    if (e->primitive && e->primitive->dce) {
+    if (e->primitive && e->primitive->dce && use_rules) {
       std::tie(used_ins, ne) = e->primitive->dce(used_outs, *e);
       if (used_ins.size() != e->inputs.size())
         throw ValueError("dce rule of '" + e->primitive->name + "' returned " +

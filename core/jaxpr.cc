@@ -40,6 +40,37 @@ Var atom_var(const Atom& a) {
   return Var();
 }
 
+namespace {
+// Moves the nested jaxprs that `eqns` alone owns into `pending` (their params are cleared).
+void take_owned_bodies(std::vector<Eqn>& eqns, std::vector<JaxprPtr>& pending) {
+  for (Eqn& e : eqns) {
+    std::vector<ClosedJaxprPtr> bodies;
+    for (auto& [k, v] : e.params.items()) {
+      if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) bodies.push_back(*cj);
+      else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v))
+        bodies.insert(bodies.end(), cjs->begin(), cjs->end());
+    }
+    if (bodies.empty()) continue;
+    e.params = Params();
+    for (auto& cj : bodies)
+      if (cj && cj.use_count() == 1 && cj->jaxpr && cj->jaxpr.use_count() == 1)
+        // cj is ours alone, so is the ClosedJaxpr it points to (made non-const by make_shared).
+        pending.push_back(std::move(const_cast<ClosedJaxpr&>(*cj).jaxpr));
+  }
+}
+}  // namespace
+
+Jaxpr::~Jaxpr() {
+  std::vector<JaxprPtr> pending;
+  take_owned_bodies(eqns, pending);
+  while (!pending.empty()) {
+    JaxprPtr p = std::move(pending.back());
+    pending.pop_back();
+    if (p.use_count() == 1) take_owned_bodies(const_cast<Jaxpr&>(*p).eqns, pending);
+    // p's destructor runs here with its bodies already taken: one level of recursion at most.
+  }
+}
+
 std::vector<ShapedArray> Jaxpr::in_avals() const {
   std::vector<ShapedArray> r;
   for (auto& v : invars) r.push_back(v.aval());
@@ -141,6 +172,9 @@ std::vector<const Jaxpr*> jaxprs_in_params(const Params& ps) {
   }
   return r;
 }
+
+// Every jaxpr nested a multiple of this many levels deep is printed as a shared `let`.
+constexpr size_t kSharedEveryLevels = 16;
 
 // JAX's JaxprPpContext + pp_jaxpr & co (jax/_src/core.py): variable names are unique across
 // the nested jaxprs of one printout and assigned in printing order; jaxprs referenced more
@@ -299,20 +333,26 @@ std::string print_toplevel(const Jaxpr& top, std::vector<pp::Doc>* eqn_docs = nu
   // Count how often each jaxpr is reached (breadth first, as JAX).
   std::unordered_map<const Jaxpr*, std::string> names;
   std::unordered_map<const Jaxpr*, int> counts;
+  std::unordered_map<const Jaxpr*, std::vector<const Jaxpr*>> subs_of;  // nested jaxprs, in order
   std::vector<const Jaxpr*> order;
-  std::deque<const Jaxpr*> queue{&top};
+  std::deque<std::pair<const Jaxpr*, size_t>> queue{{&top, 0}};  // (jaxpr, nesting depth)
   while (!queue.empty()) {
-    const Jaxpr* j = queue.front();
+    auto [j, depth] = queue.front();
     queue.pop_front();
-    if (!counts.count(j)) order.push_back(j);
+    const bool first = !counts.count(j);
+    if (first) order.push_back(j);
     counts[j] += 1;
     if (j != &top && j->eqns.size() > 10) counts[j] += 1;
+    // Every 16th level of a nest is shared too (printed once as `let`): that bounds the
+    // printer's (and the parser's) recursion however deep the nest.
+    if (first && j != &top && depth % kSharedEveryLevels == 0) counts[j] += 1;
     for (auto& e : j->eqns) {
       auto subs = jaxprs_in_params(e.params);
       const std::string* nm = nullptr;
       if (e.params.has("name")) nm = std::get_if<std::string>(&e.params.at("name"));
       for (auto* s : subs) {
-        queue.push_back(s);
+        queue.push_back({s, depth + 1});
+        if (first) subs_of[j].push_back(s);
         if (nm) {
           std::string n = *nm;
           while (!n.empty() && (n.front() == '<' || n.front() == '>')) n.erase(n.begin());
@@ -326,10 +366,31 @@ std::string print_toplevel(const Jaxpr& top, std::vector<pp::Doc>* eqn_docs = nu
       }
     }
   }
+  // Shared jaxprs in dependency order: each after the shared jaxprs nested in it (an iterative
+  // depth-first post-order from each, in breadth-first order), so the text reads back in order.
+  std::vector<const Jaxpr*> shared_order;
+  {
+    std::unordered_set<const Jaxpr*> done;
+    for (auto* root : order) {
+      if (counts[root] == 1 || done.count(root)) continue;
+      std::vector<std::pair<const Jaxpr*, size_t>> stack{{root, 0}};  // (jaxpr, next child)
+      done.insert(root);
+      while (!stack.empty()) {
+        auto& [j, next] = stack.back();
+        const auto& kids = subs_of[j];
+        if (next < kids.size()) {
+          const Jaxpr* k = kids[next++];
+          if (done.insert(k).second) stack.push_back({k, 0});
+          continue;
+        }
+        if (counts[j] > 1 && j != &top) shared_order.push_back(j);
+        stack.pop_back();
+      }
+    }
+  }
   std::map<std::string, int> name_counts;
   std::vector<std::pair<std::string, const Jaxpr*>> shared;
-  for (auto* j : order) {
-    if (counts[j] == 1) continue;
+  for (auto* j : shared_order) {
     auto it = names.find(j);
     std::string name = it == names.end() ? "jaxpr" : it->second;
     int c = name_counts[name];

@@ -76,6 +76,15 @@ struct Jaxpr {
   std::vector<Atom> outvars;
   Effects effects;
 
+  Jaxpr() = default;
+  Jaxpr(const Jaxpr&) = default;
+  Jaxpr(Jaxpr&&) noexcept = default;
+  Jaxpr& operator=(const Jaxpr&) = default;
+  Jaxpr& operator=(Jaxpr&&) noexcept = default;
+  /// Frees the nested jaxprs this one alone owns (call, loop and branch bodies) from a worklist,
+  /// not by recursion: a 10,000-deep nest of closed_calls is destroyed in constant stack.
+  ~Jaxpr();
+
   std::vector<ShapedArray> in_avals() const;
   std::vector<ShapedArray> out_avals() const;
 };
@@ -97,7 +106,10 @@ struct ClosedJaxpr {
 /// jaxprs; unused outputs of top-level equations print as `_`; literals as `2.0:f32[]`; params
 /// as `name[k=v k2=v2]` sorted by key (pjit: name= first, body variables named like the
 /// equation's operands and results). A jaxpr nested more than once (or nested with more than 10
-/// equations) is printed first as `let name = { lambda ... } in` and referenced by name.
+/// equations) is printed first as `let name = { lambda ... } in` and referenced by name; so is
+/// every jaxpr nested a multiple of 16 levels deep, so that printing (and parse_jaxpr reading
+/// the text back) recurses a bounded depth however deep the nest. Shared jaxprs are printed
+/// innermost first (each `let` uses only names defined above it).
 std::string to_string(const Jaxpr& j);
 /// The printed form of equation i of j, with the variable names to_string(j) uses.
 /// Throws IndexError if i is out of range.

@@ -271,6 +271,16 @@ class Parser {
 
   ClosedJaxprPtr nested_jaxpr() {
     size_t b = pos_;
+    // Inline nesting is bounded (so is the recursion reading it); a deeper nest is written as
+    // `let` shared jaxprs, as the printer writes it (every 16th level), each read at depth 0.
+    if (inline_depth_ >= kMaxInlineNesting)
+      fail("jaxprs nested more than " + std::to_string(kMaxInlineNesting) +
+           " levels deep inline: write deeper levels as `let name = { lambda ... } in` shared jaxprs", b);
+    struct Depth {
+      int& d;
+      explicit Depth(int& x) : d(++x) {}
+      ~Depth() { --d; }
+    } depth(inline_depth_);
     auto j = jaxpr();
     if (!j->constvars.empty())
       fail("a nested jaxpr has constvars: their values are not part of the text", b);
@@ -508,6 +518,8 @@ class Parser {
   std::source_location loc_;  // the user's call of parse_jaxpr, named by every error
   size_t pos_ = 0;
   std::map<std::string, ClosedJaxprPtr> shared_;
+  static constexpr int kMaxInlineNesting = 64;
+  int inline_depth_ = 0;  // `{ lambda` jaxprs open around pos_, the top one not counted
 };
 
 }  // namespace

@@ -19,6 +19,9 @@ namespace minijax {
 /// jaxpr's name -> ClosedJaxprPtr, `( {...} {...} )` -> jaxpr tuple, `None` -> null ParamObject,
 /// text accepted by a registered param parser -> its ParamObject, anything else -> string (the
 /// `name` param is always a string). Equation effects are the primitive's.
+/// Jaxprs nested inline (`{ lambda ...}` inside a param) may be at most 64 levels deep, which
+/// bounds the parser's recursion; deeper nests are written with `let` shared jaxprs, as
+/// to_string writes them (each shared jaxpr defined before its first use).
 /// `consts` are the values of the top-level constvars (one per constvar, same avals); nested
 /// jaxprs must have no constvars (their values are not in the text).
 /// Text is untrusted input, so the result is type-checked (verify_jaxpr): every equation's
@@ -27,7 +30,8 @@ namespace minijax {
 /// a shape rule cannot read is refused too: a sharding_constraint's printed sharding
 /// (`sharding=[{"x"}]`) has no reader, since the text does not carry the mesh, so a printed jaxpr
 /// holding a constraint does not parse (ShapeError naming the param and the equation).
-/// Throws ValueError naming the line and column for syntax errors, unknown primitives, unbound
+/// Throws ValueError naming the line and column for syntax errors, inline nesting deeper than
+/// 64 levels, unknown primitives, unbound
 /// or rebound variable names, bad avals (unknown dtype or memory kind, a negative dimension, a
 /// size beyond int64 bytes) and consts that do not match; verify_jaxpr's TypeError or ShapeError
 /// (naming the equation) for an ill-typed jaxpr; all at `loc`.

@@ -5,6 +5,8 @@
 #include <unordered_set>
 
 #include "core/config.h"
+#include "core/pjit.h"
+#include "core/trace.h"
 #include "core/verify.h"
 
 namespace minijax {
@@ -107,12 +109,35 @@ void JaxprTrace::release() {
 
 ClosedJaxpr trace_to_jaxpr(const FlatFn& f, const std::vector<ShapedArray>& in_avals,
                            std::source_location loc) {
+  check_trace_depth(loc);
   TraceScope<JaxprTrace> scope(/*dynamic=*/true);
   std::vector<Array> ins;
   for (auto& av : in_avals) ins.push_back(scope->new_arg(av));
   std::vector<Array> outs = f(ins);
   return scope->to_jaxpr(ins, outs, loc);
 }
+
+namespace {
+// The body of call equation e when eval_jaxpr may evaluate it in place: a closed_call, or a
+// pjit while no executor compiles pjit bodies, on concrete operands outside any trace, whose
+// body takes operands of those avals; null otherwise (e is bound as any equation).
+const Jaxpr* eager_call_body(const Eqn& e, const std::vector<Array>& ins, std::source_location loc) {
+  const bool call = e.primitive == &closed_call_p() || (e.primitive == &pjit_p() && !pjit_executor());
+  if (!call) return nullptr;
+  const char* key = e.primitive == &pjit_p() ? "jaxpr" : "call_jaxpr";
+  if (!e.params.has(key)) return nullptr;
+  auto* cj = std::get_if<ClosedJaxprPtr>(&e.params.at(key));
+  if (!cj || !*cj || !(*cj)->jaxpr) return nullptr;
+  const Jaxpr& b = *(*cj)->jaxpr;
+  if (b.invars.size() != ins.size() || b.constvars.size() != (*cj)->consts.size() ||
+      b.outvars.size() != e.outputs.size())
+    return nullptr;
+  if (find_top_trace(ins, loc) != TraceStack::eval()) return nullptr;
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (!ins[i].aval().same_type(b.invars[i].aval())) return nullptr;
+  return &b;
+}
+}  // namespace
 
 std::vector<Array> eval_jaxpr(const Jaxpr& j, const std::vector<Array>& consts,
                               const std::vector<Array>& args, std::source_location loc) {
@@ -130,21 +155,49 @@ std::vector<Array> eval_jaxpr(const Jaxpr& j, const std::vector<Array>& consts,
                        loc);
     env[j.invars[i]] = args[i];
   }
-  auto read = [&](const Atom& a) -> Array {
-    if (auto* v = std::get_if<Var>(&a)) return env.at(*v);
-    return std::get<Literal>(a).value;
+  // Eager closed_call (and pjit without an executor) equations are evaluated in place from an
+  // explicit stack of bodies, not by binding them (their impl would call eval_jaxpr again): a
+  // 10,000-deep nest of calls is evaluated in constant stack.
+  struct Frame {
+    const Jaxpr* j;
+    std::unordered_map<Var, Array, VarHash> env;
+    size_t next = 0;
+    const Eqn* call = nullptr;  // the call equation of the frame below that this frame evaluates
   };
-  for (auto& e : j.eqns) {
+  std::vector<Frame> stack;
+  stack.push_back(Frame{&j, std::move(env), 0, nullptr});
+  while (true) {
+    Frame& f = stack.back();
+    auto read = [&f](const Atom& a) -> Array {
+      if (auto* v = std::get_if<Var>(&a)) return f.env.at(*v);
+      return std::get<Literal>(a).value;
+    };
+    if (f.next == f.j->eqns.size()) {
+      std::vector<Array> r;
+      for (auto& a : f.j->outvars) r.push_back(read(a));
+      const Eqn* call = f.call;
+      stack.pop_back();
+      if (stack.empty()) return r;
+      for (size_t i = 0; i < call->outputs.size(); ++i)
+        if (!call->outputs[i].is_dropvar()) stack.back().env[call->outputs[i]] = r[i];
+      continue;
+    }
+    const Eqn& e = f.j->eqns[f.next++];
     std::vector<Array> ins;
     ins.reserve(e.inputs.size());
     for (auto& a : e.inputs) ins.push_back(read(a));
+    if (const Jaxpr* body = eager_call_body(e, ins, loc)) {
+      const ClosedJaxpr& cj = *e.params.get_jaxpr(e.primitive == &pjit_p() ? "jaxpr" : "call_jaxpr");
+      Frame inner{body, {}, 0, &e};
+      for (size_t i = 0; i < cj.consts.size(); ++i) inner.env[body->constvars[i]] = cj.consts[i];
+      for (size_t i = 0; i < ins.size(); ++i) inner.env[body->invars[i]] = ins[i];
+      stack.push_back(std::move(inner));  // f is stale from here
+      continue;
+    }
     auto outs = minijax::bind(*e.primitive, ins, e.params, loc);
     for (size_t i = 0; i < e.outputs.size(); ++i)
-      if (!e.outputs[i].is_dropvar()) env[e.outputs[i]] = outs[i];
+      if (!e.outputs[i].is_dropvar()) f.env[e.outputs[i]] = outs[i];
   }
-  std::vector<Array> r;
-  for (auto& a : j.outvars) r.push_back(read(a));
-  return r;
 }
 
 std::vector<Array> eval_jaxpr(const ClosedJaxpr& j, const std::vector<Array>& args,

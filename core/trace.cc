@@ -4,6 +4,8 @@
 
 
 #include "core/collectives.h"
+#include "core/config.h"
+#include "core/errors.h"
 #include "core/trace_cache.h"
 
 namespace minijax {
@@ -44,6 +46,21 @@ void TraceStack::pop(const std::shared_ptr<Trace>& t) {
 const std::shared_ptr<Trace>& TraceStack::dynamic() { return state().dynamic_stack.back(); }
 const std::shared_ptr<Trace>& TraceStack::eval() { return state().stack.front(); }
 int TraceStack::depth() { return int(state().stack.size()); }
+
+void check_trace_depth(std::source_location loc) {
+  const int max_depth = config().max_trace_depth;
+  if (max_depth < 1)
+    throw ValueError("config().max_trace_depth is " + std::to_string(max_depth) +
+                         ": the most nested levels of tracing must be >= 1",
+                     loc);
+  const int open = TraceStack::depth() - 1;  // traces open on this thread, the eval trace aside
+  if (open >= max_depth)
+    throw ValueError("tracing nested " + std::to_string(open + 1) +
+                         " levels deep: beyond config().max_trace_depth = " + std::to_string(max_depth) +
+                         " (a traced function that calls closed_call, jit, checkpoint, scan, cond or a "
+                         "transformation of itself without end?)",
+                     loc);
+}
 
 namespace detail {
 // Declared in core/trace_cache.h (the context of a trace cache's key); defined here, beside the stack.

@@ -61,6 +61,14 @@ class TraceStack {
   static int depth();
 };
 
+/// Throws ValueError (at `loc`, the user's line that starts the nested trace) when opening one
+/// more trace would nest tracing deeper than config().max_trace_depth levels (traces open on
+/// this thread, make_jaxpr/jit/closed_call/scan/cond/while/checkpoint/custom rules/grad/vmap
+/// all counted), or when max_trace_depth is < 1. trace_to_jaxpr calls it before every trace,
+/// so a user function that nests closed_call (or jit, checkpoint, ...) inside itself without
+/// end gets this error instead of overflowing the stack.
+void check_trace_depth(std::source_location loc);
+
 /// RAII scope of a new trace: constructs T(args...), pushes it, pops it on destruction.
 template <class T>
 class TraceScope {

@@ -14,7 +14,8 @@ std::string where(const Jaxpr& j, size_t i) {
   return "equation " + std::to_string(i) + " `" + eqn_to_string(j, i) + "`";
 }
 
-void check(const Jaxpr& j, std::source_location loc) {
+// Checks j's own bindings and equations; its nested jaxprs are checked by check_all.
+void check_one(const Jaxpr& j, std::source_location loc) {
   std::unordered_set<Var, VarHash> bound;
   // `what` builds the description only when there is an error (printing is costly).
   auto bind_var = [&](const Var& v, const auto& what) {
@@ -42,21 +43,6 @@ void check(const Jaxpr& j, std::source_location loc) {
                           loc);
       }
       in.push_back(atom_aval(e.inputs[k]));
-    }
-    // Nested jaxprs are checked first (as JAX's check_eqn).
-    for (auto& [key, p] : e.params.items()) {
-      try {
-        if (auto* cj = std::get_if<ClosedJaxprPtr>(&p)) {
-          if (*cj && (*cj)->jaxpr) check(*(*cj)->jaxpr, loc);
-        } else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&p)) {
-          for (auto& c : *cjs)
-            if (c && c->jaxpr) check(*c->jaxpr, loc);
-        }
-      } catch (const ShapeError& err) {
-        throw ShapeError(err.message() + "\nin the '" + key + "' param of " + where(j, i), loc);
-      } catch (const TypeError& err) {
-        throw TypeError(err.message() + "\nin the '" + key + "' param of " + where(j, i), loc);
-      }
     }
     std::vector<ShapedArray> expect;
     try {
@@ -91,6 +77,49 @@ void check(const Jaxpr& j, std::source_location loc) {
         throw TypeError("verify_jaxpr: outvar " + std::to_string(k) + " is not bound\nin jaxpr:\n" +
                             to_string(j),
                         loc);
+}
+
+// Checks j and every jaxpr nested in it, each once, from a worklist (a 10,000-deep nest costs
+// no stack): nested jaxprs before the jaxprs they are nested in (as JAX's check_eqn checks an
+// equation's jaxprs first), an error in a nested one wrapped with the param and equation that
+// hold it, outermost last.
+void check(const Jaxpr& top, std::source_location loc) {
+  struct Node {
+    const Jaxpr* j;
+    long parent;      // index of the node holding it, -1 for top
+    std::string key;  // the param that holds it
+    size_t eqn;       // the equation of the parent that holds it
+  };
+  std::vector<Node> nodes{{&top, -1, {}, 0}};
+  std::unordered_set<const Jaxpr*> seen{&top};
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Jaxpr& j = *nodes[n].j;
+    for (size_t i = 0; i < j.eqns.size(); ++i)
+      for (auto& [key, p] : j.eqns[i].params.items()) {
+        auto add = [&](const ClosedJaxprPtr& c) {
+          if (c && c->jaxpr && seen.insert(c->jaxpr.get()).second)
+            nodes.push_back({c->jaxpr.get(), long(n), key, i});
+        };
+        if (auto* cj = std::get_if<ClosedJaxprPtr>(&p)) add(*cj);
+        else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&p))
+          for (auto& c : *cjs) add(c);
+      }
+  }
+  // Breadth-first order puts every jaxpr after the one it is nested in: check in reverse.
+  for (size_t n = nodes.size(); n-- > 0;) {
+    try {
+      check_one(*nodes[n].j, loc);
+    } catch (const Error& err) {
+      if (!dynamic_cast<const ShapeError*>(&err) && !dynamic_cast<const TypeError*>(&err)) throw;
+      std::string msg = err.message();
+      for (long k = long(n); nodes[size_t(k)].parent >= 0; k = nodes[size_t(k)].parent) {
+        const Node& c = nodes[size_t(k)];
+        msg += "\nin the '" + c.key + "' param of " + where(*nodes[size_t(c.parent)].j, c.eqn);
+      }
+      if (dynamic_cast<const ShapeError*>(&err)) throw ShapeError(msg, loc);
+      throw TypeError(msg, loc);
+    }
+  }
 }
 
 }  // namespace

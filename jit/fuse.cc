@@ -20,7 +20,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/config.h"
 #include "core/dce.h"
+#include "core/errors.h"
 #include "core/fusion.h"
 #include "core/primitive.h"
 #include "jit/map_bodies.h"
@@ -53,6 +55,12 @@ reusing_index_maps() {
   return t;
 }
 
+/// The most index_map equations in one group, whatever config().max_fusion_equations says:
+/// the fusion emitter evaluates an operand read at a new index by a call (1-2 KB of stack per
+/// level, measured: 500 nested transposes in one kernel ran on a 1 MB stack, 1,000 did not),
+/// so this bounds its recursion at a quarter of a 1 MB stack.
+constexpr size_t kMaxIndexMapsPerGroup = 128;
+
 enum class Role { loop, prologue, reduction, epilogue };
 
 struct Member {
@@ -71,6 +79,7 @@ struct Group {
   MemoryKind memory_kind = MemoryKind::device;
   size_t root = 0;            ///< the group's last equation
   std::vector<Member> members;
+  size_t index_maps = 0;      ///< members of class index_map (transpose, broadcast, slice, ...)
   std::unordered_set<Var, VarHash> produced;
   /// For each value read by members: (member index, operand position) of each read.
   std::unordered_map<Var, std::vector<std::pair<size_t, size_t>>, VarHash> reads;
@@ -130,7 +139,7 @@ bool reuses_operand(const Eqn& e, size_t pos) {
 
 class Planner {
  public:
-  explicit Planner(const Jaxpr& j) : j_(j), n_(j.eqns.size()) {
+  Planner(const Jaxpr& j, size_t max_members) : j_(j), n_(j.eqns.size()), max_members_(max_members) {
     fusible_.resize(n_);
     dead_.assign(n_, false);
     owner_.resize(n_);
@@ -275,6 +284,7 @@ class Planner {
     const int gn = node_of_group(gi);
     const Eqn& e = j_.eqns[q];
     g.members.push_back(Member{q, clone, role, multi, at_identity});
+    if (op_class(e) == OpClass::index_map) ++g.index_maps;
     const size_t mi = g.members.size() - 1;
     for (auto& o : e.outputs) {
       if (o.is_dropvar()) continue;
@@ -324,6 +334,7 @@ class Planner {
 
   const Jaxpr& j_;
   size_t n_;
+  size_t max_members_;  // the most equations of one group (config().max_fusion_equations)
   std::vector<bool> fusible_, dead_;
   std::vector<int> owner_;        // node holding each original equation
   std::vector<int> next_effect_;  // effect order: the next equation with effects, or -1
@@ -414,6 +425,9 @@ bool Planner::try_join(size_t gi, size_t q) {
   const int gn = node_of_group(gi);
   const Eqn& e = j_.eqns[q];
   if (!fusible_[q] || dead_[q] || owner_[q] != int(q)) return false;
+  if (g.members.size() >= max_members_) return false;  // config().max_fusion_equations
+  // The emitter recurses once per index-changing equation on a path (jit/lower/lowering.h).
+  if (op_class(e) == OpClass::index_map && g.index_maps >= kMaxIndexMapsPerGroup) return false;
   if (e.outputs[0].aval().memory_kind != g.memory_kind) return false;
   Reads rs;  // the group's reads of q's values
   for (auto& o : e.outputs) {
@@ -503,8 +517,8 @@ Eqn fusion_eqn(const Planner& pl, const Jaxpr& j, const Group& g, const std::str
   return f;
 }
 
-Jaxpr fuse_jaxpr(const Jaxpr& j, int& counter) {
-  Planner pl(j);
+Jaxpr fuse_jaxpr(const Jaxpr& j, int& counter, size_t max_members) {
+  Planner pl(j, max_members);
   pl.plan();
   Jaxpr r;
   r.constvars = j.constvars;
@@ -519,7 +533,7 @@ Jaxpr fuse_jaxpr(const Jaxpr& j, int& counter) {
     }
     Eqn e = j.eqns[size_t(x)];
     if (has_bodies(e.params) && e.primitive != &fusion_p())
-      e.params = map_bodies(e.params, [&counter](const Jaxpr& b) { return fuse_jaxpr(b, counter); });
+      e.params = map_bodies(e.params, [&](const Jaxpr& b) { return fuse_jaxpr(b, counter, max_members); });
     r.eqns.push_back(std::move(e));
   }
   return r;
@@ -528,8 +542,12 @@ Jaxpr fuse_jaxpr(const Jaxpr& j, int& counter) {
 }  // namespace
 
 Jaxpr fuse(const Jaxpr& j) {
+  const int64_t max_eqns = config().max_fusion_equations;
+  if (max_eqns <= 0)
+    throw ValueError("config().max_fusion_equations is " + std::to_string(max_eqns) +
+                     ": the most equations of one fused kernel must be >= 1");
   int counter = 0;
-  return fuse_jaxpr(j, counter);
+  return fuse_jaxpr(j, counter, size_t(max_eqns));
 }
 
 }  // namespace minijax

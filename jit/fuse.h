@@ -30,7 +30,12 @@ namespace minijax {
 ///   dependency requires it), its body's invars are the group's variable operands in order of
 ///   first use (literals stay inline), its outvars its results in program order; fusions are
 ///   named fusion.0, fusion.1, ... in program order over the whole program, bodies included.
-/// Fusible equations whose values are not used are dropped. Source: XLA's instruction fusion
+/// - a group holds at most config().max_fusion_equations equations (clones included) and at most
+///   128 index_map equations: a longer chain is split into several kernels, which bounds each
+///   kernel's code generation and the emitter's recursion (jit/lower/lowering.h: one level per
+///   index-changing equation on a path) whatever the program's length.
+/// Fusible equations whose values are not used are dropped. Throws ValueError naming
+/// config().max_fusion_equations when it is < 1. Source: XLA's instruction fusion
 /// (xla/service/instruction_fusion.cc: consumers visited in reverse post order, producers fused
 /// into them, cheap ones duplicated, expensive ones not fused into reusing consumers) and its
 /// CPU/GPU multi-output fusion (xla/service/multi_output_fusion.cc,

@@ -132,24 +132,46 @@ struct Inliner {
 
   /// Appends the equations of `b` (with `env` binding its inputs) to `out`; `fresh` gives every
   /// output a new variable (an inlined body may be inlined more than once). Returns the outvars.
-  std::vector<Atom> emit(const Jaxpr& b, Env& env, bool fresh, std::vector<Eqn>& out) {
-    for (const Eqn& e : b.eqns) {
+  /// Nested calls are inlined from an explicit stack of bodies, not by recursion, so a
+  /// 10,000-deep nest of calls is flattened in constant stack.
+  std::vector<Atom> emit(const Jaxpr& b, Env env, bool fresh, std::vector<Eqn>& out) {
+    struct Frame {
+      const Jaxpr* body;
+      Env env;
+      bool fresh;
+      size_t next = 0;            // the next equation of body to emit
+      const Eqn* call = nullptr;  // the call equation (of the frame below) being inlined
+    };
+    std::vector<Frame> stack;
+    stack.push_back(Frame{&b, std::move(env), fresh, 0, nullptr});
+    while (true) {
+      Frame& f = stack.back();
+      if (f.next == f.body->eqns.size()) {
+        std::vector<Atom> res;
+        for (auto& a : f.body->outvars) res.push_back(subst(f.env, a));
+        const Eqn* call = f.call;
+        stack.pop_back();
+        if (stack.empty()) return res;
+        Env& outer = stack.back().env;
+        for (size_t i = 0; i < call->outputs.size() && i < res.size(); ++i)
+          if (!call->outputs[i].is_dropvar()) outer[call->outputs[i]] = res[i];
+        continue;
+      }
+      const Eqn& e = f.body->eqns[f.next++];
       std::vector<Atom> ins;
-      for (auto& a : e.inputs) ins.push_back(subst(env, a));
+      for (auto& a : e.inputs) ins.push_back(subst(f.env, a));
       auto cb = call_bodies().find(e.primitive->name);
       if (cb != call_bodies().end() && e.params.has(cb->second)) {
         const ClosedJaxprPtr& cj = e.params.get_jaxpr(cb->second);
         Env inner;
         if (cj && cj->jaxpr && cj->jaxpr->invars.size() == ins.size() && bind_consts(*cj, inner)) {
           for (size_t i = 0; i < ins.size(); ++i) inner[cj->jaxpr->invars[i]] = ins[i];
-          auto res = emit(*cj->jaxpr, inner, true, out);
-          for (size_t i = 0; i < e.outputs.size() && i < res.size(); ++i)
-            if (!e.outputs[i].is_dropvar()) env[e.outputs[i]] = res[i];
+          stack.push_back(Frame{cj->jaxpr.get(), std::move(inner), true, 0, &e});  // f is stale now
           continue;
         }
       }
       if (is_identity_tag(*e.primitive) && ins.size() == 1 && e.outputs.size() == 1) {
-        if (!e.outputs[0].is_dropvar()) env[e.outputs[0]] = ins[0];
+        if (!e.outputs[0].is_dropvar()) f.env[e.outputs[0]] = ins[0];
         continue;
       }
       Eqn n = e;
@@ -158,18 +180,15 @@ struct Inliner {
         if (constvars && thread_rules().count(e.primitive->name)) inline_bodies_threading(n);
         else n.params = map_bodies(e.params, [](const Jaxpr& body) { return Inliner{}.run(body); });
       }
-      if (fresh) {
+      if (f.fresh) {
         for (auto& o : n.outputs) {
           Var nv = o.is_dropvar() ? Var::dropvar(o.aval()) : Var(o.aval());
-          if (!o.is_dropvar()) env[o] = nv;
+          if (!o.is_dropvar()) f.env[o] = nv;
           o = nv;
         }
       }
       out.push_back(std::move(n));
     }
-    std::vector<Atom> res;
-    for (auto& a : b.outvars) res.push_back(subst(env, a));
-    return res;
   }
 
   /// Inlines the bodies of loop or branch equation `n` with their own sinks: the array
@@ -219,8 +238,7 @@ struct Inliner {
     r.constvars = j.constvars;
     r.invars = j.invars;
     r.effects = j.effects;
-    Env env;
-    r.outvars = emit(j, env, false, r.eqns);
+    r.outvars = emit(j, Env{}, false, r.eqns);
     return r;
   }
 };

@@ -15,6 +15,7 @@
 #               (which says why)
 #   FOLDER...   test folders (tests/<folder>, also their CTest label) to build and run instead of
 #               the mode's default; e.g. `tools/sanitize.sh asan+ubsan core autodiff jit`
+#   Every mode skips the tests labelled `long` (tests/long/; tools/long_tests.sh runs them).
 #
 # Compiler: clang-19 (Debian's clang-19, runtimes in libclang-rt-19-dev), the same toolchain as
 # the fuzzers (tools/fuzz.sh) and the LLVM the JIT links. Code LLVM generates at run time is not
@@ -94,7 +95,8 @@ export LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp:print_suppressions=0:${LS
 # oneDNN's and libgomp's threads: one, passive (no spinning on a shared machine).
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 
-ctest_args=(--test-dir "$build" --output-on-failure)
+# Tests labelled `long` (tests/long/: over 30 s or 2 GiB) are skipped in every mode, as by .ci/run.
+ctest_args=(--test-dir "$build" --output-on-failure -LE long)
 if [ "$whole_suite" = 1 ]; then
   echo "sanitize.sh: $mode ($flags) over the whole suite"
 else

@@ -225,7 +225,52 @@ void FusionEmitter::bind(const Var& v, const ElemIndex& at, std::vector<EVal> va
   memo_[{v.id(), at.id}] = std::move(vals);
 }
 
-void FusionEmitter::clear_memo() { memo_.clear(); }
+void FusionEmitter::clear_memo() {
+  memo_.clear();
+  scalar_for_.clear();
+}
+
+const ElemIndex& FusionEmitter::scalar_for(const ElemIndex& at) {
+  if (at.dims.empty()) return at;
+  auto it = scalar_for_.find(at.id);
+  if (it == scalar_for_.end()) it = scalar_for_.emplace(at.id, scalar_index(at.lanes)).first;
+  return it->second;
+}
+
+void FusionEmitter::evaluate_elementwise_operands(const Var& root, const ElemIndex& root_at) {
+  // The equation (elementwise) whose value at `at` is still to compute, if `a` at `at` is one.
+  auto pending = [&](const Atom& a, const ElemIndex& at) -> const Eqn* {
+    auto* v = std::get_if<Var>(&a);
+    if (!v || hoisted_.count(v->id()) || param_index_.count(v->id()) || memo_.count({v->id(), at.id}))
+      return nullptr;
+    auto p = producer_.find(v->id());
+    if (p == producer_.end() || p->second->primitive->op_class != OpClass::elementwise) return nullptr;
+    return p->second;
+  };
+  struct Item {
+    Var var;        // the value to compute
+    const Eqn* eqn;  // its equation
+    ElemIndex at;
+    size_t next;     // the next operand to look at
+  };
+  const Eqn* root_eqn = pending(root, root_at);
+  if (!root_eqn) return;
+  std::vector<Item> stack{{root, root_eqn, root_at, 0}};
+  while (!stack.empty()) {
+    Item& it = stack.back();
+    if (it.next < it.eqn->inputs.size()) {
+      const Atom& in = it.eqn->inputs[it.next++];
+      // The index the elementwise rule reads this operand at (operands_at).
+      ElemIndex at = atom_aval(in).ndim() == 0 ? scalar_for(it.at) : it.at;
+      if (const Eqn* e = pending(in, at)) stack.push_back({std::get<Var>(in), e, std::move(at), 0});
+      continue;
+    }
+    Item done = std::move(stack.back());
+    stack.pop_back();
+    // Its operands are memoized now: this evaluates its rule without recursing into them.
+    if (!stack.empty()) value(done.var, done.at);
+  }
+}
 
 void FusionEmitter::hoist_scalars() {
   std::unordered_set<uint64_t> after_reduction;  // values computed from a reduction result
@@ -249,7 +294,7 @@ void FusionEmitter::hoist_scalars() {
   for (size_t i = 0; i < body.invars.size(); ++i)
     if (body.invars[i].aval().ndim() == 0 && !hoisted_.count(body.invars[i].id()))
       hoisted_[body.invars[i].id()] = value(body.invars[i], scalar_index(1));
-  memo_.clear();
+  clear_memo();
 }
 
 std::vector<EVal> FusionEmitter::value(const Atom& a, const ElemIndex& at) {
@@ -268,6 +313,7 @@ std::vector<EVal> FusionEmitter::value(const Atom& a, const ElemIndex& at) {
     auto e = producer_.find(v.id());
     if (e == producer_.end()) throw ValueError("fusion emitter: variable without a producer");
     const Eqn& eqn = *e->second;
+    if (eqn.primitive->op_class == OpClass::elementwise) evaluate_elementwise_operands(v, at);
     auto rule = elemental_rules().find(eqn.primitive->name);
     if (rule == elemental_rules().end())
       throw ValueError("no elemental lowering for primitive " + eqn.primitive->name);
@@ -289,7 +335,7 @@ std::vector<EVal> operands_at(FusionEmitter& fe, const Eqn& eqn, const ElemIndex
   std::vector<EVal> out;
   out.reserve(eqn.inputs.size());
   for (auto& in : eqn.inputs) {
-    if (atom_aval(in).ndim() == 0 && !at.dims.empty()) out.push_back(fe.value1(in, fe.scalar_index(at.lanes)));
+    if (atom_aval(in).ndim() == 0 && !at.dims.empty()) out.push_back(fe.value1(in, fe.scalar_for(at)));
     else out.push_back(fe.value1(in, at));
   }
   return out;

@@ -90,6 +90,10 @@ class FusionEmitter {
   ElemIndex index(std::vector<DimIdx> dims, int lanes);
   /// The rank-0 index (no dims) with `lanes` lanes.
   ElemIndex scalar_index(int lanes = 1) { return index({}, lanes); }
+  /// The rank-0 index elementwise rules read rank-0 operands at while computing index `at`:
+  /// `at` itself when it is rank 0, otherwise one fresh index per `at` (so a rank-0 value read
+  /// by several equations at `at` is computed once there).
+  const ElemIndex& scalar_for(const ElemIndex& at);
   /// An affine DimIdx: the scalar i64 `base`, coef per lane.
   static DimIdx affine(kir::Value base, int64_t coef = 0) { return DimIdx{base, coef, {}}; }
   /// The lanes of d as an explicit <lanes x i64> vector (a scalar i64 when lanes == 1).
@@ -135,6 +139,13 @@ class FusionEmitter {
   uint64_t next_index_id_ = 1;
   bool flat_ = false;
   std::unordered_map<uint64_t, std::vector<EVal>> hoisted_;  // var id -> its rank-0 value
+  std::unordered_map<uint64_t, ElemIndex> scalar_for_;        // index id -> scalar_for(index)
+
+  /// Computes, deepest first and without recursion, the values at `at` of the chain of
+  /// elementwise equations that v's value at `at` reads (each at `at`, rank-0 operands at
+  /// scalar_for(at)), so that v's rule finds its operands memoized: the emitter's recursion
+  /// depth is the number of index-changing equations on a path, not the chain's length.
+  void evaluate_elementwise_operands(const Var& v, const ElemIndex& at);
 };
 
 /// The lowering of a reduction primitive (the root of a "reduction" fusion). The kernel keeps an

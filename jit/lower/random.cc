@@ -17,7 +17,7 @@ namespace {
 // dims read at 0 (eager's broadcast_strides).
 EVal broadcast_operand(FusionEmitter& fe, const Atom& a, const ElemIndex& at, const Shape& out) {
   const Shape& s = atom_aval(a).shape;
-  if (s.empty()) return fe.value1(a, fe.scalar_index(at.lanes));
+  if (s.empty()) return fe.value1(a, fe.scalar_for(at));
   if (s == out || fe.flat()) return fe.value1(a, at);
   std::vector<DimIdx> dims;
   const size_t off = out.size() - s.size();

@@ -17,6 +17,16 @@ using mj::ValueError;
 Array abstract4() { return mj::ShapeDtypeStruct{{4}}; }
 const std::string kNoDir = "/nonexistent_minijax_dir/sub";
 
+// check_trace_depth with config().max_trace_depth = 0 (a bad setting), restored afterwards.
+void check_trace_depth_at_zero(std::source_location loc) {
+  struct Restore {
+    int depth = mj::config().max_trace_depth;
+    ~Restore() { mj::config().max_trace_depth = depth; }
+  } restore;
+  mj::config().max_trace_depth = 0;
+  mj::check_trace_depth(loc);
+}
+
 }  // namespace
 
 
@@ -63,6 +73,7 @@ std::vector<Case> misc_cases() {
       BAD("minijax::abstract_eval", ShapeError,
           mj::abstract_eval(mj::primitive("add"), {mj::ShapedArray{{2, 3}}, mj::ShapedArray{{4}}}, {}, std::source_location::current()), "add", "f32[2,3]", "f32[4]"),
       BAD("minijax::find_top_trace", ValueError, mj::find_top_trace({x4(), Array()}, std::source_location::current()), "empty"),
+      BAD("minijax::check_trace_depth", ValueError, check_trace_depth_at_zero(std::source_location::current()), "max_trace_depth", "0"),
       // Programs handed back to the library with sizes that do not match.
       BAD_ANY_SITE("minijax::dce_jaxpr", ValueError,
           mj::dce_jaxpr(*mj::make_jaxpr([](const Array& a) { return mj::sin(a); })(x4()).jaxpr, {true, true}, false),
