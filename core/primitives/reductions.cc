@@ -111,23 +111,19 @@ double as_double(T v) {
 // reduce_sum's one fixed order, shared bit for bit with the compiled reduction kernels
 // (jit/lower/kernels.cc reduce_point; docs/compiler.md, "Numerics"). Every addition is in the
 // accumulator type SumAcc (the dtype itself; f32 for bf16, rounded to bf16 once at the end; u32,
-// wrapping, for i32/u32). With n the length of the innermost reduced axis r:
-//  - r is x's innermost axis (each row of the reduced slice is contiguous): blocks of 128 elements;
-//    element i of a block goes into accumulator i % 16 (16 accumulators starting at +0, each a
-//    sequential sum of at most 8 elements), the accumulators joined by a balanced tree
-//    ((a0 + a1) + (a2 + a3)) + ... (sum_lanes16);
-//  - otherwise (r is not innermost; the kernels vectorize over the kept innermost axis): chunks of
-//    16 elements, each a sequential sum from +0 (sum_chunk);
-//  - the blocks' (chunks') results are joined by the tree P, and the results of the rows (one per
-//    index of the other reduced axes, row-major) by P again: P(y_0..y_{k-1}) is +0 for k = 0, y_0 for
-//    k = 1, else P(y_0..y_{p-1}) + P(y_p..y_{k-1}) with p the largest power of two below k.
-// The compiled kernels form P with a binary counter as the results stream in (a merge per trailing
-// one of the item's index), which builds exactly this tree. Source: numpy's pairwise_sum
-// (numpy/_core/src/umath/loops_utils.h.src: blocks of 128 in 8 accumulators, then halving), with 16
-// accumulators and power-of-two splits so that vector kernels form the same tree.
-constexpr int64_t kSumBlock = 128;  // contiguous rows: elements per block
-constexpr int kSumLanes = 16;       // contiguous rows: accumulators per block
-constexpr int64_t kSumChunk = 16;   // strided rows: elements per chunk
+// wrapping, for i32/u32). Each row of the innermost reduced axis (n elements, in order) runs in
+// blocks of 128: element i of a block is added into accumulator i % 16 (16 accumulators from +0,
+// each a sequential sum of at most 8 elements; sum_block), and the 16 are joined by the balanced
+// tree ((a0 + a1) + (a2 + a3)) + ...; the blocks' results are joined by the tree P, and the rows'
+// results (one per index of the other reduced axes, row-major) by P again. P(y_0..y_{k-1}) is +0
+// for k = 0, y_0 for k = 1, else P(y_0..y_{p-1}) + P(y_p..y_{k-1}) with p the largest power of two
+// below k; the kernels form it with a binary counter as results stream in. The order depends on
+// the reduced extents only, not on the layout: vmap and transposes keep every output's bits.
+// Source of the scheme: numpy's pairwise_sum (numpy/_core/src/umath/loops_utils.h.src: blocks of
+// 128 in 8 accumulators, then halving), with 16 accumulators (one AVX-512 vector of f32; the
+// kernels use them on every host) and power-of-two splits so that a streaming kernel forms the tree.
+constexpr int64_t kSumBlock = 128;  // elements per block
+constexpr int kSumLanes = 16;       // accumulators per block
 
 template <class T>
 using SumAcc = std::conditional_t<std::is_same_v<T, double>, double,
@@ -148,23 +144,19 @@ A pairwise_tree(int64_t lo, int64_t k, const F& item) {
   return left + pairwise_tree<A>(lo + p, k - p, item);
 }
 
+// One block: the m <= 128 elements x[0], x[stride], ...
 template <class T>
-SumAcc<T> sum_lanes16(const T* x, int64_t m) {
+SumAcc<T> sum_block(const T* x, int64_t stride, int64_t m) {
   SumAcc<T> a[kSumLanes] = {};
   int64_t i = 0;
-  for (; i + kSumLanes <= m; i += kSumLanes)
-    for (int j = 0; j < kSumLanes; ++j) a[j] += sum_in(x[i + j]);
-  for (int j = 0; i + j < m; ++j) a[j] += sum_in(x[i + j]);  // element i + j goes to lane (i + j) % 16
+  if (stride == 1) {
+    for (; i + kSumLanes <= m; i += kSumLanes)
+      for (int j = 0; j < kSumLanes; ++j) a[j] += sum_in(x[i + j]);
+  }
+  for (; i < m; ++i) a[i % kSumLanes] += sum_in(x[i * stride]);
   for (int w = 1; w < kSumLanes; w *= 2)
     for (int j = 0; j < kSumLanes; j += 2 * w) a[j] = a[j] + a[j + w];
   return a[0];
-}
-
-template <class T>
-SumAcc<T> sum_chunk(const T* x, int64_t stride, int64_t m) {
-  SumAcc<T> s = SumAcc<T>(0);
-  for (int64_t i = 0; i < m; ++i) s += sum_in(x[i * stride]);
-  return s;
 }
 
 // reduce_sum of x (shape s) over sorted `axes` into dst, one output per offset in `base`.
@@ -181,9 +173,7 @@ void sum_reduce(const T* src, T* dst, const Shape& s, const std::vector<int64_t>
     return;
   }
   const auto st = strides_of(s);
-  const size_t r = size_t(axes.back());
-  const int64_t n = s[r], stride = st[r];
-  const bool contiguous = r + 1 == s.size();
+  const int64_t n = s[size_t(axes.back())], stride = st[size_t(axes.back())];
   std::vector<int64_t> ext, str;  // the other reduced axes: extents and strides
   int64_t rows = 1;
   for (size_t i = 0; i + 1 < axes.size(); ++i) {
@@ -195,12 +185,8 @@ void sum_reduce(const T* src, T* dst, const Shape& s, const std::vector<int64_t>
     auto row = [&](int64_t i) -> A {
       const T* x = src + base[o];
       for (size_t d = ext.size(); d-- > 0; i /= ext[d]) x += (i % ext[d]) * str[d];
-      if (contiguous)
-        return pairwise_tree<A>(0, (n + kSumBlock - 1) / kSumBlock, [&](int64_t b) {
-          return sum_lanes16(x + b * kSumBlock, std::min(kSumBlock, n - b * kSumBlock));
-        });
-      return pairwise_tree<A>(0, (n + kSumChunk - 1) / kSumChunk, [&](int64_t c) {
-        return sum_chunk(x + c * kSumChunk * stride, stride, std::min(kSumChunk, n - c * kSumChunk));
+      return pairwise_tree<A>(0, (n + kSumBlock - 1) / kSumBlock, [&](int64_t b) {
+        return sum_block(x + b * kSumBlock * stride, stride, std::min(kSumBlock, n - b * kSumBlock));
       });
     };
     dst[o] = out(pairwise_tree<A>(0, rows, row));

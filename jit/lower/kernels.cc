@@ -140,13 +140,14 @@ void emit_loop(KernelCtx& k, KernelInfo& info, Value begin, Value end) {
 
 // The order of pairwise rules (sums, products), shared bit for bit with eager's reduce_sum, which
 // states it in full (core/primitives/reductions.cc sum_reduce; docs/compiler.md, "Numerics"): the
-// innermost reduced dim in blocks of 128 summed in 16 lane accumulators when it is the innermost
-// input dim, else in chunks of 16 summed in sequence (one output per lane); the results of blocks
-// (chunks), then of rows (the other reduced dims), joined by pairwise trees (PairTree). Constants,
-// not the host's vector width, so every machine and thread count forms the same tree.
+// innermost reduced dim in blocks of 128, element i of a block into accumulator i % 16 (vector
+// lanes when it is the innermost input dim: block_lanes; an array of 16 vectors of outputs when
+// the kept innermost dim is vectorized: block_strided), the 16 joined by a fixed tree; the results
+// of blocks, then of rows (the other reduced dims), joined by pairwise trees (PairTree). The order
+// depends on the reduced extents only: not on the layout (vmap, transposes), the host's vector
+// width or the thread count.
 constexpr int64_t kSumBlock = 128;
 constexpr int kSumLanes = 16;
-constexpr int64_t kSumChunk = 16;
 
 struct RedLayout {
   Shape in_shape, out_shape;
@@ -210,22 +211,38 @@ struct PairTree {
   Slots stack;  // `levels` entries per accumulator value
 };
 
+// An array of `count` accumulators shaped like `like` (uninitialized).
+Slots array_slots(kir::Builder& b, const Acc& like, int64_t count) {
+  Slots s;
+  for (auto& v : like) {
+    s.ptr.push_back(b.stack_slot(b.type(v.v), count));
+    s.dtype.push_back(v.dtype);
+    s.lanes = v.lanes;
+  }
+  return s;
+}
+
 PairTree pair_tree(kir::Builder& b, const Acc& like, int64_t count) {
   PairTree t;
   t.count = count;
   t.levels = std::max(1, int(std::bit_width(uint64_t(count))));
-  for (auto& v : like) {
-    t.stack.ptr.push_back(b.stack_slot(b.type(v.v), t.levels));
-    t.stack.dtype.push_back(v.dtype);
-    t.stack.lanes = v.lanes;
-  }
+  t.stack = array_slots(b, like, t.levels);
   return t;
 }
 
-Slots tree_level(kir::Builder& b, const PairTree& t, Value level) {
-  Slots s = t.stack;
-  s.at = b.mul(level, b.i64(t.stack.lanes));
-  return s;
+Slots at_entry(kir::Builder& b, const Slots& s, Value i);
+Slots tree_level(kir::Builder& b, const PairTree& t, Value level) { return at_entry(b, t.stack, level); }
+
+// Entry i of an array of accumulators (Slots of several entries, `lanes` elements each).
+Slots at_entry(kir::Builder& b, const Slots& s, Value i) {
+  Slots e = s;
+  e.at = b.mul(i, b.i64(s.lanes));
+  return e;
+}
+std::vector<Acc> entries(kir::Builder& b, const Slots& s, int64_t from, int64_t count) {
+  std::vector<Acc> r;
+  for (int64_t i = from; i < from + count; ++i) r.push_back(load_slots(b, at_entry(b, s, b.i64(i))));
+  return r;
 }
 
 void tree_push(KernelCtx& k, const Red& rd, const PairTree& t, Value index, Acc part) {
@@ -264,12 +281,8 @@ ElemIndex input_index(FusionEmitter& fe, const RedLayout& L, const std::vector<D
   return fe.index(std::move(dims), lanes);
 }
 
-// Lanes of a vector accumulator merged pairwise in a fixed tree (lane 2i before lane 2i+1).
-Acc merge_lanes(KernelCtx& k, const Red& rd, const Acc& v) {
-  int lanes = v.at(0).lanes;
-  std::vector<Acc> parts(static_cast<size_t>(lanes));
-  for (int l = 0; l < lanes; ++l)
-    for (auto& c : v) parts[size_t(l)].push_back(EVal{k.b.extract(c.v, l), c.dtype, 1});
+// Accumulators joined pairwise in a fixed tree: adjacent pairs (2i before 2i + 1) level by level.
+Acc join_tree(KernelCtx& k, const Red& rd, std::vector<Acc> parts) {
   while (parts.size() > 1) {
     std::vector<Acc> next;
     for (size_t i = 0; i + 1 < parts.size(); i += 2) next.push_back(rd.rule->merge(k.fe, *rd.eqn, parts[i], parts[i + 1]));
@@ -277,6 +290,34 @@ Acc merge_lanes(KernelCtx& k, const Red& rd, const Acc& v) {
     parts.swap(next);
   }
   return parts[0];
+}
+
+// Lanes of a vector accumulator merged in join_tree's tree, lane by lane.
+Acc merge_lanes(KernelCtx& k, const Red& rd, const Acc& v) {
+  int lanes = v.at(0).lanes;
+  std::vector<Acc> parts(static_cast<size_t>(lanes));
+  for (int l = 0; l < lanes; ++l)
+    for (auto& c : v) parts[size_t(l)].push_back(EVal{k.b.extract(c.v, l), c.dtype, 1});
+  return join_tree(k, rd, std::move(parts));
+}
+
+// The same tree for a power-of-two lane count, a level at a time: even lanes + odd lanes.
+Acc lane_tree(KernelCtx& k, const Red& rd, Acc v) {
+  kir::Builder& b = k.b;
+  for (int lanes = v.at(0).lanes; lanes > 2; lanes /= 2) {
+    std::vector<int> even, odd;
+    for (int i = 0; i < lanes / 2; ++i) {
+      even.push_back(2 * i);
+      odd.push_back(2 * i + 1);
+    }
+    Acc e, o;
+    for (auto& c : v) {
+      e.push_back(EVal{b.shuffle(c.v, c.v, even), c.dtype, lanes / 2});
+      o.push_back(EVal{b.shuffle(c.v, c.v, odd), c.dtype, lanes / 2});
+    }
+    v = rd.rule->merge(k.fe, *rd.eqn, e, o);
+  }
+  return merge_lanes(k, rd, v);
 }
 
 // Combines, for every reduction, the input element(s) at (out, red) into its slots.
@@ -303,31 +344,26 @@ struct PointCtx {
   std::vector<DimIdx> red_idx;  // indices of the outer reduced dims (the row)
 };
 
-// One block [lo, hi) of the innermost reduced dim: each rule's result over it. With the innermost
-// input dim reduced, element j goes into lane (j - lo) % part_lanes of the lane accumulators (the
+std::vector<DimIdx> red_at(const PointCtx& P, Value j, int coef) {
+  std::vector<DimIdx> red = P.red_idx;
+  red.push_back(DimIdx{j, coef, {}});
+  return red;
+}
+
+// One block [lo, hi) of the innermost reduced dim when it is the innermost input dim: each rule's
+// result over it. Element j goes into lane (j - lo) % part_lanes of the lane accumulators (the
 // tail after the last whole vector through a spilled lane array, for pairwise rules; other rules
-// take the tail in a scalar result merged after the lanes), lanes merged in a fixed tree;
-// otherwise the elements are combined in sequence, `out_lanes` outputs at a time.
-std::vector<Acc> reduce_block(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
+// keep the tail in a scalar result merged after the lanes); the lanes are merged in join_tree's
+// fixed tree.
+std::vector<Acc> block_lanes(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
   kir::Builder& b = k.b;
-  auto red_at = [&](Value j, int coef) {
-    std::vector<DimIdx> red = P.red_idx;
-    red.push_back(DimIdx{j, coef, {}});
-    return red;
-  };
   std::vector<Slots> part;
   for (auto& rd : P.reds) part.push_back(alloc_slots(b, init_acc(k, rd, P.part_lanes)));
-  std::vector<Acc> res;
-  if (!P.inner_reduced || P.part_lanes == 1) {
-    b.for_(lo, hi, b.i64(1), [&](Value j) { combine_at(k, P.L, P.reds, part, P.out, red_at(j, 0), P.out_lanes); });
-    for (auto& s : part) res.push_back(load_slots(b, s));
-    return res;
-  }
   const int64_t lanes = P.part_lanes, longest = std::min(P.block, P.extent);
   Value vend = lo;
   if (longest >= lanes) {
     vend = b.add(lo, b.mul(b.binop(kir::Op::SDiv, b.sub(hi, lo), b.i64(lanes)), b.i64(lanes)));
-    b.for_(lo, vend, b.i64(lanes), [&](Value j) { combine_at(k, P.L, P.reds, part, P.out, red_at(j, 1), int(lanes)); });
+    b.for_(lo, vend, b.i64(lanes), [&](Value j) { combine_at(k, P.L, P.reds, part, P.out, red_at(P, j, 1), int(lanes)); });
   }
   std::vector<Slots> spill(P.reds.size()), tail(P.reds.size());
   const bool has_tail = P.extent % lanes != 0;
@@ -349,7 +385,7 @@ std::vector<Acc> reduce_block(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
       std::vector<Slots> dst = tail;
       for (size_t r = 0; r < P.reds.size(); ++r)
         if (P.reds[r].rule->pairwise) (dst[r] = spill[r]).at = b.sub(j, vend);
-      combine_at(k, P.L, P.reds, dst, P.out, red_at(j, 0), 1);
+      combine_at(k, P.L, P.reds, dst, P.out, red_at(P, j, 0), 1);
     });
     for (size_t r = 0; r < P.reds.size(); ++r)
       for (size_t i = 0; i < spill[r].ptr.size(); ++i) {
@@ -357,45 +393,160 @@ std::vector<Acc> reduce_block(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
         b.store(part[r].ptr[i], b.i64(0), b.load(vt, spill[r].ptr[i], b.i64(0)));
       }
   }
+  std::vector<Acc> res;
   for (size_t r = 0; r < P.reds.size(); ++r) {
-    Acc p = merge_lanes(k, P.reds[r], load_slots(b, part[r]));
-    if (has_tail && !P.reds[r].rule->pairwise) p = P.reds[r].rule->merge(k.fe, *P.reds[r].eqn, p, load_slots(b, tail[r]));
+    const Red& rd = P.reds[r];
+    if (rd.rule->pairwise) {
+      res.push_back(std::has_single_bit(unsigned(lanes)) ? lane_tree(k, rd, load_slots(b, part[r]))
+                                                         : merge_lanes(k, rd, load_slots(b, part[r])));
+      continue;
+    }
+    Acc p = merge_lanes(k, rd, load_slots(b, part[r]));
+    if (has_tail) p = rd.rule->merge(k.fe, *rd.eqn, p, load_slots(b, tail[r]));
     res.push_back(p);
   }
   return res;
 }
 
-// One row: the innermost reduced dim in blocks. Pairwise rules join the blocks' results by a
-// PairTree and push the row's result to `row_tree` (or store it to `total` when there is one
-// row); other rules merge each block's result into `total`.
+// One block [lo, hi) when the innermost input dim is kept: `out_lanes` outputs at a time. Element
+// j goes into accumulator (j - lo) % 16 of a 16-entry array (pairwise rules: the same
+// accumulators as the lanes of block_lanes, joined by the same tree), or is combined in sequence
+// into one result (other rules).
+std::vector<Acc> block_strided(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
+  kir::Builder& b = k.b;
+  const int ol = P.out_lanes;
+  std::vector<Slots> part(P.reds.size()), acc16(P.reds.size());
+  for (size_t r = 0; r < P.reds.size(); ++r) {
+    Acc init = init_acc(k, P.reds[r], ol);
+    if (!P.reds[r].rule->pairwise) {
+      part[r] = alloc_slots(b, init);
+      continue;
+    }
+    for (auto& v : init) {
+      Value arr = b.stack_slot(b.type(v.v), kSumLanes);
+      b.for_(b.i64(0), b.i64(kSumLanes), b.i64(1), [&](Value t) { b.store(arr, b.mul(t, b.i64(ol)), v.v); });
+      acc16[r].ptr.push_back(arr);
+      acc16[r].dtype.push_back(v.dtype);
+      acc16[r].lanes = ol;
+    }
+  }
+  b.for_(lo, hi, b.i64(1), [&](Value j) {
+    std::vector<Slots> dst = part;
+    Value at = b.mul(b.binop(kir::Op::And, b.sub(j, lo), b.i64(kSumLanes - 1)), b.i64(ol));
+    for (size_t r = 0; r < P.reds.size(); ++r)
+      if (P.reds[r].rule->pairwise) (dst[r] = acc16[r]).at = at;
+    combine_at(k, P.L, P.reds, dst, P.out, red_at(P, j, 0), ol);
+  });
+  std::vector<Acc> res;
+  for (size_t r = 0; r < P.reds.size(); ++r) {
+    if (!P.reds[r].rule->pairwise) {
+      res.push_back(load_slots(b, part[r]));
+      continue;
+    }
+    std::vector<Acc> parts;
+    for (int t = 0; t < kSumLanes; ++t) {
+      Slots s = acc16[r];
+      s.at = b.i64(int64_t(t) * ol);
+      parts.push_back(load_slots(b, s));
+    }
+    res.push_back(join_tree(k, P.reds[r], std::move(parts)));
+  }
+  return res;
+}
+
+// P over items (static): P(0..k) = P(0..p) + P(p..k), p the largest power of two below k.
+Acc static_tree(KernelCtx& k, const Red& rd, const std::vector<Acc>& items, size_t lo, size_t n) {
+  if (n == 1) return items[lo];
+  const size_t p = std::bit_floor(n - 1);
+  return rd.rule->merge(k.fe, *rd.eqn, static_tree(k, rd, items, lo, p), static_tree(k, rd, items, lo + p, n - p));
+}
+
+// One row: the innermost reduced dim in blocks. Pairwise rules join the blocks' results by P in
+// groups of kGroup (an aligned group of 2^s blocks is a subtree of P): the results of a group's
+// blocks go into an array, a whole group is joined by a balanced tree and pushed to a PairTree
+// over groups, and the last nblocks % kGroup blocks are joined by P statically and merged
+// under the groups' tree; the row's result goes to `row_tree` (or `total` when there is one row).
+// Other rules merge each block's result into `total`.
+constexpr int64_t kGroup = 8;
+
 void reduce_row(KernelCtx& k, PointCtx& P, std::vector<Slots>& total, std::vector<PairTree>& row_tree,
                 Value row_index) {
   kir::Builder& b = k.b;
   const size_t n = P.reds.size();
-  std::vector<PairTree> block_tree(n);
-  std::vector<Slots> row_res(n);
+  const int64_t groups = P.nblocks / kGroup, rest = P.nblocks % kGroup;
+  const bool in_regs = P.out_lanes == 1;
+  std::vector<PairTree> group_tree(n);
+  std::vector<Slots> row_res(n), arr(n);
   for (size_t r = 0; r < n; ++r) {
     if (!P.reds[r].rule->pairwise) continue;
-    row_res[r] = alloc_slots(b, init_acc(k, P.reds[r], P.out_lanes));
-    if (P.nblocks > 1) block_tree[r] = pair_tree(b, init_acc(k, P.reds[r], P.out_lanes), P.nblocks);
+    Acc init = init_acc(k, P.reds[r], P.out_lanes);
+    row_res[r] = alloc_slots(b, init);
+    if (groups > 1) group_tree[r] = pair_tree(b, init, groups);
+    if (P.nblocks > 1) arr[r] = in_regs ? alloc_slots(b, init_acc(k, P.reds[r], kGroup)) : array_slots(b, init, kGroup);
   }
+  // The group's block results: lanes of a vector (scalar results: no stores in the loop) or an array.
+  auto put = [&](size_t r, Value slot, Acc p) {
+    if (!in_regs) return store_slots(b, at_entry(b, arr[r], slot), p);
+    Acc cur = load_slots(b, arr[r]);
+    Value hit = b.icmp(kir::Pred::eq, b.lane_iota(kGroup), b.splat(slot, kGroup));
+    for (size_t i = 0; i < p.size(); ++i) cur[i].v = b.select(hit, b.splat(p[i].v, kGroup), cur[i].v);
+    store_slots(b, arr[r], cur);
+  };
+  auto get = [&](size_t r, int64_t count) {
+    if (!in_regs) return entries(b, arr[r], 0, count);
+    std::vector<Acc> items(static_cast<size_t>(count));
+    for (auto& v : load_slots(b, arr[r]))
+      for (int64_t i = 0; i < count; ++i) items[size_t(i)].push_back(EVal{b.extract(v.v, int(i)), v.dtype, 1});
+    return items;
+  };
   b.for_(b.i64(0), b.i64(P.extent), b.i64(P.block), [&](Value lo) {
     Value hi = P.nblocks > 1 ? b.intrinsic("smin", kir::kI64, {b.add(lo, b.i64(P.block)), b.i64(P.extent)})
                              : b.i64(P.extent);
-    std::vector<Acc> parts = reduce_block(k, P, lo, hi);
+    std::vector<Acc> parts = P.inner_reduced && P.part_lanes > 1 ? block_lanes(k, P, lo, hi) : block_strided(k, P, lo, hi);
+    Value slot = b.binop(kir::Op::And, b.binop(kir::Op::SDiv, lo, b.i64(P.block)), b.i64(kGroup - 1));
     for (size_t r = 0; r < n; ++r) {
       const Red& rd = P.reds[r];
-      if (!rd.rule->pairwise) store_slots(b, total[r], rd.rule->merge(k.fe, *rd.eqn, load_slots(b, total[r]), parts[r]));
-      else if (P.nblocks > 1) tree_push(k, rd, block_tree[r], b.binop(kir::Op::SDiv, lo, b.i64(P.block)), parts[r]);
-      else store_slots(b, row_res[r], parts[r]);
+      if (!rd.rule->pairwise) {
+        store_slots(b, total[r], rd.rule->merge(k.fe, *rd.eqn, load_slots(b, total[r]), parts[r]));
+      } else if (P.nblocks == 1) {
+        store_slots(b, row_res[r], parts[r]);
+      } else {
+        Acc p = parts[r];
+        for (auto& v : p) v = k.fe.widen(v, P.out_lanes);
+        put(r, slot, p);
+      }
     }
+    if (groups == 0 || P.nblocks == 1) return;
+    b.if_(b.icmp(kir::Pred::eq, slot, b.i64(kGroup - 1)), [&] {
+      Value g = b.binop(kir::Op::SDiv, lo, b.i64(P.block * kGroup));
+      for (size_t r = 0; r < n; ++r) {
+        if (!P.reds[r].rule->pairwise) continue;
+        Acc joined = in_regs ? lane_tree(k, P.reds[r], load_slots(b, arr[r])) : join_tree(k, P.reds[r], get(r, kGroup));
+        if (groups > 1) tree_push(k, P.reds[r], group_tree[r], g, joined);
+        else store_slots(b, row_res[r], joined);
+      }
+    });
   });
   for (size_t r = 0; r < n; ++r) {
     const Red& rd = P.reds[r];
     if (!rd.rule->pairwise) continue;
-    if (P.nblocks > 1) store_slots(b, row_res[r], tree_result(k, rd, block_tree[r]));
-    if (P.rows > 1) tree_push(k, rd, row_tree[r], b.load(kir::kI64, row_index, b.i64(0)), load_slots(b, row_res[r]));
-    else store_slots(b, total[r], load_slots(b, row_res[r]));
+    if (P.nblocks > 1) {
+      Acc acc;
+      if (rest > 0) acc = static_tree(k, rd, get(r, rest), 0, size_t(rest));
+      if (groups == 1) {
+        Acc e = load_slots(b, row_res[r]);
+        acc = acc.empty() ? e : rd.rule->merge(k.fe, *rd.eqn, e, acc);
+      }
+      for (int l = 0; groups > 1 && l < group_tree[r].levels; ++l) {
+        if (((groups >> l) & 1) == 0) continue;
+        Acc e = load_slots(b, tree_level(b, group_tree[r], b.i64(l)));
+        acc = acc.empty() ? e : rd.rule->merge(k.fe, *rd.eqn, e, acc);
+      }
+      store_slots(b, row_res[r], acc);
+    }
+    Acc res = load_slots(b, row_res[r]);
+    if (P.rows > 1) tree_push(k, rd, row_tree[r], b.load(kir::kI64, row_index, b.i64(0)), res);
+    else store_slots(b, total[r], res);
   }
   if (row_index.valid()) b.store(row_index, b.i64(0), b.add(b.load(kir::kI64, row_index, b.i64(0)), b.i64(1)));
 }
@@ -414,7 +565,7 @@ void reduce_point(KernelCtx& k, const RedLayout& L, std::vector<Red>& reds, cons
   P.inner_reduced = nr && L.axes.back() == int64_t(L.in_shape.size()) - 1;
   P.part_lanes = !P.inner_reduced ? out_lanes : pairwise ? kSumLanes : k.lanes;
   P.extent = nr ? L.in_shape[size_t(L.axes[nr - 1])] : 1;
-  P.block = !pairwise ? std::max<int64_t>(P.extent, 1) : P.inner_reduced ? kSumBlock : kSumChunk;
+  P.block = pairwise ? kSumBlock : std::max<int64_t>(P.extent, 1);
   P.nblocks = (P.extent + P.block - 1) / P.block;
   for (size_t l = 0; l + 1 < nr; ++l) P.rows *= L.in_shape[size_t(L.axes[l])];
   std::vector<Slots> total;
