@@ -508,7 +508,7 @@ void reduce_row(KernelCtx& k, PointCtx& P, std::vector<Slots>& total, std::vecto
       const Red& rd = P.reds[r];
       if (!rd.rule->pairwise) {
         store_slots(b, total[r], rd.rule->merge(k.fe, *rd.eqn, load_slots(b, total[r]), parts[r]));
-      } else if (P.nblocks == 1) {
+      } else if (P.nblocks <= 1) {  // one block (or none: the loop body is emitted but never runs)
         store_slots(b, row_res[r], parts[r]);
       } else {
         Acc p = parts[r];
@@ -516,7 +516,7 @@ void reduce_row(KernelCtx& k, PointCtx& P, std::vector<Slots>& total, std::vecto
         put(r, slot, p);
       }
     }
-    if (groups == 0 || P.nblocks == 1) return;
+    if (groups == 0) return;
     b.if_(b.icmp(kir::Pred::eq, slot, b.i64(kGroup - 1)), [&] {
       Value g = b.binop(kir::Op::SDiv, lo, b.i64(P.block * kGroup));
       for (size_t r = 0; r < n; ++r) {
