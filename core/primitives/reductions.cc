@@ -2,10 +2,11 @@
 // cumsum. Owns their shape rules, eager implementations and lax:: entry points.
 //
 // Params (as JAX prints them): reduce_*[axes=(0,)], argmax[axes=(1,) index_dtype=int32],
-// cumsum[axis=0 reverse=False]. Sums accumulate pairwise over blocks of 128 in double for
-// floating types (f32 sums of 90,000 terms stay within 1e-7 relative error); integer sums and
-// products wrap modulo 2^32 as in XLA.
+// cumsum[axis=0 reverse=False]. reduce_sum adds in the one fixed pairwise order the compiled
+// kernels use (sum_reduce below; docs/compiler.md, "Numerics"), so eager and compiled sums agree bit
+// for bit; products accumulate in double; integer sums and products wrap modulo 2^32 as in XLA.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -106,16 +107,90 @@ double as_double(T v) {
   else return double(v);
 }
 
-// Pairwise summation: blocks of up to 128 summed left to right, blocks combined as a tree.
+// ---- the summation order ------------------------------------------------------------------------
+// reduce_sum's one fixed order, shared bit for bit with the compiled reduction kernels
+// (jit/lower/kernels.cc reduce_point; docs/compiler.md, "Numerics"). Every addition is in the
+// accumulator type SumAcc (the dtype itself; f32 for bf16, rounded to bf16 once at the end; u32,
+// wrapping, for i32/u32). Each row of the innermost reduced axis (n elements, in order) runs in
+// blocks of 128: element i of a block is added into accumulator i % 16 (16 accumulators from +0,
+// each a sequential sum of at most 8 elements; sum_block), and the 16 are joined by the balanced
+// tree ((a0 + a1) + (a2 + a3)) + ...; the blocks' results are joined by the tree P, and the rows'
+// results (one per index of the other reduced axes, row-major) by P again. P(y_0..y_{k-1}) is +0
+// for k = 0, y_0 for k = 1, else P(y_0..y_{p-1}) + P(y_p..y_{k-1}) with p the largest power of two
+// below k; the kernels form it with a binary counter as results stream in. The order depends on
+// the reduced extents only, not on the layout: vmap and transposes keep every output's bits.
+// Source of the scheme: numpy's pairwise_sum (numpy/_core/src/umath/loops_utils.h.src: blocks of
+// 128 in 8 accumulators, then halving), with 16 accumulators (one AVX-512 vector of f32; the
+// kernels use them on every host) and power-of-two splits so that a streaming kernel forms the tree.
+constexpr int64_t kSumBlock = 128;  // elements per block
+constexpr int kSumLanes = 16;       // accumulators per block
+
 template <class T>
-Acc<T> pairwise_sum(const T* x, int64_t base, const int64_t* off, int64_t n) {
-  if (n <= 128) {
-    Acc<T> s = Acc<T>(0);
-    for (int64_t i = 0; i < n; ++i) s += to_acc<T>(x[base + off[i]]);
-    return s;
+using SumAcc = std::conditional_t<std::is_same_v<T, double>, double,
+                                  std::conditional_t<std::is_integral_v<T>, uint32_t, float>>;
+template <class T>
+SumAcc<T> sum_in(T v) {
+  if constexpr (std::is_same_v<T, bfloat16>) return float(v);
+  else return SumAcc<T>(v);
+}
+
+// P over the k items item(lo), ..., item(lo + k - 1).
+template <class A, class F>
+A pairwise_tree(int64_t lo, int64_t k, const F& item) {
+  if (k == 0) return A(0);
+  if (k == 1) return item(lo);
+  const int64_t p = int64_t(std::bit_floor(uint64_t(k - 1)));
+  A left = pairwise_tree<A>(lo, p, item);
+  return left + pairwise_tree<A>(lo + p, k - p, item);
+}
+
+// One block: the m <= 128 elements x[0], x[stride], ...
+template <class T>
+SumAcc<T> sum_block(const T* x, int64_t stride, int64_t m) {
+  SumAcc<T> a[kSumLanes] = {};
+  int64_t i = 0;
+  if (stride == 1) {
+    for (; i + kSumLanes <= m; i += kSumLanes)
+      for (int j = 0; j < kSumLanes; ++j) a[j] += sum_in(x[i + j]);
   }
-  int64_t h = n / 2;
-  return pairwise_sum<T>(x, base, off, h) + pairwise_sum<T>(x, base, off + h, n - h);
+  for (; i < m; ++i) a[i % kSumLanes] += sum_in(x[i * stride]);
+  for (int w = 1; w < kSumLanes; w *= 2)
+    for (int j = 0; j < kSumLanes; j += 2 * w) a[j] = a[j] + a[j + w];
+  return a[0];
+}
+
+// reduce_sum of x (shape s) over sorted `axes` into dst, one output per offset in `base`.
+template <class T>
+void sum_reduce(const T* src, T* dst, const Shape& s, const std::vector<int64_t>& axes,
+                const std::vector<int64_t>& base) {
+  using A = SumAcc<T>;
+  auto out = [](A v) {
+    if constexpr (std::is_same_v<T, bfloat16>) return bfloat16(v);
+    else return T(v);
+  };
+  if (axes.empty()) {
+    for (size_t o = 0; o < base.size(); ++o) dst[o] = out(A(0) + sum_in(src[base[o]]));
+    return;
+  }
+  const auto st = strides_of(s);
+  const int64_t n = s[size_t(axes.back())], stride = st[size_t(axes.back())];
+  std::vector<int64_t> ext, str;  // the other reduced axes: extents and strides
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < axes.size(); ++i) {
+    ext.push_back(s[size_t(axes[i])]);
+    str.push_back(st[size_t(axes[i])]);
+    rows *= ext.back();
+  }
+  for (size_t o = 0; o < base.size(); ++o) {
+    auto row = [&](int64_t i) -> A {
+      const T* x = src + base[o];
+      for (size_t d = ext.size(); d-- > 0; i /= ext[d]) x += (i % ext[d]) * str[d];
+      return pairwise_tree<A>(0, (n + kSumBlock - 1) / kSumBlock, [&](int64_t b) {
+        return sum_block(x + b * kSumBlock * stride, stride, std::min(kSumBlock, n - b * kSumBlock));
+      });
+    };
+    dst[o] = out(pairwise_tree<A>(0, rows, row));
+  }
 }
 
 enum class RedKind { sum, max, min, prod };
@@ -134,8 +209,19 @@ std::vector<Array> reduce_impl(const std::vector<Array>& args, const Params& p,
                                const std::vector<ShapedArray>& out_avals, RedKind kind) {
   const Array& x = args.at(0);
   auto axes = checked_axes(p.get_ints("axes"), x.ndim());
-  auto L = reduce_layout(x.shape(), axes);
   Array out = Array::empty(out_avals.at(0));
+  if (kind == RedKind::sum) {  // no list of the reduced offsets: it can be larger than x
+    std::vector<int64_t> kept;
+    for (int64_t i = 0; i < x.ndim(); ++i)
+      if (!std::binary_search(axes.begin(), axes.end(), i)) kept.push_back(i);
+    const auto base = offsets_over(x.shape(), kept);
+    dispatch_dtype(x.dtype(), [&]<class T>() {
+      if constexpr (!std::is_same_v<T, bool>)
+        sum_reduce<T>(x.data<T>(), out.mutable_data<T>(), x.shape(), axes, base);
+    });
+    return {out};
+  }
+  auto L = reduce_layout(x.shape(), axes);
   dispatch_dtype(x.dtype(), [&]<class T>() {
     const T* src = x.data<T>();
     T* dst = out.mutable_data<T>();
@@ -149,8 +235,6 @@ std::vector<Array> reduce_impl(const std::vector<Array>& args, const Params& p,
           r = kind == RedKind::max ? (r || v) : (r && v);
         }
         dst[o] = r;
-      } else if (kind == RedKind::sum) {
-        dst[o] = from_acc<T>(pairwise_sum<T>(src, b, L.red.data(), n));
       } else if (kind == RedKind::prod) {
         Acc<T> r = Acc<T>(1);
         for (int64_t i = 0; i < n; ++i) r *= to_acc<T>(src[b + L.red[size_t(i)]]);

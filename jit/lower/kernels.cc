@@ -1,6 +1,7 @@
 // minijax fusion kernels: the loop nests of "loop" and "reduction" fusions (vector innermost loop
 // with a scalar tail; reductions with fixed-order partial results), built from the rule tables.
 #include <algorithm>
+#include <bit>
 #include <set>
 
 #include "core/errors.h"
@@ -25,10 +26,6 @@ std::string KernelInfo::describe() const {
 }
 
 namespace {
-
-// Elements of a partial sum before it is merged into the running total (error ~ (block/lanes +
-// n/block) * eps instead of n * eps for a sequential sum).
-constexpr int64_t kBlock = 2048;
 
 struct KernelCtx {
   kir::Builder& b;
@@ -141,6 +138,17 @@ void emit_loop(KernelCtx& k, KernelInfo& info, Value begin, Value end) {
 
 // ---- reduction fusions --------------------------------------------------------------------------
 
+// The order of pairwise rules (sums, products), shared bit for bit with eager's reduce_sum, which
+// states it in full (core/primitives/reductions.cc sum_reduce; docs/compiler.md, "Numerics"): the
+// innermost reduced dim in blocks of 128, element i of a block into accumulator i % 16 (vector
+// lanes when it is the innermost input dim: block_lanes; an array of 16 vectors of outputs when
+// the kept innermost dim is vectorized: block_strided), the 16 joined by a fixed tree; the results
+// of blocks, then of rows (the other reduced dims), joined by pairwise trees (PairTree). The order
+// depends on the reduced extents only: not on the layout (vmap, transposes), the host's vector
+// width or the thread count.
+constexpr int64_t kSumBlock = 128;
+constexpr int kSumLanes = 16;
+
 struct RedLayout {
   Shape in_shape, out_shape;
   std::vector<int64_t> axes;   // sorted reduced axes of the input
@@ -155,11 +163,17 @@ struct Red {
 
 using Acc = std::vector<EVal>;
 
+// Accumulator values in stack slots: element `at` (0 when invalid) of each ptr.
 struct Slots {
   std::vector<Value> ptr;
   std::vector<DType> dtype;
   int lanes = 1;
+  Value at;
 };
+
+Acc init_acc(KernelCtx& k, const Red& rd, int lanes) {
+  return rd.rule->init(k.fe, *rd.eqn, atom_aval(rd.eqn->inputs[0]).dtype, lanes);
+}
 
 Slots alloc_slots(kir::Builder& b, const Acc& init) {
   Slots s;
@@ -177,13 +191,86 @@ Acc load_slots(kir::Builder& b, const Slots& s) {
   Acc r;
   for (size_t i = 0; i < s.ptr.size(); ++i) {
     Type t = b.function().insts[size_t(s.ptr[i].id)].elem;
-    r.push_back(EVal{b.load(t, s.ptr[i], b.i64(0)), s.dtype[i], t.lanes});
+    r.push_back(EVal{b.load(t, s.ptr[i], s.at.valid() ? s.at : b.i64(0)), s.dtype[i], t.lanes});
   }
   return r;
 }
 
 void store_slots(kir::Builder& b, const Slots& s, const Acc& v) {
-  for (size_t i = 0; i < s.ptr.size(); ++i) b.store(s.ptr[i], b.i64(0), v[i].v);
+  for (size_t i = 0; i < s.ptr.size(); ++i) b.store(s.ptr[i], s.at.valid() ? s.at : b.i64(0), v[i].v);
+}
+
+// A pairwise tree over `count` results pushed in order 0, 1, ..., formed as a binary counter:
+// stack level l holds the join of 2^l consecutive results; pushing result i first joins it with
+// the levels of i's trailing one bits (earlier results on the left), and the tree's result joins
+// the levels of count's set bits from the lowest up. This is eager's P exactly (P(0..k) =
+// P(0..p) + P(p..k), p the largest power of two below k).
+struct PairTree {
+  int64_t count = 0;
+  int levels = 1;
+  Slots stack;  // `levels` entries per accumulator value
+};
+
+// An array of `count` accumulators shaped like `like` (uninitialized).
+Slots array_slots(kir::Builder& b, const Acc& like, int64_t count) {
+  Slots s;
+  for (auto& v : like) {
+    s.ptr.push_back(b.stack_slot(b.type(v.v), count));
+    s.dtype.push_back(v.dtype);
+    s.lanes = v.lanes;
+  }
+  return s;
+}
+
+PairTree pair_tree(kir::Builder& b, const Acc& like, int64_t count) {
+  PairTree t;
+  t.count = count;
+  t.levels = std::max(1, int(std::bit_width(uint64_t(count))));
+  t.stack = array_slots(b, like, t.levels);
+  return t;
+}
+
+Slots at_entry(kir::Builder& b, const Slots& s, Value i);
+Slots tree_level(kir::Builder& b, const PairTree& t, Value level) { return at_entry(b, t.stack, level); }
+
+// Entry i of an array of accumulators (Slots of several entries, `lanes` elements each).
+Slots at_entry(kir::Builder& b, const Slots& s, Value i) {
+  Slots e = s;
+  e.at = b.mul(i, b.i64(s.lanes));
+  return e;
+}
+std::vector<Acc> entries(kir::Builder& b, const Slots& s, int64_t from, int64_t count) {
+  std::vector<Acc> r;
+  for (int64_t i = from; i < from + count; ++i) r.push_back(load_slots(b, at_entry(b, s, b.i64(i))));
+  return r;
+}
+
+void tree_push(KernelCtx& k, const Red& rd, const PairTree& t, Value index, Acc part) {
+  kir::Builder& b = k.b;
+  for (auto& v : part) v = k.fe.widen(v, t.stack.lanes);
+  Slots run = alloc_slots(b, part);
+  Value level = b.stack_slot(kir::kI64), bits = b.stack_slot(kir::kI64);
+  b.store(level, b.i64(0), b.i64(0));
+  b.store(bits, b.i64(0), index);
+  auto get = [&](Value slot) { return b.load(kir::kI64, slot, b.i64(0)); };
+  b.while_([&] { return b.icmp(kir::Pred::ne, b.binop(kir::Op::And, get(bits), b.i64(1)), b.i64(0)); },
+           [&] {
+             Value l = get(level);
+             store_slots(b, run, rd.rule->merge(k.fe, *rd.eqn, load_slots(b, tree_level(b, t, l)), load_slots(b, run)));
+             b.store(level, b.i64(0), b.add(l, b.i64(1)));
+             b.store(bits, b.i64(0), b.binop(kir::Op::LShr, get(bits), b.i64(1)));
+           });
+  store_slots(b, tree_level(b, t, get(level)), load_slots(b, run));
+}
+
+Acc tree_result(KernelCtx& k, const Red& rd, const PairTree& t) {
+  Acc r;
+  for (int l = 0; l < t.levels; ++l) {
+    if (((t.count >> l) & 1) == 0) continue;
+    Acc e = load_slots(k.b, tree_level(k.b, t, k.b.i64(l)));
+    r = r.empty() ? e : rd.rule->merge(k.fe, *rd.eqn, e, r);
+  }
+  return r;
 }
 
 ElemIndex input_index(FusionEmitter& fe, const RedLayout& L, const std::vector<DimIdx>& out,
@@ -194,12 +281,8 @@ ElemIndex input_index(FusionEmitter& fe, const RedLayout& L, const std::vector<D
   return fe.index(std::move(dims), lanes);
 }
 
-// Lanes of a vector accumulator merged pairwise in a fixed tree (lane 2i before lane 2i+1).
-Acc merge_lanes(KernelCtx& k, const Red& rd, const Acc& v) {
-  int lanes = v.at(0).lanes;
-  std::vector<Acc> parts(static_cast<size_t>(lanes));
-  for (int l = 0; l < lanes; ++l)
-    for (auto& c : v) parts[size_t(l)].push_back(EVal{k.b.extract(c.v, l), c.dtype, 1});
+// Accumulators joined pairwise in a fixed tree: adjacent pairs (2i before 2i + 1) level by level.
+Acc join_tree(KernelCtx& k, const Red& rd, std::vector<Acc> parts) {
   while (parts.size() > 1) {
     std::vector<Acc> next;
     for (size_t i = 0; i + 1 < parts.size(); i += 2) next.push_back(rd.rule->merge(k.fe, *rd.eqn, parts[i], parts[i + 1]));
@@ -209,8 +292,36 @@ Acc merge_lanes(KernelCtx& k, const Red& rd, const Acc& v) {
   return parts[0];
 }
 
+// Lanes of a vector accumulator merged in join_tree's tree, lane by lane.
+Acc merge_lanes(KernelCtx& k, const Red& rd, const Acc& v) {
+  int lanes = v.at(0).lanes;
+  std::vector<Acc> parts(static_cast<size_t>(lanes));
+  for (int l = 0; l < lanes; ++l)
+    for (auto& c : v) parts[size_t(l)].push_back(EVal{k.b.extract(c.v, l), c.dtype, 1});
+  return join_tree(k, rd, std::move(parts));
+}
+
+// The same tree for a power-of-two lane count, a level at a time: even lanes + odd lanes.
+Acc lane_tree(KernelCtx& k, const Red& rd, Acc v) {
+  kir::Builder& b = k.b;
+  for (int lanes = v.at(0).lanes; lanes > 2; lanes /= 2) {
+    std::vector<int> even, odd;
+    for (int i = 0; i < lanes / 2; ++i) {
+      even.push_back(2 * i);
+      odd.push_back(2 * i + 1);
+    }
+    Acc e, o;
+    for (auto& c : v) {
+      e.push_back(EVal{b.shuffle(c.v, c.v, even), c.dtype, lanes / 2});
+      o.push_back(EVal{b.shuffle(c.v, c.v, odd), c.dtype, lanes / 2});
+    }
+    v = rd.rule->merge(k.fe, *rd.eqn, e, o);
+  }
+  return merge_lanes(k, rd, v);
+}
+
 // Combines, for every reduction, the input element(s) at (out, red) into its slots.
-void combine_at(KernelCtx& k, const RedLayout& L, std::vector<Red>& reds, std::vector<Slots>& slots,
+void combine_at(KernelCtx& k, const RedLayout& L, std::vector<Red>& reds, const std::vector<Slots>& slots,
                 const std::vector<DimIdx>& out, const std::vector<DimIdx>& red, int lanes) {
   k.fe.clear_memo();
   ElemIndex at = input_index(k.fe, L, out, red, lanes);
@@ -222,69 +333,271 @@ void combine_at(KernelCtx& k, const RedLayout& L, std::vector<Red>& reds, std::v
   }
 }
 
+// What reduce_point's loops share.
+struct PointCtx {
+  const RedLayout& L;
+  std::vector<Red>& reds;
+  const std::vector<DimIdx>& out;
+  int out_lanes, part_lanes;
+  bool inner_reduced;
+  int64_t extent, block, nblocks, rows;
+  std::vector<DimIdx> red_idx;  // indices of the outer reduced dims (the row)
+};
+
+std::vector<DimIdx> red_at(const PointCtx& P, Value j, int coef) {
+  std::vector<DimIdx> red = P.red_idx;
+  red.push_back(DimIdx{j, coef, {}});
+  return red;
+}
+
+// One block [lo, hi) of the innermost reduced dim when it is the innermost input dim: each rule's
+// result over it. Element j goes into lane (j - lo) % part_lanes of the lane accumulators (the
+// tail after the last whole vector through a spilled lane array, for pairwise rules; other rules
+// keep the tail in a scalar result merged after the lanes); the lanes are merged in join_tree's
+// fixed tree.
+std::vector<Acc> block_lanes(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
+  kir::Builder& b = k.b;
+  std::vector<Slots> part;
+  for (auto& rd : P.reds) part.push_back(alloc_slots(b, init_acc(k, rd, P.part_lanes)));
+  const int64_t lanes = P.part_lanes, longest = std::min(P.block, P.extent);
+  Value vend = lo;
+  if (longest >= lanes) {
+    vend = b.add(lo, b.mul(b.binop(kir::Op::SDiv, b.sub(hi, lo), b.i64(lanes)), b.i64(lanes)));
+    b.for_(lo, vend, b.i64(lanes), [&](Value j) { combine_at(k, P.L, P.reds, part, P.out, red_at(P, j, 1), int(lanes)); });
+  }
+  std::vector<Slots> spill(P.reds.size()), tail(P.reds.size());
+  const bool has_tail = P.extent % lanes != 0;
+  if (has_tail) {
+    for (size_t r = 0; r < P.reds.size(); ++r) {
+      if (!P.reds[r].rule->pairwise) {
+        tail[r] = alloc_slots(b, init_acc(k, P.reds[r], 1));
+        continue;
+      }
+      for (size_t i = 0; i < part[r].ptr.size(); ++i) {
+        Type vt = b.function().insts[size_t(part[r].ptr[i].id)].elem;
+        Value arr = b.stack_slot(vt.with_lanes(1), lanes);
+        b.store(arr, b.i64(0), b.load(vt, part[r].ptr[i], b.i64(0)));
+        spill[r].ptr.push_back(arr);
+        spill[r].dtype.push_back(part[r].dtype[i]);
+      }
+    }
+    b.for_(vend, hi, b.i64(1), [&](Value j) {
+      std::vector<Slots> dst = tail;
+      for (size_t r = 0; r < P.reds.size(); ++r)
+        if (P.reds[r].rule->pairwise) (dst[r] = spill[r]).at = b.sub(j, vend);
+      combine_at(k, P.L, P.reds, dst, P.out, red_at(P, j, 0), 1);
+    });
+    for (size_t r = 0; r < P.reds.size(); ++r)
+      for (size_t i = 0; i < spill[r].ptr.size(); ++i) {
+        Type vt = b.function().insts[size_t(part[r].ptr[i].id)].elem;
+        b.store(part[r].ptr[i], b.i64(0), b.load(vt, spill[r].ptr[i], b.i64(0)));
+      }
+  }
+  std::vector<Acc> res;
+  for (size_t r = 0; r < P.reds.size(); ++r) {
+    const Red& rd = P.reds[r];
+    if (rd.rule->pairwise) {
+      res.push_back(std::has_single_bit(unsigned(lanes)) ? lane_tree(k, rd, load_slots(b, part[r]))
+                                                         : merge_lanes(k, rd, load_slots(b, part[r])));
+      continue;
+    }
+    Acc p = merge_lanes(k, rd, load_slots(b, part[r]));
+    if (has_tail) p = rd.rule->merge(k.fe, *rd.eqn, p, load_slots(b, tail[r]));
+    res.push_back(p);
+  }
+  return res;
+}
+
+// One block [lo, hi) when the innermost input dim is kept: `out_lanes` outputs at a time. Element
+// j goes into accumulator (j - lo) % 16 of a 16-entry array (pairwise rules: the same
+// accumulators as the lanes of block_lanes, joined by the same tree), or is combined in sequence
+// into one result (other rules).
+std::vector<Acc> block_strided(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
+  kir::Builder& b = k.b;
+  const int ol = P.out_lanes;
+  std::vector<Slots> part(P.reds.size()), acc16(P.reds.size());
+  for (size_t r = 0; r < P.reds.size(); ++r) {
+    Acc init = init_acc(k, P.reds[r], ol);
+    if (!P.reds[r].rule->pairwise) {
+      part[r] = alloc_slots(b, init);
+      continue;
+    }
+    for (auto& v : init) {
+      Value arr = b.stack_slot(b.type(v.v), kSumLanes);
+      b.for_(b.i64(0), b.i64(kSumLanes), b.i64(1), [&](Value t) { b.store(arr, b.mul(t, b.i64(ol)), v.v); });
+      acc16[r].ptr.push_back(arr);
+      acc16[r].dtype.push_back(v.dtype);
+      acc16[r].lanes = ol;
+    }
+  }
+  b.for_(lo, hi, b.i64(1), [&](Value j) {
+    std::vector<Slots> dst = part;
+    Value at = b.mul(b.binop(kir::Op::And, b.sub(j, lo), b.i64(kSumLanes - 1)), b.i64(ol));
+    for (size_t r = 0; r < P.reds.size(); ++r)
+      if (P.reds[r].rule->pairwise) (dst[r] = acc16[r]).at = at;
+    combine_at(k, P.L, P.reds, dst, P.out, red_at(P, j, 0), ol);
+  });
+  std::vector<Acc> res;
+  for (size_t r = 0; r < P.reds.size(); ++r) {
+    if (!P.reds[r].rule->pairwise) {
+      res.push_back(load_slots(b, part[r]));
+      continue;
+    }
+    std::vector<Acc> parts;
+    for (int t = 0; t < kSumLanes; ++t) {
+      Slots s = acc16[r];
+      s.at = b.i64(int64_t(t) * ol);
+      parts.push_back(load_slots(b, s));
+    }
+    res.push_back(join_tree(k, P.reds[r], std::move(parts)));
+  }
+  return res;
+}
+
+// P over items (static): P(0..k) = P(0..p) + P(p..k), p the largest power of two below k.
+Acc static_tree(KernelCtx& k, const Red& rd, const std::vector<Acc>& items, size_t lo, size_t n) {
+  if (n == 1) return items[lo];
+  const size_t p = std::bit_floor(n - 1);
+  return rd.rule->merge(k.fe, *rd.eqn, static_tree(k, rd, items, lo, p), static_tree(k, rd, items, lo + p, n - p));
+}
+
+// One row: the innermost reduced dim in blocks. Pairwise rules join the blocks' results by P in
+// groups of kGroup (an aligned group of 2^s blocks is a subtree of P): the results of a group's
+// blocks go into an array, a whole group is joined by a balanced tree and pushed to a PairTree
+// over groups, and the last nblocks % kGroup blocks are joined by P statically and merged
+// under the groups' tree; the row's result goes to `row_tree` (or `total` when there is one row).
+// Other rules merge each block's result into `total`.
+constexpr int64_t kGroup = 8;
+
+void reduce_row(KernelCtx& k, PointCtx& P, std::vector<Slots>& total, std::vector<PairTree>& row_tree,
+                Value row_index) {
+  kir::Builder& b = k.b;
+  const size_t n = P.reds.size();
+  const int64_t groups = P.nblocks / kGroup, rest = P.nblocks % kGroup;
+  const bool in_regs = P.out_lanes == 1;
+  std::vector<PairTree> group_tree(n);
+  std::vector<Slots> row_res(n), arr(n);
+  for (size_t r = 0; r < n; ++r) {
+    if (!P.reds[r].rule->pairwise) continue;
+    Acc init = init_acc(k, P.reds[r], P.out_lanes);
+    row_res[r] = alloc_slots(b, init);
+    if (groups > 1) group_tree[r] = pair_tree(b, init, groups);
+    if (P.nblocks > 1) arr[r] = in_regs ? alloc_slots(b, init_acc(k, P.reds[r], kGroup)) : array_slots(b, init, kGroup);
+  }
+  // The group's block results: lanes of a vector (scalar results: no stores in the loop) or an array.
+  auto put = [&](size_t r, Value slot, Acc p) {
+    if (!in_regs) return store_slots(b, at_entry(b, arr[r], slot), p);
+    Acc cur = load_slots(b, arr[r]);
+    Value hit = b.icmp(kir::Pred::eq, b.lane_iota(kGroup), b.splat(slot, kGroup));
+    for (size_t i = 0; i < p.size(); ++i) cur[i].v = b.select(hit, b.splat(p[i].v, kGroup), cur[i].v);
+    store_slots(b, arr[r], cur);
+  };
+  auto get = [&](size_t r, int64_t count) {
+    if (!in_regs) return entries(b, arr[r], 0, count);
+    std::vector<Acc> items(static_cast<size_t>(count));
+    for (auto& v : load_slots(b, arr[r]))
+      for (int64_t i = 0; i < count; ++i) items[size_t(i)].push_back(EVal{b.extract(v.v, int(i)), v.dtype, 1});
+    return items;
+  };
+  b.for_(b.i64(0), b.i64(P.extent), b.i64(P.block), [&](Value lo) {
+    Value hi = P.nblocks > 1 ? b.intrinsic("smin", kir::kI64, {b.add(lo, b.i64(P.block)), b.i64(P.extent)})
+                             : b.i64(P.extent);
+    std::vector<Acc> parts = P.inner_reduced && P.part_lanes > 1 ? block_lanes(k, P, lo, hi) : block_strided(k, P, lo, hi);
+    Value slot = b.binop(kir::Op::And, b.binop(kir::Op::SDiv, lo, b.i64(P.block)), b.i64(kGroup - 1));
+    for (size_t r = 0; r < n; ++r) {
+      const Red& rd = P.reds[r];
+      if (!rd.rule->pairwise) {
+        store_slots(b, total[r], rd.rule->merge(k.fe, *rd.eqn, load_slots(b, total[r]), parts[r]));
+      } else if (P.nblocks <= 1) {  // one block (or none: the loop body is emitted but never runs)
+        store_slots(b, row_res[r], parts[r]);
+      } else {
+        Acc p = parts[r];
+        for (auto& v : p) v = k.fe.widen(v, P.out_lanes);
+        put(r, slot, p);
+      }
+    }
+    if (groups == 0) return;
+    b.if_(b.icmp(kir::Pred::eq, slot, b.i64(kGroup - 1)), [&] {
+      Value g = b.binop(kir::Op::SDiv, lo, b.i64(P.block * kGroup));
+      for (size_t r = 0; r < n; ++r) {
+        if (!P.reds[r].rule->pairwise) continue;
+        Acc joined = in_regs ? lane_tree(k, P.reds[r], load_slots(b, arr[r])) : join_tree(k, P.reds[r], get(r, kGroup));
+        if (groups > 1) tree_push(k, P.reds[r], group_tree[r], g, joined);
+        else store_slots(b, row_res[r], joined);
+      }
+    });
+  });
+  for (size_t r = 0; r < n; ++r) {
+    const Red& rd = P.reds[r];
+    if (!rd.rule->pairwise) continue;
+    if (P.nblocks > 1) {
+      Acc acc;
+      if (rest > 0) acc = static_tree(k, rd, get(r, rest), 0, size_t(rest));
+      if (groups == 1) {
+        Acc e = load_slots(b, row_res[r]);
+        acc = acc.empty() ? e : rd.rule->merge(k.fe, *rd.eqn, e, acc);
+      }
+      for (int l = 0; groups > 1 && l < group_tree[r].levels; ++l) {
+        if (((groups >> l) & 1) == 0) continue;
+        Acc e = load_slots(b, tree_level(b, group_tree[r], b.i64(l)));
+        acc = acc.empty() ? e : rd.rule->merge(k.fe, *rd.eqn, e, acc);
+      }
+      store_slots(b, row_res[r], acc);
+    }
+    Acc res = load_slots(b, row_res[r]);
+    if (P.rows > 1) tree_push(k, rd, row_tree[r], b.load(kir::kI64, row_index, b.i64(0)), res);
+    else store_slots(b, total[r], res);
+  }
+  if (row_index.valid()) b.store(row_index, b.i64(0), b.add(b.load(kir::kI64, row_index, b.i64(0)), b.i64(1)));
+}
+
 // One output point: every reduction accumulated over all reduced dims, then the epilogue and the
 // stores. `out` holds the kept dims' indices; `out_lanes` > 1 when the innermost kept input dim is
-// vectorized (the innermost input dim is kept), else the innermost reduced loop is.
+// vectorized (the innermost input dim is kept), else the innermost reduced loop is. The outer
+// reduced dims run as nested loops over rows (row-major), the innermost in blocks (reduce_row).
 void reduce_point(KernelCtx& k, const RedLayout& L, std::vector<Red>& reds, const std::vector<DimIdx>& out,
                   int out_lanes) {
   kir::Builder& b = k.b;
   const size_t nr = L.axes.size();
-  const bool inner_reduced = !L.axes.empty() && L.axes.back() == int64_t(L.in_shape.size()) - 1;
-  const int part_lanes = inner_reduced ? k.lanes : out_lanes;
-  std::vector<Slots> total, part, tail;
+  bool pairwise = false;
+  for (auto& rd : reds) pairwise |= rd.rule->pairwise;
+  PointCtx P{L, reds, out, out_lanes, out_lanes, false, 1, 1, 1, 1, {}};
+  P.inner_reduced = nr && L.axes.back() == int64_t(L.in_shape.size()) - 1;
+  P.part_lanes = !P.inner_reduced ? out_lanes : pairwise ? kSumLanes : k.lanes;
+  P.extent = nr ? L.in_shape[size_t(L.axes[nr - 1])] : 1;
+  P.block = pairwise ? kSumBlock : std::max<int64_t>(P.extent, 1);
+  P.nblocks = (P.extent + P.block - 1) / P.block;
+  for (size_t l = 0; l + 1 < nr; ++l) P.rows *= L.in_shape[size_t(L.axes[l])];
+  std::vector<Slots> total;
+  std::vector<PairTree> row_tree(reds.size());
   for (auto& rd : reds) {
-    DType d = atom_aval(rd.eqn->inputs[0]).dtype;
-    total.push_back(alloc_slots(b, rd.rule->init(k.fe, *rd.eqn, d, out_lanes)));
+    total.push_back(alloc_slots(b, init_acc(k, rd, out_lanes)));
+    if (rd.rule->pairwise && P.rows > 1) row_tree[total.size() - 1] = pair_tree(b, init_acc(k, rd, out_lanes), P.rows);
   }
-  std::vector<DimIdx> red_idx;
-  std::function<void(size_t)> loops = [&](size_t level) {
-    if (level + 1 < nr) {
+  Value row_index;
+  if (pairwise && P.rows > 1) {
+    row_index = b.stack_slot(kir::kI64);
+    b.store(row_index, b.i64(0), b.i64(0));
+  }
+  if (nr == 0) {
+    std::vector<Slots> part;
+    for (auto& rd : reds) part.push_back(alloc_slots(b, init_acc(k, rd, out_lanes)));
+    combine_at(k, L, reds, part, out, {FusionEmitter::affine(b.i64(0))}, out_lanes);
+    for (size_t r = 0; r < reds.size(); ++r)
+      store_slots(b, total[r], reds[r].rule->merge(k.fe, *reds[r].eqn, load_slots(b, total[r]), load_slots(b, part[r])));
+  } else {
+    std::function<void(size_t)> loops = [&](size_t level) {
+      if (level + 1 == nr) return reduce_row(k, P, total, row_tree, row_index);
       b.for_(b.i64(0), b.i64(L.in_shape[size_t(L.axes[level])]), b.i64(1), [&](Value i) {
-        red_idx.push_back(FusionEmitter::affine(i));
+        P.red_idx.push_back(FusionEmitter::affine(i));
         loops(level + 1);
-        red_idx.pop_back();
+        P.red_idx.pop_back();
       });
-      return;
-    }
-    // The innermost reduced loop, in blocks whose partial results are merged into the total.
-    const int64_t extent = nr ? L.in_shape[size_t(L.axes[nr - 1])] : 1;
-    bool blocked = extent > kBlock;
-    for (auto& rd : reds) blocked &= rd.rule->blocked;
-    const int64_t block = blocked ? kBlock : std::max<int64_t>(extent, 1);
-    b.for_(b.i64(0), b.i64(extent), b.i64(block), [&](Value lo) {
-      Value hi = b.intrinsic("smin", kir::kI64, {b.add(lo, b.i64(block)), b.i64(extent)});
-      part.clear();
-      tail.clear();
-      for (auto& rd : reds) {
-        DType d = atom_aval(rd.eqn->inputs[0]).dtype;
-        part.push_back(alloc_slots(b, rd.rule->init(k.fe, *rd.eqn, d, part_lanes)));
-        if (inner_reduced && part_lanes > 1) tail.push_back(alloc_slots(b, rd.rule->init(k.fe, *rd.eqn, d, 1)));
-      }
-      auto point = [&](Value j, int lanes) {
-        std::vector<DimIdx> red = red_idx;
-        red.push_back(DimIdx{j, lanes > 1 ? 1 : 0, {}});
-        combine_at(k, L, reds, lanes == part_lanes ? part : tail, out, red, lanes);
-      };
-      if (nr == 0) {
-        point(b.i64(0), part_lanes);
-      } else if (inner_reduced && part_lanes > 1) {
-        vector_loop(b, lo, hi, block < extent ? block : extent, part_lanes, point);
-      } else {
-        b.for_(lo, hi, b.i64(1), [&](Value j) {
-          std::vector<DimIdx> red = red_idx;
-          red.push_back(FusionEmitter::affine(j));
-          combine_at(k, L, reds, part, out, red, out_lanes);
-        });
-      }
-      for (size_t r = 0; r < reds.size(); ++r) {
-        Acc p = load_slots(b, part[r]);
-        if (inner_reduced && part_lanes > 1) p = reds[r].rule->merge(k.fe, *reds[r].eqn, merge_lanes(k, reds[r], p),
-                                                                      load_slots(b, tail[r]));
-        store_slots(b, total[r], reds[r].rule->merge(k.fe, *reds[r].eqn, load_slots(b, total[r]), p));
-      }
-    });
-  };
-  loops(0);
+    };
+    loops(0);
+    for (size_t r = 0; r < reds.size(); ++r)
+      if (reds[r].rule->pairwise && P.rows > 1) store_slots(b, total[r], tree_result(k, reds[r], row_tree[r]));
+  }
   k.fe.clear_memo();
   ElemIndex at_out = k.fe.index(out, out_lanes);
   for (size_t r = 0; r < reds.size(); ++r)

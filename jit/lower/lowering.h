@@ -161,9 +161,10 @@ struct ReductionRule {
   std::function<std::vector<EVal>(FusionEmitter&, const Eqn&, const std::vector<EVal>& a,
                                   const std::vector<EVal>& b)> merge;
   std::function<EVal(FusionEmitter&, const Eqn&, const std::vector<EVal>& acc)> finish;
-  /// Whether a long reduction is split into blocks whose partial results are merged (sums and
-  /// products: bounds the rounding error; max/min: exact either way).
-  bool blocked = true;
+  /// Whether partial results are joined in the fixed pairwise order of sums (docs/compiler.md,
+  /// "Numerics"; jit/lower/kernels.cc reduce_point): sums and products, whose rounding depends on
+  /// the order. Other rules (max/min, arg-reductions: exact in any order) keep one running result.
+  bool pairwise = true;
 };
 /// The reduction rules, keyed by primitive name.
 std::map<std::string, ReductionRule>& reduction_rules();

@@ -15,8 +15,10 @@ using kir::Value;
 
 namespace {
 
-// Sums accumulate in the array's dtype (f32 for f32/bf16, wrapping for ints) with the kernel's
-// blocked partial sums; products likewise. max/min propagate NaN like the binary max/min.
+// Sums accumulate in the array's dtype (f32 for f32/bf16, wrapping for ints) in the kernels' fixed
+// pairwise order, which eager's reduce_sum shares bit for bit (core/primitives/reductions.cc
+// sum_reduce); products likewise (eager multiplies in double). max/min propagate NaN like the
+// binary max/min.
 EVal combine_arith(FusionEmitter& fe, EVal a, EVal x, bool prod) {
   fe.match_lanes(a, x);
   kir::Builder& b = fe.b;
@@ -66,8 +68,9 @@ ReductionRule rule(const std::string& kind) {
   r.merge = [comb](FusionEmitter& fe, const Eqn&, const std::vector<EVal>& a, const std::vector<EVal>& b) {
     return std::vector<EVal>{comb(fe, a[0], b[0])};
   };
-  r.finish = [](FusionEmitter&, const Eqn&, const std::vector<EVal>& acc) { return acc[0]; };
-  r.blocked = kind == "sum" || kind == "prod";
+  // A bf16 sum is accumulated in f32 and rounded once, as eager stores it, before an epilogue reads it.
+  r.finish = [](FusionEmitter& fe, const Eqn&, const std::vector<EVal>& acc) { return fe.round_storage(acc[0]); };
+  r.pairwise = kind == "sum" || kind == "prod";
   return r;
 }
 
@@ -125,7 +128,7 @@ ReductionRule arg_rule(bool is_max) {
   r.finish = [](FusionEmitter&, const Eqn& e, const Acc2& acc) {
     return EVal{acc[1].v, e.outputs[0].aval().dtype, acc[1].lanes};  // i32 and u32: both i32 bits
   };
-  r.blocked = false;  // exact in any order
+  r.pairwise = false;  // exact in any order
   return r;
 }
 

@@ -46,11 +46,11 @@ TEST_P(GradOfScanMemory, GradientIsTwoN) {
     // f32: the mean's cotangent 1/9e6 summed over 9e6 elements.
     EXPECT_NEAR(g.item<float>(), 2.0 * n, 2e-5 * n) << "checkpoint=" << ckpt;
     EXPECT_NEAR(v.item<float>(), 2.0 * n * 0.5, 2e-5 * n) << "checkpoint=" << ckpt;
-    // The same compiled. Each iteration's gradient sums N = 9e6 equal terms in f32, in blocks of
-    // 2048 merged in sequence (docs/compiler.md, "Kernels"; eager accumulates in double): relative
-    // error up to (min(N, 2048) + ceil(N / 2048) + 2) u = 6445 * 2^-24 ~ 3.8e-4 (the terms are
-    // all positive, so the rounding errors do not cancel), plus n - 1 roundings adding the
-    // iterations. The value, a mean of 9e6 equal integers, is exact either way.
+    // The same compiled. Each iteration's gradient sums N = 9e6 equal terms in f32 (pairwise, in
+    // the order eager uses too: docs/compiler.md, "Numerics"; its bound is far below this one, the
+    // bound of blocks of 2048 merged in sequence): relative error up to (min(N, 2048) +
+    // ceil(N / 2048) + 2) u = 6445 * 2^-24 ~ 3.8e-4, plus n - 1 roundings adding the iterations.
+    // The value, a mean of 9e6 equal integers, is exact either way.
     auto [jv, jg] = mj::jit(vg)(x);
     const double u = std::ldexp(1.0, -24), depth = 2048 + (kSide * kSide + 2047) / 2048 + 2 + n;
     EXPECT_NEAR(jg.item<float>(), 2.0 * n, depth * u * 2.0 * n) << "jit, checkpoint=" << ckpt;

@@ -20,12 +20,14 @@ namespace {
 // What "compiled == eager" means per primitive (docs/compiler.md, "Numerics"):
 // - exact: identical bits (NaNs may differ in payload only). Arithmetic (add, sub, mul, div, sqrt:
 //   no fast-math, no FMA contraction), comparisons, selects, conversions (integer edge cases
-//   included), data movement, integer and bit operations, max/min/argmax/argmin reductions.
+//   included), data movement, integer and bit operations, max/min/argmax/argmin reductions, and
+//   reduce_sum: eager and the kernels add in one fixed pairwise order in the same accumulator type
+//   (docs/compiler.md, "Numerics").
 // - ulp(k): within k units in the last place of eager's element, in the output dtype, with NaN,
 //   infinity and the sign of zero matching. Transcendentals are our own polynomials within 4 ulp
 //   of f64 libm (tests/jit/test_transcendentals.cc) while eager calls libm in the element type
 //   (glibc's f32 functions are within 1-2 ulp of the true result), so k = 4 + 2 covers both.
-// - sum: a bound growing with the summed length n (see sum_bound below).
+// - sum: a bound growing with the summed length n (see sum_bound below), for sums in other orders.
 // - product: |compiled - eager| <= 2 (n + 1) u |eager| with u the unit roundoff: each side
 //   multiplies n factors, each multiplication rounding once, so each has relative error
 //   <= gamma_n ~ n u (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., Lemma 3.1;
@@ -37,8 +39,7 @@ enum class Bound { exact, ulp, sum, product, normwise };
 
 struct Rule {
   Bound bound = Bound::exact;
-  double k = 0;         ///< ulp(k) or normwise(T)
-  bool blocked = true;  ///< sum: the kernels' blocked sums (else any order, up to n deep)
+  double k = 0;  ///< ulp(k) or normwise(T)
 };
 
 const std::map<std::string, Rule>& rules() {
@@ -51,17 +52,16 @@ const std::map<std::string, Rule>& rules() {
           "expand_dims", "transpose", "rev", "slice", "dynamic_slice", "dynamic_update_slice", "concatenate",
           "pad", "gather", "iota", "device_put", "sharding_constraint", "optimization_barrier", "threefry2x32",
           "iota_2x32_shape", "shift_left", "shift_right_logical", "bitcast_convert_type", "reduce_max",
-          "reduce_min", "argmax", "argmin", "name"})
+          "reduce_min", "argmax", "argmin", "reduce_sum", "name"})
       m[p] = {Bound::exact, 0};
     for (const char* p : {"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
                           "rsqrt", "pow", "atan2"})
       m[p] = {Bound::ulp, 6};
     // erf_inv: its compiled polynomial is held to 8 ulp of eager (tests/cases/test_prng_threefry.cc).
     m["erf_inv"] = {Bound::ulp, 8};
-    // reduce_sum runs in the blocked reduction kernels; dot_general is the GEMM library's order,
-    // cumsum a running sum and scatter_add adds in update order: any order, up to n deep.
-    m["reduce_sum"] = {Bound::sum, 0, true};
-    for (const char* p : {"cumsum", "dot_general", "scatter_add"}) m[p] = {Bound::sum, 0, false};
+    // dot_general is the GEMM library's order, cumsum a running sum and scatter_add adds in update
+    // order: any order, up to n deep.
+    for (const char* p : {"cumsum", "dot_general", "scatter_add"}) m[p] = {Bound::sum, 0};
     m["reduce_prod"] = {Bound::product, 0};
     // Bodies of up to 4 steps of tanh(W h + x) (3-term dots) or sin/tanh of a 3-term dot: a few
     // roundings per step and per transcendental, steps contracting (|tanh'| <= 1).
@@ -116,23 +116,15 @@ double ulp_of(double v, mj::DType d) {
   return std::ldexp(1.0, std::max(e, n.min_exp) - n.digits);
 }
 
-// The rounding depth of a sum of n terms as the compiled kernels form it (docs/compiler.md,
-// "Kernels"): each lane adds up to 2048 / lanes terms of a block in sequence, lanes merge in a tree
-// (log2 lanes levels), blocks merge in sequence (ceil(n / 2048)). With one lane that is at most
-// m(n) = min(n, 2048) + ceil(n / 2048), an upper bound for any lane count (2048 / L + log2 L <=
-// 2048). Sums in other orders (a GEMM, a running sum) are at most n deep.
-double depth(int64_t n, bool blocked = true) {
-  return blocked ? double(std::min<int64_t>(n, 2048) + (n + 2047) / 2048) : double(n);
-}
+// The rounding depth of a sum of n terms in any order (a GEMM, a running sum): at most n.
+double depth(int64_t n) { return double(n); }
 
 // |compiled - eager| <= (2 m + 4) u S with m = depth(n), S = sum of |terms| (the same program on
 // |arguments|: every term of a sum, dot or scatter is a product of arguments' elements).
 // Any summation order whose deepest term goes through m additions errs by at most (m - 1) u S
-// to first order (Higham, eq. 4.3 and its proof, which holds for any order); eager (double
-// accumulation, pairwise blocks of 128, core/primitives/reductions.cc) is within m(n) u S of the
-// true sum in f64 and within u S after its final rounding to f32; a dot's products add one
-// rounding per term; the sum of both sides' bounds is below (2 m + 4) u S.
-double sum_bound(int64_t n, bool blocked, double u, double s) { return (2 * depth(n, blocked) + 4) * u * s; }
+// to first order (Higham, eq. 4.3 and its proof, which holds for any order), on either side; a
+// dot's products add one rounding per term; the sum of both sides' bounds is below (2 m + 4) u S.
+double sum_bound(int64_t n, double u, double s) { return (2 * depth(n) + 4) * u * s; }
 
 std::vector<double> as_f64(const Array& a) {
   Array f = mj::astype(a, mj::f64);
@@ -154,7 +146,7 @@ bool element_ok(double a, double b, const Rule& r, mj::DType d, int64_t n, doubl
   switch (r.bound) {
     case Bound::exact: return false;  // bits compared by the caller
     case Bound::ulp: return diff <= r.k * ulp_of(b, d) && std::signbit(a) == std::signbit(b);
-    case Bound::sum: return diff <= sum_bound(n, r.blocked, u, s);
+    case Bound::sum: return diff <= sum_bound(n, u, s);
     case Bound::product: return diff <= 2 * double(n + 1) * u * std::fabs(b);
     case Bound::normwise: return diff <= r.k * u * s;
   }
@@ -266,7 +258,7 @@ TEST_P(CompiledVsEager, ValueGradAndVmap) {
   for (auto& a : k.args) big = std::max(big, a.size());
   for (auto& a : eager) big = std::max(big, a.size());
   const double factors = rule.bound == Bound::normwise ? rule.k : 4 * (rule.k + 1);
-  const Rule grad_rule{Bound::normwise, factors + 2 * depth(big, false) + 4};
+  const Rule grad_rule{Bound::normwise, factors + 2 * depth(big) + 4};
   if (k.differentiable) {
     std::vector<Array> cts;
     for (size_t j = 0; j < eager.size(); ++j)

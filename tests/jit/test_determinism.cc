@@ -51,8 +51,8 @@ void expect_deterministic(Run run, const std::string& what) {
     expect_same(results[t], first, what + ", concurrent call " + std::to_string(t));
 }
 
-// 2^22 elements: a full sum (blocked partial sums), row sums of [64, 65536] (64 outputs, each a
-// blocked sum, spread over the parallel loop) and column sums of [2048, 2048] (one output per
+// 2^22 elements: a full sum (pairwise partial sums), row sums of [64, 65536] (64 outputs, each a
+// pairwise sum, spread over the parallel loop) and column sums of [2048, 2048] (one output per
 // lane, the kept dim parallel), plus a max. Long f32 sums are where a varying combining order would
 // show first.
 TEST(Determinism, LargeReductions) {
