@@ -366,18 +366,23 @@ std::shared_ptr<const Executable> cached_executable(Executable exe, const Compil
   std::shared_ptr<Slot> slot;
   {
     std::unique_lock<std::mutex> g(c.mu);
-    auto it = c.slots.find(key);
-    if (it == c.slots.end()) {
-      ++c.stats.misses;
-      slot = std::make_shared<Slot>();
-      slot->at = c.slots.emplace(std::move(key), slot).first;
-      slot->in_map = true;
-    } else {
+    for (;;) {
+      auto it = c.slots.find(key);
+      if (it == c.slots.end()) {
+        ++c.stats.misses;
+        slot = std::make_shared<Slot>();
+        slot->at = c.slots.emplace(std::move(key), slot).first;
+        slot->in_map = true;
+        break;
+      }
+      std::shared_ptr<Slot> other = it->second;
+      c.cv.wait(g, [&] { return other->ready; });
+      if (other->error) std::rethrow_exception(other->error);
+      // Evicted (a bound, clear_caches) between being made and this waiter waking: look again,
+      // which generates it anew.
+      if (!other->exe) continue;
       ++c.stats.hits;
-      slot = it->second;
-      c.cv.wait(g, [&] { return slot->ready; });
-      if (slot->error) std::rethrow_exception(slot->error);
-      std::shared_ptr<const Executable> found = slot->exe;
+      std::shared_ptr<const Executable> found = other->exe;
       found->cache_node.touch();
       return found;
     }

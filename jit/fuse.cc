@@ -541,13 +541,18 @@ Jaxpr fuse_jaxpr(const Jaxpr& j, int& counter, size_t max_members) {
 
 }  // namespace
 
-Jaxpr fuse(const Jaxpr& j) {
+void check_max_fusion_equations(std::source_location loc) {
   const int64_t max_eqns = config().max_fusion_equations;
   if (max_eqns <= 0)
     throw ValueError("config().max_fusion_equations is " + std::to_string(max_eqns) +
-                     ": the most equations of one fused kernel must be >= 1");
+                         ": the most equations of one fused kernel must be >= 1",
+                     loc);
+}
+
+Jaxpr fuse(const Jaxpr& j) {
+  check_max_fusion_equations(std::source_location::current());
   int counter = 0;
-  return fuse_jaxpr(j, counter, size_t(max_eqns));
+  return fuse_jaxpr(j, counter, size_t(config().max_fusion_equations));
 }
 
 }  // namespace minijax

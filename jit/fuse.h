@@ -1,6 +1,8 @@
 // minijax compiler pass fuse: equations grouped into kernels, each one `fusion` equation.
 // Owns fuse (the pass after simplify and before analyze_liveness in jit/pipeline.cc).
 #pragma once
+#include <source_location>
+
 #include "core/jaxpr.h"
 
 namespace minijax {
@@ -42,5 +44,9 @@ namespace minijax {
 /// xla/service/gpu/multi_output_fusion.cc: siblings and producer-consumer pairs sharing an
 /// iteration space, with a reachability check against cycles).
 Jaxpr fuse(const Jaxpr& j);
+
+/// ValueError at `loc` (the user's jit call) naming config().max_fusion_equations when it is < 1:
+/// called where a compile starts, so the error names the user's line; fuse checks it again.
+void check_max_fusion_equations(std::source_location loc);
 
 }  // namespace minijax

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "jit/cost_analysis.h"
+#include "jit/fuse.h"
 #include "jit/pipeline.h"
 #include "memory/memory_analysis.h"
 #include "memory/offload_report.h"
@@ -348,6 +349,7 @@ CompileOptions compile_options(const JitOptions& opts, const std::vector<bool>& 
 std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
                                                  const std::vector<bool>& donated, std::source_location loc) {
   check_cache_bounds(loc);  // a negative bound names the user's line
+  check_max_fusion_equations(loc);
   std::shared_ptr<const Executable> exe = compile_executable(*jaxpr->jaxpr, compile_options(opts, donated, false));
   check_compiled_capacity(*exe, 1, loc);
   return exe;

@@ -5,6 +5,7 @@
 
 #include "core/config.h"
 #include "core/errors.h"
+#include "jit/fuse.h"
 #include "jit/jit.h"
 #include "jit/pipeline.h"
 #include "jit/runtime/execute_spmd.h"
@@ -103,6 +104,7 @@ void check_compiled_capacity(const Executable& exe, size_t num_devices, std::sou
 std::shared_ptr<const SpmdExecutable> compile_sharded(const LoweredProgram& low, const JitOptions& opts,
                                                       const std::vector<bool>& donated, std::source_location loc) {
   check_cache_bounds(loc);  // a negative bound names the user's line
+  check_max_fusion_equations(loc);
   std::shared_ptr<const Executable> exe = compile_executable(low.program, compile_options(opts, donated, true));
   check_compiled_capacity(*exe, low.mesh->num_devices(), loc);
   std::vector<size_t> where = site_equations(low.program, exe->collective_sites);

@@ -20,6 +20,12 @@ Array b1() { return mj::scalar(1, DType::bool_); }
 std::vector<Case> lax_cases() {
   return {
       BAD("minijax::lax::neg", TypeError, lax::neg(b1()), "neg", "bool"),
+      BAD_ANY_SITE("minijax::lax::gather_scatter_mode", ValueError,
+                   lax::gather_scatter_mode(mj::Params{{"mode", std::string("RAISE")}}), "mode", "RAISE"),
+      BAD_ANY_SITE("minijax::lax::gather_scatter_mode_name", ValueError,
+                   lax::gather_scatter_mode_name(lax::GatherScatterMode(7)), "GatherScatterMode", "7"),
+      BAD_ANY_SITE("minijax::lax::gather_fill_value", ValueError,
+                   lax::gather_fill_value(mj::Params{{"fill_value", std::string("x")}}), "fill_value"),
       BAD("minijax::lax::sin", TypeError, lax::sin(i23()), "sin", "i32"),
       BAD("minijax::lax::cos", TypeError, lax::cos(i23()), "cos", "i32"),
       BAD("minijax::lax::tan", TypeError, lax::tan(i23()), "tan", "i32"),

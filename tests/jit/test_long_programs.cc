@@ -128,6 +128,8 @@ TEST(LongPrograms, BadMaxFusionEquationsIsAValueErrorAtTheNextCompile) {
     } catch (const mj::ValueError& e) {
       EXPECT_NE(std::string(e.what()).find("max_fusion_equations"), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find(std::to_string(bad)), std::string::npos) << e.what();
+      // The user's line: the jit call's site (check_max_fusion_equations where a compile starts).
+      EXPECT_NE(std::string(e.what()).find("test_long_programs.cc"), std::string::npos) << e.what();
     }
   }
 }
