@@ -52,31 +52,10 @@ PolicyDecision everything_saveable_policy(const Primitive&, const std::vector<Sh
 namespace {
 thread_local int pe_depth = 0;  // partial_eval_jaxpr_custom calls open on this thread
 constexpr int kMaxPeRuleDepth = 32;
-}  // namespace
 
-PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vector<bool>& in_unknowns,
-                                            const std::vector<bool>& in_inst,
-                                            const std::vector<bool>& ensure_out_unknowns,
-                                            const std::vector<bool>& ensure_out_inst,
-                                            const SaveablePolicy& policy, std::source_location loc) {
-  if (!jaxpr.constvars.empty())
-    throw ValueError("partial_eval_jaxpr_custom: the jaxpr has constvars (convert them first)", loc);
-  if (in_unknowns.size() != jaxpr.invars.size() || in_inst.size() != jaxpr.invars.size() ||
-      ensure_out_unknowns.size() != jaxpr.outvars.size() ||
-      ensure_out_inst.size() != jaxpr.outvars.size())
-    throw ValueError("partial_eval_jaxpr_custom: mask lengths do not match the jaxpr's " +
-                         std::to_string(jaxpr.invars.size()) + " inputs and " +
-                         std::to_string(jaxpr.outvars.size()) + " outputs",
-                     loc);
-  // Custom rules (call, loop and branch primitives) partially evaluate their bodies by calling
-  // this function: beyond kMaxPeRuleDepth nested bodies an equation is treated as any other
-  // primitive (staged whole when an input is unknown), so the recursion stays bounded however
-  // deep the nest.
-  struct Depth {
-    Depth() { ++pe_depth; }
-    ~Depth() { --pe_depth; }
-  } depth;
-  const bool use_rules = pe_depth <= kMaxPeRuleDepth;
+// What partial_eval_jaxpr_custom knows while it walks the equations: each value's side (known or
+// unknown) and whether the staged side has it, the residuals, and the two equation lists.
+struct PeWalk {
   struct State {
     bool unknown;
     bool inst;
@@ -85,23 +64,19 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
   std::unordered_map<Var, int, VarHash> known_invar_index;
   std::unordered_map<Var, std::string, VarHash> made_by;
   std::unordered_map<Var, std::string, VarHash> names;  // checkpoint_name of a value
+  std::unordered_map<Var, ResidualInfo, VarHash> rule_res_info;
   std::vector<Var> residuals;
   std::unordered_set<Var, VarHash> res_set;
   std::vector<Eqn> known_eqns, staged_eqns;
 
-  int k = 0;
-  for (size_t i = 0; i < jaxpr.invars.size(); ++i) {
-    env[jaxpr.invars[i]] = {in_unknowns[i], in_unknowns[i] || in_inst[i]};
-    if (!in_unknowns[i]) known_invar_index[jaxpr.invars[i]] = k++;
-  }
-  auto read = [&](const Atom& a) -> State {
+  State read(const Atom& a) const {
     if (auto* v = std::get_if<Var>(&a)) return env.at(*v);
     return {false, true};  // literals are available on both sides
-  };
-  auto add_residual = [&](const Var& v) {
+  }
+  void add_residual(const Var& v) {
     if (res_set.insert(v).second) residuals.push_back(v);
-  };
-  auto ensure_inst = [&](const Atom& a) {
+  }
+  void ensure_inst(const Atom& a) {
     auto* v = std::get_if<Var>(&a);
     if (!v) return;
     State& s = env.at(*v);
@@ -109,48 +84,39 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
       add_residual(*v);
       s.inst = true;
     }
-  };
-  auto write = [&](const Var& v, bool unknown, bool inst) {
+  }
+  void write(const Var& v, bool unknown, bool inst) {
     if (!v.is_dropvar()) env[v] = {unknown, inst};
-  };
-  const Primitive& device_put = primitive("device_put");
+  }
 
-  std::unordered_map<Var, ResidualInfo, VarHash> rule_res_info;
-  for (const Eqn& e : jaxpr.eqns) {
-    bool any_unknown = false;
-    for (auto& a : e.inputs) any_unknown |= read(a).unknown;
-    auto rule = pe_custom_rules().find(e.primitive->name);
-    if (rule != pe_custom_rules().end() && use_rules) {
-      std::vector<bool> unk, inst;
-      for (auto& a : e.inputs) {
-        State st = read(a);
-        unk.push_back(st.unknown);
-        inst.push_back(st.inst);
-      }
-      PeCustomResult pr = rule->second(e, unk, inst, policy);
-      known_eqns.insert(known_eqns.end(), pr.known_eqns.begin(), pr.known_eqns.end());
-      staged_eqns.insert(staged_eqns.end(), pr.staged_eqns.begin(), pr.staged_eqns.end());
-      // Known inputs of the equation that the staged side reads become (forwarded) residuals.
-      std::unordered_set<Var, VarHash> ins;
-      for (auto& a : e.inputs)
-        if (auto* v = std::get_if<Var>(&a)) ins.insert(*v);
-      for (auto& se : pr.staged_eqns)
-        for (auto& a : se.inputs)
-          if (auto* v = std::get_if<Var>(&a); v && ins.count(*v)) ensure_inst(a);
-      for (size_t i = 0; i < pr.residuals.size(); ++i) {
-        add_residual(pr.residuals[i]);
-        env[pr.residuals[i]] = {false, true};
-        if (i < pr.residual_info.size()) rule_res_info[pr.residuals[i]] = pr.residual_info[i];
-      }
-      for (size_t i = 0; i < e.outputs.size(); ++i) write(e.outputs[i], pr.out_unknowns[i], pr.out_inst[i]);
-      continue;
+  // An equation with a custom rule (call, loop and branch primitives): the rule splits it.
+  void apply_rule(const Eqn& e, const PeCustomRule& rule, const SaveablePolicy& policy) {
+    std::vector<bool> unk, inst;
+    for (auto& a : e.inputs) {
+      State st = read(a);
+      unk.push_back(st.unknown);
+      inst.push_back(st.inst);
     }
-    if (any_unknown) {
-      for (auto& a : e.inputs) ensure_inst(a);
-      staged_eqns.push_back(e);
-      for (auto& o : e.outputs) write(o, true, true);
-      continue;
+    PeCustomResult pr = rule(e, unk, inst, policy);
+    known_eqns.insert(known_eqns.end(), pr.known_eqns.begin(), pr.known_eqns.end());
+    staged_eqns.insert(staged_eqns.end(), pr.staged_eqns.begin(), pr.staged_eqns.end());
+    // Known inputs of the equation that the staged side reads become (forwarded) residuals.
+    std::unordered_set<Var, VarHash> ins;
+    for (auto& a : e.inputs)
+      if (auto* v = std::get_if<Var>(&a)) ins.insert(*v);
+    for (auto& se : pr.staged_eqns)
+      for (auto& a : se.inputs)
+        if (auto* v = std::get_if<Var>(&a); v && ins.count(*v)) ensure_inst(a);
+    for (size_t i = 0; i < pr.residuals.size(); ++i) {
+      add_residual(pr.residuals[i]);
+      env[pr.residuals[i]] = {false, true};
+      if (i < pr.residual_info.size()) rule_res_info[pr.residuals[i]] = pr.residual_info[i];
     }
+    for (size_t i = 0; i < e.outputs.size(); ++i) write(e.outputs[i], pr.out_unknowns[i], pr.out_inst[i]);
+  }
+
+  // A known equation: the policy decides whether its outputs are saved, recomputed or offloaded.
+  void apply_policy(const Eqn& e, const SaveablePolicy& policy, std::source_location loc) {
     std::vector<ShapedArray> avals;
     for (auto& a : e.inputs) avals.push_back(atom_aval(a));
     // An equation of literals only (a broadcast zero, an iota) is recomputed wherever it is
@@ -180,37 +146,114 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
       staged_eqns.push_back(e);
       for (auto& o : e.outputs) write(o, false, true);
     } else {
-      const Offloadable& off = std::get<Offloadable>(d);
-      known_eqns.push_back(e);
-      for (auto& o : e.outputs) {
-        if (o.is_dropvar()) continue;
-        if (o.aval().memory_kind != off.src)
-          throw ValueError(std::string("offload policy: the output of ") + e.primitive->name + " is " +
-                               o.aval().str() + ", not in the policy's source memory kind " +
-                               memory_kind_name(off.src),
-                           loc);
-        ShapedArray host = o.aval();
-        host.memory_kind = off.dst;
-        Var h(host);
-        Eqn put{&device_put, {o}, {h}, Params{{"memory_kind", off.dst}}, {}};
-        known_eqns.push_back(put);
-        Eqn back{&device_put, {h}, {o}, Params{{"memory_kind", off.src}}, {}};
-        staged_eqns.push_back(back);
-        add_residual(h);
-        made_by[h] = e.primitive->name;
-        if (names.count(o)) names[h] = names[o];
-        env[h] = {false, true};
-        write(o, false, true);
-      }
+      offload(e, std::get<Offloadable>(d), loc);
+    }
+  }
+
+  // An Offloadable decision: each output is saved in the policy's destination memory kind
+  // (a device_put on the known side) and brought back on the staged side.
+  void offload(const Eqn& e, const Offloadable& off, std::source_location loc) {
+    const Primitive& device_put = primitive("device_put");
+    known_eqns.push_back(e);
+    for (auto& o : e.outputs) {
+      if (o.is_dropvar()) continue;
+      if (o.aval().memory_kind != off.src)
+        throw ValueError(std::string("offload policy: the output of ") + e.primitive->name + " is " +
+                             o.aval().str() + ", not in the policy's source memory kind " +
+                             memory_kind_name(off.src),
+                         loc);
+      ShapedArray host = o.aval();
+      host.memory_kind = off.dst;
+      Var h(host);
+      known_eqns.push_back(Eqn{&device_put, {o}, {h}, Params{{"memory_kind", off.dst}}, {}});
+      staged_eqns.push_back(Eqn{&device_put, {h}, {o}, Params{{"memory_kind", off.src}}, {}});
+      add_residual(h);
+      made_by[h] = e.primitive->name;
+      if (names.count(o)) names[h] = names[o];
+      env[h] = {false, true};
+      write(o, false, true);
+    }
+  }
+
+  // What the caller learns of each residual: its rule's info, else its aval, the known input it
+  // forwards, its checkpoint_name and the primitive that made it.
+  ResidualInfo residual_info(const Var& v) const {
+    auto ri = rule_res_info.find(v);
+    if (ri != rule_res_info.end()) return ri->second;
+    ResidualInfo info;
+    info.aval = v.aval();
+    info.memory_kind = v.aval().memory_kind;
+    auto f = known_invar_index.find(v);
+    if (f != known_invar_index.end()) {
+      info.forwards_input = f->second;
+      info.placement = ResidualPlacement::forwarded;
+    }
+    auto nm = names.find(v);
+    if (nm != names.end()) info.name = nm->second;
+    auto m = made_by.find(v);
+    if (m != made_by.end()) info.made_by = m->second;
+    return info;
+  }
+};
+
+void check_pe_masks(const Jaxpr& jaxpr, const std::vector<bool>& in_unknowns, const std::vector<bool>& in_inst,
+                    const std::vector<bool>& ensure_out_unknowns, const std::vector<bool>& ensure_out_inst,
+                    std::source_location loc) {
+  if (!jaxpr.constvars.empty())
+    throw ValueError("partial_eval_jaxpr_custom: the jaxpr has constvars (convert them first)", loc);
+  if (in_unknowns.size() != jaxpr.invars.size() || in_inst.size() != jaxpr.invars.size() ||
+      ensure_out_unknowns.size() != jaxpr.outvars.size() ||
+      ensure_out_inst.size() != jaxpr.outvars.size())
+    throw ValueError("partial_eval_jaxpr_custom: mask lengths do not match the jaxpr's " +
+                         std::to_string(jaxpr.invars.size()) + " inputs and " +
+                         std::to_string(jaxpr.outvars.size()) + " outputs",
+                     loc);
+}
+
+}  // namespace
+
+PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vector<bool>& in_unknowns,
+                                            const std::vector<bool>& in_inst,
+                                            const std::vector<bool>& ensure_out_unknowns,
+                                            const std::vector<bool>& ensure_out_inst,
+                                            const SaveablePolicy& policy, std::source_location loc) {
+  check_pe_masks(jaxpr, in_unknowns, in_inst, ensure_out_unknowns, ensure_out_inst, loc);
+  // Custom rules (call, loop and branch primitives) partially evaluate their bodies by calling
+  // this function: beyond kMaxPeRuleDepth nested bodies an equation is treated as any other
+  // primitive (staged whole when an input is unknown), so the recursion stays bounded however
+  // deep the nest.
+  struct Depth {
+    Depth() { ++pe_depth; }
+    ~Depth() { --pe_depth; }
+  } depth;
+  const bool use_rules = pe_depth <= kMaxPeRuleDepth;
+  PeWalk w;
+  int k = 0;
+  for (size_t i = 0; i < jaxpr.invars.size(); ++i) {
+    w.env[jaxpr.invars[i]] = {in_unknowns[i], in_unknowns[i] || in_inst[i]};
+    if (!in_unknowns[i]) w.known_invar_index[jaxpr.invars[i]] = k++;
+  }
+  for (const Eqn& e : jaxpr.eqns) {
+    bool any_unknown = false;
+    for (auto& a : e.inputs) any_unknown |= w.read(a).unknown;
+    auto rule = pe_custom_rules().find(e.primitive->name);
+    if (rule != pe_custom_rules().end() && use_rules) {
+      w.apply_rule(e, rule->second, policy);
+    } else if (any_unknown) {
+      for (auto& a : e.inputs) w.ensure_inst(a);
+      w.staged_eqns.push_back(e);
+      for (auto& o : e.outputs) w.write(o, true, true);
+    } else {
+      w.apply_policy(e, policy, loc);
     }
   }
 
   PartialEvalResult r;
   for (size_t i = 0; i < jaxpr.outvars.size(); ++i) {
     const Atom& o = jaxpr.outvars[i];
-    State s = read(o);
+    PeWalk::State s = w.read(o);
     bool unk = s.unknown || ensure_out_unknowns[i];
-    if ((ensure_out_unknowns[i] || ensure_out_inst[i]) && !s.unknown) ensure_inst(o);
+    if ((ensure_out_unknowns[i] || ensure_out_inst[i]) && !s.unknown) w.ensure_inst(o);
     r.out_unknowns.push_back(unk);
     r.out_inst.push_back(s.unknown || ensure_out_unknowns[i] || ensure_out_inst[i] ||
                          (std::holds_alternative<Literal>(o) && unk));
@@ -218,11 +261,12 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
 
   // Staged jaxpr: [residuals..., inputs with in_inst] -> outputs with out_inst. Residuals the
   // staged side does not use after DCE are pruned from both sides.
+  std::vector<Var>& residuals = w.residuals;
   Jaxpr staged;
   staged.invars = residuals;
   for (size_t i = 0; i < jaxpr.invars.size(); ++i)
     if (in_unknowns[i] || in_inst[i]) staged.invars.push_back(jaxpr.invars[i]);
-  staged.eqns = staged_eqns;
+  staged.eqns = w.staged_eqns;
   for (size_t i = 0; i < jaxpr.outvars.size(); ++i)
     if (r.out_inst[i]) staged.outvars.push_back(jaxpr.outvars[i]);
   std::vector<bool> keep_in(staged.invars.size(), true);
@@ -239,7 +283,7 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
   Jaxpr known;
   for (size_t i = 0; i < jaxpr.invars.size(); ++i)
     if (!in_unknowns[i]) known.invars.push_back(jaxpr.invars[i]);
-  known.eqns = known_eqns;
+  known.eqns = w.known_eqns;
   for (size_t i = 0; i < jaxpr.outvars.size(); ++i)
     if (!r.out_unknowns[i]) known.outvars.push_back(jaxpr.outvars[i]);
   for (auto& v : residuals) known.outvars.push_back(v);
@@ -251,26 +295,7 @@ PartialEvalResult partial_eval_jaxpr_custom(const Jaxpr& jaxpr, const std::vecto
     verify_jaxpr(r.staged, loc);
   }
   r.num_res = int(residuals.size());
-  for (auto& v : residuals) {
-    auto ri = rule_res_info.find(v);
-    if (ri != rule_res_info.end()) {
-      r.residuals.push_back(ri->second);
-      continue;
-    }
-    ResidualInfo info;
-    info.aval = v.aval();
-    info.memory_kind = v.aval().memory_kind;
-    auto f = known_invar_index.find(v);
-    if (f != known_invar_index.end()) {
-      info.forwards_input = f->second;
-      info.placement = ResidualPlacement::forwarded;
-    }
-    auto nm = names.find(v);
-    if (nm != names.end()) info.name = nm->second;
-    auto m = made_by.find(v);
-    if (m != made_by.end()) info.made_by = m->second;
-    r.residuals.push_back(info);
-  }
+  for (auto& v : residuals) r.residuals.push_back(w.residual_info(v));
   return r;
 }
 
