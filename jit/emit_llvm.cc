@@ -258,7 +258,7 @@ class Translator {
     if (!b_.GetInsertBlock()->getTerminator()) {
       llvm::Value* next = b_.CreateAdd(iv, step, "", /*HasNUW=*/false, /*HasNSW=*/true);
       iv->addIncoming(next, b_.GetInsertBlock());
-      b_.CreateBr(header);
+      mark_latch(b_.CreateBr(header));
     }
     b_.SetInsertPoint(exit);
     forget(in.blocks[0]);
@@ -276,10 +276,21 @@ class Translator {
     b_.CreateCondBr(c, body, exit);
     b_.SetInsertPoint(body);
     block(in.blocks[1]);
-    if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(header);
+    if (!b_.GetInsertBlock()->getTerminator()) mark_latch(b_.CreateBr(header));
     b_.SetInsertPoint(exit);
     forget(in.blocks[0]);
     forget(in.blocks[1]);
+  }
+
+  // A loop's back edge: in a function that may not be unrolled (kir::Function::unroll_loops), its
+  // loop ID with llvm.loop.unroll.disable (LLVM LangRef, "'llvm.loop.unroll' Metadata").
+  void mark_latch(llvm::BranchInst* latch) {
+    if (kf_->unroll_loops) return;
+    llvm::TempMDTuple self = llvm::MDNode::getTemporary(ctx_, {});
+    llvm::Metadata* disable = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")});
+    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {self.get(), disable});
+    id->replaceOperandWith(0, id);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
   }
 
   void if_then(const kir::Inst& in) {

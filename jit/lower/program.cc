@@ -143,6 +143,7 @@ void ProgramEmitter::call_fusion(const Eqn& e) {
     // small ones run inline on the calling thread.
     constexpr int64_t kParallelElems = int64_t(1) << 16;
     k.parallel = k.info.outer_extent * k.info.work_per_outer >= kParallelElems && k.info.outer_extent > 1;
+    if (!k.parallel) module.functions[size_t(module.find(k.name))].unroll_loops = false;
     k.site = int32_t(kernel_sites.size());
     kernel_sites.push_back({k.name, kernel_site_args(e, k.info, k.parallel)});
     // The operand addresses' slot, one per fusion, at the top of the function: an unrolled

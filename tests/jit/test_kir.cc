@@ -8,6 +8,7 @@
 #include "jit/emit_llvm.h"
 #include "jit/kir.h"
 #include "jit/orc.h"
+#include "minijax/minijax.h"
 
 namespace minijax {
 namespace {
@@ -125,6 +126,64 @@ TEST(Kir, HostTargetDescribesTheCpu) {
   EXPECT_FALSE(h.cpu.empty());
   EXPECT_TRUE(h.vector_bytes == 16 || h.vector_bytes == 32 || h.vector_bytes == 64);
   EXPECT_EQ(h.llvm_version.substr(0, 3), "19.");
+}
+
+// A function with unroll_loops = false: every loop it defines carries llvm.loop.unroll.disable
+// (LLVM LangRef, "'llvm.loop.unroll' Metadata"), the printer says `nounroll`, and the code
+// computes what the unrolled code computes.
+TEST(Kir, LoopsOfANoUnrollFunctionCarryUnrollDisable) {
+  const int lanes = host_target().vector_bytes / 4;
+  for (bool unroll : {true, false}) {
+    Module m = saxpy_module(lanes);
+    m.functions[0].unroll_loops = unroll;
+    const std::string ir = to_llvm_ir(m);
+    size_t marks = 0;
+    for (size_t p = ir.find("!llvm.loop"); p != std::string::npos; p = ir.find("!llvm.loop", p + 1)) ++marks;
+    EXPECT_EQ(marks, unroll ? 0u : 2u) << ir;  // two loops: the vector loop and its tail
+    EXPECT_EQ(ir.find("llvm.loop.unroll.disable") != std::string::npos, !unroll) << ir;
+    EXPECT_EQ(to_string(m).find(" nounroll {") != std::string::npos, !unroll);
+    auto lib = load_object(compile_to_object(m), {}, "saxpy");
+    using Fn = void (*)(const float*, const float*, float*, int64_t);
+    auto fn = reinterpret_cast<Fn>(lib->lookup("kernel"));
+    const int64_t n = 103;
+    std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n)), out(static_cast<size_t>(n), -7.f);
+    for (int64_t i = 0; i < n; ++i) {
+      a[size_t(i)] = 0.25f * float(i) - 9.f;
+      b[size_t(i)] = 3.f / float(i + 2);
+    }
+    fn(a.data(), b.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i)  // oracle: the same two roundings done by C++ (no FMA)
+      EXPECT_EQ(out[size_t(i)], a[size_t(i)] * b[size_t(i)] + 1.f) << "unroll=" << unroll << " i=" << i;
+  }
+}
+
+// The program marks a kernel it runs inline on the calling thread (under 2^16 elements) nounroll
+// and leaves a kernel it splits across threads to LLVM's unroller; both compute what eager does.
+TEST(Kir, InlineKernelsAreNotUnrolledAndParallelOnesMayBe) {
+  auto f = [](const mj::Array& small, const mj::Array& big) {
+    return std::make_tuple(small * 0.75f + 1.f, big * 0.75f + 1.f);
+  };
+  mj::Array small = mj::arange(-3.0, 3.0, 0.006), big = mj::arange(0.0, double(1 << 17), 1.0);
+  mj::JitOptions opt;
+  opt.keep_llvm_ir = true;
+  auto compiled = mj::jit(f, opt).lower(small, big).compile();
+  const std::string text = compiled.as_text(true);
+  const std::string kir = text.substr(0, text.find("; ModuleID"));
+  size_t inline_kernels = 0, unrolled_kernels = 0;
+  for (size_t p = kir.find("define internal void @fusion"); p != std::string::npos;
+       p = kir.find("define internal void @fusion", p + 1)) {
+    const std::string line = kir.substr(p, kir.find('\n', p) - p);
+    (line.find(" nounroll {") != std::string::npos ? inline_kernels : unrolled_kernels) += 1;
+  }
+  EXPECT_EQ(inline_kernels, 1u) << kir;
+  EXPECT_EQ(unrolled_kernels, 1u) << kir;
+  EXPECT_NE(text.find("llvm.loop.unroll.disable", text.find("; ModuleID")), std::string::npos);
+  auto [ys, yb] = compiled(small, big);
+  auto [es, eb] = f(small, big);  // eager: the reference
+  ASSERT_EQ(ys.size(), es.size());
+  ASSERT_EQ(yb.size(), eb.size());
+  for (int64_t i = 0; i < ys.size(); ++i) EXPECT_EQ(ys.data<float>()[i], es.data<float>()[i]) << i;
+  for (int64_t i = 0; i < yb.size(); ++i) ASSERT_EQ(yb.data<float>()[i], eb.data<float>()[i]) << i;
 }
 
 }  // namespace
