@@ -40,14 +40,13 @@ Module saxpy_module(int lanes) {
   return m;
 }
 
-TEST(Kir, VectorLoopWithTailComputesEveryElement) {
-  const int lanes = host_target().vector_bytes / 4;
-  Module m = saxpy_module(lanes);
-  auto obj = compile_to_object(m);
-  auto lib = load_object(obj, {}, "saxpy");
+// Compiles and loads saxpy_module's `m` and runs its kernel over n = 0, 1, 15, 16, 17, 100, 103
+// (empty, tail only, one vector and the tail around it); `what` names the variant in failures.
+void expect_saxpy_computes(const Module& m, const std::string& what) {
+  auto lib = load_object(compile_to_object(m), {}, "saxpy");
   using Fn = void (*)(const float*, const float*, float*, int64_t);
   auto fn = reinterpret_cast<Fn>(lib->lookup("kernel"));
-  for (int64_t n : {0, 1, 15, 16, 17, 100}) {
+  for (int64_t n : {0, 1, 15, 16, 17, 100, 103}) {
     std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n)), out(static_cast<size_t>(n), -7.f);
     for (int64_t i = 0; i < n; ++i) {
       a[size_t(i)] = 0.5f * float(i) - 3.f;
@@ -55,8 +54,12 @@ TEST(Kir, VectorLoopWithTailComputesEveryElement) {
     }
     fn(a.data(), b.data(), out.data(), n);
     for (int64_t i = 0; i < n; ++i)  // oracle: the same two roundings done by C++ (no FMA)
-      EXPECT_EQ(out[size_t(i)], a[size_t(i)] * b[size_t(i)] + 1.f) << "n=" << n << " i=" << i;
+      EXPECT_EQ(out[size_t(i)], a[size_t(i)] * b[size_t(i)] + 1.f) << what << " n=" << n << " i=" << i;
   }
+}
+
+TEST(Kir, VectorLoopWithTailComputesEveryElement) {
+  expect_saxpy_computes(saxpy_module(host_target().vector_bytes / 4), "saxpy");
 }
 
 TEST(Kir, PrinterShowsLoopsAndTypes) {
@@ -142,18 +145,7 @@ TEST(Kir, LoopsOfANoUnrollFunctionCarryUnrollDisable) {
     EXPECT_EQ(marks, unroll ? 0u : 2u) << ir;  // two loops: the vector loop and its tail
     EXPECT_EQ(ir.find("llvm.loop.unroll.disable") != std::string::npos, !unroll) << ir;
     EXPECT_EQ(to_string(m).find(" nounroll {") != std::string::npos, !unroll);
-    auto lib = load_object(compile_to_object(m), {}, "saxpy");
-    using Fn = void (*)(const float*, const float*, float*, int64_t);
-    auto fn = reinterpret_cast<Fn>(lib->lookup("kernel"));
-    const int64_t n = 103;
-    std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n)), out(static_cast<size_t>(n), -7.f);
-    for (int64_t i = 0; i < n; ++i) {
-      a[size_t(i)] = 0.25f * float(i) - 9.f;
-      b[size_t(i)] = 3.f / float(i + 2);
-    }
-    fn(a.data(), b.data(), out.data(), n);
-    for (int64_t i = 0; i < n; ++i)  // oracle: the same two roundings done by C++ (no FMA)
-      EXPECT_EQ(out[size_t(i)], a[size_t(i)] * b[size_t(i)] + 1.f) << "unroll=" << unroll << " i=" << i;
+    expect_saxpy_computes(m, unroll ? "unrolled" : "nounroll");
   }
 }
 
