@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/cache_budget.h"
+#include "core/debug_callback.h"
 #include "core/jaxpr.h"
 #include "core/profiler_hooks.h"
 #include "jit/lower/program.h"
@@ -60,6 +61,9 @@ struct Executable {
   /// The kernel call sites of the entry function (mj_rt_kernel_begin/end name their index here):
   /// each kernel's name and its profiler event args, in emission order.
   std::vector<profiler::detail::KernelSite> kernel_sites;
+  /// The debug_callback sites of the entry function (mj_rt_host_callback names their index
+  /// here): each host function and its operands' avals, in emission order.
+  std::vector<HostCallbackSite> host_callbacks;
   CompiledMemoryStats memory;
   std::map<std::string, double> cost;
   CompileTimes times;

@@ -128,7 +128,7 @@ void generate_code(Executable& exe, const CompileOptions& opts, const ObjectCode
   {
     profiler::detail::Scope trace("compile", "lower");
     exe.lowered = lower::lower_program(m, exe.program, exe.plan, opts.spmd ? &exe.collective_sites : nullptr,
-                                       &exe.kernel_sites);
+                                       &exe.kernel_sites, &exe.host_callbacks);
     exe.kernels = kir::to_string(m);
   }
   exe.times.lower = seconds_since(t1);

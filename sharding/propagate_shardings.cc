@@ -588,7 +588,7 @@ void Printer::print(const Jaxpr& j, const std::string& ind) {
     for (auto& p : run.before_of.at(&j)[i]) emit(ind, p, repeat, list);
     os << ind << "   ";
     for (auto& v : e.outputs) os << " " << decl(v);
-    os << " = " << e.primitive->name;
+    os << (e.outputs.empty() ? " " : " = ") << e.primitive->name;  // JAX prints no '=' without results
     for (auto& a : e.inputs) os << " " << atom(a);
     os << "\n";
     if (has_body(e))

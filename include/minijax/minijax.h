@@ -6,6 +6,7 @@
 #include "core/aval.h"
 #include "core/config.h"
 #include "core/control_flow.h"
+#include "core/debug.h"
 #include "core/dce.h"
 #include "core/dtype.h"
 #include "core/errors.h"

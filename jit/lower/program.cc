@@ -181,6 +181,18 @@ int32_t ProgramEmitter::collective_site(const Eqn& e) {
   return it->second;
 }
 
+int32_t ProgramEmitter::host_callback_site(const Eqn& e) {
+  auto [it, added] = host_callback_ids_.emplace(&e, int32_t(host_callbacks.size()));
+  if (added) {
+    const DebugCallbackObject* cb = detail::debug_callback_object(e.params);
+    if (!cb || !cb->fn) detail::call_debug_callback(e.params, {});  // throws: no host function to call
+    HostCallbackSite site{cb->fn, {}};
+    for (const Atom& a : e.inputs) site.operands.push_back(atom_aval(a));
+    host_callbacks.push_back(std::move(site));
+  }
+  return it->second;
+}
+
 void ProgramEmitter::emit_copy_of_scope(bool again, const std::function<void()>& emit) {
   muted_ += again;
   try {
@@ -371,7 +383,8 @@ const RegisterProgramRule reg_cond("cond", "control flow", lower_cond);
 
 std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, const BufferPlan& plan,
                                       std::vector<Eqn>* collective_sites,
-                                      std::vector<profiler::detail::KernelSite>* kernel_sites) {
+                                      std::vector<profiler::detail::KernelSite>* kernel_sites,
+                                      std::vector<HostCallbackSite>* host_callbacks) {
   kir::Function f;
   f.name = kEntryName;
   f.params = {kir::kPtr, kir::kPtr, kir::kPtr};
@@ -385,6 +398,7 @@ std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, cons
   pe.collective_sites = collective_sites;
   pe.emit_scope(program);
   if (kernel_sites) *kernel_sites = std::move(pe.kernel_sites);
+  if (host_callbacks) *host_callbacks = std::move(pe.host_callbacks);
   // Outputs the plan could not place where they are produced (an input or literal returned,
   // a value returned twice) are copied by the runtime from the plan's OutputPlan.
   b.ret();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/jaxpr.h"
+#include "core/debug_callback.h"
 #include "core/profiler_hooks.h"
 #include "jit/kir.h"
 #include "jit/lower/lowering.h"
@@ -85,6 +86,9 @@ class ProgramEmitter {
   void emit_copy_of_scope(bool again, const std::function<void()>& emit);
   /// The index in collective_sites of collective `e` (added on its first emission).
   int32_t collective_site(const Eqn& e);
+  /// The index in host_callbacks of debug_callback `e` (added on its first emission). Throws
+  /// ValueError when e's params hold no host function (a jaxpr parsed from text).
+  int32_t host_callback_site(const Eqn& e);
 
   std::vector<LoweredEqn> lowered;  ///< in emission order (bodies' equations after their loop)
   /// An SPMD program (compiled for the devices of a mesh): its collectives over more than one
@@ -96,6 +100,8 @@ class ProgramEmitter {
   /// mj_rt_kernel_begin(i) / mj_rt_kernel_end(i), always (with no trace active each costs a call
   /// and one atomic load), so one object code serves traced and untraced runs alike.
   std::vector<profiler::detail::KernelSite> kernel_sites;
+  /// The debug_callback sites, in emission order: each is a call mj_rt_host_callback(i, operands).
+  std::vector<HostCallbackSite> host_callbacks;
 
  private:
   kir::Value args_, outs_, arenas_;
@@ -112,6 +118,7 @@ class ProgramEmitter {
   };
   std::unordered_map<const Eqn*, EmittedKernel> kernels_;
   std::unordered_map<const Eqn*, int32_t> collective_site_ids_;
+  std::unordered_map<const Eqn*, int32_t> host_callback_ids_;
   int muted_ = 0;
 };
 
@@ -119,9 +126,10 @@ class ProgramEmitter {
 /// Returns how each equation was lowered. Throws ValueError naming the primitive for an equation
 /// no rule lowers. `collective_sites`: non-null for an SPMD program (ProgramEmitter's field): it
 /// receives the collective equations the code calls the runtime for, in site order.
-/// `kernel_sites`, when given, receives ProgramEmitter::kernel_sites.
+/// `kernel_sites` and `host_callbacks`, when given, receive ProgramEmitter's lists.
 std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, const BufferPlan& plan,
                                       std::vector<Eqn>* collective_sites = nullptr,
-                                      std::vector<profiler::detail::KernelSite>* kernel_sites = nullptr);
+                                      std::vector<profiler::detail::KernelSite>* kernel_sites = nullptr,
+                                      std::vector<HostCallbackSite>* host_callbacks = nullptr);
 
 }  // namespace minijax::lower

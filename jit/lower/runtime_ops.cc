@@ -213,6 +213,20 @@ void lower_ragged_all_to_all(ProgramEmitter& pe, const Eqn& e) {
   pe.note(e, "runtime call", "mj_rt_ragged_all_to_all_local (group of one device)");
 }
 
+// debug_callback (debug::print, debug::callback): a call of the runtime with the operands'
+// addresses (mj_rt_host_callback), which copies their values into Arrays and calls the host
+// function of the program's site table. The call stays where the program has it, so callbacks run
+// in program order; in an SPMD program its operands are replicated (its sharding rule) and the
+// mesh's first device alone calls it (jit/runtime/execute_spmd.cc), so ordered ones keep order too.
+void lower_debug_callback(ProgramEmitter& pe, const Eqn& e) {
+  const int32_t site = pe.host_callback_site(e);
+  const Value slot = pe.b.function_stack_slot(kir::kPtr, std::max<int64_t>(1, int64_t(e.inputs.size())));
+  for (size_t k = 0; k < e.inputs.size(); ++k) pe.b.store(slot, pe.b.i64(int64_t(k)), pe.addr(e.inputs[k]));
+  pe.call_runtime("mj_rt_host_callback", kir::kVoid, {kir::kI32, kir::kPtr}, {pe.b.i32(site), slot});
+  pe.note(e, "runtime call", "mj_rt_host_callback site " + std::to_string(site) + " (" +
+                                 std::to_string(e.inputs.size()) + " operand(s))");
+}
+
 // custom_lin is the tangent of a custom_vjp function; a program holding one applied forward-mode
 // autodiff to it (e.g. jit of jvp), which eager evaluation rejects with NotDifferentiableError.
 // The compiled program rejects it the same way, with eager's own error (custom_lin's impl).
@@ -238,6 +252,7 @@ const RegisterProgramRule reg_all_to_all("all_to_all", "view or runtime call", l
 const RegisterProgramRule reg_permute("collective_permute", "view or runtime call", lower_collective_permute);
 const RegisterProgramRule reg_axis_index("axis_index", "constant or runtime call", lower_axis_index);
 const RegisterProgramRule reg_ragged("ragged_all_to_all", "runtime call", lower_ragged_all_to_all);
+const RegisterProgramRule reg_debug_callback("debug_callback", "runtime call", lower_debug_callback);
 const RegisterProgramRule reg_custom_lin("custom_lin", "rejected (as eager: forward-mode autodiff of custom_vjp)",
                                          lower_custom_lin);
 

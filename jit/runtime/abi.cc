@@ -15,6 +15,7 @@
 #include "core/gemm.h"
 #include "jit/runtime/copy_engine.h"
 #include "jit/runtime/gemm.h"
+#include "jit/runtime/host_callback.h"
 #include "jit/runtime/parallel_for.h"
 #include "jit/runtime/profiler.h"
 #include "jit/runtime/spmd_context.h"
@@ -64,6 +65,10 @@ std::string gemm_args(int32_t dtype, int32_t trans_a, int32_t trans_b, int64_t m
 }
 }  // namespace
 
+void detail::record_runtime_error(const std::string& msg) {
+  if (runtime_error.empty()) runtime_error = msg;
+}
+
 std::string take_runtime_error() {
   std::string e;
   e.swap(runtime_error);
@@ -81,6 +86,7 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"mj_rt_ragged_all_to_all_local", reinterpret_cast<void*>(&mj_rt_ragged_all_to_all_local)},
       {"mj_rt_collective", reinterpret_cast<void*>(&mj_rt_collective)},
       {"mj_rt_axis_index", reinterpret_cast<void*>(&mj_rt_axis_index)},
+      {"mj_rt_host_callback", reinterpret_cast<void*>(&mj_rt_host_callback)},
       {"mj_rt_kernel_begin", reinterpret_cast<void*>(&mj_rt_kernel_begin)},
       {"mj_rt_kernel_end", reinterpret_cast<void*>(&mj_rt_kernel_end)},
       {"mj_rt_trig_reduce", reinterpret_cast<void*>(&mj_rt_trig_reduce)},

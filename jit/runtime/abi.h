@@ -20,6 +20,11 @@ const std::vector<RuntimeSymbol>& runtime_symbols();
 /// functions never throw through compiled frames); empty when none. take_runtime_error clears it.
 std::string take_runtime_error();
 
+namespace detail {
+/// Records `msg` as this thread's runtime error (take_runtime_error), unless one is recorded.
+void record_runtime_error(const std::string& msg);
+}  // namespace detail
+
 }  // namespace minijax
 
 extern "C" {

@@ -1,6 +1,7 @@
 // minijax executor (one device): argument checks, output and arena buffers from the allocator,
 // donation, the entry call, and the outputs as Arrays.
 #include "jit/runtime/execute.h"
+#include "jit/runtime/host_callback.h"
 
 #include <cstring>
 
@@ -149,12 +150,14 @@ std::vector<Array> execute(const Executable& exe, std::span<const Array> consts,
   claims.commit();  // the program may overwrite donated inputs from here on
   {
     profiler::detail::KernelSitesScope sites(&exe.kernel_sites);
+    HostCallbacksScope callbacks(exe.host_callbacks);
     profiler::detail::Scope trace("call", "call");
     if (trace.active()) {
       trace.set_name(fn);
       trace.set_args(profiler::detail::Args().add("device", kExecuteDevice).add("program", exe.name).take());
     }
     exe.entry(in_ptrs.data(), out_ptrs.data(), arena_ptrs);
+    callbacks.rethrow_if_failed();  // a debug callback's exception, as the callback threw it
   }
   if (std::string err = take_runtime_error(); !err.empty()) throw ValueError(fn + " failed: " + err, loc);
   // Donated inputs are consumed: an output in a donated input's buffer takes its bytes over (the

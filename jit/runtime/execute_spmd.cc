@@ -1,6 +1,7 @@
 // minijax multi-device executor: checks, capacity checks, donation, buffers per device, the call's
 // tasks on every device's compute queue (in call order), and the call's completion.
 #include "jit/runtime/execute_spmd.h"
+#include "jit/runtime/host_callback.h"
 
 #include <condition_variable>
 #include <cstdlib>
@@ -296,7 +297,11 @@ void run_on_device(const std::shared_ptr<CallState>& st, size_t p) {
         trace.set_args(profiler::detail::Args().add("device", w.ctx.device_id).add("mesh_position", int64_t(p))
                            .add("program", st->spmd->exe->name).take());
       }
+      // The host functions see whole values (their operands are replicated): the mesh's first
+      // device calls them, once per call of the program.
+      HostCallbacksScope callbacks(st->spmd->exe->host_callbacks, p == 0);
       st->spmd->exe->entry(w.in_ptrs.data(), w.out_ptrs.data(), w.arena_ptrs);
+      callbacks.rethrow_if_failed();
     }
     set_spmd_context(nullptr);
     std::string rt = take_runtime_error();

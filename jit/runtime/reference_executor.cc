@@ -131,6 +131,12 @@ class Executor {
     if (name == "while") return while_loop(e, args, idx);
     if (name == "cond") return cond(e, args, idx);
     std::vector<std::vector<Array>> outs(n_);
+    // A host callback (the "debug" effect: debug::print) is called by the mesh's first device
+    // alone, with its replicated operands, as execute_spmd calls it.
+    if (e.effects.count("debug")) {
+      if (n_ > 0) outs[0] = minijax::bind(*e.primitive, args[0], e.params);
+      return outs;
+    }
     for (size_t d = 0; d < n_; ++d) outs[d] = minijax::bind(*e.primitive, args[d], e.params);
     return outs;
   }

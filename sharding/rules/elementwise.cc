@@ -80,6 +80,15 @@ Registrar reg([] {
       }
     return b.take();
   };
+  // debug_callback(*xs) (debug::print, debug::callback): no results; the host function sees whole
+  // values (JAX's partitioned=False), so every operand dim needs replication, and one device of
+  // the mesh calls it (jit/runtime/execute_spmd.cc).
+  t["debug_callback"] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out, const Params&) {
+    RuleBuilder b(in, out);
+    for (size_t i = 0; i < in.size(); ++i)
+      for (size_t d = 0; d < in[i].shape.size(); ++d) b.own_operand(i, d, in[i].shape[d]);
+    return b.take();
+  };
   // bitcast_convert_type: dims shared; a 4<->8-byte cast adds or drops a trailing dim of size 2
   // (the two halves of one element) that must stay whole on the side that has it.
   t["bitcast_convert_type"] = [](const std::vector<ShapedArray>& in,

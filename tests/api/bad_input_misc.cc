@@ -51,6 +51,10 @@ std::vector<Case> misc_cases() {
       BAD("minijax::Array::item", ValueError, x23().item<float>(), "item()", "[2,3]"),
       BAD("minijax::Array::item_f64", ValueError, x23().item_f64(), "item()", "[2,3]"),
       BAD_ANY_SITE("minijax::Array::operator bool", ValueError, bool(x23()), "item()", "[2,3]"),
+      // Debugging: placeholders that do not match the arguments; an empty Array.
+      BAD("minijax::debug::print", ValueError, mj::debug::print("{} and {}", x4()), "{} and {}", "more placeholders"),
+      BAD_ANY_SITE("minijax::debug::callback", ValueError, mj::debug::callback([](const Array&) {}, Array()),
+                   "debug::callback", "empty"),
       BAD("minijax::Array::concrete", ValueError, abstract4().concrete(), "abstract"),
       BAD("minijax::Array::concrete_impl", ValueError, abstract4().concrete_impl(), "abstract"),
       BAD("minijax::Array::is_ready", ValueError, abstract4().is_ready(), "ready", "abstract f32[4]"),

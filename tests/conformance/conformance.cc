@@ -51,6 +51,8 @@ const std::vector<std::pair<std::string, std::string>>& exemptions() {
                             "fusion: tests/memory/test_schedule_offloads.cc"},
       {"allocate_buffer", "compiler-internal loop buffer made by memory/schedule_offloads after "
                           "fusion: tests/memory/test_schedule_offloads.cc"},
+      {"debug_callback", "takes a host function and has no results (an effect): eager, jit, scan, vmap, "
+                         "grad and sharded jit in tests/jit/test_debug.cc"},
   };
   return e;
 }
@@ -72,6 +74,8 @@ const std::vector<std::pair<std::string, std::string>>& sharded_exemptions() {
     for (const char* n : {"all_gather", "all_reduce", "reduce_scatter", "all_to_all",
                           "collective_permute", "ragged_all_to_all", "axis_index"})
       v.emplace_back(n, coll);
+    v.emplace_back("debug_callback", "takes a host function and has no results (exempt from the unsharded suite "
+                                     "too); a sharded jit calling it in tests/jit/test_debug.cc");
     for (const char* n : {"copy_start", "copy_done", "copy_slice_start", "copy_update_start", "allocate_buffer"})
       v.emplace_back(n, "compiler-internal copy (or loop buffer) of memory/schedule_offloads, made after partitioning and fusion "
                         "(exempt from the unsharded suite too); tests/memory/test_schedule_offloads.cc");

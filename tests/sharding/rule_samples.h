@@ -117,6 +117,11 @@ inline std::vector<Sample> samples() {
                           lax::scatter_add(a[1], a[2], lax::full({2, 4, 4}, 1, DType::f32)),
                           lax::bitcast_convert_type(a[3], DType::f64)};
                }});
+  // debug_callback (debug::print): no results; every operand dim needs replication.
+  v.push_back({"debug print", {filled({4, 6})}, [](const V& a) {
+                 mj::debug::print("sample {}", a[0]);
+                 return V{a[0]};
+               }});
   return v;
 }
 
