@@ -86,6 +86,15 @@ struct Config {
   /// not a crash, with room for the user's own frames. Must be >= 1; otherwise ValueError at
   /// the next trace.
   int max_trace_depth = 256;
+  /// JAX's jax_debug_nans: every primitive evaluated eagerly checks its floating results and
+  /// throws FloatingPointError (naming the primitive, its operands' shapes and the user's line) at
+  /// the first NaN; a jitted function checks its outputs after running and, on a NaN, runs the
+  /// function again op by op on the same arguments to find the primitive (impossible when
+  /// arguments were donated: the error says so). Off: no check at all, and the compiled code is
+  /// the same either way. Read at every primitive and every jitted call.
+  bool debug_nans = false;
+  /// As debug_nans, for +Inf and -Inf (JAX's jax_debug_infs).
+  bool debug_infs = false;
 };
 
 /// The process-wide configuration.

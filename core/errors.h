@@ -43,6 +43,9 @@ class ShardingError : public Error { using Error::Error; };
 /// host_memory_bytes) or that the system cannot satisfy (JAX's RESOURCE_EXHAUSTED). The message
 /// names the memory kind, the device, the requested bytes, the bytes in use and the limit.
 class ResourceExhaustedError : public Error { using Error::Error; };
+/// A NaN or ±Inf produced while config().debug_nans / debug_infs is on (JAX's
+/// FloatingPointError): the message names the primitive, its operands' shapes and the user's line.
+class FloatingPointError : public Error { using Error::Error; };
 
 /// "file:line (function)" of a call site.
 std::string format_location(const std::source_location& loc);

@@ -2,10 +2,10 @@
 // Owns the per-thread stack, the dynamic trace, the eval trace and raising values between levels.
 #include "core/trace.h"
 
-
 #include "core/collectives.h"
 #include "core/config.h"
 #include "core/errors.h"
+#include "core/float_checks.h"
 #include "core/trace_cache.h"
 
 namespace minijax {
@@ -117,7 +117,9 @@ std::vector<Array> EvalTrace::process_primitive(const Primitive& p, const std::v
   conc.reserve(in.size());
   for (const auto& a : in) conc.push_back(a.concrete(loc));
   try {
-    return p.impl(conc, params, out_avals);
+    std::vector<Array> outs = p.impl(conc, params, out_avals);
+    if (detail::float_checks_on()) detail::check_primitive_outputs(p, avals, outs, loc);
+    return outs;
   } catch (const Error& e) {
     // An error from inside the implementation (an allocation beyond a memory limit, a donated
     // buffer) names the user's call and the primitive, not the library line that found it.

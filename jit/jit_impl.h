@@ -6,6 +6,7 @@
 #include <thread>
 #include <tuple>
 
+#include "core/float_checks.h"
 #include "jit/jit.h"
 
 namespace minijax {
@@ -312,6 +313,19 @@ auto Jit<F>::operator()(const A&... args) const {
     outs = detail::run_compiled(*exe, e->traced->consts, ca.leaves, s.opts.name, ca.first_leaf.data(), ca.nargs,
                                 s.loc);
   }
+  if (detail::float_checks_on()) {
+    // debug_nans / debug_infs: a NaN or Inf in an output re-runs f op by op on the same arguments
+    // (JAX's de-optimized re-run), whose first offending primitive throws at the user's line.
+    auto rerun = [&] {
+      const Array* next = ca.leaves.data();
+      auto rebuild = [&]<size_t... I>(std::index_sequence<I...>) {
+        return std::tuple<detail::traced_t<A>...>{detail::rebuild_arg(args, ca.is_static(I), next)...};
+      };
+      std::tuple<detail::traced_t<A>...> rebuilt = rebuild(std::index_sequence_for<A...>{});
+      (void)std::apply(s.f, rebuilt);
+    };
+    detail::check_jit_outputs(outs, s.opts.name, ca.donate_mask != 0, rerun, s.loc);
+  }
   return detail::unflatten_outputs<R>(e->traced->out_like, outs);
 }
 
@@ -411,6 +425,7 @@ R Compiled<R>::operator()(const A&... args) const {
   } else {
     outs = detail::run_compiled(*exe_, low_.consts, ca.leaves, name, ca.first_leaf.data(), ca.nargs, low_.loc);
   }
+  if (detail::float_checks_on()) detail::check_jit_outputs(outs, name, ca.donate_mask != 0, nullptr, low_.loc);
   return detail::unflatten_outputs<R>(low_.out_like, outs);
 }
 
