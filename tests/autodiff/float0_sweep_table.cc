@@ -58,6 +58,14 @@ std::vector<E> elementwise() {
        [](const V& a) { return one(lax::xor_(a[0], a[1])); }, mix},
       {"not", "bool", in_b, [](const V& a) { return one(lax::not_(a[0])); }, mix},
       {"not", "i32", in_i, [](const V& a) { return one(lax::not_(a[0])); }, mix},
+      // debug_callback over an integer and a float: the callback sees primal values only (a
+      // float0 tangent never reaches it), and its operand flows on unchanged.
+      {"debug_callback", "i32_and_f32", [](const Array& x) { return V{I(x), x}; },
+       [](const V& a) {
+         mj::debug::callback([](const Array&, const Array&) {}, a[0], a[1]);
+         return V{a[0]};
+       },
+       mix},
       // selection and clamping
       {"select_n", "bool_which", [](const Array& x) { return V{B(x), -x, x * x}; },
        [](const V& a) { return one(lax::select_n(a[0], {a[1], a[2]})); }, mix},
