@@ -420,6 +420,8 @@ class Jit {
 
   /// JAX's jit(f).lower(args...): never fails for lack of shardings (unsharded: one device).
   /// Arguments may be ShapeDtypeStructs (anywhere an Array goes in a pytree).
+  /// A capacity exceeded while tracing, lowering or compiling (ResourceExhaustedError raised by
+  /// the allocator) names this jit's line (mj::jit(f)), as operator()'s compile does.
   template <class... A>
   auto lower(const A&... args) const;
 
@@ -509,6 +511,8 @@ class Jit {
 
   template <class R, class... A>
   detail::CachedTracePtr trace(const CallArgs& ca, const A&... args) const;
+  template <class... A>
+  auto lower_impl(const A&... args) const;  // lower() without its capacity errors' call site
   template <class R, class... A>
   std::shared_ptr<Entry> make_entry(const CallArgs& ca, const A&... args) const;
   template <class R, class... A>
