@@ -1,6 +1,6 @@
 // minijax compile-fail case (tests/compile_fail/run.cmake): MJ_REGISTER_PYTREE of 343 fields, one
 // past its limit, must fail with the static_assert naming the limit as its first error; the
-// control registers 342 fields (the limit itself), which compile.
+// control, 342 fields (the limit itself), must preprocess to all 342 member pointers.
 #include <minijax/minijax.h>
 
 #define MJ_TEN(p) p##0, p##1, p##2, p##3, p##4, p##5, p##6, p##7, p##8, p##9
