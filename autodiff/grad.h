@@ -59,7 +59,7 @@ struct AuxSplit<std::pair<A, B>> {
 
 /// Shared core of grad and value_and_grad: returns (primal output of f, grads tuple).
 template <int... N, class F, class... Args>
-auto value_and_grad_impl(const F& f, const GradOptions& opts, std::source_location loc, const Args&... args_in) {
+auto value_and_grad_core(const F& f, const GradOptions& opts, std::source_location loc, const Args&... args_in) {
   using Tuple = std::tuple<Args...>;
   using R = std::invoke_result_t<const F&, const Args&...>;
   Tuple args(args_in...);
@@ -116,6 +116,21 @@ auto value_and_grad_impl(const F& f, const GradOptions& opts, std::source_locati
   return std::pair{std::move(out), std::move(grads)};
 }
 
+/// value_and_grad_core, or for a function returning a C++ number one static_assert (and nothing
+/// else instantiated, so that is the only error the compiler prints).
+template <int... N, class F, class... Args>
+auto value_and_grad_impl(const F& f, const GradOptions& opts, std::source_location loc, const Args&... args_in) {
+  using R = std::remove_cvref_t<std::invoke_result_t<const F&, const Args&...>>;
+  if constexpr (std::is_arithmetic_v<R>) {
+    static_assert(!std::is_arithmetic_v<R>,
+                  "mj::grad / mj::value_and_grad: the function returns a C++ number (float, double, "
+                  "int), not an mj::Array: return a scalar mj::Array (e.g. mj::sum(...) or mj::scalar(v))");
+    return std::pair{R{}, std::tuple<>{}};
+  } else {
+    return value_and_grad_core<N...>(f, opts, loc, args_in...);
+  }
+}
+
 template <class Tup>
 auto unwrap_single(Tup&& t) {
   if constexpr (std::tuple_size_v<std::decay_t<Tup>> == 1) return std::get<0>(std::forward<Tup>(t));
@@ -128,7 +143,9 @@ auto unwrap_single(Tup&& t) {
 /// f: (pytrees of Arrays...) -> scalar floating Array (or std::pair<Array, Aux> with has_aux).
 /// Returns a callable with f's signature returning the gradient with the structure of argument N
 /// (a std::tuple for several argnums; std::pair{grad, aux} with has_aux).
-/// Throws TypeError for non-scalar outputs and for integer inputs without allow_int.
+/// Throws TypeError for non-scalar outputs and for integer inputs without allow_int. A function
+/// returning a C++ float or double (not an Array) is a compile error: one static_assert saying
+/// to return a scalar mj::Array.
 template <int... N, class F>
 auto grad(F f, ArgNums<N...>, GradOptions opts = {},
           std::source_location loc = std::source_location::current()) {

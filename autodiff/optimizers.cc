@@ -16,6 +16,42 @@ Array zeros_like_leaf(const Array& p) { return zeros_like(p); }
 
 Array zero_step() { return scalar(0, DType::i32); }
 
+namespace {
+std::string path_name(const std::string& path) { return path.empty() ? "<root>" : path; }
+
+std::string path_list(const PathLeaves& leaves) {
+  std::string s = "[";
+  for (size_t i = 0; i < leaves.size() && i < 16; ++i) s += (i ? ", " : "") + path_name(leaves[i].first);
+  if (leaves.size() > 16) s += ", ... (" + std::to_string(leaves.size()) + " leaves)";
+  return s + "]";
+}
+}  // namespace
+
+void throw_structure_mismatch(const char* who, const char* what, const PathLeaves& params, const PathLeaves& tree,
+                              const std::string& why, std::source_location loc) {
+  size_t i = 0;
+  while (i < params.size() && i < tree.size() && params[i].first == tree[i].first) ++i;
+  std::string first = "`" + (i < params.size() ? path_name(params[i].first) : std::string("(none)")) + "` vs `" +
+                      (i < tree.size() ? path_name(tree[i].first) : std::string("(none)")) + "`";
+  throw TypeError(std::string(who) + ".update: " + what + " has another pytree structure than the parameters: " +
+                      "parameter paths " + path_list(params) + ", " + what + " paths " + path_list(tree) +
+                      " (first difference: " + first + "; " + why + ")",
+                  loc);
+}
+
+size_t first_shape_mismatch(const std::vector<Array>& t, const std::vector<Array>& p) {
+  for (size_t i = 0; i < t.size() && i < p.size(); ++i)
+    if (t[i].defined() && p[i].defined() && t[i].shape() != p[i].shape()) return i;
+  return t.size();
+}
+
+void throw_shape_mismatch(const char* who, const char* what, const std::string& path, const Array& t, const Array& p,
+                          std::source_location loc) {
+  throw ShapeError(std::string(who) + ".update: " + what + " of parameter `" + path_name(path) + "` has shape " +
+                       t.aval().str() + " but the parameter has shape " + p.aval().str(),
+                   loc);
+}
+
 }  // namespace detail
 
 namespace {

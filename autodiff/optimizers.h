@@ -52,11 +52,35 @@ Array zero_step();
 /// zeros_like(p): the initial state leaf of parameter leaf p.
 Array zeros_like_leaf(const Array& p);
 
-/// Flattens a state tree and checks its structure against the parameters (TypeError otherwise).
+/// Throws TypeError: `who`.update's `what` (the gradients, state.mu, ...) has another pytree
+/// structure than the parameters; names both trees' leaf paths, the first that differs and
+/// `why` (tree_check_same's message), at the user's `loc`.
+[[noreturn]] void throw_structure_mismatch(const char* who, const char* what, const PathLeaves& params,
+                                           const PathLeaves& tree, const std::string& why,
+                                           std::source_location loc);
+/// The index of the first leaf of `t` that is defined and whose shape differs from the
+/// parameter leaf's in `p`, or t.size() when none does.
+size_t first_shape_mismatch(const std::vector<Array>& t, const std::vector<Array>& p);
+/// Throws ShapeError: `who`.update's `what` leaf for the parameter at `path` has aval `t`, the
+/// parameter `p`; at the user's `loc`.
+[[noreturn]] void throw_shape_mismatch(const char* who, const char* what, const std::string& path,
+                                       const Array& t, const Array& p, std::source_location loc);
+/// Flattens `tree` (`what`: the gradients or a state tree) after checking its structure and its
+/// leaves' shapes against the parameters': TypeError naming the paths of both trees, ShapeError
+/// naming the parameter's path (flatten_with_path, e.g. `layers.1.w`) and both shapes, at `loc`.
 template <class P>
-std::vector<Array> leaves_like(const P& tree, const P& params, std::source_location loc) {
-  tree_check_same(params, tree, loc);
-  return tree_flatten(tree);
+std::vector<Array> leaves_like(const P& tree, const P& params, const std::vector<Array>& param_leaves,
+                               const char* who, const char* what, std::source_location loc) {
+  try {
+    tree_check_same(params, tree, loc);
+  } catch (const TypeError& e) {
+    throw_structure_mismatch(who, what, flatten_with_path(params), flatten_with_path(tree), e.message(), loc);
+  }
+  std::vector<Array> leaves = tree_flatten(tree);
+  const size_t bad = first_shape_mismatch(leaves, param_leaves);
+  if (bad < leaves.size())
+    throw_shape_mismatch(who, what, flatten_with_path(params).at(bad).first, leaves[bad], param_leaves[bad], loc);
+  return leaves;
 }
 }  // namespace detail
 
@@ -95,15 +119,18 @@ struct SGD {
   }
   /// One step, as a pure function: returns the new parameters and the new state (step + 1);
   /// grads, state and params are left as they are. Traceable (mj::jit traces it once for all
-  /// steps). Throws TypeError if the structures of grads, state.momentum and params differ or
-  /// state.step is not an i32[] array, and what the ops throw for mismatched leaf shapes.
+  /// steps). Throws TypeError if the structures of grads, state.momentum and params differ
+  /// (naming the leaf paths of both) or state.step is not an i32[] array, and ShapeError naming
+  /// the parameter's path (e.g. `layers.1.w`) and both shapes for a gradient or momentum leaf of
+  /// another shape than its parameter; all at the line of the update call.
   template <class P>
   OptimizerUpdate<P, SGDState<P>> update(
       const P& grads, const SGDState<P>& state, const P& params,
       std::source_location loc = std::source_location::current()) const {
-    auto g = detail::leaves_like(grads, params, loc);
-    auto buf = detail::leaves_like(state.momentum, params, loc);
-    detail::FlatStep s = detail::sgd_step(*this, g, tree_flatten(params), buf, state.step, loc);
+    const std::vector<Array> p = tree_flatten(params);
+    auto g = detail::leaves_like(grads, params, p, "SGD", "the gradient", loc);
+    auto buf = detail::leaves_like(state.momentum, params, p, "SGD", "state.momentum", loc);
+    detail::FlatStep s = detail::sgd_step(*this, g, p, buf, state.step, loc);
     return {tree_unflatten(params, s.p, loc),
             SGDState<P>{tree_unflatten(state.momentum, s.a, loc), s.step}};
   }
@@ -152,15 +179,20 @@ struct Adam {
   /// grads, state and params are left as they are. Traceable (mj::jit traces it once for all
   /// steps). When every leaf is a concrete f32/f64 array of one aval, each leaf runs as one fused
   /// loop computing the same expressions in the same order. Throws TypeError if the structures of
-  /// grads, state.mu, state.nu and params differ or state.step is not an i32[] array.
+  /// grads, state.mu, state.nu and params differ (naming the leaf paths of both) or state.step is
+  /// not an i32[] array, and ShapeError naming the parameter's path (e.g. `layers.1.w`) and both
+  /// shapes for a gradient, mu or nu leaf of another shape than its parameter; all at the line of
+  /// the update call (errors name AdamW when decoupled).
   template <class P>
   OptimizerUpdate<P, AdamState<P>> update(
       const P& grads, const AdamState<P>& state, const P& params,
       std::source_location loc = std::source_location::current()) const {
-    auto g = detail::leaves_like(grads, params, loc);
-    auto mu = detail::leaves_like(state.mu, params, loc);
-    auto nu = detail::leaves_like(state.nu, params, loc);
-    detail::FlatStep s = detail::adam_step(*this, g, tree_flatten(params), mu, nu, state.step, loc);
+    const char* who = decoupled ? "AdamW" : "Adam";
+    const std::vector<Array> p = tree_flatten(params);
+    auto g = detail::leaves_like(grads, params, p, who, "the gradient", loc);
+    auto mu = detail::leaves_like(state.mu, params, p, who, "state.mu", loc);
+    auto nu = detail::leaves_like(state.nu, params, p, who, "state.nu", loc);
+    detail::FlatStep s = detail::adam_step(*this, g, p, mu, nu, state.step, loc);
     return {tree_unflatten(params, s.p, loc),
             AdamState<P>{tree_unflatten(state.mu, s.a, loc), tree_unflatten(state.nu, s.b, loc),
                          s.step}};

@@ -78,25 +78,113 @@ Array filled(const Shape& shape, double value, DType dtype, bool weak, MemoryKin
 
 }  // namespace
 
-Array array(std::initializer_list<float> values, SL loc) {
-  std::vector<double> v(values.begin(), values.end());
-  return array(v, Shape{int64_t(v.size())}, f32, loc);
+namespace detail {
+
+namespace {
+
+/// "[1][2]": the position of row-major element `flat` in `shape` (or "[flat]" for rank 0).
+std::string position(int64_t flat, const Shape& shape) {
+  if (shape.empty()) return "[" + std::to_string(flat) + "]";
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    const int64_t n = shape[d] > 0 ? shape[d] : 1;
+    idx[d] = flat % n;
+    flat /= n;
+  }
+  std::string s;
+  for (int64_t i : idx) s += "[" + std::to_string(i) + "]";
+  return s;
 }
 
-Array array(std::initializer_list<std::initializer_list<float>> rows, SL loc) {
-  std::vector<double> v;
-  size_t cols = rows.size() ? rows.begin()->size() : 0;
-  size_t r = 0;
-  for (const auto& row : rows) {
-    if (row.size() != cols)
-      throw ValueError("array: row " + std::to_string(r) + " has " + std::to_string(row.size()) +
-                           " elements but row 0 has " + std::to_string(cols) +
-                           " (nested lists must be rectangular)",
-                       loc);
-    v.insert(v.end(), row.begin(), row.end());
-    ++r;
+/// The dtype JAX gives a literal of these numbers with 64-bit types off.
+DType inferred_dtype(const std::vector<LiteralNumber>& values) {
+  using K = LiteralNumber::Kind;
+  bool any_float = false, any_signed = false, any_unsigned = false, any = false;
+  for (const LiteralNumber& x : values) {
+    any = true;
+    any_float |= x.kind == K::floating;
+    any_signed |= x.kind == K::signed_int;
+    any_unsigned |= x.kind == K::unsigned_int;
   }
-  return array(v, Shape{int64_t(rows.size()), int64_t(cols)}, f32, loc);
+  if (!any || any_float) return DType::f32;
+  if (any_signed) return DType::i32;
+  if (any_unsigned) return DType::u32;
+  return DType::bool_;
+}
+
+/// x as a double for the constructor; ValueError when x is an integer outside an integer
+/// dtype's range (i32: [-2^31, 2^31), u32: [0, 2^32)).
+double checked_value(const LiteralNumber& x, DType dtype, int64_t flat, const Shape& shape, SL loc) {
+  using K = LiteralNumber::Kind;
+  if (x.kind == K::floating) return x.f;
+  if (is_integer(dtype) && x.kind != K::boolean) {
+    const bool u = dtype == DType::u32;
+    const bool fits = x.kind == K::unsigned_int
+                          ? x.u <= (u ? uint64_t(UINT32_MAX) : uint64_t(INT32_MAX))
+                          : (u ? x.i >= 0 && x.i <= int64_t(UINT32_MAX) : x.i >= INT32_MIN && x.i <= INT32_MAX);
+    if (!fits)
+      throw ValueError("array: the value " + (x.kind == K::unsigned_int ? std::to_string(x.u) : std::to_string(x.i)) +
+                           " at " + position(flat, shape) + " is outside the range of " + dtype_name(dtype) +
+                           " (minijax has no 64-bit integers, as JAX with 64-bit types off; give a "
+                           "floating dtype or values in range)",
+                       loc);
+  }
+  return x.kind == K::unsigned_int ? double(x.u) : double(x.i);
+}
+
+}  // namespace
+
+void LiteralCollector::open(size_t n) {
+  const size_t d = path_.size();
+  if (d == shape_.size()) {
+    shape_.push_back(int64_t(n));
+  } else if (shape_[d] != int64_t(n)) {
+    std::string at, first;
+    for (int64_t i : path_) at += "[" + std::to_string(i) + "]";
+    for (size_t i = 0; i < d; ++i) first += "[0]";
+    throw ShapeError("array: ragged nested list: the list at " + at + " has " + std::to_string(n) +
+                         " elements but the one at " + first + " has " + std::to_string(shape_[d]) +
+                         " (nested lists must be rectangular)",
+                     loc_);
+  }
+  path_.push_back(0);
+}
+
+void LiteralCollector::close() {
+  path_.pop_back();
+  if (!path_.empty()) ++path_.back();
+}
+
+Array LiteralCollector::finish(const std::optional<Shape>& shape, std::optional<DType> dtype) const {
+  const Shape& s = shape ? *shape : shape_;
+  check_shape(s, "array", loc_);
+  if (int64_t(values_.size()) != shape_size(s))
+    throw ValueError("array: " + std::to_string(values_.size()) + " values do not fill shape " + shape_str(s) +
+                         " (" + std::to_string(shape_size(s)) + " elements)",
+                     loc_);
+  const DType dt = dtype ? *dtype : inferred_dtype(values_);
+  std::vector<double> v(values_.size());
+  for (size_t k = 0; k < values_.size(); ++k) v[k] = checked_value(values_[k], dt, int64_t(k), s, loc_);
+  return array(v, s, dt, loc_);
+}
+
+}  // namespace detail
+
+Array array(std::initializer_list<detail::LiteralNumber> values, detail::LiteralSite loc) {
+  return detail::array_literal(values, std::nullopt, loc.loc);
+}
+Array array(std::initializer_list<std::initializer_list<detail::LiteralNumber>> values, detail::LiteralSite loc) {
+  return detail::array_literal(values, std::nullopt, loc.loc);
+}
+Array array(std::initializer_list<std::initializer_list<std::initializer_list<detail::LiteralNumber>>> values,
+            detail::LiteralSite loc) {
+  return detail::array_literal(values, std::nullopt, loc.loc);
+}
+Array array(
+    std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<detail::LiteralNumber>>>>
+        values,
+    detail::LiteralSite loc) {
+  return detail::array_literal(values, std::nullopt, loc.loc);
 }
 
 Array array(const std::vector<double>& values, const Shape& shape, DType dtype, SL loc) {

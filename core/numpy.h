@@ -5,6 +5,7 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/array.h"
@@ -53,12 +54,171 @@ Array& operator*=(Array& a, const Operand& b);
 Array& operator/=(Array& a, const Operand& b);
 
 // ---- constructors -------------------------------------------------------------------------------
-/// 1-D f32 array of the values. Integer literals become f32 too (`mj::array({2, 0, -1})` is
-/// f32[3], where jnp.array gives int32): write `mj::array({2, 0, -1}, {3}, mj::i32)` for integers.
-Array array(std::initializer_list<float> values, SL loc = SL::current());
-/// 2-D f32 array from nested lists (rows must have equal lengths: ValueError otherwise).
-Array array(std::initializer_list<std::initializer_list<float>> rows, SL loc = SL::current());
-/// Array of `shape` from row-major values converted to dtype (ValueError if sizes differ).
+namespace detail {
+/// One number of an array literal (mj::array's nested lists and vectors), kept exactly, with the
+/// kind of C++ type it came from: the kinds of all the numbers give the array's dtype.
+struct LiteralNumber {
+  enum class Kind : uint8_t { boolean, signed_int, unsigned_int, floating };
+  Kind kind;
+  int64_t i = 0;   ///< boolean, signed_int
+  uint64_t u = 0;  ///< unsigned_int
+  double f = 0;    ///< floating
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  LiteralNumber(T v) {  // NOLINT: implicit, so a braced list of mixed numbers converts
+    if constexpr (std::is_same_v<T, bool>) kind = Kind::boolean, i = v;
+    else if constexpr (std::is_floating_point_v<T>) kind = Kind::floating, f = double(v);
+    else if constexpr (std::is_signed_v<T>) kind = Kind::signed_int, i = int64_t(v);
+    else kind = Kind::unsigned_int, u = uint64_t(v);
+  }
+};
+
+/// The dtype of an array of C++ numbers of type T (JAX with 64-bit types off): bool -> bool,
+/// signed integers -> i32, unsigned -> u32, floating point -> f32.
+template <class T>
+constexpr DType literal_dtype() {
+  if constexpr (std::is_same_v<T, bool>) return DType::bool_;
+  else if constexpr (std::is_floating_point_v<T>) return DType::f32;
+  else if constexpr (std::is_signed_v<T>) return DType::i32;
+  else return DType::u32;
+}
+/// Collects a literal's numbers row-major with its shape: open(n) starts a list of n elements,
+/// close() ends it. ShapeError naming the list's position when a list's length differs from the
+/// first one's at its depth (a ragged list).
+class LiteralCollector {
+ public:
+  explicit LiteralCollector(SL loc) : loc_(loc) {}
+  void open(size_t n);
+  void close();
+  void add(const LiteralNumber& x) {
+    values_.push_back(x);
+    ++path_.back();
+  }
+  /// The array: of `shape` when given (ValueError unless the count fills it), else of the
+  /// collected one; of `dtype` when given, else the dtype of the numbers' kinds (JAX with x64
+  /// off: any float -> f32, else any signed integer -> i32, else unsigned -> u32, else bool;
+  /// an empty literal is f32). ValueError naming the value and its position for an integer
+  /// outside the range of an integer dtype.
+  Array finish(const std::optional<Shape>& shape, std::optional<DType> dtype) const;
+
+ private:
+  SL loc_;
+  std::vector<LiteralNumber> values_;
+  Shape shape_;
+  std::vector<int64_t> path_;
+};
+
+template <class T>
+struct is_init_list : std::false_type {};
+template <class T>
+struct is_init_list<std::initializer_list<T>> : std::true_type {};
+
+template <class T>
+void collect_literal(const T& x, LiteralCollector& c) {
+  if constexpr (is_init_list<T>::value) {
+    c.open(x.size());
+    for (const auto& e : x) collect_literal(e, c);
+    c.close();
+  } else {
+    c.add(LiteralNumber(x));
+  }
+}
+
+/// The array of a nested list; of `dtype` when given (a list of one C++ type, even empty), else
+/// of the dtype its numbers' kinds give (a mixed list).
+template <class L>
+Array array_literal(const L& list, std::optional<DType> dtype, SL loc) {
+  LiteralCollector c(loc);
+  collect_literal(list, c);
+  return c.finish(std::nullopt, dtype);
+}
+
+template <class T>
+Array array_from_vector(const std::vector<T>& v, const std::optional<Shape>& shape,
+                        std::optional<DType> dtype, SL loc) {
+  LiteralCollector c(loc);
+  c.open(v.size());
+  for (size_t k = 0; k < v.size(); ++k) c.add(LiteralNumber(T(v[k])));
+  c.close();
+  return c.finish(shape, dtype);
+}
+
+/// The call site parameter of mj::array's list and vector overloads: an SL that an empty braced
+/// list cannot initialize (it has no default constructor), so `mj::array({2.5}, {})` stays the
+/// rank-0 array of the (values, shape) overload rather than a list with a default call site.
+struct LiteralSite {
+  SL loc;
+  LiteralSite(SL l) : loc(l) {}  // NOLINT: implicit, from SL::current() or a caller's SL
+};
+
+}  // namespace detail
+
+/// A C++ number type mj::array accepts: bool, any integer, float or double.
+template <class T>
+concept ArrayElement = std::is_arithmetic_v<T>;
+
+/// JAX's jnp.array of C++ numbers, with JAX's dtypes when 64-bit types are off (minijax has no
+/// 8-, 16- or 64-bit integers): a list of one C++ type T gives
+///   bool -> bool, signed integers (int, int64_t, char...) -> i32, unsigned ones -> u32,
+///   float and double -> f32;
+/// so `mj::array({2, 0, -1})` is i32[3], `mj::array({1.f, 2.f})` is f32[2] and
+/// `mj::array({true, false})` is bool[2]. A list mixing types (`{1, 2.5}`) promotes as JAX does:
+/// any float -> f32, else any signed -> i32, else unsigned -> u32. Nested lists, 1 to 4 levels,
+/// give rank 1 to 4 (`mj::array({{1, 2}, {3, 4}})` is i32[2,2]); an empty list is f32[0].
+/// Throws ShapeError naming the list's position (e.g. `[1]`) for a ragged nested list, and
+/// ValueError naming the value and its position (e.g. `[1][2]`) for an integer outside the
+/// 32-bit range of its dtype (never a silent wrap).
+template <ArrayElement T>
+Array array(std::initializer_list<T> values, detail::LiteralSite loc = SL::current()) {
+  return detail::array_literal(values, detail::literal_dtype<T>(), loc.loc);
+}
+template <ArrayElement T>
+Array array(std::initializer_list<std::initializer_list<T>> values, detail::LiteralSite loc = SL::current()) {
+  return detail::array_literal(values, detail::literal_dtype<T>(), loc.loc);
+}
+template <ArrayElement T>
+Array array(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values,
+            detail::LiteralSite loc = SL::current()) {
+  return detail::array_literal(values, detail::literal_dtype<T>(), loc.loc);
+}
+template <ArrayElement T>
+Array array(
+    std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>> values,
+    detail::LiteralSite loc = SL::current()) {
+  return detail::array_literal(values, detail::literal_dtype<T>(), loc.loc);
+}
+/// The same for lists mixing number types (`{1, 2.5}`, `{{1, 2}, {0.5, 3}}`), which no single
+/// type T deduces from. (A mixed list whose innermost lists hold one number each, as
+/// `{{1}, {2.5}}`, is ambiguous between two of these: write `{{1.}, {2.5}}`.)
+Array array(std::initializer_list<detail::LiteralNumber> values, detail::LiteralSite loc = SL::current());
+Array array(std::initializer_list<std::initializer_list<detail::LiteralNumber>> values,
+            detail::LiteralSite loc = SL::current());
+Array array(std::initializer_list<std::initializer_list<std::initializer_list<detail::LiteralNumber>>> values,
+            detail::LiteralSite loc = SL::current());
+Array array(std::initializer_list<
+                std::initializer_list<std::initializer_list<std::initializer_list<detail::LiteralNumber>>>>
+                values,
+            detail::LiteralSite loc = SL::current());
+/// 1-D array [n] of a vector's numbers, with the dtype of its element type as for lists above
+/// (std::vector<int> -> i32, <int64_t> -> i32 with each value checked, <uint32_t> -> u32,
+/// <float>/<double> -> f32, <bool> -> bool). ValueError naming the value and its index for an
+/// integer outside the 32-bit range.
+template <ArrayElement T>
+Array array(const std::vector<T>& values, detail::LiteralSite loc = SL::current()) {
+  return detail::array_from_vector(values, std::nullopt, detail::literal_dtype<T>(), loc.loc);
+}
+/// Array of `shape` from a vector's row-major numbers converted to dtype (by default the dtype
+/// of T, as above). ValueError if the count does not fill the shape, and naming the value and
+/// its position for an integer outside the range of an integer dtype.
+template <ArrayElement T>
+  requires(!std::is_same_v<T, double>)
+Array array(const std::vector<T>& values, const Shape& shape, DType dtype = detail::literal_dtype<T>(),
+            SL loc = SL::current()) {
+  return detail::array_from_vector(values, shape, dtype, loc);
+}
+/// Array of `shape` from row-major values converted to dtype (ValueError if sizes differ). Also
+/// the overload of a braced list with a shape: `mj::array({1, 2, 3}, {3}, mj::i32)`. Values
+/// convert as astype does (floats truncate toward zero for an integer dtype).
 Array array(const std::vector<double>& values, const Shape& shape, DType dtype = f32,
             SL loc = SL::current());
 /// Rank-0 array of v converted to dtype (strongly typed). TypeError for float0/token.

@@ -336,28 +336,37 @@ inline std::vector<std::string> split_field_names(const char* list) {
 
 }  // namespace minijax
 
-#define MJ_PT_MEMBER_(T, f) &T::f
-#define MJ_PT_EXPAND_(x) x
-#define MJ_PT_1(T, a) MJ_PT_MEMBER_(T, a)
-#define MJ_PT_2(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_1(T, __VA_ARGS__))
-#define MJ_PT_3(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_2(T, __VA_ARGS__))
-#define MJ_PT_4(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_3(T, __VA_ARGS__))
-#define MJ_PT_5(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_4(T, __VA_ARGS__))
-#define MJ_PT_6(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_5(T, __VA_ARGS__))
-#define MJ_PT_7(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_6(T, __VA_ARGS__))
-#define MJ_PT_8(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_7(T, __VA_ARGS__))
-#define MJ_PT_9(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_8(T, __VA_ARGS__))
-#define MJ_PT_10(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_9(T, __VA_ARGS__))
-#define MJ_PT_11(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_10(T, __VA_ARGS__))
-#define MJ_PT_12(T, a, ...) MJ_PT_MEMBER_(T, a), MJ_PT_EXPAND_(MJ_PT_11(T, __VA_ARGS__))
-#define MJ_PT_PICK_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, N, ...) N
-#define MJ_PT_MEMBERS_(T, ...)                                                                  \
-  MJ_PT_EXPAND_(MJ_PT_PICK_(__VA_ARGS__, MJ_PT_12, MJ_PT_11, MJ_PT_10, MJ_PT_9, MJ_PT_8, MJ_PT_7, \
-                            MJ_PT_6, MJ_PT_5, MJ_PT_4, MJ_PT_3, MJ_PT_2, MJ_PT_1)(T, __VA_ARGS__))
+// MJ_PT_MEMBERS_(T, a, b, c) -> `&T::a, &T::b, &T::c`, for up to MJ_PT_MAX_FIELDS_ fields.
+// MJ_PT_EACH_ writes the head's member pointer and defers itself on the tail: MJ_PT_NEXT_ meets
+// its parentheses only at the next scan, so each scan of MJ_PT_SCAN_'s argument handles one more
+// field. MJ_PT_SCAN_ nests 4 levels of 4 macros (4^4 scans, and the scans of their arguments):
+// 342 fields, at a cost of a few milliseconds per use whatever the count. Past that an
+// unexpanded MJ_PT_NEXT_ would remain: MJ_REGISTER_PYTREE counts the fields first and names the
+// limit in one static_assert.
+#define MJ_PT_MAX_FIELDS_ 342
+#define MJ_PT_SCAN_(...) MJ_PT_SCAN3_(MJ_PT_SCAN3_(MJ_PT_SCAN3_(MJ_PT_SCAN3_(__VA_ARGS__))))
+#define MJ_PT_SCAN3_(...) MJ_PT_SCAN2_(MJ_PT_SCAN2_(MJ_PT_SCAN2_(MJ_PT_SCAN2_(__VA_ARGS__))))
+#define MJ_PT_SCAN2_(...) MJ_PT_SCAN1_(MJ_PT_SCAN1_(MJ_PT_SCAN1_(MJ_PT_SCAN1_(__VA_ARGS__))))
+#define MJ_PT_SCAN1_(...) MJ_PT_SCAN0_(MJ_PT_SCAN0_(MJ_PT_SCAN0_(MJ_PT_SCAN0_(__VA_ARGS__))))
+#define MJ_PT_SCAN0_(...) __VA_ARGS__
+#define MJ_PT_EMPTY_()
+#define MJ_PT_NEXT_() MJ_PT_EACH_
+#define MJ_PT_EACH_(T, f, ...) &T::f __VA_OPT__(, MJ_PT_NEXT_ MJ_PT_EMPTY_() () (T, __VA_ARGS__))
+#define MJ_PT_MEMBERS_(T, ...) MJ_PT_SCAN_(MJ_PT_EACH_(T, __VA_ARGS__))
 
-/// Registers a user struct as a pytree node whose children are the listed fields (up to 12),
-/// each itself a pytree; the field names are recorded as the children's keys in
-/// flatten_with_path (`Params{w, b}` -> paths `w`, `b`). Use at global namespace scope:
+namespace minijax::detail {
+/// The number of fields in MJ_REGISTER_PYTREE's stringified list ("w, b" -> 2).
+constexpr size_t count_fields(const char* list) {
+  size_t n = 1;
+  for (const char* c = list; *c; ++c) n += *c == ',';
+  return n;
+}
+}  // namespace minijax::detail
+
+/// Registers a user struct as a pytree node whose children are the listed fields (any number up
+/// to 342, MJ_PT_MAX_FIELDS_; more is a static_assert naming the limit), each itself a pytree;
+/// the field names are recorded as the children's keys in flatten_with_path (`Params{w, b}` ->
+/// paths `w`, `b`). Use at global namespace scope:
 ///   struct Params { mj::Array w, b; };  MJ_REGISTER_PYTREE(Params, w, b)
 /// Fields not listed are not part of the tree: flattening skips them, and unflattening copies
 /// them from the structure it rebuilds (under mj::jit, the value the function was traced with),
@@ -366,6 +375,8 @@ inline std::vector<std::string> split_field_names(const char* list) {
 #define MJ_REGISTER_PYTREE(Type, ...)                                                              \
   template <>                                                                                      \
   struct minijax::pytree<Type> {                                                                   \
+    static_assert(minijax::detail::count_fields(#__VA_ARGS__) <= MJ_PT_MAX_FIELDS_,                \
+                  "MJ_REGISTER_PYTREE takes at most 342 fields (MJ_PT_MAX_FIELDS_)");             \
     using mj_self_type = ::Type; /* global lookup: a user type named like a minijax type */       \
     static auto members() { return std::make_tuple(MJ_PT_MEMBERS_(mj_self_type, __VA_ARGS__)); }  \
     static const std::vector<std::string>& field_names() {                                         \

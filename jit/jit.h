@@ -62,6 +62,14 @@ namespace minijax {
 /// `share_traces`: whether the traces of f are shared with every other jit object of the same
 /// callable (see TraceSharing, core/trace_cache.h, and Jit): by default they are when f is a
 /// function pointer, a captureless lambda or empty function object, or has std::hash and ==.
+///
+/// Two ways to write them. C++20 designated initialisers, which must follow the declaration
+/// order below (name, in_shardings, out_shardings, static_argnums, donate_argnums, dump_dir,
+/// keep_llvm_ir, share_traces; fields may be left out, but out of order is a compile error):
+///   mj::jit(f, {.name = "train_step", .donate_argnums = {0}})
+/// or the builder, one setter per field, in any order; build() returns the same JitOptions, so
+/// jit checks it exactly as the aggregate's (a bad static_argnums entry is the same error):
+///   mj::jit(f, mj::JitOptions::builder().donate_argnums({0}).name("train_step").build())
 struct JitOptions {
   std::string name = "jit";
   std::vector<std::optional<NamedSharding>> in_shardings, out_shardings;
@@ -70,7 +78,31 @@ struct JitOptions {
   std::string dump_dir;
   bool keep_llvm_ir = false;
   TraceSharing share_traces = TraceSharing::automatic;
+
+  class Builder;
+  /// A builder of JitOptions starting from the defaults above (see Builder).
+  static Builder builder();
 };
+
+/// JitOptions set field by field in any order: each setter sets the field of its name and
+/// returns the builder; build() returns the options (the fields not set keep their defaults).
+class JitOptions::Builder {
+ public:
+  Builder& name(std::string v) { o_.name = std::move(v); return *this; }
+  Builder& in_shardings(std::vector<std::optional<NamedSharding>> v) { o_.in_shardings = std::move(v); return *this; }
+  Builder& out_shardings(std::vector<std::optional<NamedSharding>> v) { o_.out_shardings = std::move(v); return *this; }
+  Builder& static_argnums(std::vector<int> v) { o_.static_argnums = std::move(v); return *this; }
+  Builder& donate_argnums(std::vector<int> v) { o_.donate_argnums = std::move(v); return *this; }
+  Builder& dump_dir(std::string v) { o_.dump_dir = std::move(v); return *this; }
+  Builder& keep_llvm_ir(bool v = true) { o_.keep_llvm_ir = v; return *this; }
+  Builder& share_traces(TraceSharing v) { o_.share_traces = v; return *this; }
+  JitOptions build() const { return o_; }
+
+ private:
+  JitOptions o_;
+};
+
+inline JitOptions::Builder JitOptions::builder() { return Builder(); }
 
 /// JAX's jax.ShapeDtypeStruct: an argument given by its shape and dtype alone, for
 /// jit(f).lower(...). It converts to an abstract mj::Array (no buffer; reading it throws
@@ -420,6 +452,8 @@ class Jit {
 
   /// JAX's jit(f).lower(args...): never fails for lack of shardings (unsharded: one device).
   /// Arguments may be ShapeDtypeStructs (anywhere an Array goes in a pytree).
+  /// A capacity exceeded while tracing, lowering or compiling (ResourceExhaustedError raised by
+  /// the allocator) names this jit's line (mj::jit(f)), as operator()'s compile does.
   template <class... A>
   auto lower(const A&... args) const;
 
@@ -509,6 +543,8 @@ class Jit {
 
   template <class R, class... A>
   detail::CachedTracePtr trace(const CallArgs& ca, const A&... args) const;
+  template <class... A>
+  auto lower_impl(const A&... args) const;  // lower() without its capacity errors' call site
   template <class R, class... A>
   std::shared_ptr<Entry> make_entry(const CallArgs& ca, const A&... args) const;
   template <class R, class... A>

@@ -85,6 +85,21 @@ R unflatten_outputs(const std::any& out_like, const std::vector<Array>& outs) {
   return pytree<R>::unflatten(std::any_cast<const R&>(out_like), next);
 }
 
+
+/// fn(), where a ResourceExhaustedError raised at a line of the library (the allocator's, inside
+/// tracing, lowering or compiling) is thrown again at the user's `loc` with `what` before its
+/// message (e.g. "jit 'f': compile: "), keeping its type. Errors at the user's own lines (inside
+/// f) and every other error pass unchanged.
+template <class Fn>
+decltype(auto) at_user_line(const std::string& what, std::source_location loc, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const ResourceExhaustedError& e) {
+    if (!is_library_location(e.where())) throw;
+    rethrow_at(e, what, loc);
+    throw;
+  }
+}
 }  // namespace detail
 
 template <class F>
@@ -289,13 +304,15 @@ auto Jit<F>::operator()(const A&... args) const {
   State& s = *s_;
   CallArgs ca = detail::split_args(s.opts, s.loc, args...);
   detail::check_not_abstract(ca.leaves, ca.first_leaf.data(), ca.nargs, s.opts.name, s.loc);
-  std::shared_ptr<Entry> e = entry_for<R>(ca, args...);
+  std::shared_ptr<Entry> e =
+      detail::at_user_line("jit '" + s.opts.name + "': trace: ", s.loc, [&] { return entry_for<R>(ca, args...); });
   if (!detail::executes_now(ca.leaves, e->traced->consts, s.loc)) {
     std::vector<Array> outs = bind_traced(*e, ca);
     return tree_unflatten(std::any_cast<const R&>(e->traced->out_like), outs, s.loc);
   }
   // Held for the whole call: clear_caches() or an eviction meanwhile frees nothing this call uses.
-  std::shared_ptr<const Executable> exe = prepare(*e, ca);
+  std::shared_ptr<const Executable> exe =
+      detail::at_user_line("jit '" + s.opts.name + "': compile: ", s.loc, [&] { return prepare(*e, ca); });
   e->node.touch();
   e->traced->node.touch();
   std::vector<Array> outs;
@@ -353,6 +370,13 @@ SpmdRun Jit<F>::run_spmd_shards(const A&... args) const {
 template <class F>
 template <class... A>
 auto Jit<F>::lower(const A&... args) const {
+  // C++ gives no call site to a function whose parameters end in a pack: errors name the jit's.
+  return detail::at_user_line("jit '" + s_->opts.name + "': lower: ", s_->loc, [&] { return lower_impl(args...); });
+}
+
+template <class F>
+template <class... A>
+auto Jit<F>::lower_impl(const A&... args) const {
   using R = std::decay_t<std::invoke_result_t<F&, const detail::traced_t<A>&...>>;
   State& s = *s_;
   CallArgs ca = detail::split_args(s.opts, s.loc, args...);
@@ -390,12 +414,14 @@ Compiled<R> Lowered<R>::compile(std::source_location loc) const {
   Compiled<R> c;
   c.low_ = *this;
   c.low_.loc = loc;  // the Compiled's own errors name the line that made it
-  if (spmd) {
-    c.spmd_ = detail::compile_sharded(*spmd, options, donated, loc);
-    c.exe_ = detail::executable_of(*c.spmd_);
-  } else {
-    c.exe_ = detail::compile_traced(jaxpr, options, donated, loc);
-  }
+  detail::at_user_line("compile '" + options.name + "': ", loc, [&] {
+    if (spmd) {
+      c.spmd_ = detail::compile_sharded(*spmd, options, donated, loc);
+      c.exe_ = detail::executable_of(*c.spmd_);
+    } else {
+      c.exe_ = detail::compile_traced(jaxpr, options, donated, loc);
+    }
+  });
   return c;
 }
 

@@ -24,6 +24,34 @@ TEST(CallSites, AnEagerPrimitiveBeyondTheDeviceCapacityNamesItselfAndTheCall) {
   mj::config().device_memory_bytes = saved;
 }
 
+// A capacity exceeded while jit traces or lowers (the allocator refusing a literal's 4 bytes)
+// named core/allocator.cc's line. Now the error names the jit and the line of its mj::jit (a jit
+// call and lower() have no call site of their own: their parameters end in a pack); compile()'s
+// capacity error names the compile() line.
+TEST(CallSites, ACapacityExceededWhileTracingLoweringOrCompilingNamesTheUsersLine) {
+  Array x = mj::ones({64, 64});  // 16384 B
+  auto compiled_later = mj::jit([](const Array& a) { return mj::exp(a) * 2.0; }, mj::JitOptions{.name = "g"});
+  auto low = compiled_later.lower(x);  // lowered while there is room
+  auto f = mj::jit([](const Array& a) { return mj::tanh(a) + 1.0; }, mj::JitOptions{.name = "capf"});
+  const int jit_line = __LINE__ - 1;
+  const int64_t saved = mj::config().device_memory_bytes;
+  mj::config().device_memory_bytes = mj::memory_stats(0, mj::MemoryKind::device).bytes_in_use;  // no room left
+  auto expect_line = [](auto&& fn, const std::vector<std::string>& parts, int line) {
+    expect_error<mj::ResourceExhaustedError>(fn, parts);
+    try {
+      fn();
+    } catch (const mj::ResourceExhaustedError& e) {
+      EXPECT_EQ(int(e.where().line()), line) << e.what();
+    }
+  };
+  expect_line([&] { (void)f.lower(x); }, {"jit 'capf': lower: ", "RESOURCE_EXHAUSTED"}, jit_line);
+  expect_line([&] { (void)f(x); }, {"jit 'capf': trace: ", "RESOURCE_EXHAUSTED"}, jit_line);
+  const int compile_line = __LINE__ + 1;
+  expect_line([&] { (void)low.compile(); }, {"compile 'g'", "exceeds the capacity"}, compile_line);
+  mj::config().device_memory_bytes = saved;
+  EXPECT_EQ(f(x).shape(), (mj::Shape{64, 64}));  // room again: the same jit traces and runs
+}
+
 // An eager matmul of an array donated to a jit call: the error named dot_general.cc's line and not
 // the primitive. Now dot_general and the user's line.
 TEST(CallSites, AnEagerPrimitiveOfADonatedArrayNamesItselfAndTheCall) {

@@ -27,7 +27,7 @@ TEST(JaxApiExtras, StopGradientOfAPytree) {
     auto [a, b] = mj::lax::stop_gradient(std::pair{x, x * 2.0});
     return mj::sum(a * b + x);
   };
-  Array x = mj::array({1, 2, 3});
+  Array x = mj::array({1.f, 2.f, 3.f});
   Array dg = mj::grad(g)(x);
   for (int64_t k = 0; k < 3; ++k) EXPECT_EQ(dg.data<float>()[k], 1.f);
   Array djit = mj::jit(mj::grad(g))(x);

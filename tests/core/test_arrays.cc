@@ -26,7 +26,7 @@ TEST(Constructors, ArrayFromLists) {
   Array m = array({{1.f, 2.f}, {3.f, 4.f}, {5.f, 6.f}});
   EXPECT_EQ(m.shape(), (Shape{3, 2}));
   EXPECT_EQ(vals<float>(m), (std::vector<float>{1, 2, 3, 4, 5, 6}));
-  EXPECT_THROW(array({{1.f, 2.f}, {3.f}}), ValueError);
+  EXPECT_THROW(array({{1.f, 2.f}, {3.f}}), ShapeError);  // ragged (ShapeError, naming the list: [1])
   Array i = array({1.9, -1.9, 7}, {3}, i32);  // truncation toward zero, as astype
   EXPECT_EQ(vals<int32_t>(i), (std::vector<int32_t>{1, -1, 7}));
   Array b = array({0, 2, -0.5}, {3}, bool_);

@@ -70,7 +70,7 @@ TEST(DotOptions, PreferredElementTypeIsTheOutputDtype) {
   EXPECT_EQ(c64.item<double>(), 1.0);
   EXPECT_EQ(vals(mj::jit([](const Array& x) { return mj::dot(x, mj::ones({3}), {.preferred_element_type = mj::f64}); })(big)),
             (std::vector<double>{1.0}));
-  Array f = mj::array({{16, 1}, {1, 1}});
+  Array f = mj::array({{16.f, 1.f}, {1.f, 1.f}});
   Array cb = mj::matmul(f, f, {.preferred_element_type = mj::bf16});
   EXPECT_EQ(cb.dtype(), mj::bf16);
   EXPECT_EQ(vals(cb), (std::vector<double>{256, 17, 17, 2}));

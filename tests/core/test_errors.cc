@@ -138,7 +138,7 @@ TEST(Errors, ConstructorsReportTheCallersLine) {
   EXPECT_MJ_ERROR(ValueError, mj::eye(-2), "eye", "-2");
   EXPECT_MJ_ERROR(ValueError, mj::arange(0.0, 1.0, 0.0), "arange", "step");
   EXPECT_MJ_ERROR(TypeError, mj::zeros({2}, mj::DType::token), "zeros", "Tok");
-  EXPECT_MJ_ERROR(ValueError, mj::array({{1.f, 2.f}, {3.f}}), "array", "row 1");
+  EXPECT_MJ_ERROR(ShapeError, mj::array({{1.f, 2.f}, {3.f}}), "array", "ragged", "[1]");
   EXPECT_MJ_ERROR(ValueError, mj::array(std::vector<double>{1, 2, 3}, {2, 2}), "array", "[2,2]");
 }
 

@@ -86,17 +86,17 @@ TEST(UserProgramRegression, InnerJitCondAndWhileCalledTwiceInsideJit) {
     return mj::cond(p, [](const Array& v) { return v * 2.0 + 1.0; }, [](const Array& v) { return v - 1.0; }, x);
   });
   auto outer = [&](const Array& p, const Array& a, const Array& b) { return std::pair{inner(p, a), inner(p, b)}; };
-  Array p = mj::array({1}, {}, mj::bool_), a = mj::array({1, 2, 3}), b = mj::array({10, 20, 30});
+  Array p = mj::array({1}, {}, mj::bool_), a = mj::array({1.f, 2.f, 3.f}), b = mj::array({10.f, 20.f, 30.f});
   auto got = mj::jit(outer)(p, a, b);
-  EXPECT_SAME(got.first, mj::array({3, 5, 7}));  // by hand: 2 a + 1
-  EXPECT_SAME(got.second, mj::array({21, 41, 61}));
+  EXPECT_SAME(got.first, mj::array({3.f, 5.f, 7.f}));  // by hand: 2 a + 1
+  EXPECT_SAME(got.second, mj::array({21.f, 41.f, 61.f}));
   auto winner = mj::jit([](const Array& x) {
     return mj::while_loop([](const Array& v) { return mj::sum(v) < 1000.0; }, [](const Array& v) { return v * 2.0; }, x);
   });
   auto wouter = [&](const Array& u, const Array& v) { return std::pair{winner(u), winner(v)}; };
   auto wgot = mj::jit(wouter)(a, b);
-  EXPECT_SAME(wgot.first, mj::array({256, 512, 768}));  // by hand: doubled until the sum >= 1000
-  EXPECT_SAME(wgot.second, mj::array({320, 640, 960}));
+  EXPECT_SAME(wgot.first, mj::array({256.f, 512.f, 768.f}));  // by hand: doubled until the sum >= 1000
+  EXPECT_SAME(wgot.second, mj::array({320.f, 640.f, 960.f}));
 }
 
 // grad(jit(f)) with a scan over a checkpoint whose policy saves or offloads a named value: the
@@ -336,7 +336,7 @@ TEST(UserPrograms, ScanCarrySwap) {
     }, std::pair{a, b}, mj::ScanOptions{.length = 5});
     return c;
   };
-  Array a = mj::array({1, 2, 3}), b = mj::array({10, 20, 30});
+  Array a = mj::array({1.f, 2.f, 3.f}), b = mj::array({10.f, 20.f, 30.f});
   auto want = f(a, b);
   auto got = mj::jit(f)(a, b);
   EXPECT_SAME(got.first, want.first);
@@ -353,7 +353,7 @@ TEST(UserPrograms, WhileCarrySwapAndRotate) {
                          T{a, b, c, mj::scalar(0, mj::i32)});
     return std::tuple{std::get<0>(r), std::get<1>(r), std::get<2>(r)};
   };
-  Array a = mj::array({1, 2}), b = mj::array({3, 4}), c = mj::array({5, 6});
+  Array a = mj::array({1.f, 2.f}), b = mj::array({3.f, 4.f}), c = mj::array({5.f, 6.f});
   auto want = f(a, b, c);
   auto got = mj::jit(f)(a, b, c);
   EXPECT_SAME(std::get<0>(got), std::get<0>(want));
@@ -368,7 +368,7 @@ TEST(UserPrograms, ScanCarryIsAlsoYAndReversedCarry) {
       return std::pair{n, n};
     }, c0, xs, mj::ScanOptions{.unroll = 3});
   };
-  Array c0 = mj::array({1, 2, 3, 4}), xs = randn({7, 4}, 41);
+  Array c0 = mj::array({1.f, 2.f, 3.f, 4.f}), xs = randn({7, 4}, 41);
   auto [c, ys] = f(c0, xs);
   auto [jc, jys] = mj::jit(f)(c0, xs);
   EXPECT_SAME(jc, c);
@@ -433,12 +433,12 @@ TEST(UserPrograms, GatherDynamicSliceOutOfRangeClamp) {
   auto f = [](const Array& x, const Array& i, const Array& s) {
     return std::pair{mj::lax::gather(x, i), mj::lax::dynamic_slice(x, {s, mj::scalar(0, mj::i32)}, {2, 3})};
   };
-  Array x = mj::array({{0, 1, 2}, {3, 4, 5}, {6, 7, 8}});
+  Array x = mj::array({{0.f, 1.f, 2.f}, {3.f, 4.f, 5.f}, {6.f, 7.f, 8.f}});
   Array i = mj::array({-1, 5, 1}, {3}, mj::i32);
   Array s = mj::scalar(7, mj::i32);
   auto [g, d] = mj::jit(f)(x, i, s);
-  EXPECT_SAME(g, mj::array({{0, 1, 2}, {6, 7, 8}, {3, 4, 5}}));
-  EXPECT_SAME(d, mj::array({{3, 4, 5}, {6, 7, 8}}));
+  EXPECT_SAME(g, mj::array({{0.f, 1.f, 2.f}, {6.f, 7.f, 8.f}, {3.f, 4.f, 5.f}}));
+  EXPECT_SAME(d, mj::array({{3.f, 4.f, 5.f}, {6.f, 7.f, 8.f}}));
 }
 
 TEST(UserPrograms, RandomUnderJit) {
@@ -510,7 +510,7 @@ TEST(UserPrograms, DusOnLiveValueAndUndonatedInputs) {
     Array s = mj::lax::scatter_add(x, mj::array({1, 1}, {2}, mj::i32), mj::ones({2}));
     return std::tuple{y, x * 1.0, s};
   };
-  Array x = mj::arange(0, 8, 1, mj::f32), u = mj::array({-1, -2, -3}), i = mj::scalar(2, mj::i32);
+  Array x = mj::arange(0, 8, 1, mj::f32), u = mj::array({-1.f, -2.f, -3.f}), i = mj::scalar(2, mj::i32);
   Array xcopy = x * 1.0;
   auto want = f(x, u, i);
   auto got = mj::jit(f)(x, u, i);
@@ -530,7 +530,7 @@ TEST(UserPrograms, WhileBodyReadsCarryAfterUpdatingIt) {
     }, T{a0, mj::zeros({3})});
     return r;
   };
-  Array a0 = mj::array({1, 2, 3, 4});
+  Array a0 = mj::array({1.f, 2.f, 3.f, 4.f});
   auto want = f(a0);
   auto got = mj::jit(f)(a0);
   EXPECT_SAME(got.first, want.first);
@@ -729,7 +729,7 @@ TEST(UserPrograms, LoopCarryInitArgumentsAreNotOverwritten) {
   auto view_dus = [](const Array& x) {
     return mj::lax::dynamic_update_slice(mj::reshape(x, {8}), mj::ones({2}), {mj::scalar(3, mj::i32)});
   };
-  Array buf = mj::zeros({6}), c = mj::array({1, 2, 3}), x = mj::reshape(mj::arange(0, 8, 1, mj::f32), {2, 4});
+  Array buf = mj::zeros({6}), c = mj::array({1.f, 2.f, 3.f}), x = mj::reshape(mj::arange(0, 8, 1, mj::f32), {2, 4});
   Array buf0 = buf * 1.0, c0 = c * 1.0, x0 = x * 1.0;
   EXPECT_SAME(mj::jit(dus_loop)(buf), dus_loop(buf0));
   EXPECT_SAME(buf, buf0);
