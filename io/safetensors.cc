@@ -43,6 +43,8 @@ std::string hex8(uint32_t v) {
 // a tensor <name>, and its bytes have that CRC-32.
 void check_crcs(const IOContext& ctx, const std::map<std::string, std::string>& metadata,
                 const std::vector<StoredArray>& arrays) {
+  std::map<std::string_view, const StoredArray*> by_name;
+  for (const StoredArray& s : arrays) by_name[s.key] = &s;
   for (auto& [key, value] : metadata) {
     if (key.compare(0, kCrcPrefix.size(), kCrcPrefix) != 0) continue;
     const IOContext kctx = ctx.at(key);
@@ -59,9 +61,8 @@ void check_crcs(const IOContext& ctx, const std::map<std::string, std::string>& 
     if (!hex)
       kctx.fail("the __metadata__ value \"" + value + "\" is not a CRC-32 of 8 hexadecimal digits");
     const std::string name = key.substr(kCrcPrefix.size());
-    const StoredArray* a = nullptr;
-    for (const StoredArray& s : arrays)
-      if (s.key == name) a = &s;
+    const auto it = by_name.find(name);
+    const StoredArray* a = it == by_name.end() ? nullptr : it->second;
     if (!a) kctx.fail("the __metadata__ entry names the tensor '" + name + "', which the file does not hold");
     const uint32_t got = crc32_of(a->data, a->nbytes);
     if (got != want)
