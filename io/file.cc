@@ -2,7 +2,9 @@
 // Owns whole-file reads and the atomic write protocol (temporary, fsync, rename, fsync of the folder).
 #include "io/file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,7 +25,47 @@ std::pair<std::string, std::string> split_path(const std::string& path) {
 }
 
 constexpr size_t kBufferBytes = 1 << 20;
+
+// The pid of an AtomicFile temporary's name ".<name>.tmp-<pid>-<n>" (decimal, no sign or
+// leading zero), or 0 when the name is not one.
+pid_t temporary_pid(const std::string& entry) {
+  if (entry.size() < 2 || entry[0] != '.') return 0;
+  const size_t dash = entry.rfind('-');
+  if (dash == std::string::npos || dash + 1 == entry.size()) return 0;
+  for (size_t i = dash + 1; i < entry.size(); ++i)
+    if (entry[i] < '0' || entry[i] > '9') return 0;
+  const size_t tmp = entry.rfind(".tmp-", dash);
+  if (tmp == std::string::npos || tmp < 2) return 0;  // a non-empty <name> before ".tmp-"
+  const size_t begin = tmp + 5;
+  if (begin >= dash || entry[begin] == '0' || dash - begin > 9) return 0;
+  long pid = 0;
+  for (size_t i = begin; i < dash; ++i) {
+    if (entry[i] < '0' || entry[i] > '9') return 0;
+    pid = pid * 10 + (entry[i] - '0');
+  }
+  return pid_t(pid);
+}
 }  // namespace
+
+void remove_stale_temporaries(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const pid_t pid = temporary_pid(name);
+    // ESRCH: no such process on this machine. EPERM (another user's live process) and success
+    // both mean alive; the file is left alone.
+    if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    stale.push_back(name);
+  }
+  ::closedir(d);
+  for (const std::string& name : stale) {
+    const std::string path = (dir == "/" ? "" : dir) + "/" + name;
+    struct stat st;
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(path.c_str());
+  }
+}
 
 std::string IOContext::where() const {
   std::string s = std::string(fn) + ": file '" + path + "'";
@@ -68,6 +110,7 @@ AtomicFile::AtomicFile(IOContext ctx) : ctx_(std::move(ctx)) {
   static std::atomic<uint64_t> counter{0};
   auto [dir, name] = split_path(ctx_.path);
   if (name.empty()) ctx_.fail("the path names a folder, not a file");
+  remove_stale_temporaries(dir);
   for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
     tmp_ = (dir == "/" ? "" : dir) + "/." + name + ".tmp-" + std::to_string(::getpid()) + "-" +
            std::to_string(counter++);

@@ -40,6 +40,7 @@ std::vector<uint8_t> read_file(const IOContext& ctx);
 /// file size limit —, fsync, rename onto a folder) throws IOError through ctx naming the step
 /// and strerror. A target that is a symbolic link is replaced by the new file (the link's target
 /// is left as it was), as rename(2) does.
+/// Before creating its temporary, the constructor calls remove_stale_temporaries on the folder.
 class AtomicFile {
  public:
   explicit AtomicFile(IOContext ctx);
@@ -65,6 +66,15 @@ class AtomicFile {
   std::vector<char> buf_;
   bool committed_ = false;
 };
+
+/// Removes from `dir` the temporaries of AtomicFiles whose process is gone: regular files named
+/// `.<name>.tmp-<pid>-<n>` (pid and n decimal) for which kill(pid, 0) fails with ESRCH — no such
+/// process on this machine, e.g. a save killed by SIGKILL. A live process's temporary (kill
+/// succeeds, or fails with EPERM: another user's process) and this process's own are kept, as
+/// is every other name. Best effort: an unreadable folder or a failed unlink is ignored. (A
+/// folder shared with another machine (NFS) cannot tell that machine's live processes apart
+/// from dead ones: a pid that does not exist here counts as gone.)
+void remove_stale_temporaries(const std::string& dir);
 
 /// The little-endian bytes of an unsigned integer, appended to `out` (n bytes of v).
 void put_le(std::string& out, uint64_t v, int n);

@@ -2,7 +2,10 @@
 // Owns the header's writer and the checks a read makes (README "Format" of huggingface/safetensors).
 #include "io/safetensors.h"
 
+#include <zlib.h>
+
 #include <algorithm>
+#include <cstdio>
 
 #include "io/file.h"
 #include "io/json.h"
@@ -15,6 +18,58 @@ namespace detail {
 namespace {
 constexpr uint64_t kMaxHeader = 100'000'000;  // the reference implementation's MAX_HEADER_SIZE
 constexpr const char* kMetadataKey = "__metadata__";
+constexpr std::string_view kCrcPrefix = "crc32:";
+
+// zlib's CRC-32 of n bytes (crc32 takes at most UINT_MAX bytes a call).
+uint32_t crc32_of(const void* data, uint64_t n) {
+  const auto* p = static_cast<const Bytef*>(data);
+  uLong c = crc32(0L, Z_NULL, 0);
+  while (n > 0) {
+    const uInt chunk = uInt(std::min<uint64_t>(n, 1u << 30));
+    c = crc32(c, p, chunk);
+    p += chunk;
+    n -= chunk;
+  }
+  return uint32_t(c);
+}
+
+std::string hex8(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", unsigned(v));
+  return buf;
+}
+
+// "crc32:<name>" entries of the metadata: the value is 8 hex digits (either case), the file holds
+// a tensor <name>, and its bytes have that CRC-32.
+void check_crcs(const IOContext& ctx, const std::map<std::string, std::string>& metadata,
+                const std::vector<StoredArray>& arrays) {
+  std::map<std::string_view, const StoredArray*> by_name;
+  for (const StoredArray& s : arrays) by_name[s.key] = &s;
+  for (auto& [key, value] : metadata) {
+    if (key.compare(0, kCrcPrefix.size(), kCrcPrefix) != 0) continue;
+    const IOContext kctx = ctx.at(key);
+    bool hex = value.size() == 8;
+    uint32_t want = 0;
+    for (char ch : value) {
+      const int d = ch >= '0' && ch <= '9' ? ch - '0'
+                    : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                    : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                             : -1;
+      if (d < 0) hex = false;
+      want = (want << 4) | uint32_t(d & 15);
+    }
+    if (!hex)
+      kctx.fail("the __metadata__ value \"" + value + "\" is not a CRC-32 of 8 hexadecimal digits");
+    const std::string name = key.substr(kCrcPrefix.size());
+    const auto it = by_name.find(name);
+    const StoredArray* a = it == by_name.end() ? nullptr : it->second;
+    if (!a) kctx.fail("the __metadata__ entry names the tensor '" + name + "', which the file does not hold");
+    const uint32_t got = crc32_of(a->data, a->nbytes);
+    if (got != want)
+      kctx.fail("the tensor '" + name + "' has the CRC-32 " + hex8(got) + ", the __metadata__ entry says " + value +
+                " (the tensor's data is corrupt)");
+  }
+}
 
 const char* st_dtype(DType d) {
   switch (d) {
@@ -127,15 +182,28 @@ Contents read_safetensors(const IOContext& ctx) {
   if (next != data_len)
     ctx.fail("the tensors' data_offsets cover " + std::to_string(next) + " bytes, the file holds " +
              std::to_string(data_len) + " after the header (trailing or missing bytes)");
+  check_crcs(ctx, c.metadata, c.arrays);
   return c;
 }
 }  // namespace
 
 void save_safetensors_leaves(const std::string& path, const PathLeaves& leaves,
-                             const std::map<std::string, std::string>& metadata, std::source_location loc) {
+                             const std::map<std::string, std::string>& given_metadata,
+                             const SafetensorsSaveOptions& options, std::source_location loc) {
   const IOContext ctx{"save_safetensors", path, "", loc};
   check_save_leaves(ctx, leaves, kMetadataKey);
-  for (auto& [k, v] : metadata)
+  std::map<std::string, std::string> metadata = given_metadata;
+  if (options.crc32) {
+    for (auto& [k, v] : given_metadata)
+      if (k.compare(0, kCrcPrefix.size(), kCrcPrefix) == 0)
+        throw ValueError(ctx.where() + ": the metadata entry '" + k +
+                             "' starts with \"crc32:\", which the saver writes itself with "
+                             "SafetensorsSaveOptions::crc32",
+                         loc);
+    for (auto& [name, a] : leaves)
+      metadata[std::string(kCrcPrefix) + name] = hex8(crc32_of(a.raw_data(loc), uint64_t(a.aval().nbytes())));
+  }
+  for (const auto& [k, v] : metadata)
     for (const std::string* s : {&k, &v}) try {
         json::parse(json::quote(*s));
       } catch (const json::ParseError&) {

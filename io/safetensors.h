@@ -11,9 +11,20 @@
 
 namespace minijax {
 
+/// Options of save_safetensors.
+struct SafetensorsSaveOptions {
+  /// Also write, for each tensor, the "__metadata__" entry "crc32:<tensor name>" (the name in
+  /// the file: the leaf's path) with value "%08x" (8 lower-case hex digits): zlib's CRC-32
+  /// (`crc32`, the polynomial of gzip and zip) of the tensor's bytes as stored. load_safetensors
+  /// checks every such entry, so a flipped bit is an IOError instead of silently wrong values;
+  /// other readers see plain metadata strings.
+  bool crc32 = false;
+};
+
 namespace detail {
 void save_safetensors_leaves(const std::string& path, const PathLeaves& leaves,
-                             const std::map<std::string, std::string>& metadata, std::source_location loc);
+                             const std::map<std::string, std::string>& metadata,
+                             const SafetensorsSaveOptions& options, std::source_location loc);
 std::vector<Array> load_safetensors_like(const std::string& path, const PathLeaves& like,
                                          std::source_location loc);
 }  // namespace detail
@@ -31,12 +42,18 @@ std::vector<Array> load_safetensors_like(const std::string& path, const PathLeav
 /// file in the same folder, fsync, rename). Throws ValueError naming the key for an empty,
 /// repeated, non-UTF-8 or "__metadata__" path; ConcretizationError for a traced leaf; IOError
 /// naming the file for an unsupported dtype or a failed write (the old file unchanged).
+/// With `options.crc32`, the "crc32:<name>" entries join `metadata`; a `metadata` key starting
+/// with "crc32:" is then a ValueError naming it (the saver owns those keys). Without it, such a
+/// key is written as given, and load_safetensors checks it as any other.
+/// Before writing, the temporaries of earlier saves into the same folder whose process is gone
+/// are removed (AtomicFile, io/file.h).
 template <class T>
   requires PyTree<T>
 void save_safetensors(const std::string& path, const T& tree,
                       const std::map<std::string, std::string>& metadata = {},
+                      const SafetensorsSaveOptions& options = {},
                       std::source_location loc = std::source_location::current()) {
-  detail::save_safetensors_leaves(path, flatten_with_path(tree), metadata, loc);
+  detail::save_safetensors_leaves(path, flatten_with_path(tree), metadata, options, loc);
 }
 
 /// Every tensor of a safetensors file, by name, as new strongly typed device arrays. Reads the
@@ -47,8 +64,12 @@ void save_safetensors(const std::string& path, const T& tree,
 /// tensor entry without a string dtype, an integer shape or two integer data_offsets; an
 /// unsupported dtype (F16, I64, U8, ...); a tensor whose byte range disagrees with its dtype and
 /// shape, overlaps another, or leaves a hole; data shorter or longer than the tensors claim
-/// (a truncated file, trailing bytes); a non-string "__metadata__" value. Nothing is returned
-/// unless the whole file checked out.
+/// (a truncated file, trailing bytes); a non-string "__metadata__" value; and for each
+/// "__metadata__" entry "crc32:<name>" (SafetensorsSaveOptions::crc32): a value that is not 8
+/// hex digits (either case), a name the file holds no tensor of, or a CRC-32 of the tensor's
+/// bytes other than the value (the message names the file, the key, the tensor and both CRCs).
+/// Files without such entries are read as before. Nothing is returned unless the whole file
+/// checked out.
 std::map<std::string, Array> load_safetensors(const std::string& path,
                                               std::source_location loc = std::source_location::current());
 

@@ -103,6 +103,12 @@ struct TrainConfig {
   std::string resume_dir;
   /// Called with one line after a checkpoint is loaded or saved (e.g. to print it).
   std::function<void(const std::string&)> on_checkpoint;
+  /// Polled after each step (e.g. a SIGINT seen, minijax::samples::stop_signal): when it returns
+  /// true, training stops after that step; with save_dir, the checkpoint is written as of that
+  /// step (mid-epoch: the epochs completed, the key of the unfinished epoch, Adam's step count),
+  /// and a resume continues with the next step of that epoch, as an uninterrupted run would.
+  /// An epoch stopped in, or right after, gets no evaluation and no report.
+  std::function<bool()> should_stop;
 };
 
 /// The training state a compiled step carries: parameters and Adam's state (a pytree).

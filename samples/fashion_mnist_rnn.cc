@@ -12,6 +12,7 @@
 #include "samples/common/idx_reader.h"
 #include "samples/common/options.h"
 #include "samples/common/progress.h"
+#include "samples/common/stop_signals.h"
 #include "samples/common/trace_window.h"
 #include "samples/fashion_mnist_rnn_lib.h"
 
@@ -34,6 +35,8 @@ void usage(const char* prog) {
       "--save DIR writes DIR/checkpoint.safetensors after each epoch (parameters, Adam's state,\n"
       "the data order's key, the epoch); --resume DIR continues from it up to --epochs epochs\n"
       "in all, with the losses of an uninterrupted run.\n"
+      "SIGINT or SIGTERM ends the step, writes the checkpoint (--save) and exits with 130 or\n"
+      "143; a second one exits at once (the previous checkpoint stays intact).\n"
       "--memory-report: compiles the step under every POLICY, runs one step of each on the\n"
       "first batch, prints the measured and predicted peaks, and exits (no training).\n"
       "--trace FILE writes a profiler trace (Chrome trace-event JSON: ui.perfetto.dev,\n"
@@ -62,6 +65,9 @@ int print_memory_report(const std::string& dir, const fmnist::rnn::TrainConfig& 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // SIGINT / SIGTERM: the step finishes, the checkpoint is written (--save), exit 128 + signal.
+  // First: the runtime's threads, started later, inherit the blocked signals.
+  minijax::samples::install_stop_handlers();
   fmnist::rnn::TrainConfig cfg;
   int64_t limit = -1, hidden = 128;
   bool print_steps = false, memory_report = false;
@@ -141,7 +147,16 @@ int main(int argc, char** argv) {
       trace.after_step(step);
       progress.step(loss);
     };
+    cfg.should_stop = [] { return minijax::samples::stop_signal() != 0; };
     auto reports = fmnist::rnn::train(params, train_set, test_set, cfg);
+    if (const int sig = minijax::samples::stop_signal()) {
+      progress.end();
+      trace.finish();
+      std::fflush(stdout);
+      std::fprintf(stderr, "stopped by %s%s\n", minijax::samples::signal_name(sig),
+                   cfg.save_dir.empty() ? "" : " (checkpoint written)");
+      return 128 + sig;
+    }
     trace.finish();
     if (!reports.empty() && !cfg.skip_eval) {
       double best = 0;

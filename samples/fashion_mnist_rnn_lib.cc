@@ -249,7 +249,8 @@ std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Data
   // The shuffling key is independent of the initialisation key (seed + 1 vs seed).
   mj::Array key = mj::random::PRNGKey(cfg.seed + 1);
   std::vector<EpochReport> reports;
-  int64_t global_step = 0;
+  int64_t global_step = 0, skip = 0;
+  const int64_t steps_per_epoch = (train_set.n + cfg.batch - 1) / cfg.batch;
   int first_epoch = 1;
   namespace ms = minijax::samples;
   auto meta = ms::run_metadata("fashion_mnist_rnn", cfg.seed, cfg.batch, cfg.lr, train_set.n);
@@ -263,11 +264,14 @@ std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Data
     key = c.key;
     first_epoch = c.epoch.item<int>() + 1;
     global_step = state.step.item<int64_t>();
+    skip = ms::steps_into_epoch(ms::checkpoint_path(cfg.resume_dir), global_step, first_epoch - 1, steps_per_epoch);
     if (cfg.on_checkpoint)
       cfg.on_checkpoint("resumed from " + ms::checkpoint_path(cfg.resume_dir) + " after epoch " +
                         std::to_string(first_epoch - 1) + " (step " + std::to_string(global_step) + ")");
   }
-  for (int e = first_epoch; e <= cfg.epochs; ++e) {
+  auto stop = [&] { return cfg.should_stop && cfg.should_stop(); };
+  for (int e = first_epoch; e <= cfg.epochs && !stop(); ++e) {
+    const mj::Array epoch_key = key;
     mj::Array ks = mj::random::split(key, 2);
     key = key_at(ks, 0);
     mj::Array perm = mj::random::permutation(key_at(ks, 1), train_set.n);
@@ -276,10 +280,11 @@ std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Data
 
     EpochReport r;
     r.epoch = e;
-    if (cfg.on_epoch_begin) cfg.on_epoch_begin(e, (train_set.n + cfg.batch - 1) / cfg.batch);
+    if (cfg.on_epoch_begin) cfg.on_epoch_begin(e, steps_per_epoch - skip);
     auto t0 = clock::now();
     double loss_sum = 0;
-    for (int64_t b = 0; b < train_set.n; b += cfg.batch) {
+    bool stopped = false;
+    for (int64_t b = skip * cfg.batch; b < train_set.n; b += cfg.batch) {
       int64_t count = std::min(cfg.batch, train_set.n - b);
       auto [x, y] = make_row_batch(train_set, order, b, count);
       const bool measure = global_step == 0 && !cfg.eager && cfg.on_step_memory;
@@ -297,6 +302,22 @@ std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Data
       if (measure) cfg.on_step_memory(m);
       ++global_step;
       ++r.steps;
+      if (b + cfg.batch < train_set.n && stop()) {
+        stopped = true;
+        break;
+      }
+    }
+    skip = 0;
+    if (stopped) {
+      // Mid-epoch: the epochs completed and this epoch's key (fmnist::train's comment).
+      if (!cfg.save_dir.empty()) {
+        ms::save_checkpoint(cfg.save_dir, ms::TrainCheckpoint<GRU>{params, state, epoch_key, mj::full({}, e - 1, mj::i32)},
+                            meta);
+        if (cfg.on_checkpoint)
+          cfg.on_checkpoint("saved " + ms::checkpoint_path(cfg.save_dir) + " (stopped in epoch " + std::to_string(e) +
+                            ", step " + std::to_string(global_step) + ")");
+      }
+      break;
     }
     auto t1 = clock::now();
     r.seconds = std::chrono::duration<double>(t1 - t0).count();
@@ -308,6 +329,7 @@ std::vector<EpochReport> train(GRU& params, const Dataset& train_set, const Data
                           std::to_string(global_step) + ")");
       t1 = clock::now();
     }
+    if (stop()) break;  // the epoch's checkpoint is written; no evaluation
     r.train_acc = cfg.skip_eval ? -1.0 : accuracy(params, train_set);
     r.test_acc = cfg.skip_eval ? -1.0 : accuracy(params, test_set);
     r.eval_seconds = std::chrono::duration<double>(clock::now() - t1).count();

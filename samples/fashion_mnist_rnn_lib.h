@@ -122,6 +122,9 @@ struct TrainConfig {
   std::string resume_dir;
   /// Called with one line after a checkpoint is loaded or saved.
   std::function<void(const std::string&)> on_checkpoint;
+  /// As fmnist::TrainConfig's: polled after each step; true stops the run after that step (and
+  /// writes the checkpoint as of that step with save_dir).
+  std::function<bool()> should_stop;
 };
 
 /// Compiles the training step for `remat` (batch `batch` from the first images of `train_set`,

@@ -1,7 +1,8 @@
 // minijax samples: the Fashion-MNIST MLP trained on 8 virtual devices, mesh (4, 2) ("data", "model"),
 // next to the same steps on one device; prints the losses and each step's collectives and bytes.
 // Usage: fashion_mnist_sharded [--steps N] [--limit N] [--batch B] [--hidden H] [--lr LR] [--seed S]
-//                              [--data-dir DIR] [--no-single] [--trace FILE [--trace-steps N]]
+//                              [--data-dir DIR] [--no-single] [--save DIR] [--resume DIR]
+//                              [--trace FILE [--trace-steps N]]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include "samples/common/idx_reader.h"
 #include "samples/common/options.h"
 #include "samples/common/progress.h"
+#include "samples/common/stop_signals.h"
 #include "samples/common/trace_window.h"
 #include "samples/fashion_mnist_sharded_lib.h"
 
@@ -21,10 +23,15 @@ void usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s [--steps N (20)] [--limit N (all 60000)] [--batch B (128)] [--hidden H (512)]\n"
                "          [--lr LR (0.1)] [--seed S (0)] [--data-dir DIR] [--no-single]\n"
+               "          [--save DIR] [--resume DIR]\n"
                "          [--trace FILE] [--trace-steps N (5)]\n"
                "Runs on 8 virtual devices (mesh (4, 2): batch over 'data', hidden dims over 'model'),\n"
                "one compiled step run on every device at once. --no-single skips the single-device\n"
-               "comparison run. --trace FILE writes a profiler trace (Chrome\n"
+               "comparison run. --save DIR writes DIR/checkpoint.safetensors (the parameters and the\n"
+               "steps taken) after the last step; --resume DIR continues from it up to --steps in all.\n"
+               "SIGINT or SIGTERM ends the step, writes the checkpoint (--save) and exits with 130\n"
+               "or 143; a second one exits at once (the previous checkpoint stays intact).\n"
+               "--trace FILE writes a profiler trace (Chrome\n"
                "trace-event JSON: ui.perfetto.dev, chrome://tracing) of the first N steps: a track\n"
                "per device, the communicator's collectives, the first step's compilation.\n"
                "Data: --data-dir, else $MINIJAX_FASHION_MNIST, else /usr/share/datasets/fashion-mnist\n"
@@ -35,6 +42,9 @@ void usage(const char* prog) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // SIGINT / SIGTERM: the step finishes, the checkpoint is written (--save), exit 128 + signal.
+  // First: the runtime's threads, started later, inherit the blocked signals.
+  minijax::samples::install_stop_handlers();
   fmnist::ShardedConfig cfg;
   int64_t limit = -1;
   std::string data_dir, trace_path;
@@ -49,6 +59,8 @@ int main(int argc, char** argv) {
       else if (o.is("--lr")) cfg.lr = o.real(true);
       else if (o.is("--data-dir")) data_dir = o.value();
       else if (o.is("--no-single")) { o.flag(); cfg.single_device = false; }
+      else if (o.is("--save")) cfg.save_dir = o.value();
+      else if (o.is("--resume")) cfg.resume_dir = o.value();
       else if (o.is("--trace")) trace_path = o.value();
       else if (o.is("--trace-steps")) trace_steps = o.integer(1);
       else if (o.is("--help") || o.is("-h")) { usage(argv[0]); return 0; }
@@ -94,9 +106,21 @@ int main(int argc, char** argv) {
       trace.after_step(r.step - 1);
       progress.step(r.loss_sharded);
     };
+    cfg.on_checkpoint = [&progress](const std::string& line) {
+      progress.end();
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
+    cfg.should_stop = [] { return minijax::samples::stop_signal() != 0; };
     auto reports = fmnist::train_sharded(train_set, cfg, mesh);
     progress.end();
     trace.finish();
+    if (const int sig = minijax::samples::stop_signal()) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "stopped by %s%s\n", minijax::samples::signal_name(sig),
+                   cfg.save_dir.empty() ? "" : " (checkpoint written)");
+      return 128 + sig;
+    }
     if (!reports.empty()) {
       std::printf("loss %.6f -> %.6f", reports.front().loss_sharded, reports.back().loss_sharded);
       if (cfg.single_device) std::printf("; largest |sharded - single-device| loss difference %.2e", max_diff);

@@ -7,6 +7,8 @@
 #include <limits>
 #include <tuple>
 
+#include "samples/common/checkpoint.h"
+
 namespace fmnist {
 
 mj::JitOptions train_step_options(const std::shared_ptr<const mj::Mesh>& m) {
@@ -49,10 +51,36 @@ std::vector<StepReport> train_sharded(const Dataset& train_set, const ShardedCon
   };
   auto sharded = mj::jit(step_fn, train_step_options(mesh));
   auto single = mj::jit(step_fn, "train_step");
+  namespace ms = minijax::samples;
   MLP p_sharded = init_mlp(cfg.seed, cfg.hidden);
+  auto meta = ms::run_metadata("fashion_mnist_sharded", cfg.seed, cfg.batch, cfg.lr, train_set.n);
+  meta["hidden"] = std::to_string(cfg.hidden);
+  int64_t first = 0;
+  if (!cfg.resume_dir.empty()) {
+    const std::string path = ms::checkpoint_path(cfg.resume_dir);
+    ms::check_run_metadata(path, mj::load_safetensors_metadata(path), meta);
+    auto c = mj::load_safetensors(path, ShardedCheckpoint{p_sharded, mj::zeros({}, mj::i32)});
+    ms::check_finite(path, mj::flatten_with_path(c));
+    p_sharded = c.params;
+    first = c.step.item<int64_t>();
+    if (first < 0)
+      throw mj::ValueError("--resume: checkpoint '" + path + "' holds step " + std::to_string(first));
+    if (cfg.on_checkpoint) cfg.on_checkpoint("resumed from " + path + " after step " + std::to_string(first));
+  }
+  auto save = [&](int64_t steps_done) {
+    ms::detail::create_checkpoint_dir(cfg.save_dir);
+    auto m = meta;
+    m["step"] = std::to_string(steps_done);
+    mj::save_safetensors(ms::checkpoint_path(cfg.save_dir),
+                         ShardedCheckpoint{p_sharded, mj::full({}, int32_t(steps_done), mj::i32)}, m,
+                         mj::SafetensorsSaveOptions{.crc32 = true});
+    if (cfg.on_checkpoint)
+      cfg.on_checkpoint("saved " + ms::checkpoint_path(cfg.save_dir) + " (step " + std::to_string(steps_done) + ")");
+  };
   MLP p_single = p_sharded;
   std::vector<StepReport> reports;
-  for (int64_t s = 0; s < cfg.steps; ++s) {
+  int64_t s = first;
+  for (; s < cfg.steps; ++s) {
     auto [x, y] = make_batch(train_set, {}, (s % batches) * cfg.batch, cfg.batch);
     StepReport r;
     r.step = s + 1;
@@ -72,7 +100,12 @@ std::vector<StepReport> train_sharded(const Dataset& train_set, const ShardedCon
     }
     if (cfg.on_step) cfg.on_step(r);
     reports.push_back(std::move(r));
+    if (s + 1 < cfg.steps && cfg.should_stop && cfg.should_stop()) {
+      ++s;
+      break;
+    }
   }
+  if (!cfg.save_dir.empty()) save(s);
   return reports;
 }
 

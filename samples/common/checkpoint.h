@@ -35,18 +35,33 @@ std::map<std::string, std::string> run_metadata(const std::string& sample, uint3
 void check_run_metadata(const std::string& path, const std::map<std::string, std::string>& saved,
                         const std::map<std::string, std::string>& expected);
 
-/// Writes `c` to checkpoint_path(dir) (creating dir) atomically, with `metadata` plus "epoch".
-/// Throws IOError naming the folder when it cannot be created, and what save_safetensors throws.
+/// Writes `c` to checkpoint_path(dir) (creating dir) atomically, with `metadata` plus "epoch"
+/// and a CRC-32 per tensor (SafetensorsSaveOptions::crc32, checked when it is loaded). Throws
+/// IOError naming the folder when it cannot be created, and what save_safetensors throws.
+/// A checkpoint written mid-epoch (a run stopped by a signal) holds the epochs completed and the
+/// key that the unfinished epoch split, and Adam's step count says how far into it the run got
+/// (steps_into_epoch).
 template <class P>
 void save_checkpoint(const std::string& dir, const TrainCheckpoint<P>& c, std::map<std::string, std::string> metadata);
 
 /// Reads checkpoint_path(dir) into `like`'s structure after checking its metadata against
 /// `expected` (check_run_metadata). Throws what load_safetensors throws (IOError naming the
-/// file and the key: missing file, corrupt file, a parameter of another shape) and ValueError
-/// for a run of other settings.
+/// file and the key: missing file, corrupt file — a CRC-32 mismatch included —, a parameter of
+/// another shape), ValueError for a run of other settings, and ValueError naming the tensor
+/// when a parameter or optimizer state holds a NaN or ±Inf (check_finite).
 template <class P>
 TrainCheckpoint<P> load_checkpoint(const std::string& dir, const TrainCheckpoint<P>& like,
                                    const std::map<std::string, std::string>& expected);
+
+/// Throws ValueError naming the file `path`, the tensor (its key in the file), the first
+/// non-finite element's index and value (NaN, inf or -inf) when a floating-point leaf of
+/// `leaves` holds one: training would go on from garbage.
+void check_finite(const std::string& path, const PathLeaves& leaves);
+
+/// The steps already taken in the epoch a checkpoint was saved in: `step` (Adam's count) minus
+/// `epochs_done` * `steps_per_epoch`, which is 0 for a checkpoint saved at an epoch's end.
+/// Throws ValueError naming the file when it is outside [0, steps_per_epoch).
+int64_t steps_into_epoch(const std::string& path, int64_t step, int64_t epochs_done, int64_t steps_per_epoch);
 
 namespace detail {
 /// Creates `dir` and its parents; IOError naming it on failure.
@@ -57,7 +72,8 @@ template <class P>
 void save_checkpoint(const std::string& dir, const TrainCheckpoint<P>& c, std::map<std::string, std::string> metadata) {
   detail::create_checkpoint_dir(dir);
   metadata["epoch"] = std::to_string(c.epoch.template item<int64_t>());
-  save_safetensors(checkpoint_path(dir), c, metadata);
+  metadata["step"] = std::to_string(c.opt.step.template item<int64_t>());
+  save_safetensors(checkpoint_path(dir), c, metadata, SafetensorsSaveOptions{.crc32 = true});
 }
 
 template <class P>
@@ -65,7 +81,9 @@ TrainCheckpoint<P> load_checkpoint(const std::string& dir, const TrainCheckpoint
                                    const std::map<std::string, std::string>& expected) {
   const std::string path = checkpoint_path(dir);
   check_run_metadata(path, load_safetensors_metadata(path), expected);
-  return load_safetensors(path, like);
+  TrainCheckpoint<P> c = load_safetensors(path, like);
+  check_finite(path, flatten_with_path(c));
+  return c;
 }
 
 }  // namespace minijax::samples
