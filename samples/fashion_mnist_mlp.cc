@@ -110,10 +110,7 @@ int main(int argc, char** argv) {
     if (const int sig = minijax::samples::stop_signal()) {
       progress.end();
       trace.finish();
-      std::fflush(stdout);
-      std::fprintf(stderr, "stopped by %s%s\n", minijax::samples::signal_name(sig),
-                   cfg.save_dir.empty() ? "" : " (checkpoint written)");
-      return 128 + sig;
+      return minijax::samples::report_stop(sig, !cfg.save_dir.empty());
     }
     trace.finish();
     double best = 0;

@@ -116,10 +116,7 @@ int main(int argc, char** argv) {
     progress.end();
     trace.finish();
     if (const int sig = minijax::samples::stop_signal()) {
-      std::fflush(stdout);
-      std::fprintf(stderr, "stopped by %s%s\n", minijax::samples::signal_name(sig),
-                   cfg.save_dir.empty() ? "" : " (checkpoint written)");
-      return 128 + sig;
+      return minijax::samples::report_stop(sig, !cfg.save_dir.empty());
     }
     if (!reports.empty()) {
       std::printf("loss %.6f -> %.6f", reports.front().loss_sharded, reports.back().loss_sharded);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <thread>
 
 namespace minijax::samples {
@@ -55,6 +56,12 @@ void install_stop_handlers() {
 }
 
 int stop_signal() { return g_signal.load(); }
+
+int report_stop(int sig, bool checkpoint_written) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "stopped by %s%s\n", signal_name(sig), checkpoint_written ? " (checkpoint written)" : "");
+  return 128 + sig;
+}
 
 const char* signal_name(int sig) {
   switch (sig) {

@@ -21,6 +21,10 @@ void install_stop_handlers();
 /// The first SIGINT or SIGTERM received since install_stop_handlers(), or 0.
 int stop_signal();
 
+/// After a run stopped by signal `sig`: writes "stopped by SIGINT (checkpoint written)" (the
+/// parenthesis when `checkpoint_written`) to stderr and returns the exit status, 128 + sig.
+int report_stop(int sig, bool checkpoint_written);
+
 /// "SIGINT", "SIGTERM", or "a signal" for another.
 const char* signal_name(int sig);
 

@@ -4,6 +4,8 @@
 
 #include <minijax/minijax.h>
 
+#include "jit/debug_test_util.h"
+
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,16 +24,8 @@ struct CapturedLines {
   ~CapturedLines() { mj::debug::set_print_sink(prev); }
 };
 
-std::string what_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using debug_test::has;
+using debug_test::what_of;
 
 // ---- print ------------------------------------------------------------------------------------
 

@@ -4,6 +4,8 @@
 
 #include <minijax/minijax.h>
 
+#include "jit/debug_test_util.h"
+
 #include <cmath>
 #include <functional>
 #include <string>
@@ -24,16 +26,8 @@ struct FloatChecks {
   }
 };
 
-std::string what_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using debug_test::has;
+using debug_test::what_of;
 
 TEST(DebugNans, EagerNamesThePrimitiveItsShapesAndTheUsersLine) {
   FloatChecks on(true, false);

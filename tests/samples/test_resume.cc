@@ -13,21 +13,13 @@
 #include "samples/common/idx_reader.h"
 #include "samples/fashion_mnist_mlp_lib.h"
 #include "samples/fashion_mnist_rnn_lib.h"
+#include "samples/temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 namespace ms = minijax::samples;
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("minijax_resume_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string str() const { return path.string(); }
-};
 
 // The float32 bits of each recorded loss (the losses are f32 scalars read as double).
 std::vector<uint32_t> bits(const std::vector<double>& losses) {

@@ -17,22 +17,13 @@
 #include "samples/common/checkpoint.h"
 #include "samples/common/idx_reader.h"
 #include "samples/common/stop_signals.h"
+#include "samples/temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 namespace ms = minijax::samples;
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("minijax_signals_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& n) const { return (path / n).string(); }
-};
 
 // A sample program run with its stdout and stderr on one pipe.
 class Child {
@@ -147,7 +138,8 @@ void stop_resume_and_refuse(const Sample& s, const std::string& finish_flag, con
   GTEST_SKIP() << "the samples are not built (MINIJAX_BUILD_SAMPLES=OFF)";
 #else
   const std::string program = std::string(MINIJAX_SAMPLES_BIN_DIR) + "/" + s.program;
-  TempDir dir(s.program);
+  TempDir dir("signals_" + s.program);
+  fs::create_directories(dir.path);
   const std::string ckpt = dir / "ckpt", file = ms::checkpoint_path(ckpt);
   std::vector<std::string> base{"--limit", "1280", "--data-dir", ms::fashion_mnist_dir()};
   base.insert(base.end(), s.args.begin(), s.args.end());
@@ -228,7 +220,8 @@ TEST(SampleSignals, ShardedStopsOnSigintAndSigtermAndResumes) {
 // The second signal: _exit(128 + the first signal), at once, while a save is under way; the file keeps a complete version (its CRC-32s check), and the next save removes the dead
 // process's temporary.
 TEST(SampleSignals, ASecondSignalExitsAtOnceAndTheCheckpointSurvives) {
-  TempDir dir("second");
+  TempDir dir("signals_second");
+  fs::create_directories(dir.path);
   const std::string file = dir / "c.safetensors";
   const auto small = std::map<std::string, mj::Array>{{"x", mj::ones({2})}};
   const auto big = std::map<std::string, mj::Array>{{"x", mj::ones({4 << 20})}};  // 16 MiB
