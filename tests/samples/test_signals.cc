@@ -138,7 +138,7 @@ void stop_resume_and_refuse(const Sample& s, const std::string& finish_flag, con
   GTEST_SKIP() << "the samples are not built (MINIJAX_BUILD_SAMPLES=OFF)";
 #else
   const std::string program = std::string(MINIJAX_SAMPLES_BIN_DIR) + "/" + s.program;
-  TempDir dir("signals_" + s.program);
+  TempDir dir(std::string("signals_") + s.program);
   fs::create_directories(dir.path);
   const std::string ckpt = dir / "ckpt", file = ms::checkpoint_path(ckpt);
   std::vector<std::string> base{"--limit", "1280", "--data-dir", ms::fashion_mnist_dir()};
