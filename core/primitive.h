@@ -50,6 +50,32 @@ using DceRule = std::function<std::pair<std::vector<bool>, std::optional<Eqn>>(
 /// reduce_* and argmax/argmin over static axes; `other`: everything else (never fused).
 enum class OpClass { other, elementwise, index_map, reduction };
 
+/// What cost_analysis (jit/cost_analysis.h) counts for one equation of the primitive.
+enum class CostClass {
+  unset,           ///< not declared: the registry-wide test (tests/jit/test_fuse.cc) fails
+  arithmetic,      ///< one flop per output element and output (add, mul, compare, select...)
+  transcendental,  ///< one transcendental per output element (exp, sin, sqrt, pow...)
+  reduction,       ///< operand size minus output size flops (reduce_*, argmax/argmin)
+  data_movement,   ///< no flops; its operand and result bytes are accessed (slice, gather...)
+  view,            ///< no flops and no bytes: a relabelling (reshape, squeeze, expand_dims...)
+  custom,          ///< flops from Primitive::flops (dot_general, cumsum, scatter_add)
+  bodies,          ///< the cost of its bodies (calls, loops, cond, fusion)
+};
+
+/// How the compiler's fusion (jit/fuse.h) treats a producer of the primitive.
+enum class FusionClass {
+  unset,      ///< not declared: the registry-wide test fails
+  normal,     ///< fused where its class allows
+  cheap,      ///< duplicated into every consumer group (broadcast_in_dim, iota, converts)
+  expensive,  ///< never fused into a group that reads its elements more than once (exp, div...)
+};
+
+/// Flops of one equation of a CostClass::custom primitive (JAX's cost_analysis "flops").
+using FlopsRule = std::function<double(const Eqn&)>;
+/// Checks that params fit the primitive's typed view (core/views/); throws ValueError naming the
+/// primitive and the param. The parser calls it on every parsed equation.
+using ParamsCheck = std::function<void(const Params&)>;
+
 /// A primitive: JAX's name plus one rule per concern. Rules registered by other layers
 /// (lowering, sharding) live in their own tables keyed by name.
 struct Primitive {
@@ -68,6 +94,18 @@ struct Primitive {
   DceRule dce;
   /// Set where the primitive is defined (core/primitives/*.cc); read by jit/fuse.
   OpClass op_class = OpClass::other;
+  /// Cost-analysis class and, for CostClass::custom, the flops rule.
+  CostClass cost_class = CostClass::unset;
+  FlopsRule flops;
+  /// Fusion class of a producer (jit/fuse.cc).
+  FusionClass fusion_class = FusionClass::unset;
+  /// Removed by inline_calls before lowering (plain calls and the checkpoint_name tag).
+  bool inlined = false;
+  /// Never merged by CSE (jit/simplify.cc), as optimization_barrier: what keeps a rematerialized
+  /// computation apart from the forward pass.
+  bool never_merged = false;
+  /// Set by the primitive's typed view (core/views/), if it has one.
+  ParamsCheck check_params;
 };
 
 /// The registry: the primitive of that name, created on first use (rules may register in any
