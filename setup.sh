@@ -21,6 +21,7 @@ PACKAGES=(
   clang-19               # the sanitizer build .ci/run runs (tools/sanitize.sh), the fuzzers, tools/list_public_api.py
   libclang-rt-19-dev     # its sanitizer and libFuzzer runtimes
   graphviz               # `dot`: the test rendering mj::to_dot's graphs to SVG
+  universal-ctags        # tools/long_functions.sh (the lint test): every library function's length
 )
 
 missing=()

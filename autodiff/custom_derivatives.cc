@@ -449,4 +449,21 @@ std::vector<Array> custom_vjp_call(const FlatFn& fun, const CustomFwdFlat& fwd,
   return minijax::bind(primitive("custom_vjp_call"), operands, ps, loc);
 }
 
+namespace {
+
+// Classes: the custom calls cost their body and are removed by inline_calls before lowering;
+// custom_lin exists only between linearize and transpose.
+Registrar reg_custom_classes([] {
+  for (const char* name : {"custom_jvp_call", "custom_vjp_call"}) {
+    auto& p = get_or_create_primitive(name);
+    set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
+    p.cost = call_cost;
+    p.inlined = true;
+  }
+  set_classes(get_or_create_primitive("custom_lin"), OpClass::other, CostClass::data_movement,
+              FusionClass::normal);
+});
+
+}  // namespace
+
 }  // namespace minijax

@@ -60,6 +60,7 @@ const Registrar reg([] {
   p.shape_rule = debug_callback_shape;
   p.impl = debug_callback_impl;
   p.effects = {"debug"};
+  set_classes(p, OpClass::other, CostClass::data_movement, FusionClass::normal);
 });
 
 }  // namespace

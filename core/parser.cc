@@ -450,6 +450,13 @@ class Parser {
       fail("unknown primitive '" + pname + "'", pb);
     }
     if (peek() == '[') e.params = params();
+    if (e.primitive->check_params) {
+      try {
+        e.primitive->check_params(e.params);
+      } catch (const ValueError& err) {
+        fail(err.message(), pb);  // the typed view's "<primitive>: missing parameter 'x'", at its line
+      }
+    }
     while (true) {
       size_t before = pos_;
       ws();

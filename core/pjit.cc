@@ -102,4 +102,18 @@ std::vector<Array> bind_call(const Primitive& p, const ClosedJaxprPtr& jaxpr, co
   return minijax::bind(p, args, params, loc);
 }
 
+namespace {
+
+// Classes: a call costs its body; inline_calls removes it before lowering.
+Registrar reg_call_classes([] {
+  for (const char* name : {"pjit", "closed_call"}) {
+    auto& p = get_or_create_primitive(name);
+    set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
+    p.cost = call_cost;
+    p.inlined = true;
+  }
+});
+
+}  // namespace
+
 }  // namespace minijax

@@ -19,6 +19,21 @@ std::mutex& table_mu() {
 }
 }  // namespace
 
+CostEstimate operand_and_result_bytes(const Eqn& e, bool count_bytes) {
+  CostEstimate c;
+  if (!count_bytes) return c;
+  for (auto& in : e.inputs) c.bytes += double(atom_aval(in).nbytes());
+  for (auto& o : e.outputs) c.bytes += double(o.aval().nbytes());
+  return c;
+}
+
+CostEstimate call_cost(const Eqn& e, bool count_bytes, const JaxprCost& jaxpr_cost) {
+  CostEstimate c;
+  for (auto& [k, v] : e.params.items())
+    if (auto* j = std::get_if<ClosedJaxprPtr>(&v); j && *j) c += jaxpr_cost(*(*j)->jaxpr, count_bytes);
+  return c;
+}
+
 Primitive& get_or_create_primitive(const std::string& name) {
   std::lock_guard<std::mutex> g(table_mu());
   auto& p = table()[name];
@@ -34,6 +49,12 @@ const Primitive& primitive(const std::string& name) {
   auto it = table().find(name);
   if (it == table().end()) throw ValueError("unknown primitive '" + name + "'");
   return *it->second;
+}
+
+const Primitive* find_primitive(const std::string& name) {
+  std::lock_guard<std::mutex> g(table_mu());
+  auto it = table().find(name);
+  return it == table().end() ? nullptr : it->second.get();
 }
 
 std::vector<std::string> primitive_names() {

@@ -58,8 +58,7 @@ enum class CostClass {
   reduction,       ///< operand size minus output size flops (reduce_*, argmax/argmin)
   data_movement,   ///< no flops; its operand and result bytes are accessed (slice, gather...)
   view,            ///< no flops and no bytes: a relabelling (reshape, squeeze, expand_dims...)
-  custom,          ///< flops from Primitive::flops (dot_general, cumsum, scatter_add)
-  bodies,          ///< the cost of its bodies (calls, loops, cond, fusion)
+  custom,          ///< the whole cost from Primitive::cost (dot_general, cumsum, loops, calls)
 };
 
 /// How the compiler's fusion (jit/fuse.h) treats a producer of the primitive.
@@ -70,8 +69,20 @@ enum class FusionClass {
   expensive,  ///< never fused into a group that reads its elements more than once (exp, div...)
 };
 
-/// Flops of one equation of a CostClass::custom primitive (JAX's cost_analysis "flops").
-using FlopsRule = std::function<double(const Eqn&)>;
+/// An estimate of one equation's work, as JAX's cost_analysis keys: "flops",
+/// "transcendentals" and "bytes accessed" (bytes of operands and results).
+struct CostEstimate {
+  double flops = 0, transcendentals = 0, bytes = 0;
+  CostEstimate& operator+=(const CostEstimate& o) {
+    flops += o.flops, transcendentals += o.transcendentals, bytes += o.bytes;
+    return *this;
+  }
+  CostEstimate operator*(double k) const { return {flops * k, transcendentals * k, bytes * k}; }
+};
+/// The cost of a nested jaxpr, counting bytes or not (given to a CostRule by cost_analysis).
+using JaxprCost = std::function<CostEstimate(const Jaxpr&, bool count_bytes)>;
+/// The whole cost of one equation of a CostClass::custom primitive; bytes only if count_bytes.
+using CostRule = std::function<CostEstimate(const Eqn&, bool count_bytes, const JaxprCost& jaxpr_cost)>;
 /// Checks that params fit the primitive's typed view (core/views/); throws ValueError naming the
 /// primitive and the param. The parser calls it on every parsed equation.
 using ParamsCheck = std::function<void(const Params&)>;
@@ -94,9 +105,9 @@ struct Primitive {
   DceRule dce;
   /// Set where the primitive is defined (core/primitives/*.cc); read by jit/fuse.
   OpClass op_class = OpClass::other;
-  /// Cost-analysis class and, for CostClass::custom, the flops rule.
+  /// Cost-analysis class and, for CostClass::custom, its rule.
   CostClass cost_class = CostClass::unset;
-  FlopsRule flops;
+  CostRule cost;
   /// Fusion class of a producer (jit/fuse.cc).
   FusionClass fusion_class = FusionClass::unset;
   /// Removed by inline_calls before lowering (plain calls and the checkpoint_name tag).
@@ -108,11 +119,28 @@ struct Primitive {
   ParamsCheck check_params;
 };
 
+/// Sets the three classes of `p` at its registration (where the primitive is defined).
+inline void set_classes(Primitive& p, OpClass op, CostClass cost, FusionClass fusion) {
+  p.op_class = op;
+  p.cost_class = cost;
+  p.fusion_class = fusion;
+}
+
+/// The bytes of e's operands and results (zero flops), or nothing if !count_bytes: the part of a
+/// CostRule's estimate that every primitive accessing its values shares.
+CostEstimate operand_and_result_bytes(const Eqn& e, bool count_bytes);
+
+/// The CostRule of a plain call (pjit, closed_call, checkpoint, custom_jvp_call...): the sum of
+/// the costs of its nested jaxprs, bytes counted as the caller counts them.
+CostEstimate call_cost(const Eqn& e, bool count_bytes, const JaxprCost& jaxpr_cost);
+
 /// The registry: the primitive of that name, created on first use (rules may register in any
 /// order across translation units).
 Primitive& get_or_create_primitive(const std::string& name);
 /// Lookup; throws ValueError for unknown names.
 const Primitive& primitive(const std::string& name);
+/// Lookup; nullptr for unknown names.
+const Primitive* find_primitive(const std::string& name);
 /// Names of all registered primitives, sorted.
 std::vector<std::string> primitive_names();
 

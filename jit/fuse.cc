@@ -30,21 +30,6 @@
 namespace minijax {
 namespace {
 
-/// Producers duplicated into every consumer group (besides elementwise ops on rank 0).
-const std::set<std::string>& cheap_primitives() {
-  static const std::set<std::string> s = {"broadcast_in_dim", "iota", "iota_2x32_shape",
-                                          "convert_element_type"};
-  return s;
-}
-
-/// Producers never fused into a group that reads their elements more than once.
-const std::set<std::string>& expensive_primitives() {
-  static const std::set<std::string> s = {"exp",  "log",   "log1p", "expm1", "tanh",  "logistic",
-                                          "sin",  "cos",   "tan",   "erf",   "erf_inv", "pow",
-                                          "atan2", "rsqrt", "sqrt", "div",   "rem",   "threefry2x32"};
-  return s;
-}
-
 /// Index maps that may read one operand element for several output elements, by primitive.
 const std::map<std::string, std::function<bool(const ShapedArray& in, const ShapedArray& out)>>&
 reusing_index_maps() {
@@ -119,13 +104,15 @@ bool all_rank0(const Eqn& e) {
   return true;
 }
 
+/// Producers duplicated into every consumer group: FusionClass::cheap, and elementwise ops on rank 0.
 bool is_cheap(const Eqn& e) {
-  return cheap_primitives().count(e.primitive->name) ||
+  return e.primitive->fusion_class == FusionClass::cheap ||
          (op_class(e) == OpClass::elementwise && all_rank0(e));
 }
 
+/// Producers never fused into a group that reads their elements more than once.
 bool is_expensive(const Eqn& e) {
-  return expensive_primitives().count(e.primitive->name) && !all_rank0(e);
+  return e.primitive->fusion_class == FusionClass::expensive && !all_rank0(e);
 }
 
 /// Whether e reads operand `pos` at more than one of its output elements.

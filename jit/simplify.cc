@@ -27,13 +27,6 @@ Atom subst(const Env& env, const Atom& a) {
   return a;
 }
 
-/// Primitives CSE never merges (besides equations with effects): the barrier is what keeps a
-/// rematerialized computation apart from the forward pass.
-const std::set<std::string>& never_merged() {
-  static const std::set<std::string> s = {"optimization_barrier"};
-  return s;
-}
-
 /// The exact identity of a literal: aval (weak type and memory kind included) and its bytes.
 std::string literal_key(const Literal& l) {
   const ShapedArray& a = l.aval();
@@ -272,7 +265,7 @@ class Simplifier {
 
   // Merges e into an equal earlier equation; true if merged.
   bool merge_common(const Eqn& e) {
-    if (e.outputs.empty() || eqn_has_effects(e) || never_merged().count(e.primitive->name)) return false;
+    if (e.outputs.empty() || eqn_has_effects(e) || e.primitive->never_merged) return false;
     std::string key = e.primitive->name + "[";
     for (auto& [k, v] : e.params.items()) key += k + "=" + param_to_string(v) + " ";
     key += "]";

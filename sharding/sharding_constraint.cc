@@ -76,6 +76,7 @@ BOuts batch(const std::vector<Array>& args, const std::vector<int64_t>& dims, co
 
 Registrar reg([] {
   auto& p = get_or_create_primitive("sharding_constraint");
+  set_classes(p, OpClass::other, CostClass::data_movement, FusionClass::normal);
   p.shape_rule = shape_rule;
   p.impl = impl;
   p.jvp = jvp;

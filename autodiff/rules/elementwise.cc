@@ -266,10 +266,8 @@ Registrar reg_unary_rules([] {
   }
 });
 
-Registrar reg_binary_rules([] {
-  auto ident = [](const Array& t, const Array&, const Array&, const Array&) { return t; };
-
-  // add / add_any / sub: linear in both operands.
+// add / add_any / sub: linear in both operands.
+void register_add_sub_rules() {
   for (const char* n : {"add", "add_any", "sub"}) {
     auto& p = get_or_create_primitive(n);
     const bool is_sub = std::string(n) == "sub", is_any = std::string(n) == "add_any";
@@ -304,7 +302,9 @@ Registrar reg_binary_rules([] {
     };
     p.batch = broadcast_batcher(n, {!is_any});
   }
+}
 
+void register_mul_div_rules() {
   // mul: bilinear; transposable in the one linear operand.
   {
     auto& p = get_or_create_primitive("mul");
@@ -342,6 +342,10 @@ Registrar reg_binary_rules([] {
     };
     p.batch = broadcast_batcher("div", {true});
   }
+}
+
+void register_nonlinear_binary_rules() {
+  auto ident = [](const Array& t, const Array&, const Array&, const Array&) { return t; };
 
   // rem(x, y) = x - y trunc(x/y): d/dx = 1, d/dy = -trunc(x/y).
   {
@@ -392,6 +396,12 @@ Registrar reg_binary_rules([] {
     p.no_transpose_reason = "not linear";
     p.batch = broadcast_batcher("atan2", {true});
   }
+}
+
+Registrar reg_binary_rules([] {
+  register_add_sub_rules();
+  register_mul_div_rules();
+  register_nonlinear_binary_rules();
 });
 
 Registrar reg_select_clamp_broadcast_rules([] {

@@ -155,4 +155,20 @@ void set_prevent_cse(Params& out, const Params& in, const std::vector<bool>& per
   else if (in.has("prevent_cse")) out.set("prevent_cse", in.at("prevent_cse"));
 }
 
+namespace {
+
+// Classes: checkpoint is a call that costs its body; `name` is a tag that moves nothing. Both
+// are removed by inline_calls before lowering.
+Registrar reg_checkpoint_classes([] {
+  auto& p = get_or_create_primitive("checkpoint");
+  set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
+  p.cost = call_cost;
+  p.inlined = true;
+  auto& n = get_or_create_primitive("name");
+  set_classes(n, OpClass::other, CostClass::data_movement, FusionClass::normal);
+  n.inlined = true;
+});
+
+}  // namespace
+
 }  // namespace minijax

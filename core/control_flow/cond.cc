@@ -169,4 +169,22 @@ std::vector<Array> cond_flat(const Array& index, const std::vector<FlatFn>& bran
   return bind_cond(index, jaxprs, operands, loc);
 }
 
+namespace {
+
+// Classes: cost_analysis counts the branch of most flops and transcendentals.
+Registrar reg_cond_classes([] {
+  auto& p = get_or_create_primitive("cond");
+  set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
+  p.cost = [](const Eqn& e, bool, const JaxprCost& cost) {
+    CostEstimate c;
+    for (auto& br : e.params.get_jaxprs("branches")) {
+      CostEstimate b = cost(*br->jaxpr, true);
+      if (b.flops + b.transcendentals > c.flops + c.transcendentals) c = b;
+    }
+    return c;
+  };
+});
+
+}  // namespace
+
 }  // namespace minijax

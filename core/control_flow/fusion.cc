@@ -71,4 +71,20 @@ Registrar reg([] {
 
 const Primitive& fusion_p() { return primitive("fusion"); }
 
+namespace {
+
+// Classes: a fusion's inner values never reach memory, so its body counts without bytes and the
+// kernel's own operands and results are its bytes accessed.
+Registrar reg_fusion_classes([] {
+  auto& p = get_or_create_primitive("fusion");
+  set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
+  p.cost = [](const Eqn& e, bool count_bytes, const JaxprCost& cost) {
+    CostEstimate c = cost(*e.params.get_jaxpr("jaxpr")->jaxpr, false);
+    c.bytes = operand_and_result_bytes(e, count_bytes).bytes;
+    return c;
+  };
+});
+
+}  // namespace
+
 }  // namespace minijax

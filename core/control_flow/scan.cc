@@ -312,4 +312,17 @@ std::vector<Array> scan_flat(const FlatFn& body, const std::vector<Array>& init_
   return minijax::bind(primitive("scan"), operands, params, loc);
 }
 
+namespace {
+
+// Classes: cost_analysis counts the body, bytes included, once per iteration.
+Registrar reg_scan_classes([] {
+  auto& p = get_or_create_primitive("scan");
+  set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
+  p.cost = [](const Eqn& e, bool, const JaxprCost& cost) {
+    return cost(*e.params.get_jaxpr("jaxpr")->jaxpr, true) * double(e.params.get_int("length"));
+  };
+});
+
+}  // namespace
+
 }  // namespace minijax

@@ -181,4 +181,19 @@ std::vector<Array> while_flat(const FlatFn& cond_fn, const FlatFn& body_fn,
   return minijax::bind(primitive("while"), args, params, loc);
 }
 
+namespace {
+
+// Classes: cost_analysis counts the predicate and the body once each (the trip count is unknown).
+Registrar reg_while_classes([] {
+  auto& p = get_or_create_primitive("while");
+  set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
+  p.cost = [](const Eqn& e, bool, const JaxprCost& cost) {
+    CostEstimate c = cost(*e.params.get_jaxpr("cond_jaxpr")->jaxpr, true);
+    c += cost(*e.params.get_jaxpr("body_jaxpr")->jaxpr, true);
+    return c;
+  };
+});
+
+}  // namespace
+
 }  // namespace minijax

@@ -12,7 +12,8 @@ namespace {
 
 Registrar reg_broadcast([] {
   auto& p = get_or_create_primitive("broadcast_in_dim");
-  p.op_class = OpClass::index_map;
+  // Duplicated into every consumer group by fusion: re-reading the operand is cheaper than a store.
+  set_classes(p, OpClass::index_map, CostClass::data_movement, FusionClass::cheap);
   p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
     elementwise::check_arity(in, 1);
     const ShapedArray& x = in[0];

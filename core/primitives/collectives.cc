@@ -181,6 +181,7 @@ ImplRule refuse(const std::string& name) {
 Registrar reg([] {
   auto def = [](const std::string& name, ShapeRule rule) {
     auto& p = get_or_create_primitive(name);
+    set_classes(p, OpClass::other, CostClass::data_movement, FusionClass::normal);
     p.shape_rule = std::move(rule);
     p.impl = refuse(name);
   };

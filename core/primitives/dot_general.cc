@@ -408,6 +408,16 @@ Registrar reg([] {
   auto& p = get_or_create_primitive("dot_general");
   p.shape_rule = dot_shape_rule;
   p.impl = dot_impl;
+  set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
+  // 2 flops (a multiply and an add) per output element and contracted index.
+  p.cost = [](const Eqn& e, bool count_bytes, const JaxprCost&) {
+    CostEstimate c = operand_and_result_bytes(e, count_bytes);
+    const auto d = lax::dot_dimension_numbers(e.params);
+    double k = 1;
+    for (int64_t ax : d.lhs_contracting) k *= double(atom_aval(e.inputs[0]).shape[size_t(ax)]);
+    c.flops = 2 * double(e.outputs[0].aval().size()) * k;
+    return c;
+  };
   register_param_object_parser(parse_dot_dimension_numbers);
   register_param_object_parser(parse_precision);
 });

@@ -12,6 +12,8 @@ namespace minijax {
 
 using elementwise::Accept;
 using elementwise::def_binary;
+using elementwise::kExpensiveArithmetic;
+using elementwise::kTranscendental;
 
 namespace elementwise {
 
@@ -113,16 +115,136 @@ inline void copy_elem(char* out, const char* src, size_t isz, int64_t i, int64_t
   std::memcpy(out + size_t(i) * isz, src + size_t(j) * isz, isz);
 }
 
+// add_any: addition of tangents/cotangents. Operands of one aval (float0 allowed: the result is
+// a float0 array with no elements' bytes).
+void register_add_any() {
+  auto& p = get_or_create_primitive("add_any");
+  elementwise::set_elementwise(p);
+  p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
+    elementwise::check_arity(in, 2);
+    if (in[0].dtype == DType::float0 && in[1].dtype == DType::float0) {
+      if (in[0].shape != in[1].shape)
+        throw ShapeError("operand shapes must be equal, got " + shape_str(in[0].shape) + " and " +
+                         shape_str(in[1].shape));
+      elementwise::check_same_memory_kind(in);
+      return std::vector<ShapedArray>{in[0]};
+    }
+    ShapedArray out = elementwise::binary_out_aval(in, Accept::numeric);
+    if (in[0].shape != in[1].shape)
+      throw ShapeError("operand shapes must be equal, got " + shape_str(in[0].shape) + " and " +
+                       shape_str(in[1].shape));
+    return std::vector<ShapedArray>{out};
+  };
+  p.impl = [](const std::vector<Array>& args, const Params&,
+              const std::vector<ShapedArray>& out_avals) {
+    Array out = Array::empty(out_avals[0]);
+    if (out.dtype() != DType::float0)
+      elementwise::binary_loop<Accept::numeric, false>(
+          args[0], args[1], out, [](auto a, auto b) { return elementwise::wrap_add(a, b); });
+    return std::vector<Array>{out};
+  };
+}
+
+// select_n(which, *cases): cases[which] elementwise. which: bool (at most 2 cases) or i32;
+// rank 0 or the cases' shape. Out-of-range i32 indices are clamped (XLA leaves them undefined).
+void register_select_n() {
+  auto& p = get_or_create_primitive("select_n");
+  elementwise::set_elementwise(p);
+  p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
+    if (in.size() < 2) throw ValueError("select_n needs a predicate and at least one case");
+    const ShapedArray& w = in[0];
+    if (w.dtype != DType::bool_ && w.dtype != DType::i32)
+      throw TypeError(std::string("which must be bool or i32, got ") + dtype_name(w.dtype));
+    if (w.dtype == DType::bool_ && in.size() > 3)
+      throw TypeError("a bool which selects among at most 2 cases, got " +
+                      std::to_string(in.size() - 1));
+    ShapedArray out = in[1];
+    for (size_t i = 2; i < in.size(); ++i) {
+      if (in[i].shape != in[1].shape)
+        throw ShapeError("all cases must have the same shape, got " + shape_str(in[1].shape) +
+                         " and " + shape_str(in[i].shape));
+      if (in[i].dtype != in[1].dtype)
+        throw TypeError(std::string("all cases must have the same dtype, got ") +
+                        dtype_name(in[1].dtype) + " and " + dtype_name(in[i].dtype));
+      out.weak_type = out.weak_type && in[i].weak_type;
+    }
+    if (w.ndim() != 0 && w.shape != in[1].shape)
+      throw ShapeError("which must be rank 0 or of the cases' shape " + shape_str(in[1].shape) +
+                       ", got " + shape_str(w.shape));
+    elementwise::check_same_memory_kind(in);
+    return std::vector<ShapedArray>{out};
+  };
+  p.impl = [](const std::vector<Array>& args, const Params&,
+              const std::vector<ShapedArray>& out_avals) {
+    Array out = Array::empty(out_avals[0]);
+    const size_t isz = itemsize(out.dtype());
+    if (isz == 0) return std::vector<Array>{out};
+    const int64_t n = out.size(), ncases = int64_t(args.size()) - 1;
+    std::vector<const char*> src;
+    for (size_t i = 1; i < args.size(); ++i) src.push_back(static_cast<const char*>(args[i].raw_data()));
+    char* po = static_cast<char*>(const_cast<void*>(out.raw_data()));
+    const Array& w = args[0];
+    const int64_t sw = w.ndim() == 0 ? 0 : 1;
+    if (w.dtype() == DType::bool_) {
+      const bool* pw = w.data<bool>();
+      for (int64_t i = 0; i < n; ++i) copy_elem(po, src[pw[i * sw] && ncases > 1 ? 1 : 0], isz, i, i);
+    } else {
+      const int32_t* pw = w.data<int32_t>();
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t k = std::min<int64_t>(std::max<int64_t>(pw[i * sw], 0), ncases - 1);
+        copy_elem(po, src[size_t(k)], isz, i, i);
+      }
+    }
+    return std::vector<Array>{out};
+  };
+}
+
+// clamp(lo, x, hi) = min(max(x, lo), hi); lo and hi rank 0 or of x's shape.
+void register_clamp() {
+  auto& p = get_or_create_primitive("clamp");
+  elementwise::set_elementwise(p);
+  p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
+    elementwise::check_arity(in, 3);
+    const ShapedArray &lo = in[0], &x = in[1], &hi = in[2];
+    elementwise::check_dtype(x, Accept::any_value);
+    if (lo.dtype != x.dtype || hi.dtype != x.dtype)
+      throw TypeError(std::string("lo, x and hi must have equal dtypes, got ") + dtype_name(lo.dtype) +
+                      ", " + dtype_name(x.dtype) + " and " + dtype_name(hi.dtype));
+    for (const ShapedArray* b : {&lo, &hi})
+      if (b->ndim() != 0 && b->shape != x.shape)
+        throw ShapeError("clamp bounds must be rank 0 or of the operand's shape " +
+                         shape_str(x.shape) + ", got " + shape_str(b->shape));
+    elementwise::check_same_memory_kind(in);
+    return std::vector<ShapedArray>{x};
+  };
+  p.impl = [](const std::vector<Array>& args, const Params&,
+              const std::vector<ShapedArray>& out_avals) {
+    Array out = Array::empty(out_avals[0]);
+    const Array &lo = args[0], &x = args[1], &hi = args[2];
+    dispatch_dtype(x.dtype(), [&]<class T>() {
+      const T *pl = lo.data<T>(), *px = x.data<T>(), *ph = hi.data<T>();
+      T* po = out.mutable_data<T>();
+      const int64_t n = x.size();
+      const int64_t sl = lo.ndim() == 0 ? 0 : 1, sh = hi.ndim() == 0 ? 0 : 1;
+      for (int64_t i = 0; i < n; ++i)
+        po[i] = elementwise::store<T>(nan_min(nan_max(elementwise::load(px[i]),
+                                                      elementwise::load(pl[i * sl])),
+                                              elementwise::load(ph[i * sh])));
+    });
+    return std::vector<Array>{out};
+  };
+}
+
 Registrar reg_binary([] {
   def_binary<Accept::numeric>("add", [](auto a, auto b) { return elementwise::wrap_add(a, b); });
   def_binary<Accept::numeric>("sub", [](auto a, auto b) { return elementwise::wrap_sub(a, b); });
   def_binary<Accept::numeric>("mul", [](auto a, auto b) { return elementwise::wrap_mul(a, b); });
-  def_binary<Accept::numeric>("div", [](auto a, auto b) { return safe_div(a, b); });
-  def_binary<Accept::numeric>("rem", [](auto a, auto b) { return safe_rem(a, b); });
-  def_binary<Accept::numeric>("pow", [](auto a, auto b) { return int_pow(a, b); });
+  def_binary<Accept::numeric>("div", [](auto a, auto b) { return safe_div(a, b); }, kExpensiveArithmetic);
+  def_binary<Accept::numeric>("rem", [](auto a, auto b) { return safe_rem(a, b); }, kExpensiveArithmetic);
+  def_binary<Accept::numeric>("pow", [](auto a, auto b) { return int_pow(a, b); }, kTranscendental);
   def_binary<Accept::any_value>("max", [](auto a, auto b) { return nan_max(a, b); });
   def_binary<Accept::any_value>("min", [](auto a, auto b) { return nan_min(a, b); });
-  def_binary<Accept::floating>("atan2", [](auto a, auto b) { return std::atan2(a, b); });
+  def_binary<Accept::floating>("atan2", [](auto a, auto b) { return std::atan2(a, b); }, kTranscendental);
   def_binary<Accept::any_value, true>("eq", [](auto a, auto b) { return a == b; });
   def_binary<Accept::any_value, true>("ne", [](auto a, auto b) { return a != b; });
   def_binary<Accept::any_value, true>("lt", [](auto a, auto b) { return a < b; });
@@ -131,126 +253,9 @@ Registrar reg_binary([] {
   def_binary<Accept::any_value, true>("ge", [](auto a, auto b) { return a >= b; });
   def_binary<Accept::integral_or_bool>("and", [](auto a, auto b) { return decltype(a)(a & b); });
   def_binary<Accept::integral_or_bool>("or", [](auto a, auto b) { return decltype(a)(a | b); });
-
-  // add_any: addition of tangents/cotangents. Operands of one aval (float0 allowed: the result is
-  // a float0 array with no elements' bytes).
-  {
-    auto& p = get_or_create_primitive("add_any");
-    p.op_class = OpClass::elementwise;
-    p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
-      elementwise::check_arity(in, 2);
-      if (in[0].dtype == DType::float0 && in[1].dtype == DType::float0) {
-        if (in[0].shape != in[1].shape)
-          throw ShapeError("operand shapes must be equal, got " + shape_str(in[0].shape) + " and " +
-                           shape_str(in[1].shape));
-        elementwise::check_same_memory_kind(in);
-        return std::vector<ShapedArray>{in[0]};
-      }
-      ShapedArray out = elementwise::binary_out_aval(in, Accept::numeric);
-      if (in[0].shape != in[1].shape)
-        throw ShapeError("operand shapes must be equal, got " + shape_str(in[0].shape) + " and " +
-                         shape_str(in[1].shape));
-      return std::vector<ShapedArray>{out};
-    };
-    p.impl = [](const std::vector<Array>& args, const Params&,
-                const std::vector<ShapedArray>& out_avals) {
-      Array out = Array::empty(out_avals[0]);
-      if (out.dtype() != DType::float0)
-        elementwise::binary_loop<Accept::numeric, false>(
-            args[0], args[1], out, [](auto a, auto b) { return elementwise::wrap_add(a, b); });
-      return std::vector<Array>{out};
-    };
-  }
-
-  // select_n(which, *cases): cases[which] elementwise. which: bool (at most 2 cases) or i32;
-  // rank 0 or the cases' shape. Out-of-range i32 indices are clamped (XLA leaves them undefined).
-  {
-    auto& p = get_or_create_primitive("select_n");
-    p.op_class = OpClass::elementwise;
-    p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
-      if (in.size() < 2) throw ValueError("select_n needs a predicate and at least one case");
-      const ShapedArray& w = in[0];
-      if (w.dtype != DType::bool_ && w.dtype != DType::i32)
-        throw TypeError(std::string("which must be bool or i32, got ") + dtype_name(w.dtype));
-      if (w.dtype == DType::bool_ && in.size() > 3)
-        throw TypeError("a bool which selects among at most 2 cases, got " +
-                        std::to_string(in.size() - 1));
-      ShapedArray out = in[1];
-      for (size_t i = 2; i < in.size(); ++i) {
-        if (in[i].shape != in[1].shape)
-          throw ShapeError("all cases must have the same shape, got " + shape_str(in[1].shape) +
-                           " and " + shape_str(in[i].shape));
-        if (in[i].dtype != in[1].dtype)
-          throw TypeError(std::string("all cases must have the same dtype, got ") +
-                          dtype_name(in[1].dtype) + " and " + dtype_name(in[i].dtype));
-        out.weak_type = out.weak_type && in[i].weak_type;
-      }
-      if (w.ndim() != 0 && w.shape != in[1].shape)
-        throw ShapeError("which must be rank 0 or of the cases' shape " + shape_str(in[1].shape) +
-                         ", got " + shape_str(w.shape));
-      elementwise::check_same_memory_kind(in);
-      return std::vector<ShapedArray>{out};
-    };
-    p.impl = [](const std::vector<Array>& args, const Params&,
-                const std::vector<ShapedArray>& out_avals) {
-      Array out = Array::empty(out_avals[0]);
-      const size_t isz = itemsize(out.dtype());
-      if (isz == 0) return std::vector<Array>{out};
-      const int64_t n = out.size(), ncases = int64_t(args.size()) - 1;
-      std::vector<const char*> src;
-      for (size_t i = 1; i < args.size(); ++i) src.push_back(static_cast<const char*>(args[i].raw_data()));
-      char* po = static_cast<char*>(const_cast<void*>(out.raw_data()));
-      const Array& w = args[0];
-      const int64_t sw = w.ndim() == 0 ? 0 : 1;
-      if (w.dtype() == DType::bool_) {
-        const bool* pw = w.data<bool>();
-        for (int64_t i = 0; i < n; ++i) copy_elem(po, src[pw[i * sw] && ncases > 1 ? 1 : 0], isz, i, i);
-      } else {
-        const int32_t* pw = w.data<int32_t>();
-        for (int64_t i = 0; i < n; ++i) {
-          int64_t k = std::min<int64_t>(std::max<int64_t>(pw[i * sw], 0), ncases - 1);
-          copy_elem(po, src[size_t(k)], isz, i, i);
-        }
-      }
-      return std::vector<Array>{out};
-    };
-  }
-
-  // clamp(lo, x, hi) = min(max(x, lo), hi); lo and hi rank 0 or of x's shape.
-  {
-    auto& p = get_or_create_primitive("clamp");
-    p.op_class = OpClass::elementwise;
-    p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
-      elementwise::check_arity(in, 3);
-      const ShapedArray &lo = in[0], &x = in[1], &hi = in[2];
-      elementwise::check_dtype(x, Accept::any_value);
-      if (lo.dtype != x.dtype || hi.dtype != x.dtype)
-        throw TypeError(std::string("lo, x and hi must have equal dtypes, got ") + dtype_name(lo.dtype) +
-                        ", " + dtype_name(x.dtype) + " and " + dtype_name(hi.dtype));
-      for (const ShapedArray* b : {&lo, &hi})
-        if (b->ndim() != 0 && b->shape != x.shape)
-          throw ShapeError("clamp bounds must be rank 0 or of the operand's shape " +
-                           shape_str(x.shape) + ", got " + shape_str(b->shape));
-      elementwise::check_same_memory_kind(in);
-      return std::vector<ShapedArray>{x};
-    };
-    p.impl = [](const std::vector<Array>& args, const Params&,
-                const std::vector<ShapedArray>& out_avals) {
-      Array out = Array::empty(out_avals[0]);
-      const Array &lo = args[0], &x = args[1], &hi = args[2];
-      dispatch_dtype(x.dtype(), [&]<class T>() {
-        const T *pl = lo.data<T>(), *px = x.data<T>(), *ph = hi.data<T>();
-        T* po = out.mutable_data<T>();
-        const int64_t n = x.size();
-        const int64_t sl = lo.ndim() == 0 ? 0 : 1, sh = hi.ndim() == 0 ? 0 : 1;
-        for (int64_t i = 0; i < n; ++i)
-          po[i] = elementwise::store<T>(nan_min(nan_max(elementwise::load(px[i]),
-                                                        elementwise::load(pl[i * sl])),
-                                                elementwise::load(ph[i * sh])));
-      });
-      return std::vector<Array>{out};
-    };
-  }
+  register_add_any();
+  register_select_n();
+  register_clamp();
 });
 
 }  // namespace

@@ -16,6 +16,25 @@
 
 namespace minijax::elementwise {
 
+/// The cost and fusion classes of an elementwise primitive (core/primitive.h).
+struct Classes {
+  CostClass cost = CostClass::arithmetic;
+  FusionClass fusion = FusionClass::normal;
+};
+/// One flop per element, fused anywhere (add, mul, compare, select, ...).
+inline constexpr Classes kArithmetic{};
+/// One flop per element, but never fused into a group that reads it more than once (div, rem).
+inline constexpr Classes kExpensiveArithmetic{CostClass::arithmetic, FusionClass::expensive};
+/// One transcendental per element, never fused into a group that reads it more than once.
+inline constexpr Classes kTranscendental{CostClass::transcendental, FusionClass::expensive};
+
+/// Sets p's op class to elementwise and its cost and fusion classes to c.
+inline void set_elementwise(Primitive& p, Classes c = kArithmetic) {
+  p.op_class = OpClass::elementwise;
+  p.cost_class = c.cost;
+  p.fusion_class = c.fusion;
+}
+
 /// Which dtypes an elementwise primitive accepts.
 enum class Accept {
   floating,          ///< bf16, f32, f64
@@ -189,9 +208,9 @@ void binary_loop(const Array& x, const Array& y, Array& out, F f) {
 /// Defines a unary elementwise primitive (shape and dtype preserved, weak type kept) from a lambda
 /// over Compute<T> values.
 template <Accept A, class F>
-void def_unary(const char* name, F f) {
+void def_unary(const char* name, F f, Classes c = kArithmetic) {
   auto& p = get_or_create_primitive(name);
-  p.op_class = OpClass::elementwise;
+  set_elementwise(p, c);
   p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
     check_arity(in, 1);
     check_dtype(in[0], A);
@@ -207,9 +226,9 @@ void def_unary(const char* name, F f) {
 
 /// Defines a binary elementwise primitive from a lambda over Compute<T> values.
 template <Accept A, bool BoolOut = false, class F>
-void def_binary(const char* name, F f) {
+void def_binary(const char* name, F f, Classes c = kArithmetic) {
   auto& p = get_or_create_primitive(name);
-  p.op_class = OpClass::elementwise;
+  set_elementwise(p, c);
   p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
     return std::vector<ShapedArray>{binary_out_aval(in, A, BoolOut)};
   };

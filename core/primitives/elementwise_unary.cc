@@ -40,18 +40,18 @@ C integer_power(C v, int64_t y) {
 
 Registrar reg_unary([] {
   def_unary<Accept::numeric>("neg", [](auto v) { return elementwise::wrap_neg(v); });
-  def_unary<Accept::floating>("sin", [](auto v) { return std::sin(v); });
-  def_unary<Accept::floating>("cos", [](auto v) { return std::cos(v); });
-  def_unary<Accept::floating>("tan", [](auto v) { return std::tan(v); });
-  def_unary<Accept::floating>("exp", [](auto v) { return std::exp(v); });
-  def_unary<Accept::floating>("log", [](auto v) { return std::log(v); });
-  def_unary<Accept::floating>("log1p", [](auto v) { return std::log1p(v); });
-  def_unary<Accept::floating>("expm1", [](auto v) { return std::expm1(v); });
-  def_unary<Accept::floating>("tanh", [](auto v) { return std::tanh(v); });
-  def_unary<Accept::floating>("logistic", [](auto v) { return stable_logistic(v); });
-  def_unary<Accept::floating>("sqrt", [](auto v) { return std::sqrt(v); });
-  def_unary<Accept::floating>("rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); });
-  def_unary<Accept::floating>("erf", [](auto v) { return std::erf(v); });
+  def_unary<Accept::floating>("sin", [](auto v) { return std::sin(v); }, elementwise::kTranscendental);
+  def_unary<Accept::floating>("cos", [](auto v) { return std::cos(v); }, elementwise::kTranscendental);
+  def_unary<Accept::floating>("tan", [](auto v) { return std::tan(v); }, elementwise::kTranscendental);
+  def_unary<Accept::floating>("exp", [](auto v) { return std::exp(v); }, elementwise::kTranscendental);
+  def_unary<Accept::floating>("log", [](auto v) { return std::log(v); }, elementwise::kTranscendental);
+  def_unary<Accept::floating>("log1p", [](auto v) { return std::log1p(v); }, elementwise::kTranscendental);
+  def_unary<Accept::floating>("expm1", [](auto v) { return std::expm1(v); }, elementwise::kTranscendental);
+  def_unary<Accept::floating>("tanh", [](auto v) { return std::tanh(v); }, elementwise::kTranscendental);
+  def_unary<Accept::floating>("logistic", [](auto v) { return stable_logistic(v); }, elementwise::kTranscendental);
+  def_unary<Accept::floating>("sqrt", [](auto v) { return std::sqrt(v); }, elementwise::kTranscendental);
+  def_unary<Accept::floating>("rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); }, elementwise::kTranscendental);
+  def_unary<Accept::floating>("erf", [](auto v) { return std::erf(v); }, elementwise::kTranscendental);
   def_unary<Accept::floating>("floor", [](auto v) { return std::floor(v); });
   def_unary<Accept::floating>("ceil", [](auto v) { return std::ceil(v); });
   def_unary<Accept::numeric>("abs", [](auto v) {
@@ -71,13 +71,15 @@ Registrar reg_unary([] {
     if constexpr (std::is_same_v<C, bool>) return !v;
     else return C(~v);
   });
-  def_unary<Accept::any_value>("stop_gradient", [](auto v) { return v; });
+  // No flops: the value passes through (its bytes are still accessed).
+  def_unary<Accept::any_value>("stop_gradient", [](auto v) { return v; },
+                               {CostClass::data_movement, FusionClass::normal});
 
   // round[rounding_method]: 0 = half away from zero (std::round), 1 = half to even (std::rint in
   // the default rounding mode).
   {
     auto& p = get_or_create_primitive("round");
-    p.op_class = OpClass::elementwise;
+    elementwise::set_elementwise(p);
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
       elementwise::check_arity(in, 1);
       elementwise::check_dtype(in[0], Accept::floating);
@@ -101,7 +103,7 @@ Registrar reg_unary([] {
   // integer_pow[y]: static integer exponent; negative exponents only for floats (as JAX).
   {
     auto& p = get_or_create_primitive("integer_pow");
-    p.op_class = OpClass::elementwise;
+    elementwise::set_elementwise(p);
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
       elementwise::check_arity(in, 1);
       elementwise::check_dtype(in[0], Accept::numeric);
@@ -123,7 +125,8 @@ Registrar reg_unary([] {
   // convert_element_type[new_dtype, weak_type].
   {
     auto& p = get_or_create_primitive("convert_element_type");
-    p.op_class = OpClass::elementwise;
+    // Duplicated into every consumer group by fusion: recomputing a convert is cheaper than a store.
+    elementwise::set_elementwise(p, {CostClass::arithmetic, FusionClass::cheap});
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
       elementwise::check_arity(in, 1);
       elementwise::check_dtype(in[0], Accept::any_value);

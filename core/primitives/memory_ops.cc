@@ -165,6 +165,7 @@ std::vector<Array> barrier_impl(const std::vector<Array>& a, const Params&,
 Registrar reg([] {
   {
     auto& p = get_or_create_primitive("device_put");
+    set_classes(p, OpClass::other, CostClass::data_movement, FusionClass::normal);
     p.shape_rule = device_put_shape;
     p.impl = device_put_impl;
   }
@@ -173,6 +174,7 @@ Registrar reg([] {
   const char* internal = "compiler-internal: made by memory/schedule_offloads after autodiff, batching and fusion";
   auto internal_copy = [internal](const char* name, auto shape, auto impl) {
     auto& p = get_or_create_primitive(name);
+    set_classes(p, OpClass::other, CostClass::data_movement, FusionClass::normal);
     p.shape_rule = shape;
     p.impl = impl;
     p.no_jvp_reason = internal;
@@ -186,6 +188,9 @@ Registrar reg([] {
   internal_copy("allocate_buffer", allocate_buffer_shape, allocate_buffer_impl);
   {
     auto& p = get_or_create_primitive("optimization_barrier");
+    set_classes(p, OpClass::other, CostClass::view, FusionClass::normal);
+    // What keeps a rematerialized computation apart from the forward pass: CSE never merges it.
+    p.never_merged = true;
     p.multiple_results = true;
     p.shape_rule = barrier_shape;
     p.impl = barrier_impl;

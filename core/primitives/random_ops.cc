@@ -169,7 +169,7 @@ double erf_inv_f64(double x) {
 
 Registrar reg_threefry([] {
   auto& p = get_or_create_primitive("threefry2x32");
-  p.op_class = OpClass::elementwise;
+  elementwise::set_elementwise(p, elementwise::kExpensiveArithmetic);
   p.multiple_results = true;
   p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
     if (in.size() != 4) throw TypeError("expected 4 operands (k1, k2, x1, x2), got " +
@@ -216,6 +216,8 @@ Registrar reg_threefry([] {
 Registrar reg_iota_2x32([] {
   auto& p = get_or_create_primitive("iota_2x32_shape");
   p.op_class = OpClass::index_map;
+  p.cost_class = CostClass::data_movement;
+  p.fusion_class = FusionClass::cheap;
   p.multiple_results = true;
   p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
     if (!in.empty()) throw TypeError("iota_2x32_shape takes no operands");
@@ -242,7 +244,7 @@ Registrar reg_iota_2x32([] {
 Registrar reg_shifts([] {
   {
     auto& p = get_or_create_primitive("shift_right_logical");
-    p.op_class = OpClass::elementwise;
+    elementwise::set_elementwise(p);
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
       return std::vector<ShapedArray>{binary_rule(in, is_int, "integers (i32/u32)")};
     };
@@ -255,7 +257,7 @@ Registrar reg_shifts([] {
   }
   {
     auto& p = get_or_create_primitive("shift_left");
-    p.op_class = OpClass::elementwise;
+    elementwise::set_elementwise(p);
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
       return std::vector<ShapedArray>{binary_rule(in, is_int, "integers (i32/u32)")};
     };
@@ -268,7 +270,7 @@ Registrar reg_shifts([] {
   }
   {
     auto& p = get_or_create_primitive("xor");
-    p.op_class = OpClass::elementwise;
+    elementwise::set_elementwise(p);
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
       return std::vector<ShapedArray>{binary_rule(in, is_int_or_bool, "integers or bools")};
     };
@@ -282,6 +284,8 @@ Registrar reg_shifts([] {
 Registrar reg_bitcast([] {
   auto& p = get_or_create_primitive("bitcast_convert_type");
   p.op_class = OpClass::other;  // 4 <-> 8-byte bitcasts change the shape: not elementwise
+  p.cost_class = CostClass::data_movement;
+  p.fusion_class = FusionClass::normal;
   p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
     if (in.size() != 1) throw TypeError("expected 1 operand");
     DType from = in[0].dtype, to = params.get_dtype("new_dtype");
@@ -312,7 +316,7 @@ Registrar reg_bitcast([] {
 
 Registrar reg_erf_inv([] {
   auto& p = get_or_create_primitive("erf_inv");
-  p.op_class = OpClass::elementwise;
+  elementwise::set_elementwise(p, elementwise::kTranscendental);
   p.shape_rule = [](const std::vector<ShapedArray>& in, const Params&) {
     if (in.size() != 1) throw TypeError("expected 1 operand");
     if (!is_floating(in[0].dtype))

@@ -360,7 +360,7 @@ Registrar reg([] {
                                                   {"reduce_prod", RedKind::prod}};
   for (auto [name, kind] : reds) {
     auto& p = get_or_create_primitive(name);
-    p.op_class = OpClass::reduction;
+    set_classes(p, OpClass::reduction, CostClass::reduction, FusionClass::normal);
     p.shape_rule = [kind](const std::vector<ShapedArray>& in, const Params& ps) {
       return reduce_shape_rule(in, ps, kind);
     };
@@ -371,7 +371,7 @@ Registrar reg([] {
   for (bool is_max : {true, false}) {
     const char* name = is_max ? "argmax" : "argmin";
     auto& p = get_or_create_primitive(name);
-    p.op_class = OpClass::reduction;
+    set_classes(p, OpClass::reduction, CostClass::reduction, FusionClass::normal);
     p.shape_rule = [name](const std::vector<ShapedArray>& in, const Params& ps) {
       return arg_shape_rule(in, ps, name);
     };
@@ -382,6 +382,13 @@ Registrar reg([] {
   auto& c = get_or_create_primitive("cumsum");
   c.shape_rule = cumsum_shape_rule;
   c.impl = cumsum_impl;
+  set_classes(c, OpClass::other, CostClass::custom, FusionClass::normal);
+  // One add per operand element.
+  c.cost = [](const Eqn& e, bool count_bytes, const JaxprCost&) {
+    CostEstimate k = operand_and_result_bytes(e, count_bytes);
+    k.flops = double(atom_aval(e.inputs[0]).size());
+    return k;
+  };
 });
 
 }  // namespace

@@ -169,28 +169,31 @@ std::vector<Array> rev_impl(const std::vector<Array>& a, const Params& p,
 Registrar reg([] {
   {
     auto& p = get_or_create_primitive("reshape");
+    set_classes(p, OpClass::other, CostClass::view, FusionClass::normal);
     p.shape_rule = reshape_shape;
     p.impl = reshape_impl;
   }
   {
     auto& p = get_or_create_primitive("squeeze");
+    set_classes(p, OpClass::other, CostClass::view, FusionClass::normal);
     p.shape_rule = squeeze_shape;
     p.impl = reshape_impl;  // same row-major elements
   }
   {
     auto& p = get_or_create_primitive("expand_dims");
+    set_classes(p, OpClass::other, CostClass::view, FusionClass::normal);
     p.shape_rule = expand_dims_shape;
     p.impl = reshape_impl;
   }
   {
     auto& p = get_or_create_primitive("transpose");
-    p.op_class = OpClass::index_map;
+    set_classes(p, OpClass::index_map, CostClass::data_movement, FusionClass::normal);
     p.shape_rule = transpose_shape;
     p.impl = transpose_impl;
   }
   {
     auto& p = get_or_create_primitive("rev");
-    p.op_class = OpClass::index_map;
+    set_classes(p, OpClass::index_map, CostClass::data_movement, FusionClass::normal);
     p.shape_rule = rev_shape;
     p.impl = rev_impl;
   }

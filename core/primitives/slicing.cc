@@ -518,21 +518,30 @@ std::vector<Array> iota_impl(const std::vector<Array>&, const Params& p,
 }
 
 Registrar reg([] {
-  auto set = [](const char* name, ShapeRule s, ImplRule i) {
+  auto set = [](const char* name, ShapeRule s, ImplRule i, OpClass op, CostClass cost) {
     auto& p = get_or_create_primitive(name);
     p.shape_rule = std::move(s);
     p.impl = std::move(i);
+    set_classes(p, op, cost, FusionClass::normal);
   };
-  set("slice", slice_shape, slice_impl);
-  set("dynamic_slice", dynamic_slice_shape, dynamic_slice_impl);
-  set("dynamic_update_slice", dus_shape, dus_impl);
-  set("concatenate", concatenate_shape, concatenate_impl);
-  set("pad", pad_shape, pad_impl);
-  set("gather", gather_shape, gather_impl);
-  set("scatter_add", scatter_add_shape, scatter_add_impl);
-  set("iota", iota_shape, iota_impl);
-  for (const char* n : {"slice", "dynamic_slice", "concatenate", "pad", "gather", "iota"})
-    get_or_create_primitive(n).op_class = OpClass::index_map;
+  constexpr OpClass kIndexMap = OpClass::index_map, kOther = OpClass::other;
+  constexpr CostClass kMove = CostClass::data_movement;
+  set("slice", slice_shape, slice_impl, kIndexMap, kMove);
+  set("dynamic_slice", dynamic_slice_shape, dynamic_slice_impl, kIndexMap, kMove);
+  set("dynamic_update_slice", dus_shape, dus_impl, kOther, kMove);
+  set("concatenate", concatenate_shape, concatenate_impl, kIndexMap, kMove);
+  set("pad", pad_shape, pad_impl, kIndexMap, kMove);
+  set("gather", gather_shape, gather_impl, kIndexMap, kMove);
+  set("scatter_add", scatter_add_shape, scatter_add_impl, kOther, CostClass::custom);
+  // One add per scattered element.
+  get_or_create_primitive("scatter_add").cost = [](const Eqn& e, bool count_bytes, const JaxprCost&) {
+    CostEstimate c = operand_and_result_bytes(e, count_bytes);
+    c.flops = double(atom_aval(e.inputs.back()).size());
+    return c;
+  };
+  set("iota", iota_shape, iota_impl, kIndexMap, kMove);
+  // Duplicated into every consumer group by fusion: computing an index is cheaper than a store.
+  get_or_create_primitive("iota").fusion_class = FusionClass::cheap;
   register_param_object_parser(parse_padding_config);
 });
 

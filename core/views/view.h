@@ -21,7 +21,7 @@ auto read_view(const char* primitive_name, F&& read) {
   try {
     return std::forward<F>(read)();
   } catch (const ValueError& e) {
-    throw ValueError(std::string(primitive_name) + ": " + e.what());
+    throw ValueError(std::string(primitive_name) + ": " + e.message());
   }
 }
 

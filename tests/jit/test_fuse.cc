@@ -70,6 +70,78 @@ TEST(OpClass, EveryPrimitiveHasItsClass) {
   }
 }
 
+const char* cost_name(mj::CostClass c) {
+  switch (c) {
+    case mj::CostClass::unset: return "unset";
+    case mj::CostClass::arithmetic: return "arithmetic";
+    case mj::CostClass::transcendental: return "transcendental";
+    case mj::CostClass::reduction: return "reduction";
+    case mj::CostClass::data_movement: return "data_movement";
+    case mj::CostClass::view: return "view";
+    case mj::CostClass::custom: return "custom";
+  }
+  return "?";
+}
+
+const char* fusion_name(mj::FusionClass c) {
+  switch (c) {
+    case mj::FusionClass::unset: return "unset";
+    case mj::FusionClass::normal: return "normal";
+    case mj::FusionClass::cheap: return "cheap";
+    case mj::FusionClass::expensive: return "expensive";
+  }
+  return "?";
+}
+
+TEST(PrimitiveClasses, EveryPrimitiveDeclaresItsCostAndFusionClass) {
+  // A primitive registered without a class fails here, naming the primitive and the field.
+  for (auto& n : mj::primitive_names()) {
+    const mj::Primitive& p = mj::primitive(n);
+    EXPECT_NE(p.cost_class, mj::CostClass::unset) << n << ": cost_class is not set";
+    EXPECT_NE(p.fusion_class, mj::FusionClass::unset) << n << ": fusion_class is not set";
+    if (p.cost_class == mj::CostClass::custom) EXPECT_TRUE(bool(p.cost)) << n << ": cost_class custom without cost";
+  }
+}
+
+TEST(PrimitiveClasses, EveryPrimitiveHasTheClassesOfItsDefinition) {
+  // By hand from each primitive's definition (the compiler's former name lists): fusion
+  // duplicates cheap producers and never re-reads expensive ones; cost_analysis counts one
+  // transcendental per element of the transcendental functions (XLA's HloCostAnalysis), and
+  // nothing for the views.
+  std::map<std::string, mj::FusionClass> fusion;
+  for (const char* n : {"broadcast_in_dim", "iota", "iota_2x32_shape", "convert_element_type"})
+    fusion[n] = mj::FusionClass::cheap;
+  for (const char* n : {"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
+                        "erf_inv", "pow", "atan2", "rsqrt", "sqrt", "div", "rem", "threefry2x32"})
+    fusion[n] = mj::FusionClass::expensive;
+  std::map<std::string, mj::CostClass> cost;
+  for (const char* n : {"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
+                        "erf_inv", "pow", "atan2", "sqrt", "rsqrt"})
+    cost[n] = mj::CostClass::transcendental;
+  for (const char* n : {"reshape", "squeeze", "expand_dims", "optimization_barrier"}) cost[n] = mj::CostClass::view;
+  for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin"})
+    cost[n] = mj::CostClass::reduction;
+  for (const char* n : {"dot_general", "cumsum", "scatter_add", "scan", "while", "cond", "fusion", "pjit",
+                        "closed_call", "checkpoint", "custom_jvp_call", "custom_vjp_call"})
+    cost[n] = mj::CostClass::custom;
+  const std::set<std::string> inlined = {"pjit", "closed_call", "checkpoint", "custom_jvp_call",
+                                         "custom_vjp_call", "name"};
+  const std::set<std::string> never_merged = {"optimization_barrier"};
+  for (auto& n : mj::primitive_names()) {
+    const mj::Primitive& p = mj::primitive(n);
+    auto f = fusion.find(n);
+    EXPECT_STREQ(fusion_name(p.fusion_class), fusion_name(f == fusion.end() ? mj::FusionClass::normal : f->second))
+        << n;
+    // The rest: elementwise arithmetic (1 flop per element) or data movement (bytes only).
+    mj::CostClass want = p.op_class == OpClass::elementwise && n != "stop_gradient" ? mj::CostClass::arithmetic
+                                                                                     : mj::CostClass::data_movement;
+    if (auto c = cost.find(n); c != cost.end()) want = c->second;
+    EXPECT_STREQ(cost_name(p.cost_class), cost_name(want)) << n;
+    EXPECT_EQ(p.inlined, inlined.count(n) == 1) << n;
+    EXPECT_EQ(p.never_merged, never_merged.count(n) == 1) << n;
+  }
+}
+
 // ---- the fusion primitive -----------------------------------------------------------------------
 
 mj::ClosedJaxprPtr closed(Jaxpr j) {

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# minijax lint: every string literal equal to a registered primitive's name in the library outside
+# core/primitives/ (where primitives are defined), core/views/ (the typed views), and registrations.
+#
+# Usage: tools/primitive_name_literals.sh [--names FILE | --names-program PROGRAM] [--max N]
+#   --names FILE             the registered names, one per line
+#   --names-program PROGRAM  a program printing them (default: build/tools/minijax_primitive_names,
+#                            which the build makes from tools/primitive_names.cc)
+#   --max N                  the most literals allowed (default 10)
+# Prints `file:line: "name": text` for each literal found. Exit status 1 if there are more than N,
+# or if one of them has no comment on its line saying why it stays; 2 on a usage error.
+#
+# Not counted (each a place where the name is the primitive's identity, not a fact about it):
+# - registrations: the literal is an argument of get_or_create_primitive(...), primitive(...)
+#   (the registry lookup that binds it, as JAX's `lax.mul_p.bind`), find_primitive(...), a
+#   register*/def* call, a rule table's key (`rules["exp"] = ...` or an entry `{"exp", rule}`), or
+#   a `for (... : {"add", "sub"})` list whose loop body registers (get_or_create_primitive);
+# - comments and error messages (only a literal that is exactly a name counts).
+# A name written any other way (a comparison, `is(e, "scan")`, a set of names, a constant such as
+# `kScan = "scan"`) is counted.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+names="" program="$root/build/tools/minijax_primitive_names" max=10
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --names) names="$2"; shift ;;
+    --names-program) program="$2"; shift ;;
+    --max) max="$2"; shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "primitive_name_literals.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [[ -z "$names" ]]; then
+  [[ -x "$program" ]] || { echo "primitive_name_literals.sh: $program not found (build the target minijax_primitive_names)" >&2; exit 2; }
+  names="$(mktemp)"
+  trap 'rm -f "$names"' EXIT
+  "$program" >"$names"
+fi
+exec python3 - "$root" "$names" "$max" <<'PY'
+import os, re, sys
+root, names_file, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+names = {l.strip() for l in open(names_file) if l.strip()}
+if not names:
+    sys.exit("primitive_name_literals.sh: no primitive names read")
+lit = re.compile(r'"((?:[^"\\]|\\.)*)"')
+registering_call = re.compile(r'(get_or_create_primitive|find_primitive|(?<![\w.>])primitive|register\w*|def_\w+)\s*\(\s*$')
+found = []
+for top in ["core", "autodiff", "jit", "sharding", "memory", "io"]:
+    for d, _, files in os.walk(os.path.join(root, top)):
+        rel_d = os.path.relpath(d, root)
+        if rel_d.startswith(("core/primitives", "core/views")):
+            continue
+        for f in sorted(files):
+            if not f.endswith((".cc", ".h")):
+                continue
+            path = os.path.join(rel_d, f)
+            lines = open(os.path.join(root, path), encoding="utf-8", errors="replace").read().split("\n")
+            for i, line in enumerate(lines):
+                code = line
+                # Drop a trailing // comment (outside string literals).
+                comment = ""
+                in_str = False
+                for k, ch in enumerate(line):
+                    if ch == '"' and (k == 0 or line[k - 1] != "\\"):
+                        in_str = not in_str
+                    if not in_str and line.startswith("//", k):
+                        code, comment = line[:k], line[k:]
+                        break
+                if code.lstrip().startswith(("*", "///")):
+                    continue
+                for m in lit.finditer(code):
+                    if m.group(1) not in names:
+                        continue
+                    before, after = code[:m.start()], code[m.end():]
+                    if registering_call.search(before):
+                        continue
+                    if re.search(r'\[\s*$', before) and re.match(r'\s*\]\s*=', after):
+                        continue  # rules["exp"] = ...
+                    if re.search(r'\{\s*$', before) and re.match(r'\s*,\s*(\[|[\w:]+\s*\(|\w+\s*[,}]|&)', after):
+                        continue  # {"exp", rule} in a table of rules
+                    if re.search(r'for\s*\(.*:\s*\{', code):
+                        body = "\n".join(lines[i:i + 4])
+                        if "get_or_create_primitive" in body:
+                            continue  # for (n : {"add", "sub"}) { auto& p = get_or_create_primitive(n); ...
+                    found.append((path, i + 1, m.group(1), line.strip(), bool(comment.strip())))
+for path, n, name, text, _ in found:
+    print(f'{path}:{n}: "{name}": {text}')
+uncommented = [x for x in found if not x[4]]
+print(f"primitive_name_literals.sh: {len(found)} literal(s) naming a primitive "
+      f"({len(uncommented)} without a comment on the line); at most {limit}, each commented")
+sys.exit(1 if len(found) > limit or uncommented else 0)
+PY
