@@ -266,7 +266,7 @@ auto cond(detail::ArrayAt pred_at, TF true_f, FF false_f, const Ops&... operands
   std::vector<std::function<R(const std::decay_t<Ops>&...)>> fs{
       [false_f](const std::decay_t<Ops>&... a) mutable { return R(false_f(a...)); },
       [true_f](const std::decay_t<Ops>&... a) mutable { return R(true_f(a...)); }};
-  return detail::cond_impl<R, std::decay_t<Ops>...>(pred, fs, loc, "cond", operands...);
+  return detail::cond_impl<R, std::decay_t<Ops>...>(pred, fs, loc, __func__, operands...);
 }
 
 /// switch_(index, branches, operands...): branches[clamp(index, 0, n - 1)](operands...)

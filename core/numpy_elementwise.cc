@@ -119,7 +119,7 @@ Array zero_of(const Array& x) { return const_scalar(0.0, x.dtype(), false, x.mem
 // jax.numpy's _maybe_bool_binop (lax.add/mul reject bool).
 
 Array add(const Operand& a, const Operand& b) {
-  auto [x, y] = promote_broadcast("add", a, b);
+  auto [x, y] = promote_broadcast(__func__, a, b);
   if (x.dtype() == bool_) return lax::or_(x, y, a.loc);  // jnp: bool add is logical
   return lax::add(x, y, a.loc);
 }
@@ -258,47 +258,47 @@ Array negative(const Array& x, SL loc) {
   return lax::neg(x, loc);
 }
 Array exp(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "exp", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return lax::exp(inexact(x, loc), loc);
 }
 Array log(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "log", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return lax::log(inexact(x, loc), loc);
 }
 Array log1p(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "log1p", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return lax::log1p(inexact(x, loc), loc);
 }
 Array expm1(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "expm1", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return lax::expm1(inexact(x, loc), loc);
 }
 Array sin(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "sin", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return lax::sin(inexact(x, loc), loc);
 }
 Array cos(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "cos", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return lax::cos(inexact(x, loc), loc);
 }
 Array tan(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "tan", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return lax::tan(inexact(x, loc), loc);
 }
 Array tanh(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "tanh", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return lax::tanh(inexact(x, loc), loc);
 }
 Array sqrt(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "sqrt", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return lax::sqrt(inexact(x, loc), loc);
 }
 Array rsqrt(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "rsqrt", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return lax::rsqrt(inexact(x, loc), loc);
 }
 Array erf(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "erf", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return lax::erf(inexact(x, loc), loc);
 }
 Array sigmoid(const Array& x, SL loc) {
@@ -310,25 +310,25 @@ Array square(const Array& x, SL loc) {
   return lax::integer_pow(x, 2, loc);
 }
 Array abs(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "abs", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return lax::abs(x, loc);
 }
 Array sign(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "sign", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return lax::sign(x, loc);
 }
 // floor/ceil/round of integers and bools are the identity (jnp returns them unchanged).
 Array floor(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "floor", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return is_floating(x.dtype()) ? lax::floor(x, loc) : x;
 }
 Array ceil(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "ceil", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return is_floating(x.dtype()) ? lax::ceil(x, loc) : x;
 }
 // numpy rounds half to even.
 Array round(const Array& x, SL loc) {
-  detail::defined_or_throw(x, "round", loc);
+  detail::defined_or_throw(x, __func__, loc);
   return is_floating(x.dtype()) ? lax::round(x, 1, loc) : x;
 }
 

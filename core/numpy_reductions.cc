@@ -142,13 +142,13 @@ Array var(const Array& x, int64_t axis, bool keepdims, SL loc) {
   return var_impl(x, {canon_axis(x, axis, "var", loc)}, keepdims, loc);
 }
 
-Array max(const Array& x, SL loc) { return max_impl(x, all_axes(x), false, "max", true, loc); }
+Array max(const Array& x, SL loc) { return max_impl(x, all_axes(x), false, __func__, true, loc); }
 Array max(const Array& x, int64_t axis, bool keepdims, SL loc) {
-  return max_impl(x, {canon_axis(x, axis, "max", loc)}, keepdims, "max", true, loc);
+  return max_impl(x, {canon_axis(x, axis, __func__, loc)}, keepdims, __func__, true, loc);
 }
-Array min(const Array& x, SL loc) { return max_impl(x, all_axes(x), false, "min", false, loc); }
+Array min(const Array& x, SL loc) { return max_impl(x, all_axes(x), false, __func__, false, loc); }
 Array min(const Array& x, int64_t axis, bool keepdims, SL loc) {
-  return max_impl(x, {canon_axis(x, axis, "min", loc)}, keepdims, "min", false, loc);
+  return max_impl(x, {canon_axis(x, axis, __func__, loc)}, keepdims, __func__, false, loc);
 }
 
 Array prod(const Array& x, SL loc) { return lax::reduce_prod(sum_dtype(x, loc), all_axes(x), loc); }
@@ -158,13 +158,13 @@ Array prod(const Array& x, int64_t axis, bool keepdims, SL loc) {
 }
 
 Array argmax(const Array& x, int64_t axis, SL loc) {
-  return lax::argmax(x, canon_axis(x, axis, "argmax", loc), DType::i32, loc);
+  return lax::argmax(x, canon_axis(x, axis, __func__, loc), DType::i32, loc);
 }
 Array argmin(const Array& x, int64_t axis, SL loc) {
-  return lax::argmin(x, canon_axis(x, axis, "argmin", loc), DType::i32, loc);
+  return lax::argmin(x, canon_axis(x, axis, __func__, loc), DType::i32, loc);
 }
 Array cumsum(const Array& x, int64_t axis, SL loc) {
-  return lax::cumsum(sum_dtype(x, loc), canon_axis(x, axis, "cumsum", loc), false, loc);
+  return lax::cumsum(sum_dtype(x, loc), canon_axis(x, axis, __func__, loc), false, loc);
 }
 
 // jax.nn.logsumexp: max + log(sum(exp(x - max))) with the max held constant for autodiff

@@ -63,7 +63,7 @@ Array transpose(const Array& x, const std::vector<int64_t>& axes, SL loc) {
 }
 
 Array expand_dims(const Array& x, int64_t axis, SL loc) {
-  return lax::expand_dims(x, {canonical_axis(axis, x.ndim() + 1, "expand_dims", x.shape(), loc)}, loc);
+  return lax::expand_dims(x, {canonical_axis(axis, x.ndim() + 1, __func__, x.shape(), loc)}, loc);
 }
 
 Array squeeze(const Array& x, const std::vector<int64_t>& axes, SL loc) {
@@ -72,7 +72,7 @@ Array squeeze(const Array& x, const std::vector<int64_t>& axes, SL loc) {
     for (int64_t i = 0; i < x.ndim(); ++i)
       if (x.shape()[size_t(i)] == 1) dims.push_back(i);
   } else {
-    for (auto a : axes) dims.push_back(canonical_axis(a, x.ndim(), "squeeze", x.shape(), loc));
+    for (auto a : axes) dims.push_back(canonical_axis(a, x.ndim(), __func__, x.shape(), loc));
   }
   return lax::squeeze(x, dims, loc);
 }
@@ -81,7 +81,7 @@ Array concatenate(const std::vector<Array>& xs, int64_t axis, SL loc) {
   if (xs.empty()) throw ValueError("concatenate: need at least one array to concatenate", loc);
   if (xs[0].ndim() == 0)
     throw ValueError("concatenate: zero-dimensional arrays cannot be concatenated", loc);
-  return lax::concatenate(xs, canonical_axis(axis, xs[0].ndim(), "concatenate", xs[0].shape(), loc), loc);
+  return lax::concatenate(xs, canonical_axis(axis, xs[0].ndim(), __func__, xs[0].shape(), loc), loc);
 }
 
 Array stack(const std::vector<Array>& xs, int64_t axis, SL loc) {

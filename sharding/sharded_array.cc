@@ -259,11 +259,11 @@ Array constrain(const Array& x, const Sharding& s, const char* what, std::source
 }  // namespace
 
 Array device_put(const Array& x, const NamedSharding& s, std::source_location loc) {
-  return constrain(x, named_to_sharding(s, x, "device_put", loc), "device_put", loc);
+  return constrain(x, named_to_sharding(s, x, __func__, loc), __func__, loc);
 }
 
 Array device_put(const Array& x, const Sharding& s, std::source_location loc) {
-  return constrain(x, s, "device_put", loc);
+  return constrain(x, s, __func__, loc);
 }
 
 Array with_sharding_constraint(const Array& x, const NamedSharding& s, std::source_location loc) {

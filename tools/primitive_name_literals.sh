@@ -44,7 +44,21 @@ names = {l.strip() for l in open(names_file) if l.strip()}
 if not names:
     sys.exit("primitive_name_literals.sh: no primitive names read")
 lit = re.compile(r'"((?:[^"\\]|\\.)*)"')
-registering_call = re.compile(r'(get_or_create_primitive|find_primitive|(?<![\w.>])primitive|register\w*|def_\w+)\s*\(\s*$')
+# A call that registers (or looks up to bind) the primitive it names.
+REG = r'(get_or_create_primitive|find_primitive|(?<![\w.>])primitive|(?<![\w.>])set|[Rr]egister\w*|def_\w+)\s*\('
+registering_call = re.compile(REG + r'\s*$|[Rr]egister\w*\s+\w+\s*[({]\s*$')
+registration_statement = re.compile(r'^\s*(const\s+|static\s+)*(' + REG + r'|[Rr]egister\w*\s+\w+\s*[({]|\w+\s*\[\s*"|'
+                                    r'\w+(\.|->)(jvp|transpose|batch|dce|shape_rule|impl|cost)\s*=)')
+
+def split_comment(line):
+    in_str = False
+    for k, ch in enumerate(line):
+        if ch == '"' and (k == 0 or line[k - 1] != "\\"):
+            in_str = not in_str
+        if not in_str and line.startswith("//", k):
+            return line[:k], line[k:]
+    return line, ""
+
 found = []
 for top in ["core", "autodiff", "jit", "sharding", "memory", "io"]:
     for d, _, files in os.walk(os.path.join(root, top)):
@@ -56,34 +70,35 @@ for top in ["core", "autodiff", "jit", "sharding", "memory", "io"]:
                 continue
             path = os.path.join(rel_d, f)
             lines = open(os.path.join(root, path), encoding="utf-8", errors="replace").read().split("\n")
-            for i, line in enumerate(lines):
-                code = line
-                # Drop a trailing // comment (outside string literals).
-                comment = ""
-                in_str = False
-                for k, ch in enumerate(line):
-                    if ch == '"' and (k == 0 or line[k - 1] != "\\"):
-                        in_str = not in_str
-                    if not in_str and line.startswith("//", k):
-                        code, comment = line[:k], line[k:]
-                        break
-                if code.lstrip().startswith(("*", "///")):
+            code = [split_comment(l) for l in lines]
+            # The line each statement starts at (after a line ending in ; { or }).
+            start, cur = [], 0
+            for i, (c, _) in enumerate(code):
+                if cur == i and (not c.strip() or c.strip().startswith("#")):
+                    cur = i + 1  # blank, comment-only or preprocessor lines start no statement
+                start.append(min(cur, i))
+                if re.search(r'[;{}]\s*$', c):
+                    cur = i + 1
+            for i, (c, comment) in enumerate(code):
+                if c.lstrip().startswith(("*", "///")):
                     continue
-                for m in lit.finditer(code):
+                st = start[i]
+                head_line = code[st][0]
+                for m in lit.finditer(c):
                     if m.group(1) not in names:
                         continue
-                    before, after = code[:m.start()], code[m.end():]
-                    if registering_call.search(before):
+                    before, after = c[:m.start()], c[m.end():]
+                    if registering_call.search(before) or registration_statement.match(head_line):
                         continue
                     if re.search(r'\[\s*$', before) and re.match(r'\s*\]\s*=', after):
                         continue  # rules["exp"] = ...
-                    if re.search(r'\{\s*$', before) and re.match(r'\s*,\s*(\[|[\w:]+\s*\(|\w+\s*[,}]|&)', after):
+                    if re.search(r'\{\s*$', before) and re.match(r'\s*,\s*(?!")', after):
                         continue  # {"exp", rule} in a table of rules
-                    if re.search(r'for\s*\(.*:\s*\{', code):
-                        body = "\n".join(lines[i:i + 4])
-                        if "get_or_create_primitive" in body:
-                            continue  # for (n : {"add", "sub"}) { auto& p = get_or_create_primitive(n); ...
-                    found.append((path, i + 1, m.group(1), line.strip(), bool(comment.strip())))
+                    if re.match(r'\s*for\s*\(', head_line):
+                        body = "\n".join(x[0] for x in code[i:i + 8])
+                        if re.search(REG + r'|\w+\s*\[\s*\w+\s*\]\s*=', body):
+                            continue  # for (n : {"add", "sub"}) register(n) ...
+                    found.append((path, i + 1, m.group(1), lines[i].strip(), bool(comment.strip())))
 for path, n, name, text, _ in found:
     print(f'{path}:{n}: "{name}": {text}')
 uncommented = [x for x in found if not x[4]]
