@@ -6,6 +6,7 @@
 
 #include "core/lax.h"
 #include "core/primitive.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 
@@ -62,17 +63,19 @@ Cost eqn_flops(const Eqn& e) {
 Cost eqn_cost(const Eqn& e, bool count_bytes) {
   const std::string& n = e.primitive->name;
   Cost c;
-  if (n == "fusion") {
-    c = jaxpr_cost(*e.params.get_jaxpr("jaxpr")->jaxpr, false);
-  } else if (n == "scan") {
-    c = jaxpr_cost(*e.params.get_jaxpr("jaxpr")->jaxpr, true) * double(e.params.get_int("length"));
+  if (CallParams::is(e) && is_fusion(*e.primitive)) {
+    c = jaxpr_cost(*call_params(e).jaxpr->jaxpr, false);
+  } else if (ScanParams::is(e)) {
+    const ScanParams sp = scan_params(e);
+    c = jaxpr_cost(*sp.jaxpr->jaxpr, true) * double(sp.length);
     return c;
-  } else if (n == "while") {
-    c = jaxpr_cost(*e.params.get_jaxpr("cond_jaxpr")->jaxpr, true);
-    c += jaxpr_cost(*e.params.get_jaxpr("body_jaxpr")->jaxpr, true);
+  } else if (WhileParams::is(e)) {
+    const WhileParams wp = while_params(e);
+    c = jaxpr_cost(*wp.cond_jaxpr->jaxpr, true);
+    c += jaxpr_cost(*wp.body_jaxpr->jaxpr, true);
     return c;
-  } else if (n == "cond") {
-    for (auto& br : e.params.get_jaxprs("branches")) {
+  } else if (CondParams::is(e)) {
+    for (auto& br : cond_params(e).branches) {
       Cost b = jaxpr_cost(*br->jaxpr, true);
       if (b.flops + b.transcendentals > c.flops + c.transcendentals) c = b;
     }
