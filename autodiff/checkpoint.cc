@@ -8,13 +8,16 @@
 #include "core/prevent_cse.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 
 Array checkpoint_name(const Array& x, const std::string& name, std::source_location loc) {
   if (!x.defined())
     throw TypeError("checkpoint_name(x, '" + name + "'): x must be an array, got an empty Array", loc);
-  return minijax::bind1(primitive("name"), {x}, Params{{"name", name}}, loc);
+  CheckpointNameParams p;
+  p.name = name;
+  return minijax::bind1(CheckpointNameParams::primitive(), {x}, p.to_params(), loc);
 }
 
 namespace detail {
@@ -24,11 +27,12 @@ std::vector<Array> bind_checkpoint(const ClosedJaxprPtr& body, const std::vector
                                    const CheckpointOptions& opts, std::source_location loc) {
   std::vector<Array> operands = consts;
   operands.insert(operands.end(), args.begin(), args.end());
-  Params params;
-  params.set("jaxpr", ClosedJaxprPtr(body));
+  CallParams params;
+  params.body_key = checkpoint_primitive().body_params.at(0);
+  params.jaxpr = body;
   const PreventCse& pc = opts.prevent_cse;
   if (!pc.per_argument()) {
-    params.set("prevent_cse", pc.all());
+    params.prevent_cse = pc.all();
   } else {
     // JAX's checkpoint: False for each closed-over value, then each argument's flag broadcast to
     // its leaves (broadcast_prefix).
@@ -39,11 +43,11 @@ std::vector<Array> bind_checkpoint(const ClosedJaxprPtr& body, const std::vector
                        loc);
     std::vector<bool> per_operand(consts.size(), false);
     for (size_t i = 0; i < leaves_per_arg.size(); ++i) per_operand.insert(per_operand.end(), leaves_per_arg[i], pc.flags()[i]);
-    params.set("prevent_cse", prevent_cse_param(per_operand));
+    params.prevent_cse = prevent_cse_param(per_operand);
   }
-  params.set("differentiated", false);
-  params.set("policy", ParamObjectPtr(opts.policy));
-  return minijax::bind(primitive("checkpoint"), operands, params, loc);
+  params.differentiated = false;
+  params.policy = ParamObjectPtr(opts.policy);
+  return minijax::bind(checkpoint_primitive(), operands, params.to_params(), loc);
 }
 
 std::vector<bool> static_mask(const std::vector<int>& static_argnums, size_t nargs,

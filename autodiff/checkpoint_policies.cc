@@ -9,6 +9,7 @@
 #include "core/device.h"
 #include "core/lax.h"
 #include "core/primitive.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 
@@ -96,8 +97,7 @@ SaveablePolicy Policy::saveable_for(const Jaxpr& body) const {
   std::unordered_set<Var, VarHash> named_inputs;
   auto forced = std::make_shared<std::unordered_set<const Params*>>();
   for (auto& e : body.eqns)
-    if (e.primitive->name == "name" && e.params.has("name") &&
-        recompute_named_.count(e.params.get_string("name"))) {
+    if (CheckpointNameParams::is(e) && recompute_named_.count(checkpoint_name_params(e).name)) {
       forced->insert(&e.params);
       if (auto* v = std::get_if<Var>(&e.inputs[0])) named_inputs.insert(*v);
     }
@@ -129,8 +129,9 @@ MemoryKind MemoryKindArg::resolve(const char* fn) const {
 }
 
 PolicyPtr policy_from_params(const Params& params) {
-  if (!params.has("policy")) return checkpoint_policies::nothing_saveable();
-  auto p = std::dynamic_pointer_cast<const Policy>(params.get_object("policy"));
+  const CallParams c = checkpoint_params(params);
+  if (!c.policy) return checkpoint_policies::nothing_saveable();
+  auto p = std::dynamic_pointer_cast<const Policy>(c.policy);
   return p ? p : checkpoint_policies::nothing_saveable();
 }
 
@@ -158,8 +159,9 @@ std::vector<std::string> sorted_unique(std::vector<std::string> v) {
   return v;
 }
 
-std::string name_of(const Params& params) {
-  return params.has("name") ? params.get_string("name") : std::string();
+// The name a `name` (checkpoint_name) equation gives, or "" for any other primitive.
+std::string name_of(const Primitive& prim, const Params& params) {
+  return CheckpointNameParams::is(prim) ? CheckpointNameParams::from(params).name : std::string();
 }
 
 }  // namespace
@@ -219,7 +221,7 @@ PolicyPtr save_only_these_names(std::vector<std::string> names) {
   return std::make_shared<Policy>(
       "save_only_these_names(" + names_str(names) + ")",
       [set](const Primitive& prim, const std::vector<ShapedArray>&, const Params& params) {
-        return from_bool(prim.name == "name" && set.count(name_of(params)) > 0);
+        return from_bool(CheckpointNameParams::is(prim) && set.count(name_of(prim, params)) > 0);
       }, true, false);
 }
 
@@ -229,7 +231,7 @@ PolicyPtr save_any_names_but_these(std::vector<std::string> names) {
   return std::make_shared<Policy>(
       "save_any_names_but_these(" + names_str(names) + ")",
       [set](const Primitive& prim, const std::vector<ShapedArray>&, const Params& params) {
-        return from_bool(prim.name == "name" && set.count(name_of(params)) == 0);
+        return from_bool(CheckpointNameParams::is(prim) && set.count(name_of(prim, params)) == 0);
       }, true, false);
 }
 
@@ -239,7 +241,7 @@ PolicyPtr save_anything_except_these_names(std::vector<std::string> names) {
   return std::make_shared<Policy>(
       "save_anything_except_these_names(" + names_str(names) + ")",
       [set](const Primitive& prim, const std::vector<ShapedArray>&, const Params& params) {
-        if (prim.name == "name") return from_bool(set.count(name_of(params)) == 0);
+        if (CheckpointNameParams::is(prim)) return from_bool(set.count(name_of(prim, params)) == 0);
         return from_bool(true);
       }, true, false, set);
 }
@@ -267,8 +269,8 @@ PolicyPtr save_and_offload_only_these_names(std::vector<std::string> saved,
   return std::make_shared<Policy>(
       printed,
       [sv, of, s, d](const Primitive& prim, const std::vector<ShapedArray>&, const Params& params) -> PolicyDecision {
-        if (prim.name == "name") {
-          std::string n = name_of(params);
+        if (CheckpointNameParams::is(prim)) {
+          std::string n = name_of(prim, params);
           if (sv.count(n)) return Saveable{};
           if (of.count(n)) return Offloadable{s, d};
         }

@@ -6,6 +6,7 @@
 #include "autodiff/vmap.h"
 #include "core/lax.h"
 #include "core/primitive.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 namespace {
@@ -42,13 +43,17 @@ struct AvalsObject final : ParamObject {
 };
 
 template <class T>
-const T& object(const Params& ps, const std::string& key) {
-  const auto* o = dynamic_cast<const T*>(ps.get_object(key).get());
+const T& object(const ParamObjectPtr& obj, const std::string& key) {
+  const auto* o = dynamic_cast<const T*>(obj.get());
   if (!o) throw ValueError("parameter '" + key + "' does not hold the expected rule object");
   return *o;
 }
+template <class T>
+const T& object(const Params& ps, const std::string& key) {
+  return object<T>(ps.get_object(key), key);
+}
 
-int64_t num_consts(const Params& ps) { return ps.has("num_consts") ? ps.get_int("num_consts") : 0; }
+int64_t num_consts(const CallParams& c) { return c.num_consts.value_or(0); }
 
 std::vector<Array> slice_vec(const std::vector<Array>& v, size_t from, size_t to) {
   return std::vector<Array>(v.begin() + std::ptrdiff_t(from), v.begin() + std::ptrdiff_t(to));
@@ -112,8 +117,9 @@ void check_rule_outputs(const std::string& what, const std::string& name,
   }
 }
 
-std::vector<ShapedArray> call_shape_rule(const std::vector<ShapedArray>& in, const Params& ps) {
-  const ClosedJaxprPtr& cj = ps.get_jaxpr("call_jaxpr");
+std::vector<ShapedArray> call_shape_rule(const Primitive& p, const std::vector<ShapedArray>& in,
+                                         const Params& ps) {
+  const ClosedJaxprPtr cj = CallParams::from(p, ps).jaxpr;
   auto want = cj->in_avals();
   if (want.size() != in.size())
     throw TypeError("call_jaxpr takes " + std::to_string(want.size()) + " operands, got " +
@@ -125,9 +131,16 @@ std::vector<ShapedArray> call_shape_rule(const std::vector<ShapedArray>& in, con
   return cj->out_avals();
 }
 
-std::vector<Array> call_impl(const std::vector<Array>& args, const Params& ps,
-                             const std::vector<ShapedArray>&) {
-  return eval_jaxpr(*ps.get_jaxpr("call_jaxpr"), args);
+std::vector<Array> call_impl(const Primitive& p, const std::vector<Array>& args, const Params& ps) {
+  return eval_jaxpr(*CallParams::from(p, ps).jaxpr, args);
+}
+
+// The shape rule and impl of custom call `p`, whose body its body fact names.
+void set_call_rules(Primitive& p) {
+  p.shape_rule = [&p](const std::vector<ShapedArray>& in, const Params& ps) { return call_shape_rule(p, in, ps); };
+  p.impl = [&p](const std::vector<Array>& args, const Params& ps, const std::vector<ShapedArray>&) {
+    return call_impl(p, args, ps);
+  };
 }
 
 /// Every operand batched at dim 0 (unbatched ones broadcast), and the batch size.
@@ -160,12 +173,12 @@ ValueError batched_closure_error(const RuleObject& o, const char* kind) {
 
 std::pair<std::vector<Array>, std::vector<Array>> custom_jvp_call_jvp(
     const std::vector<Array>& primals, const std::vector<Array>& tangents, const Params& ps) {
-  const auto& o = object<JvpRuleObject>(ps, "jvp");
-  size_t n = size_t(num_consts(ps));
+  const CallParams c = custom_jvp_call_params(ps);
+  const auto& o = object<JvpRuleObject>(c.jvp, "jvp");
+  size_t n = size_t(num_consts(c));
   check_closure(o, primals, tangents, n, "custom_jvp");
   auto [po, to] = o.rule(slice_vec(primals, n, primals.size()), slice_vec(tangents, n, tangents.size()));
-  check_rule_outputs("jvp", ps.get_string("name"), ps.get_jaxpr("call_jaxpr")->out_avals(), po, to,
-                     o.loc);
+  check_rule_outputs("jvp", c.name.value(), c.jaxpr->out_avals(), po, to, o.loc);
   return {po, to};
 }
 
@@ -173,11 +186,12 @@ std::pair<std::vector<Array>, std::vector<int64_t>> custom_jvp_call_batch(
     const std::vector<Array>& vals, const std::vector<int64_t>& dims, const Params& ps) {
   int64_t size = 0;
   std::vector<Array> b = batch_all_at_front(vals, dims, &size);
-  size_t n = size_t(num_consts(ps));
+  const CallParams c = custom_jvp_call_params(ps);
+  size_t n = size_t(num_consts(c));
   bool const_batched = false;
   for (size_t i = 0; i < n; ++i) const_batched |= dims[i] != kNotMapped;
-  auto obj = std::static_pointer_cast<const JvpRuleObject>(ps.get_object("jvp"));
-  if (!dynamic_cast<const JvpRuleObject*>(ps.get_object("jvp").get()))
+  auto obj = std::static_pointer_cast<const JvpRuleObject>(c.jvp);
+  if (!dynamic_cast<const JvpRuleObject*>(c.jvp.get()))
     throw ValueError("custom_jvp_call: parameter 'jvp' does not hold a JVP rule");
   CustomJvpFlatRule brule = [obj, n, const_batched](const std::vector<Array>& P,
                                                     const std::vector<Array>& T) {
@@ -197,8 +211,8 @@ std::pair<std::vector<Array>, std::vector<int64_t>> custom_jvp_call_batch(
     auto r = vmap_flat(inner, xs, std::vector<int64_t>(xs.size(), 0), {}, obj->loc);
     return std::pair{slice_vec(r, 0, nout), slice_vec(r, nout, r.size())};
   };
-  const std::string& name = ps.get_string("name");
-  auto outs = custom_jvp_call(batched_call(ps.get_jaxpr("call_jaxpr")), brule, b, name, obj->name,
+  const std::string& name = c.name.value();
+  auto outs = custom_jvp_call(batched_call(c.jaxpr), brule, b, name, obj->name,
                               obj->loc);
   return {outs, std::vector<int64_t>(outs.size(), 0)};
 }
@@ -207,23 +221,24 @@ std::pair<std::vector<Array>, std::vector<int64_t>> custom_jvp_call_batch(
 
 std::pair<std::vector<Array>, std::vector<Array>> custom_vjp_call_jvp(
     const std::vector<Array>& primals, const std::vector<Array>& tangents, const Params& ps) {
-  auto fwd = std::static_pointer_cast<const FwdObject>(ps.get_object("fwd"));
-  const auto& f = object<FwdObject>(ps, "fwd");
-  object<BwdObject>(ps, "bwd");
-  size_t n = size_t(num_consts(ps));
+  const CallParams c = custom_vjp_call_params(ps);
+  auto fwd = std::static_pointer_cast<const FwdObject>(c.fwd);
+  const auto& f = object<FwdObject>(c.fwd, "fwd");
+  object<BwdObject>(c.bwd, "bwd");
+  size_t n = size_t(num_consts(c));
   check_closure(f, primals, tangents, n, "custom_vjp");
   std::vector<Array> args = slice_vec(primals, n, primals.size());
   auto [outs, res] = fwd->fwd(args);
-  auto want = ps.get_jaxpr("call_jaxpr")->out_avals();
+  auto want = c.jaxpr->out_avals();
   if (outs.size() != want.size())
-    throw TypeError("custom_vjp fwd of '" + ps.get_string("name") + "' returned " +
+    throw TypeError("custom_vjp fwd of '" + c.name.value() + "' returned " +
                         std::to_string(outs.size()) + " outputs; the function has " +
                         std::to_string(want.size()),
                     f.loc);
   auto avals = std::make_shared<AvalsObject>();
   for (size_t i = 0; i < want.size(); ++i) {
     if (outs[i].shape() != want[i].shape || outs[i].dtype() != want[i].dtype)
-      throw TypeError("custom_vjp fwd of '" + ps.get_string("name") +
+      throw TypeError("custom_vjp fwd of '" + c.name.value() +
                           "' must return the function's outputs first: output " +
                           std::to_string(i) + " of the function is " + want[i].str() +
                           ", fwd returned " + outs[i].aval().str(),
@@ -238,7 +253,7 @@ std::pair<std::vector<Array>, std::vector<Array>> custom_vjp_call_jvp(
     in_zeros.push_back(tangent_aval(args[i].aval()).dtype == DType::float0);
     if (!in_zeros.back()) lin_in.push_back(instantiate_zero(tangents[n + i], args[i].aval()));
   }
-  Params lp{{"bwd", ps.get_object("bwd")},
+  Params lp{{"bwd", c.bwd},
             {"num_res", int64_t(res.size())},
             {"out_avals", ParamObjectPtr(avals)},
             {"symbolic_zeros", false},
@@ -288,13 +303,14 @@ std::pair<std::vector<Array>, std::vector<int64_t>> custom_vjp_call_batch(
     const std::vector<Array>& vals, const std::vector<int64_t>& dims, const Params& ps) {
   int64_t size = 0;
   std::vector<Array> b = batch_all_at_front(vals, dims, &size);
-  size_t n = size_t(num_consts(ps));
+  const CallParams c = custom_vjp_call_params(ps);
+  size_t n = size_t(num_consts(c));
   bool const_batched = false;
   for (size_t i = 0; i < n; ++i) const_batched |= dims[i] != kNotMapped;
-  object<FwdObject>(ps, "fwd");
-  object<BwdObject>(ps, "bwd");
-  auto fobj = std::static_pointer_cast<const FwdObject>(ps.get_object("fwd"));
-  auto bobj = std::static_pointer_cast<const BwdObject>(ps.get_object("bwd"));
+  object<FwdObject>(c.fwd, "fwd");
+  object<BwdObject>(c.bwd, "bwd");
+  auto fobj = std::static_pointer_cast<const FwdObject>(c.fwd);
+  auto bobj = std::static_pointer_cast<const BwdObject>(c.bwd);
   std::vector<ShapedArray> arg_tangent_avals;  // per element, for instantiating bwd's zeros
   for (size_t i = n; i < vals.size(); ++i) {
     ShapedArray a = b[i].aval();
@@ -337,8 +353,8 @@ std::pair<std::vector<Array>, std::vector<int64_t>> custom_vjp_call_batch(
     out.insert(out.end(), r.begin(), r.end());
     return out;
   };
-  const std::string& name = ps.get_string("name");
-  auto outs = custom_vjp_call(batched_call(ps.get_jaxpr("call_jaxpr")), bfwd, bbwd, b, name,
+  const std::string& name = c.name.value();
+  auto outs = custom_vjp_call(batched_call(c.jaxpr), bfwd, bbwd, b, name,
                               fobj->name, bobj->name, fobj->loc);
   return {outs, std::vector<int64_t>(outs.size(), 0)};
 }
@@ -347,8 +363,7 @@ Registrar reg([] {
   {
     auto& p = get_or_create_primitive("custom_jvp_call");
     p.multiple_results = true;
-    p.shape_rule = call_shape_rule;
-    p.impl = call_impl;
+    set_call_rules(p);
     p.jvp = custom_jvp_call_jvp;
     p.batch = custom_jvp_call_batch;
     p.no_transpose_reason = "not linear (its JVP runs the custom rule)";
@@ -356,8 +371,7 @@ Registrar reg([] {
   {
     auto& p = get_or_create_primitive("custom_vjp_call");
     p.multiple_results = true;
-    p.shape_rule = call_shape_rule;
-    p.impl = call_impl;
+    set_call_rules(p);
     p.jvp = custom_vjp_call_jvp;
     p.batch = custom_vjp_call_batch;
     p.no_transpose_reason = "not linear (its JVP runs fwd and emits custom_lin)";

@@ -8,6 +8,7 @@
 #include "core/config.h"
 #include "core/dce.h"
 #include "core/verify.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 
@@ -129,12 +130,13 @@ struct PeWalk {
                        : (e.effects.empty() && policy) ? policy(*e.primitive, avals, e.params)
                                                        : PolicyDecision{Saveable{}};
     for (auto& o : e.outputs) made_by[o] = e.primitive->name;
-    if (e.primitive->name == "name" && e.params.has("name")) {
-      for (auto& o : e.outputs) names[o] = e.params.get_string("name");
+    if (CheckpointNameParams::is(e)) {
+      const std::string name = checkpoint_name_params(e).name;
+      for (auto& o : e.outputs) names[o] = name;
       // The named value itself bears the name too (a dot saved by dots_saveable whose output
       // is named; jax PR #20285), unless it already has one.
       if (auto* in = e.inputs.empty() ? nullptr : std::get_if<Var>(&e.inputs[0]))
-        names.emplace(*in, e.params.get_string("name"));
+        names.emplace(*in, name);
     }
     if (std::holds_alternative<Saveable>(d)) {
       known_eqns.push_back(e);

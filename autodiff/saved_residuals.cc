@@ -8,6 +8,7 @@
 #include "autodiff/linearize.h"
 #include "core/pjit.h"
 #include "core/primitive.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 namespace {
@@ -16,8 +17,8 @@ namespace {
 // e.g. a dot saved by dots_saveable whose output was then named; jax PR #20285), if any.
 std::string name_given_to(const Jaxpr& j, const Var& v) {
   for (auto& e : j.eqns)
-    if (e.primitive->name == "name" && e.params.has("name") && !e.inputs.empty())
-      if (auto* in = std::get_if<Var>(&e.inputs[0]); in && *in == v) return e.params.get_string("name");
+    if (CheckpointNameParams::is(e) && !e.inputs.empty())
+      if (auto* in = std::get_if<Var>(&e.inputs[0]); in && *in == v) return checkpoint_name_params(e).name;
   return "";
 }
 
@@ -30,7 +31,7 @@ std::string name_in(const Jaxpr& j, const Atom& a, std::string* made_by) {
     for (auto& o : it->outputs)
       if (o == *v) {
         if (made_by && made_by->empty()) *made_by = it->primitive->name;
-        if (it->primitive->name == "name" && it->params.has("name")) return it->params.get_string("name");
+        if (CheckpointNameParams::is(*it)) return checkpoint_name_params(*it).name;
         if (it->primitive->name == "device_put" && !it->inputs.empty()) {
           std::string n = name_in(j, it->inputs[0], nullptr);
           return n.empty() ? name_given_to(j, *v) : n;
@@ -44,7 +45,8 @@ std::string name_in(const Jaxpr& j, const Atom& a, std::string* made_by) {
 // the body's checkpoint_name, described by what the slice is per iteration.
 void describe_stacked(const Eqn& e, size_t k, SavedResidual& s) {
   s.placement = ResidualPlacement::stacked;
-  const Jaxpr& body = *e.params.get_jaxpr("jaxpr")->jaxpr;
+  const ScanParams sp = scan_params(e);
+  const Jaxpr& body = *sp.jaxpr->jaxpr;
   std::string inner;
   s.name = name_in(body, body.outvars[k], &inner);
   // What the slice is per iteration, looking through copies between memory kinds (an
@@ -64,8 +66,8 @@ void describe_stacked(const Eqn& e, size_t k, SavedResidual& s) {
         }
   }
   if (auto* bv = std::get_if<Var>(&root)) {
-    const size_t nc = size_t(e.params.get_int("num_consts"));
-    const size_t nk = size_t(e.params.get_int("num_carry"));
+    const size_t nc = size_t(sp.num_consts);
+    const size_t nk = size_t(sp.num_carry);
     for (size_t i = 0; i < body.invars.size(); ++i)
       if (body.invars[i] == *bv) {
         inner = (i < nc ? "a loop constant" : i < nc + nk ? "the carry " + std::to_string(i - nc)
@@ -86,7 +88,7 @@ void describe_stacked(const Eqn& e, size_t k, SavedResidual& s) {
 void describe_computed(const Jaxpr& j, const Var& v, const Eqn& e, size_t k, const ResidualInfo* noted,
                        SavedResidual& s) {
   s.made_by = e.primitive->name;
-  if (e.primitive->name == "scan" && k >= size_t(e.params.get_int("num_carry"))) {
+  if (ScanParams::is(e) && k >= size_t(scan_params(e).num_carry)) {
     describe_stacked(e, k, s);  // an extra stacked output of the forward loop
     return;
   }
@@ -94,8 +96,8 @@ void describe_computed(const Jaxpr& j, const Var& v, const Eqn& e, size_t k, con
   if (s.name.empty() && noted) s.name = noted->name;
   // The equation that returns it is what JAX names: a jitted call's output is that, even when
   // the value was named inside the call (its name is still reported in `name`).
-  if (e.primitive == &pjit_p() && e.params.has("name"))
-    s.description = "output of jitted function '" + e.params.get_string("name") + "'";
+  if (e.primitive == &pjit_p() && call_params(e).name)
+    s.description = "output of jitted function '" + *call_params(e).name + "'";
   else if (!s.name.empty())
     s.description = "named '" + s.name + "' (output of " + s.made_by + ")";
   else

@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "core/pretty_printer.h"
+#include "core/views/control_flow.h"
 
 #include "core/primitive.h"
 
@@ -258,7 +259,7 @@ pp::Doc PpContext::eqn(const Eqn& e) {
   const std::string& pname = e.primitive ? e.primitive->name : std::string("<null>");
   std::vector<std::string> order;
   for (auto& [k, v] : e.params.items()) order.push_back(k);
-  if (pname == "pjit") {
+  if (e.primitive && is_pjit(*e.primitive)) {
     // JAX's _pjit_pp_rule: inner variables named like the operands/results, name= first.
     if (e.params.has("jaxpr")) {
       if (auto* cj = std::get_if<ClosedJaxprPtr>(&e.params.at("jaxpr")); cj && *cj) {
@@ -275,7 +276,7 @@ pp::Doc PpContext::eqn(const Eqn& e) {
       }
     }
   }
-  if (pname == "pjit" || pname == "custom_jvp_call" || pname == "custom_vjp_call") {
+  if (e.primitive && (is_pjit(*e.primitive) || is_custom_derivative_call(*e.primitive))) {
     // JAX prints name= first for these call primitives.
     auto it = std::find(order.begin(), order.end(), "name");
     if (it != order.end()) {

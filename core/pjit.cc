@@ -10,42 +10,49 @@ namespace minijax {
 
 namespace {
 
-const char* jaxpr_key(const Primitive& p) { return p.name == "pjit" ? "jaxpr" : "call_jaxpr"; }
-
-std::vector<ShapedArray> call_shape_rule(const char* key, const std::vector<ShapedArray>& in,
+std::vector<ShapedArray> call_shape_rule(const CallSpec& spec, const std::vector<ShapedArray>& in,
                                          const Params& params) {
+  const std::string& key = spec.body_param;
   const ClosedJaxprPtr& cj = params.get_jaxpr(key);
-  if (!cj || !cj->jaxpr) throw ValueError(std::string("parameter '") + key + "' is empty");
+  if (!cj || !cj->jaxpr) throw ValueError("parameter '" + key + "' is empty");
   const Jaxpr& j = *cj->jaxpr;
-  if (cj->consts.size() != j.constvars.size())
+  if (!spec.closed_name.empty()) {
+    if (!j.constvars.empty() || !cj->consts.empty())
+      throw ValueError("the " + spec.closed_name + " has " + std::to_string(j.constvars.size()) +
+                       " constvars (" + spec.closed_hint + ")");
+  } else if (cj->consts.size() != j.constvars.size()) {
     throw ValueError("the called jaxpr has " + std::to_string(j.constvars.size()) +
                      " constvars but " + std::to_string(cj->consts.size()) + " consts");
+  }
   if (in.size() != j.invars.size())
-    throw TypeError("called with " + std::to_string(in.size()) + " operands, the jaxpr takes " +
-                    std::to_string(j.invars.size()));
+    throw TypeError("called with " + std::to_string(in.size()) + " operands, the " + spec.body_name +
+                    " takes " + std::to_string(j.invars.size()));
+  if (spec.check) spec.check(params, in.size());
   for (size_t i = 0; i < in.size(); ++i)
     if (!in[i].same_type(j.invars[i].aval()))
-      throw TypeError("operand " + std::to_string(i) + " is " + in[i].str() +
-                      " but the jaxpr expects " + j.invars[i].aval().str());
+      throw TypeError("operand " + std::to_string(i) + " is " + in[i].str() + " but the " + spec.body_name +
+                      " expects " + j.invars[i].aval().str());
   return j.out_avals();
 }
 
-std::pair<std::vector<bool>, std::optional<Eqn>> call_dce_rule(const char* key,
+// DCE (JAX's dce rules of pjit, closed_call and remat): the body keeps only what the used
+// outputs need; the equation is dropped when no output is used and the body has no effects.
+std::pair<std::vector<bool>, std::optional<Eqn>> call_dce_rule(const CallSpec& spec,
                                                                const std::vector<bool>& used_outs,
                                                                const Eqn& e) {
-  const ClosedJaxprPtr& cj = e.params.get_jaxpr(key);
+  const ClosedJaxprPtr& cj = e.params.get_jaxpr(spec.body_param);
   bool any = false;
   for (bool b : used_outs) any |= b;
   if (!any && !eqn_has_effects(e)) return {std::vector<bool>(e.inputs.size(), false), std::nullopt};
   auto [inner, used_ins] = dce_jaxpr(*cj->jaxpr, used_outs);
-  Eqn ne;
-  ne.primitive = e.primitive;
-  ne.effects = e.effects;
-  ne.params = e.params;
+  Eqn ne = e;
+  ne.inputs.clear();
+  ne.outputs.clear();
   auto ncj = std::make_shared<ClosedJaxpr>();
   ncj->jaxpr = std::make_shared<Jaxpr>(std::move(inner));
   ncj->consts = cj->consts;
-  ne.params.set(key, ClosedJaxprPtr(ncj));
+  ne.params.set(spec.body_param, ClosedJaxprPtr(ncj));
+  if (spec.prune_params) spec.prune_params(ne.params, e.params, used_ins);
   for (size_t i = 0; i < e.inputs.size(); ++i)
     if (used_ins[i]) ne.inputs.push_back(e.inputs[i]);
   for (size_t i = 0; i < e.outputs.size(); ++i)
@@ -58,27 +65,44 @@ PjitExecutor& executor() {
   return e;
 }
 
-void register_call(const char* name, const char* key) {
-  auto& p = get_or_create_primitive(name);
-  p.multiple_results = true;
-  p.shape_rule = [key](const std::vector<ShapedArray>& in, const Params& params) {
-    return call_shape_rule(key, in, params);
-  };
-  const bool is_pjit = std::string(name) == "pjit";
-  p.impl = [key, is_pjit](const std::vector<Array>& args, const Params& params,
-                          const std::vector<ShapedArray>&) {
-    if (is_pjit && executor()) return executor()(params.get_jaxpr(key), params.get_string("name"), args);
-    return eval_jaxpr(*params.get_jaxpr(key), args);
-  };
-  p.dce = [key](const std::vector<bool>& used, const Eqn& e) { return call_dce_rule(key, used, e); };
-}
-
 Registrar reg([] {
-  register_call("pjit", "jaxpr");
-  register_call("closed_call", "call_jaxpr");
+  CallSpec pjit;
+  pjit.impl = [](const std::vector<Array>& args, const Params& params, const std::vector<ShapedArray>&) {
+    if (executor()) return executor()(params.get_jaxpr("jaxpr"), params.get_string("name"), args);
+    return eval_jaxpr(*params.get_jaxpr("jaxpr"), args);
+  };
+  register_call_primitive("pjit", pjit);
+  CallSpec closed_call;
+  closed_call.body_param = "call_jaxpr";
+  register_call_primitive("closed_call", closed_call);
+  // The custom-derivative calls keep their rules in autodiff/custom_derivatives.cc; their body
+  // fact is declared here with the other plain calls'.
+  for (const char* n : {"custom_jvp_call", "custom_vjp_call"}) {
+    Primitive& p = get_or_create_primitive(n);
+    p.body_params = {"call_jaxpr"};
+    p.body_form = BodyForm::call;
+  }
 });
 
 }  // namespace
+
+Primitive& register_call_primitive(const std::string& name, const CallSpec& spec) {
+  Primitive& p = get_or_create_primitive(name);
+  p.multiple_results = true;
+  p.body_params = {spec.body_param};
+  p.body_form = BodyForm::call;
+  p.shape_rule = [spec](const std::vector<ShapedArray>& in, const Params& params) {
+    return call_shape_rule(spec, in, params);
+  };
+  const std::string key = spec.body_param;
+  p.impl = spec.impl ? spec.impl
+                     : ImplRule([key](const std::vector<Array>& args, const Params& params,
+                                      const std::vector<ShapedArray>&) {
+                         return eval_jaxpr(*params.get_jaxpr(key), args);
+                       });
+  p.dce = [spec](const std::vector<bool>& used, const Eqn& e) { return call_dce_rule(spec, used, e); };
+  return p;
+}
 
 void set_pjit_executor(PjitExecutor e) { executor() = e; }
 PjitExecutor pjit_executor() { return executor(); }
@@ -97,7 +121,7 @@ Jaxpr convert_constvars_jaxpr(const Jaxpr& j) {
 std::vector<Array> bind_call(const Primitive& p, const ClosedJaxprPtr& jaxpr, const std::string& name,
                              const std::vector<Array>& args, std::source_location loc) {
   Params params;
-  params.set(jaxpr_key(p), jaxpr);
+  params.set(p.body_params.at(0), jaxpr);
   params.set("name", name);
   return minijax::bind(p, args, params, loc);
 }

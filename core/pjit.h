@@ -1,6 +1,7 @@
-// minijax call primitives: `pjit` (what mj::jit binds) and `closed_call` (named sub-computations).
-// Owns their shape rules, eager implementations (eval_jaxpr) and DCE rules.
+// minijax call primitives: `pjit` (what mj::jit binds) and `closed_call` (named sub-computations),
+// and register_call_primitive, the one registration of every plain call's shape rule, impl, DCE.
 #pragma once
+#include <functional>
 #include <source_location>
 #include <string>
 #include <vector>
@@ -18,6 +19,31 @@ namespace minijax {
 const Primitive& pjit_p();
 /// The `closed_call` primitive, params `call_jaxpr` (ClosedJaxprPtr) and `name`; same rules.
 const Primitive& closed_call_p();
+
+/// What one plain call primitive (pjit, closed_call, checkpoint, fusion) adds to the shared
+/// registration of register_call_primitive.
+struct CallSpec {
+  /// The param holding the body (the primitive's body fact).
+  std::string body_param = "jaxpr";
+  /// How errors name the body: "called with 2 operands, the <body_name> takes 3".
+  std::string body_name = "jaxpr";
+  /// Non-empty: the body may not have constvars; the error reads "the <closed_name> has N
+  /// constvars (<closed_hint>)". Empty: the body's consts must match its constvars.
+  std::string closed_name, closed_hint;
+  /// Extra params check of the shape rule, after the operand count check (ValueError/TypeError).
+  std::function<void(const Params&, size_t num_operands)> check;
+  /// DCE: the pruned equation's params from the original's and the used operands (checkpoint's
+  /// per-operand prevent_cse).
+  std::function<void(Params& out, const Params& in, const std::vector<bool>& used_operands)> prune_params;
+  /// Eager implementation; default eval_jaxpr of the body.
+  ImplRule impl;
+};
+
+/// Registers `name` as a plain call (Primitive::plain_call()): its body fact, the shape rule
+/// (operands match the body's invars: count, shape, dtype, memory kind; TypeError otherwise; the
+/// results are its out avals), the eager implementation and the DCE rule (the body pruned to
+/// what the used results need; the equation dropped when none is used and it has no effects).
+Primitive& register_call_primitive(const std::string& name, const CallSpec& spec);
 
 /// Runs a `pjit` equation bound on concrete operands outside any trace (grad(jit(f)) and
 /// vmap(jit(f)) bind such equations). jit/ installs the compiler here when the library loads, so

@@ -83,6 +83,17 @@ struct CostEstimate {
 using JaxprCost = std::function<CostEstimate(const Jaxpr&, bool count_bytes)>;
 /// The whole cost of one equation of a CostClass::custom primitive; bytes only if count_bytes.
 using CostRule = std::function<CostEstimate(const Eqn&, bool count_bytes, const JaxprCost& jaxpr_cost)>;
+/// How an equation's operands and results map to the invars and outvars of its bodies (the
+/// params named by Primitive::body_params); core/bodies.h reads the counts from the typed views.
+enum class BodyForm {
+  none,        ///< no bodies
+  call,        ///< a plain call: operands are the body's invars and results its outvars, 1:1
+  scan,        ///< consts | carry | xs -> invars 1:1; outvars carry | ys -> results 1:1
+  while_loop,  ///< cond_consts | body_consts | carry: cond takes cond_consts | carry, body takes
+               ///< body_consts | carry and returns the carry (the results)
+  cond,        ///< index | operands: each branch takes the operands and returns the results
+};
+
 /// Checks that params fit the primitive's typed view (core/views/); throws ValueError naming the
 /// primitive and the param. The parser calls it on every parsed equation.
 using ParamsCheck = std::function<void(const Params&)>;
@@ -117,6 +128,14 @@ struct Primitive {
   bool never_merged = false;
   /// Set by the primitive's typed view (core/views/), if it has one.
   ParamsCheck check_params;
+  /// Params holding the primitive's bodies, in order (a ClosedJaxprPtr, or a list of them such
+  /// as cond's branches); empty for a primitive without bodies. See core/bodies.h.
+  std::vector<std::string> body_params;
+  /// How operands and results map to the bodies' invars and outvars.
+  BodyForm body_form = BodyForm::none;
+  /// Whether the primitive is a plain call (pjit, closed_call, checkpoint, custom_jvp_call,
+  /// custom_vjp_call, fusion): one body, operands and results 1:1.
+  bool plain_call() const { return body_form == BodyForm::call; }
 };
 
 /// Sets the three classes of `p` at its registration (where the primitive is defined).

@@ -2,6 +2,7 @@
 // Owns the node, edge and cluster layout and DOT quoting; reads only core's IR.
 #include "core/to_dot.h"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/bodies.h"
 #include "core/primitive.h"
 
 namespace minijax {
@@ -33,17 +35,10 @@ std::string encode_name(uint64_t i) {
   return s;
 }
 
-/// The bodies of an equation: (label, jaxpr) for every jaxpr-valued parameter, in key order.
-std::vector<std::pair<std::string, ClosedJaxprPtr>> bodies_of(const Eqn& e) {
-  std::vector<std::pair<std::string, ClosedJaxprPtr>> out;
-  for (auto& [key, p] : e.params.items()) {
-    if (auto* j = std::get_if<ClosedJaxprPtr>(&p)) {
-      if (*j) out.emplace_back(key, *j);
-    } else if (auto* js = std::get_if<std::vector<ClosedJaxprPtr>>(&p)) {
-      for (size_t i = 0; i < js->size(); ++i)
-        if ((*js)[i]) out.emplace_back(key + "[" + std::to_string(i) + "]", (*js)[i]);
-    }
-  }
+/// The bodies of an equation (subjaxprs), drawn in param key order.
+std::vector<SubJaxpr> bodies_in_key_order(const Eqn& e) {
+  std::vector<SubJaxpr> out = subjaxprs(e);
+  std::stable_sort(out.begin(), out.end(), [](const SubJaxpr& a, const SubJaxpr& b) { return a.param < b.param; });
   return out;
 }
 
@@ -142,7 +137,9 @@ class DotWriter {
       for (auto& a : e.inputs)
         if (auto* v = std::get_if<Var>(&a); v && v->defined() && seen.insert(*v).second)
           edge(depth, source(depth, *v), id, *v);
-      for (auto& [label, body] : bodies_of(e)) {
+      for (const SubJaxpr& sub : bodies_in_key_order(e)) {
+        const std::string label = sub.label();
+        const ClosedJaxprPtr& body = sub.jaxpr;
         const std::string cluster = "cluster_" + std::to_string(next_cluster_++);
         indent(depth);
         out_ << "subgraph " << cluster << " {\n";

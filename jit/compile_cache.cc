@@ -23,6 +23,7 @@
 
 #include "core/config.h"
 #include "core/errors.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 
@@ -245,8 +246,8 @@ bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) 
 std::string failing_equation(const Jaxpr& j, const std::string& message) {
   for (size_t i = 0; i < j.eqns.size(); ++i) {
     const Eqn& e = j.eqns[i];
-    if (e.primitive->name == "fusion" && e.params.has("name")) {
-      std::string kname = "@" + e.params.get_string("name");
+    if (CallParams::is(e) && is_fusion(*e.primitive) && call_params(e).name) {
+      std::string kname = "@" + *call_params(e).name;
       for (char& c : kname)
         if (c == '.') c = '_';
       for (size_t at = message.find(kname); at != std::string::npos; at = message.find(kname, at + 1))

@@ -20,12 +20,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/bodies.h"
 #include "core/config.h"
 #include "core/dce.h"
 #include "core/errors.h"
 #include "core/fusion.h"
 #include "core/primitive.h"
-#include "jit/map_bodies.h"
 
 namespace minijax {
 namespace {

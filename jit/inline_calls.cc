@@ -1,30 +1,21 @@
 // minijax compiler pass inline_calls (declared in jit/inline_calls.h).
-// Owns the table of call primitives and identities, and the substitution of bodies.
+// Owns the substitution of call bodies (plain calls, by their body fact) and of identity tags.
 #include "jit/inline_calls.h"
 
-#include <map>
 #include <string>
 #include <unordered_map>
 
+#include "core/bodies.h"
 #include "core/primitive.h"
-#include "jit/map_bodies.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 namespace {
 
-/// Call primitives and the param holding the body they evaluate (the primal body for the
-/// custom-derivative calls: their rules only matter to autodiff, which has run).
-const std::map<std::string, std::string>& call_bodies() {
-  static const std::map<std::string, std::string> t = {{"pjit", "jaxpr"},
-                                                       {"closed_call", "call_jaxpr"},
-                                                       {"checkpoint", "jaxpr"},
-                                                       {"custom_jvp_call", "call_jaxpr"},
-                                                       {"custom_vjp_call", "call_jaxpr"}};
-  return t;
-}
-
-/// Primitives that are the identity on their single operand and only tag it.
-bool is_identity_tag(const Primitive& p) { return p.name == "name"; }
+/// Whether `e` is a call inline_calls removes: a plain call (its body fact; the primal body for
+/// the custom-derivative calls, whose rules only matter to autodiff, which has run), except a
+/// fusion, which is the compiler's own kernel.
+bool is_inlined_call(const Eqn& e) { return CallParams::is(e) && !is_fusion(*e.primitive); }
 
 using Env = std::unordered_map<Var, Atom, VarHash>;
 
@@ -48,45 +39,47 @@ std::vector<Var> fresh_like(const std::vector<Var>& vs) {
   return out;
 }
 
-/// How a loop or branch equation takes the constants its body `key` (element `index` of a
-/// body list) hoisted: as new leading inputs of that body, fed by new operands `outer`.
-using ThreadRule = void (*)(Eqn& e, const std::string& key, size_t index, const Hoisted& h,
-                            const std::vector<Atom>& outer);
-
-void thread_scan(Eqn& e, const std::string& key, size_t, const Hoisted& h, const std::vector<Atom>& outer) {
-  e.params.set(key, with_invars_prepended(e.params.get_jaxpr(key), h.vars));
-  e.inputs.insert(e.inputs.begin(), outer.begin(), outer.end());
-  e.params.set("num_consts", e.params.get_int("num_consts") + int64_t(outer.size()));
-  if (e.params.has("linear")) {
-    std::vector<int64_t> lin = e.params.get_ints("linear");
-    lin.insert(lin.begin(), outer.size(), 0);
-    e.params.set("linear", std::move(lin));
+/// How a loop or branch equation takes the constants its body number `body` (subjaxprs order)
+/// hoisted: as new leading inputs of that body, fed by new operands `outer` (placed by the
+/// equation's body layout).
+void thread_hoisted(Eqn& e, size_t body, const Hoisted& h, const std::vector<Atom>& outer) {
+  const auto n = int64_t(outer.size());
+  switch (e.primitive->body_form) {
+    case BodyForm::scan: {
+      ScanParams s = scan_params(e);
+      s.jaxpr = with_invars_prepended(s.jaxpr, h.vars);
+      e.inputs.insert(e.inputs.begin(), outer.begin(), outer.end());
+      s.num_consts += n;
+      if (s.linear) s.linear->insert(s.linear->begin(), outer.size(), 0);
+      e.params = s.to_params();
+      return;
+    }
+    case BodyForm::while_loop: {  // cond constants, body constants, carry
+      WhileParams w = while_params(e);
+      const bool is_body = body == 1;
+      ClosedJaxprPtr& j = is_body ? w.body_jaxpr : w.cond_jaxpr;
+      j = with_invars_prepended(j, h.vars);
+      e.inputs.insert(e.inputs.begin() + (is_body ? w.cond_nconsts : 0), outer.begin(), outer.end());
+      (is_body ? w.body_nconsts : w.cond_nconsts) += n;
+      e.params = w.to_params();
+      return;
+    }
+    case BodyForm::cond: {  // the index, then every branch's inputs; the others leave them unused
+      CondParams c = cond_params(e);
+      for (size_t b = 0; b < c.branches.size(); ++b)
+        c.branches[b] = with_invars_prepended(c.branches[b], b == body ? h.vars : fresh_like(h.vars));
+      e.inputs.insert(e.inputs.begin() + std::ptrdiff_t(body_layout(e).num_index), outer.begin(), outer.end());
+      e.params = c.to_params();
+      return;
+    }
+    default: throw ValueError("inline_calls: cannot thread constants into " + e.primitive->name);
   }
 }
 
-// while's operands: cond constants, body constants, carry.
-void thread_while(Eqn& e, const std::string& key, size_t, const Hoisted& h, const std::vector<Atom>& outer) {
-  e.params.set(key, with_invars_prepended(e.params.get_jaxpr(key), h.vars));
-  const bool body = key == "body_jaxpr";
-  const int64_t cn = e.params.get_int("cond_nconsts");
-  e.inputs.insert(e.inputs.begin() + (body ? cn : 0), outer.begin(), outer.end());
-  const char* count = body ? "body_nconsts" : "cond_nconsts";
-  e.params.set(count, e.params.get_int(count) + int64_t(outer.size()));
-}
-
-// cond's operands: the index, then every branch's inputs; each branch gets the new inputs (the
-// others leave them unused).
-void thread_cond(Eqn& e, const std::string& key, size_t index, const Hoisted& h, const std::vector<Atom>& outer) {
-  std::vector<ClosedJaxprPtr> bs = e.params.get_jaxprs(key);
-  for (size_t b = 0; b < bs.size(); ++b) bs[b] = with_invars_prepended(bs[b], b == index ? h.vars : fresh_like(h.vars));
-  e.params.set(key, std::move(bs));
-  e.inputs.insert(e.inputs.begin() + 1, outer.begin(), outer.end());
-}
-
-const std::map<std::string, ThreadRule>& thread_rules() {
-  static const std::map<std::string, ThreadRule> t = {
-      {"scan", thread_scan}, {"while", thread_while}, {"cond", thread_cond}};
-  return t;
+/// Whether inline_calls threads hoisted constants into `e`'s bodies (loops and cond).
+bool threads_constants(const Eqn& e) {
+  const BodyForm f = e.primitive->body_form;
+  return f == BodyForm::scan || f == BodyForm::while_loop || f == BodyForm::cond;
 }
 
 Atom subst(const Env& env, const Atom& a) {
@@ -160,9 +153,8 @@ struct Inliner {
       const Eqn& e = f.body->eqns[f.next++];
       std::vector<Atom> ins;
       for (auto& a : e.inputs) ins.push_back(subst(f.env, a));
-      auto cb = call_bodies().find(e.primitive->name);
-      if (cb != call_bodies().end() && e.params.has(cb->second)) {
-        const ClosedJaxprPtr& cj = e.params.get_jaxpr(cb->second);
+      if (is_inlined_call(e)) {
+        const ClosedJaxprPtr cj = call_params(e).jaxpr;
         Env inner;
         if (cj && cj->jaxpr && cj->jaxpr->invars.size() == ins.size() && bind_consts(*cj, inner)) {
           for (size_t i = 0; i < ins.size(); ++i) inner[cj->jaxpr->invars[i]] = ins[i];
@@ -170,14 +162,14 @@ struct Inliner {
           continue;
         }
       }
-      if (is_identity_tag(*e.primitive) && ins.size() == 1 && e.outputs.size() == 1) {
+      if (CheckpointNameParams::is(e) && ins.size() == 1 && e.outputs.size() == 1) {
         if (!e.outputs[0].is_dropvar()) f.env[e.outputs[0]] = ins[0];
         continue;
       }
       Eqn n = e;
       n.inputs = std::move(ins);
       if (has_bodies(e.params)) {
-        if (constvars && thread_rules().count(e.primitive->name)) inline_bodies_threading(n);
+        if (constvars && threads_constants(e)) inline_bodies_threading(n);
         else n.params = map_bodies(e.params, [](const Jaxpr& body) { return Inliner{}.run(body); });
       }
       if (f.fresh) {
@@ -192,10 +184,9 @@ struct Inliner {
   }
 
   /// Inlines the bodies of loop or branch equation `n` with their own sinks: the array
-  /// constants a body's calls hoist become its leading inputs (thread_rules), fed by operands
+  /// constants a body's calls hoist become its leading inputs (thread_hoisted), fed by operands
   /// that are hoisted into this level's sink in turn, up to the top level.
   void inline_bodies_threading(Eqn& n) {
-    const ThreadRule rule = thread_rules().at(n.primitive->name);
     struct Pending {
       std::string key;
       size_t index;
@@ -221,7 +212,10 @@ struct Inliner {
         n.params.set(k, std::move(bs));
       }
     }
+    const std::vector<SubJaxpr> subs = subjaxprs(Eqn{n.primitive, {}, {}, before, {}});
     for (const Pending& p : pending) {
+      size_t body = 0;
+      while (body < subs.size() && !(subs[body].param == p.key && subs[body].index == p.index)) ++body;
       std::vector<Atom> outer;
       for (size_t k = 0; k < p.h.vars.size(); ++k) {
         Var v(p.h.consts[k].aval());
@@ -229,7 +223,7 @@ struct Inliner {
         consts->push_back(p.h.consts[k]);
         outer.push_back(v);
       }
-      rule(n, p.key, p.index, p.h, outer);
+      thread_hoisted(n, body, p.h, outer);
     }
   }
 

@@ -4,13 +4,14 @@
 
 #include <sstream>
 
+#include "core/views/control_flow.h"
 #include "jit/cost_analysis.h"
 #include "jit/fuse.h"
 #include "jit/pipeline.h"
+#include "jit/runtime/execute.h"
 #include "memory/memory_analysis.h"
 #include "memory/offload_report.h"
 #include "memory/plan_buffers.h"
-#include "jit/runtime/execute.h"
 
 #include "core/dce.h"
 #include "core/errors.h"
@@ -428,8 +429,8 @@ std::string collectives_text(const SpmdStats& stats, const Jaxpr& program) {
       const Eqn& e = program.eqns[c.eqn_index];
       if (!is_collective(e.primitive->name)) {
         where += " " + e.primitive->name;
-        if (e.params.has("name") && (e.primitive->name == "pjit" || e.primitive->name == "closed_call"))
-          where += " " + e.params.get_string("name");
+        if (is_pjit(*e.primitive) || is_closed_call(*e.primitive))
+          if (auto name = call_params(e).name) where += " " + *name;
         where += " /";
       }
     }

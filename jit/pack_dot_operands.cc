@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "core/bodies.h"
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "jit/dot_layout.h"
-#include "jit/map_bodies.h"
 
 namespace minijax {
 

@@ -4,7 +4,7 @@
 
 #include <unordered_map>
 
-#include "jit/map_bodies.h"
+#include "core/bodies.h"
 
 namespace minijax {
 

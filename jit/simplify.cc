@@ -10,9 +10,9 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/bodies.h"
 #include "core/dce.h"
 #include "core/primitive.h"
-#include "jit/map_bodies.h"
 
 namespace minijax {
 namespace {

@@ -7,7 +7,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/bodies.h"
 #include "core/primitive.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 
@@ -76,21 +78,22 @@ const bool registered = [] {
   // dies at the loop is computed in place of its carry's buffer, so the loop copies nothing in.
   register_buffer_rule("scan", {[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },
                                 [](const Eqn& e, size_t k) {
-                                  const size_t nc = size_t(e.params.get_int("num_consts"));
-                                  const size_t ncar = size_t(e.params.get_int("num_carry"));
-                                  return k < ncar ? std::vector<int>{int(nc + k)} : std::vector<int>{};
+                                  const BodyLayout l = body_layout(e);  // consts | carry | xs
+                                  return k < l.num_carry ? std::vector<int>{int(l.carry_begin() + k)}
+                                                         : std::vector<int>{};
                                 }});
   register_buffer_rule("while", {[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },
                                  [](const Eqn& e, size_t k) {
-                                   const size_t n = size_t(e.params.get_int("cond_nconsts") + e.params.get_int("body_nconsts"));
-                                   return std::vector<int>{int(n + k)};
+                                   // cond_consts | body_consts | carry
+                                   return std::vector<int>{int(body_layout(e).carry_begin() + k)};
                                  }});
   register_buffer_rule("fusion",
                        {[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },
                         [](const Eqn& e, size_t k) {
                           std::vector<int> r;
-                          if (e.params.get_string("kind") != "loop") return r;
-                          const Jaxpr& body = *e.params.get_jaxpr("jaxpr")->jaxpr;
+                          const CallParams c = call_params(e);
+                          if (c.kind != "loop") return r;
+                          const Jaxpr& body = *c.jaxpr->jaxpr;
                           // Element i of the output overwrites element i of the operand only
                           // when both have one item size (an f64 result over a bool operand
                           // would clobber operand elements not yet read).

@@ -6,7 +6,9 @@
 #include <unordered_set>
 
 #include "core/errors.h"
+#include "core/fusion.h"
 #include "core/primitive.h"
+#include "core/views/control_flow.h"
 
 namespace minijax::offload {
 
@@ -61,11 +63,12 @@ bool is_reloaded(const Jaxpr& b, const Var& xb, int64_t& slices) {
 
 ScanParts scan_parts(const Eqn& scan) {
   ScanParts s;
-  s.body = scan.params.get_jaxpr("jaxpr")->jaxpr.get();
-  s.nc = size_t(scan.params.get_int("num_consts"));
-  s.ncar = size_t(scan.params.get_int("num_carry"));
-  s.length = scan.params.get_int("length");
-  s.reverse = scan.params.get_bool("reverse");
+  const ScanParams p = scan_params(scan);
+  s.body = p.jaxpr->jaxpr.get();
+  s.nc = size_t(p.num_consts);
+  s.ncar = size_t(p.num_carry);
+  s.length = p.length;
+  s.reverse = p.reverse;
   return s;
 }
 
@@ -80,7 +83,7 @@ int64_t SliceCopies::min_slice_bytes(const Eqn& scan) const {
 
 SliceCopies find_slice_copies(const Eqn& scan) {
   SliceCopies f;
-  if (scan.primitive->name != "scan") return f;
+  if (!ScanParams::is(scan)) return f;
   const ScanParts s = scan_parts(scan);
   const Jaxpr& b = *s.body;
   for (size_t x = 0; x < s.num_xs(); ++x) {
@@ -206,11 +209,12 @@ Eqn add_to_index(const Var& in, const Var& out, int64_t delta) {
   body->outvars = {b};
   auto cj = std::make_shared<ClosedJaxpr>();
   cj->jaxpr = body;
-  return Eqn{&primitive("fusion"),
-             {in},
-             {out},
-             Params{{"jaxpr", ClosedJaxprPtr(cj)}, {"kind", std::string("loop")}, {"name", std::string("fusion.index")}},
-             {}};
+  CallParams p;
+  p.body_key = fusion_p().body_params.at(0);
+  p.jaxpr = cj;
+  p.kind = "loop";
+  p.name = "fusion.index";
+  return Eqn{&fusion_p(), {in}, {out}, p.to_params(), {}};
 }
 
 Eqn reshape_to(const Atom& in, const Var& out) {

@@ -4,7 +4,9 @@
 
 #include <sstream>
 
+#include "core/bodies.h"
 #include "core/primitive.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 
@@ -20,7 +22,7 @@ void walk(const Jaxpr& j, int64_t runs, int64_t loop_length, bool conditional, c
           OffloadReport& r) {
   for (const Eqn& e : j.eqns) {
     const std::string& n = e.primitive->name;
-    if (n == "scan" || n == "copy_start" || n == "copy_slice_start")
+    if (ScanParams::is(e) || n == "copy_start" || n == "copy_slice_start")
       for (const Var& o : e.outputs)
         if (is_host(o.aval().memory_kind) && !o.is_dropvar()) r.host_buffers.push_back(o.aval());
     if (is_start(n)) {
@@ -44,18 +46,18 @@ void walk(const Jaxpr& j, int64_t runs, int64_t loop_length, bool conditional, c
       c.where = where;
       r.copies.push_back(c);
     }
-    if (n == "scan") {
-      const int64_t len = e.params.get_int("length");
-      std::string w = "scan(length=" + std::to_string(len) + (e.params.get_bool("reverse") ? ", reverse" : "") + ")";
+    if (ScanParams::is(e)) {
+      const ScanParams sp = scan_params(e);
+      const int64_t len = sp.length;
+      std::string w = "scan(length=" + std::to_string(len) + (sp.reverse ? ", reverse" : "") + ")";
       if (where != "top level") w += " in " + where;
-      walk(*e.params.get_jaxpr("jaxpr")->jaxpr, runs * len, len, conditional, w, r);
+      walk(*sp.jaxpr->jaxpr, runs * len, len, conditional, w, r);
       continue;
     }
-    for (const auto& [key, value] : e.params.items()) {
-      if (auto* b = std::get_if<ClosedJaxprPtr>(&value)) walk(*(*b)->jaxpr, runs, loop_length, conditional || n == "cond" || n == "while", n + " in " + where, r);
-      else if (auto* bs = std::get_if<std::vector<ClosedJaxprPtr>>(&value))
-        for (const auto& b : *bs) walk(*b->jaxpr, runs, loop_length, conditional || n == "cond" || n == "while", n + " in " + where, r);
-    }
+    // A cond's branch or a while's bodies may not run (or run an unknown number of times).
+    const BodyForm form = e.primitive->body_form;
+    const bool cond_body = conditional || form == BodyForm::cond || form == BodyForm::while_loop;
+    for (const SubJaxpr& b : subjaxprs(e)) walk(*b.jaxpr->jaxpr, runs, loop_length, cond_body, n + " in " + where, r);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/views/control_flow.h"
 #include "memory/offload_loops.h"
 
 namespace minijax {
@@ -143,7 +144,7 @@ class Pipeline {
 std::vector<Eqn> pipeline_slice_copies(const Eqn& scan) {
   SliceCopies found = find_slice_copies(scan);
   // A loop of no iterations copies nothing: nothing to pipeline.
-  if (found.empty() || scan.params.get_int("length") == 0) return {scan};
+  if (found.empty() || scan_params(scan).length == 0) return {scan};
   return Pipeline(scan, std::move(found)).run();
 }
 

@@ -6,8 +6,10 @@
 #include <functional>
 #include <sstream>
 
+#include "core/bodies.h"
 #include "core/errors.h"
 #include "core/primitive.h"
+#include "core/views/control_flow.h"
 #include "memory/analyze_liveness.h"
 #include "memory/buffer_rules.h"
 
@@ -48,7 +50,9 @@ std::string BufferPlan::str(const Jaxpr& program) const {
   for (size_t i = 0; i < program.eqns.size(); ++i) {
     const Eqn& e = program.eqns[i];
     os << "  eqn " << i << " " << e.primitive->name;
-    if (e.params.has("name") && e.primitive->name == "fusion") os << " " << e.params.get_string("name");
+    if (CallParams::is(e) && is_fusion(*e.primitive)) {
+      if (auto n = call_params(e).name) os << " " << *n;
+    }
     os << " ->";
     for (auto& v : e.outputs) {
       auto it = where.find(v);
@@ -141,11 +145,11 @@ std::unordered_map<uint64_t, bool> carry_only_allocations(const Jaxpr& j) {
     if (auto* v = std::get_if<Var>(&a); v && only.count(v->id())) only[v->id()] = false;
   };
   for (const Eqn& e : j.eqns) {
-    const bool scan = e.primitive->name == "scan";
-    const size_t nc = scan ? size_t(e.params.get_int("num_consts")) : 0;
-    const size_t ncar = scan ? size_t(e.params.get_int("num_carry")) : 0;
+    // A scan's carry operands are its own buffers (consts and xs are read in place).
+    const bool scan = ScanParams::is(e);
+    const BodyLayout l = scan ? body_layout(e) : BodyLayout{};
     for (size_t a = 0; a < e.inputs.size(); ++a)
-      if (!scan || a < nc || a >= nc + ncar) spoil(e.inputs[a]);
+      if (!scan || a < l.carry_begin() || a >= l.xs_begin()) spoil(e.inputs[a]);
   }
   for (const Atom& a : j.outvars) spoil(a);
   return only;
@@ -308,13 +312,15 @@ std::array<int64_t, 3> ScopePlanner::plan_nested(size_t i, const Eqn& e) {
     for (size_t k = 0; k < 3; ++k) into[k] = std::max(into[k], r[k]);
     return temps;
   };
-  const std::string& name = e.primitive->name;
+  const BodyForm form = e.primitive->body_form;
   Shifts body_temps;
-  if (name == "scan") {
-    const Jaxpr& body = *e.params.get_jaxpr("jaxpr")->jaxpr;
-    const size_t nc = size_t(e.params.get_int("num_consts")), ncar = size_t(e.params.get_int("num_carry"));
-    const int64_t length = e.params.get_int("length");
-    const bool rev = e.params.get_bool("reverse");
+  if (form == BodyForm::scan) {
+    const ScanParams p = scan_params(e);
+    const BodyLayout lay = body_layout(e);
+    const Jaxpr& body = *p.jaxpr->jaxpr;
+    const size_t nc = lay.num_consts, ncar = lay.num_carry;
+    const int64_t length = p.length;
+    const bool rev = p.reverse;
     BodySpec s;
     for (size_t a = 0; a < e.inputs.size(); ++a) {
       Location l;
@@ -342,10 +348,12 @@ std::array<int64_t, 3> ScopePlanner::plan_nested(size_t i, const Eqn& e) {
       s.out_carry.push_back(o < ncar ? int(o) : -1);
     }
     body_temps = run_body(body, s, region);
-  } else if (name == "while") {
-    const Jaxpr& cj = *e.params.get_jaxpr("cond_jaxpr")->jaxpr;
-    const Jaxpr& bj = *e.params.get_jaxpr("body_jaxpr")->jaxpr;
-    const size_t cn = size_t(e.params.get_int("cond_nconsts")), bn = size_t(e.params.get_int("body_nconsts"));
+  } else if (form == BodyForm::while_loop) {
+    const WhileParams p = while_params(e);
+    const BodyLayout lay = body_layout(e);
+    const Jaxpr& cj = *p.cond_jaxpr->jaxpr;
+    const Jaxpr& bj = *p.body_jaxpr->jaxpr;
+    const size_t cn = lay.num_cond_consts, bn = lay.num_body_consts;
     const size_t ncar = e.outputs.size();
     BodySpec cs, bs;
     for (size_t a = 0; a < cn; ++a) cs.in_locs.push_back(view_of(e.inputs[a])), cs.in_carry.push_back(-1);
@@ -364,10 +372,12 @@ std::array<int64_t, 3> ScopePlanner::plan_nested(size_t i, const Eqn& e) {
     auto t2 = run_body(bj, bs, region);
     body_temps = t1;
     body_temps.insert(body_temps.end(), t2.begin(), t2.end());
-  } else if (name == "cond") {
-    for (auto& br : e.params.get_jaxprs("branches")) {
+  } else if (form == BodyForm::cond) {
+    const BodyLayout lay = body_layout(e);  // index | operands
+    for (auto& br : cond_params(e).branches) {
       BodySpec s;
-      for (size_t a = 1; a < e.inputs.size(); ++a) s.in_locs.push_back(view_of(e.inputs[a])), s.in_carry.push_back(-1);
+      for (size_t a = lay.num_index; a < e.inputs.size(); ++a)
+        s.in_locs.push_back(view_of(e.inputs[a])), s.in_carry.push_back(-1);
       for (size_t o = 0; o < e.outputs.size(); ++o) s.out_dest.push_back(view_var(e.outputs[o])), s.out_carry.push_back(-1);
       auto t = run_body(*br->jaxpr, s, region);
       body_temps.insert(body_temps.end(), t.begin(), t.end());

@@ -10,6 +10,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/verify.h"
+#include "core/views/control_flow.h"
 #include "memory/coalesce_slice_copies.h"
 #include "memory/offload_loops.h"
 #include "memory/pipeline_slice_copies.h"
@@ -77,7 +78,7 @@ Jaxpr rewrite_loops(const Jaxpr& j) {
   r.eqns.clear();
   for (const Eqn& e : j.eqns) {
     Eqn n = with_bodies(e, rewrite_loops);
-    if (n.primitive->name != "scan") {
+    if (!ScanParams::is(n)) {
       r.eqns.push_back(std::move(n));
       continue;
     }
@@ -238,10 +239,11 @@ double offload_estimate_seconds(const Eqn& e) {
   if (name == "allocate_buffer" || name == "reshape" || name == "squeeze" || name == "expand_dims" ||
       name == "optimization_barrier" || is_copy_start(e) || name == "copy_done")
     return 0;  // no work on the device (views, allocations, copies on the engine)
-  if (name == "scan" && e.params.has("jaxpr") && e.params.has("length")) {
+  if (ScanParams::is(e)) {
+    const ScanParams sp = scan_params(e);
     double body = 0;
-    for (const Eqn& b : e.params.get_jaxpr("jaxpr")->jaxpr->eqns) body += offload_estimate_seconds(b);
-    return body * double(e.params.get_int("length"));
+    for (const Eqn& b : sp.jaxpr->jaxpr->eqns) body += offload_estimate_seconds(b);
+    return body * double(sp.length);
   }
   if (name == "dot_general" && e.inputs.size() == 2) {
     // 2 M N K: twice the output's elements times the contracted extent.

@@ -148,10 +148,8 @@ Array lower_reshard_ragged(const Array& x, const Sharding& from, const Sharding&
     return std::vector<Array>{lax::reshape(res, to_local, loc)};
   };
   ClosedJaxpr cj = trace_to_jaxpr(body, {in_aval}, loc);
-  Params params;
-  params.set("call_jaxpr", ClosedJaxprPtr(std::make_shared<const ClosedJaxpr>(std::move(cj))));
-  params.set("name", std::string("reshard_ragged"));
-  return minijax::bind(closed_call_p(), {x}, params, loc).at(0);
+  return bind_call(closed_call_p(), std::make_shared<const ClosedJaxpr>(std::move(cj)), "reshard_ragged", {x}, loc)
+      .at(0);
 }
 
 }  // namespace minijax

@@ -5,11 +5,14 @@
 #include <memory>
 #include <string>
 
+#include "core/bodies.h"
 #include "core/errors.h"
 #include "core/pjit.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "core/views/control_flow.h"
 #include "sharding/partition_spmd.h"
+#include "sharding/propagate_shardings.h"
 
 namespace minijax {
 namespace {
@@ -30,38 +33,29 @@ ClosedJaxprPtr local_body(const ClosedJaxpr& body, const PropagationResult& shar
 
 }  // namespace
 
-bool partitions_bodies(const Eqn& e) {
-  const std::string& n = e.primitive->name;
-  return n == "pjit" || n == "closed_call" || n == "checkpoint" || n == "custom_jvp_call" ||
-         n == "custom_vjp_call" || n == "scan" || n == "while" || n == "cond";
-}
+bool partitions_bodies(const Eqn& e) { return propagation_enters_bodies(e.primitive->name); }
 
 std::vector<Array> partition_body_eqn(const Eqn& e, const std::vector<Array>& local_ops,
                                       const PropagationResult& shardings, const Mesh& mesh,
                                       std::source_location loc) {
-  const std::string& n = e.primitive->name;
-  Params params = e.params;
-  auto part = [&](const std::string& key) {
-    params.set(key, local_body(*e.params.get_jaxpr(key), shardings, mesh, loc));
-  };
-  if (n == "custom_jvp_call" || n == "custom_vjp_call") {
-    ClosedJaxprPtr body = local_body(*e.params.get_jaxpr("call_jaxpr"), shardings, mesh, loc);
-    std::string name = e.params.has("name") ? e.params.get_string("name") : n;
-    return bind_call(closed_call_p(), body, name, local_ops, loc);
+  if (!partitions_bodies(e))
+    throw ShardingError("partition_body_eqn: '" + e.primitive->name + "' has no bodies to partition", loc);
+  if (is_custom_derivative_call(*e.primitive)) {
+    // Its rules are autodiff's, which has run: the primal body becomes a closed_call.
+    const CallParams c = call_params(e);
+    ClosedJaxprPtr body = local_body(*c.jaxpr, shardings, mesh, loc);
+    return bind_call(closed_call_p(), body, c.name_or(e.primitive->name), local_ops, loc);
   }
-  if (n == "pjit" || n == "checkpoint" || n == "scan") {
-    part("jaxpr");
-  } else if (n == "closed_call") {
-    part("call_jaxpr");
-  } else if (n == "while") {
-    part("cond_jaxpr");
-    part("body_jaxpr");
-  } else if (n == "cond") {
-    std::vector<ClosedJaxprPtr> branches;
-    for (auto& b : e.params.get_jaxprs("branches")) branches.push_back(local_body(*b, shardings, mesh, loc));
-    params.set("branches", branches);
-  } else {
-    throw ShardingError("partition_body_eqn: '" + n + "' has no bodies to partition", loc);
+  Params params = e.params;
+  for (const SubJaxpr& s : subjaxprs(e)) {
+    ClosedJaxprPtr local = local_body(*s.jaxpr, shardings, mesh, loc);
+    if (!s.in_list) {
+      params.set(s.param, local);
+    } else {
+      std::vector<ClosedJaxprPtr> list = std::get<std::vector<ClosedJaxprPtr>>(params.at(s.param));
+      list.at(s.index) = local;
+      params.set(s.param, std::move(list));
+    }
   }
   return minijax::bind(*e.primitive, local_ops, params, loc);
 }

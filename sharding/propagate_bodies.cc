@@ -3,24 +3,17 @@
 #include "sharding/propagate_bodies.h"
 
 #include <algorithm>
-#include <set>
+#include <functional>
 #include <tuple>
 
+#include "core/bodies.h"
 #include "core/errors.h"
 #include "core/primitive.h"
+#include "core/views/control_flow.h"
+#include "sharding/sharding_rule.h"
 
 namespace minijax::prop_detail {
 namespace {
-
-const std::set<std::string>& call_names() {
-  static const std::set<std::string> s{"pjit", "closed_call", "checkpoint", "custom_jvp_call",
-                                       "custom_vjp_call"};
-  return s;
-}
-
-const char* call_param(const std::string& name) {
-  return (name == "pjit" || name == "checkpoint") ? "jaxpr" : "call_jaxpr";
-}
 
 // An identity rule over a value of `rank` dims of sizes `shape`, or (stacked) one whose operand
 // (stacked_operand) or result carries an extra leading length dim needing replication.
@@ -61,24 +54,96 @@ BodyEdge make_edge(const Eqn& e, BodyEdge::Kind kind, const Jaxpr* body, const A
 bool has_body(const Eqn& e) { return propagation_enters_bodies(e.primitive->name); }
 
 std::vector<const ClosedJaxpr*> bodies_of(const Eqn& e) {
-  const std::string& n = e.primitive->name;
-  if (call_names().count(n)) return {e.params.get_jaxpr(call_param(n)).get()};
-  if (n == "scan") return {e.params.get_jaxpr("jaxpr").get()};
-  if (n == "while")
-    return {e.params.get_jaxpr("cond_jaxpr").get(), e.params.get_jaxpr("body_jaxpr").get()};
-  if (n == "cond") {
-    std::vector<const ClosedJaxpr*> out;
-    for (auto& b : e.params.get_jaxprs("branches")) out.push_back(b.get());
-    return out;
-  }
-  return {};
+  std::vector<const ClosedJaxpr*> out;
+  if (!has_body(e)) return out;
+  for (const SubJaxpr& s : subjaxprs(e)) out.push_back(s.jaxpr.get());
+  return out;
 }
 
+namespace {
+
+// The edges of a call or cond: each operand enters its input of every body (the first body's
+// is primary), and each body output leaves to its result.
+void call_edges(const Eqn& e, const BodyLayout& l, const std::vector<const ClosedJaxpr*>& bodies,
+                const std::function<void(BodyEdge, size_t, size_t, size_t, size_t, bool, bool)>& add) {
+  auto shape = [](const Var& v) { return v.aval().shape; };
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    const Jaxpr& j = *bodies[b]->jaxpr;
+    const std::vector<size_t> ops = l.body_inputs(b);  // cond: the index operand is no body input
+    for (size_t k = 0; k < j.invars.size() && k < ops.size(); ++k)
+      add(make_edge(e, BodyEdge::enter, &j, e.inputs[ops[k]], j.invars[k], shape(j.invars[k]), false, 0),
+          ops[k], k, 0, 0, b == 0, false);
+  }
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    const Jaxpr& j = *bodies[b]->jaxpr;
+    for (size_t r = 0; r < j.outvars.size() && r < e.outputs.size(); ++r)
+      add(make_edge(e, BodyEdge::leave, &j, j.outvars[r], e.outputs[r], e.outputs[r].aval().shape, false, 0),
+          0, r, 0, r, true, false);
+  }
+}
+
+// scan: consts | carry | xs enter the body (xs stacked), the carry loops back and leaves, ys
+// leave stacked.
+void scan_edges(const Eqn& e, const BodyLayout& l,
+                const std::function<void(BodyEdge, size_t, size_t, size_t, size_t, bool, bool)>& add) {
+  auto shape = [](const Var& v) { return v.aval().shape; };
+  const ScanParams sp = scan_params(e);
+  const Jaxpr& j = *sp.jaxpr->jaxpr;
+  const size_t nc = l.num_consts, ncar = l.num_carry;
+  const int64_t length = sp.length;
+  for (size_t k = 0; k < e.inputs.size() && k < j.invars.size(); ++k) {
+    bool xs = k >= l.xs_begin();
+    add(make_edge(e, BodyEdge::enter, &j, e.inputs[k], j.invars[k], shape(j.invars[k]), xs, length), k, k, 0, 0,
+        true, true);
+  }
+  for (size_t c = 0; c < ncar; ++c)
+    add(make_edge(e, BodyEdge::loop_back, &j, j.outvars[c], j.invars[nc + c], shape(j.invars[nc + c]), false, 0),
+        0, c, nc + c, 0, true, true);
+  for (size_t c = 0; c < ncar; ++c)
+    add(make_edge(e, BodyEdge::leave, &j, j.invars[nc + c], e.outputs[c], shape(j.invars[nc + c]), false, 0), 0,
+        c, nc + c, c, true, true);
+  for (size_t r = ncar; r < j.outvars.size() && r < e.outputs.size(); ++r)
+    add(make_edge(e, BodyEdge::leave, &j, j.outvars[r], e.outputs[r], atom_aval(j.outvars[r]).shape, true, length),
+        0, r, 0, r, true, true);
+}
+
+// while: cond_consts | body_consts | carry; the carry enters the body (primary) and the cond,
+// loops back through the body and leaves.
+void while_edges(const Eqn& e, const BodyLayout& l,
+                 const std::function<void(BodyEdge, size_t, size_t, size_t, size_t, bool, bool)>& add) {
+  auto shape = [](const Var& v) { return v.aval().shape; };
+  const WhileParams wp = while_params(e);
+  const Jaxpr& cj = *wp.cond_jaxpr->jaxpr;
+  const Jaxpr& bj = *wp.body_jaxpr->jaxpr;
+  const size_t cn = l.num_cond_consts, bn = l.num_body_consts, ncar = l.num_carry;
+  for (size_t k = 0; k < cn; ++k)
+    add(make_edge(e, BodyEdge::enter, &cj, e.inputs[k], cj.invars[k], shape(cj.invars[k]), false, 0), k, k, 0, 0,
+        true, true);
+  for (size_t k = 0; k < bn; ++k)
+    add(make_edge(e, BodyEdge::enter, &bj, e.inputs[cn + k], bj.invars[k], shape(bj.invars[k]), false, 0), cn + k,
+        k, 0, 0, true, true);
+  for (size_t c = 0; c < ncar; ++c) {
+    const Atom& init = e.inputs[l.carry_begin() + c];
+    add(make_edge(e, BodyEdge::enter, &bj, init, bj.invars[bn + c], shape(bj.invars[bn + c]), false, 0),
+        l.carry_begin() + c, bn + c, 0, 0, true, true);
+    add(make_edge(e, BodyEdge::enter, &cj, init, cj.invars[cn + c], shape(cj.invars[cn + c]), false, 0),
+        l.carry_begin() + c, cn + c, 0, 0, false, true);
+  }
+  for (size_t c = 0; c < ncar; ++c)
+    add(make_edge(e, BodyEdge::loop_back, &bj, bj.outvars[c], bj.invars[bn + c], shape(bj.invars[bn + c]), false, 0),
+        0, c, bn + c, 0, true, true);
+  for (size_t c = 0; c < ncar; ++c)
+    add(make_edge(e, BodyEdge::leave, &bj, bj.invars[bn + c], e.outputs[c], shape(bj.invars[bn + c]), false, 0), 0,
+        c, bn + c, c, true, true);
+}
+
+}  // namespace
+
 std::vector<BodyEdge> body_edges(const Eqn& e) {
-  const std::string& n = e.primitive->name;
   std::vector<BodyEdge> out;
-  auto add = [&](BodyEdge b, size_t operand, size_t body_index, size_t carry_index, size_t result,
-                 bool primary, bool loop) {
+  if (!has_body(e)) return out;
+  auto add = [&](BodyEdge b, size_t operand, size_t body_index, size_t carry_index, size_t result, bool primary,
+                 bool loop) {
     b.operand = operand;
     b.body_index = body_index;
     b.carry_index = carry_index;
@@ -87,72 +152,13 @@ std::vector<BodyEdge> body_edges(const Eqn& e) {
     b.loop = loop;
     out.push_back(std::move(b));
   };
-  auto shape = [](const Var& v) { return v.aval().shape; };
-  if (call_names().count(n) || n == "cond") {
-    auto bodies = bodies_of(e);
-    const size_t skip = n == "cond" ? 1 : 0;  // cond's index operand is not a body input
-    for (size_t b = 0; b < bodies.size(); ++b) {
-      const Jaxpr& j = *bodies[b]->jaxpr;
-      for (size_t k = 0; k < j.invars.size() && k + skip < e.inputs.size(); ++k)
-        add(make_edge(e, BodyEdge::enter, &j, e.inputs[k + skip], j.invars[k], shape(j.invars[k]), false, 0),
-            k + skip, k, 0, 0, b == 0, false);
-    }
-    for (size_t b = 0; b < bodies.size(); ++b) {
-      const Jaxpr& j = *bodies[b]->jaxpr;
-      for (size_t r = 0; r < j.outvars.size() && r < e.outputs.size(); ++r)
-        add(make_edge(e, BodyEdge::leave, &j, j.outvars[r], e.outputs[r], e.outputs[r].aval().shape, false, 0),
-            0, r, 0, r, true, false);
-    }
-    return out;
-  }
-  if (n == "scan") {
-    const Jaxpr& j = *e.params.get_jaxpr("jaxpr")->jaxpr;
-    const size_t nc = size_t(e.params.get_int("num_consts")), ncar = size_t(e.params.get_int("num_carry"));
-    const int64_t length = e.params.get_int("length");
-    for (size_t k = 0; k < e.inputs.size() && k < j.invars.size(); ++k) {
-      bool xs = k >= nc + ncar;
-      add(make_edge(e, BodyEdge::enter, &j, e.inputs[k], j.invars[k], shape(j.invars[k]), xs, length), k, k,
-          0, 0, true, true);
-    }
-    for (size_t c = 0; c < ncar; ++c)
-      add(make_edge(e, BodyEdge::loop_back, &j, j.outvars[c], j.invars[nc + c], shape(j.invars[nc + c]), false, 0),
-          0, c, nc + c, 0, true, true);
-    for (size_t c = 0; c < ncar; ++c)
-      add(make_edge(e, BodyEdge::leave, &j, j.invars[nc + c], e.outputs[c], shape(j.invars[nc + c]), false, 0),
-          0, c, nc + c, c, true, true);
-    for (size_t r = ncar; r < j.outvars.size() && r < e.outputs.size(); ++r)
-      add(make_edge(e, BodyEdge::leave, &j, j.outvars[r], e.outputs[r], atom_aval(j.outvars[r]).shape, true,
-                    length),
-          0, r, 0, r, true, true);
-    return out;
-  }
-  if (n == "while") {
-    const Jaxpr& cj = *e.params.get_jaxpr("cond_jaxpr")->jaxpr;
-    const Jaxpr& bj = *e.params.get_jaxpr("body_jaxpr")->jaxpr;
-    const size_t cn = size_t(e.params.get_int("cond_nconsts")), bn = size_t(e.params.get_int("body_nconsts"));
-    const size_t ncar = e.inputs.size() - cn - bn;
-    for (size_t k = 0; k < cn; ++k)
-      add(make_edge(e, BodyEdge::enter, &cj, e.inputs[k], cj.invars[k], shape(cj.invars[k]), false, 0), k, k, 0,
-          0, true, true);
-    for (size_t k = 0; k < bn; ++k)
-      add(make_edge(e, BodyEdge::enter, &bj, e.inputs[cn + k], bj.invars[k], shape(bj.invars[k]), false, 0),
-          cn + k, k, 0, 0, true, true);
-    for (size_t c = 0; c < ncar; ++c) {
-      const Atom& init = e.inputs[cn + bn + c];
-      add(make_edge(e, BodyEdge::enter, &bj, init, bj.invars[bn + c], shape(bj.invars[bn + c]), false, 0),
-          cn + bn + c, bn + c, 0, 0, true, true);
-      add(make_edge(e, BodyEdge::enter, &cj, init, cj.invars[cn + c], shape(cj.invars[cn + c]), false, 0),
-          cn + bn + c, cn + c, 0, 0, false, true);
-    }
-    for (size_t c = 0; c < ncar; ++c)
-      add(make_edge(e, BodyEdge::loop_back, &bj, bj.outvars[c], bj.invars[bn + c], shape(bj.invars[bn + c]),
-                    false, 0),
-          0, c, bn + c, 0, true, true);
-    for (size_t c = 0; c < ncar; ++c)
-      add(make_edge(e, BodyEdge::leave, &bj, bj.invars[bn + c], e.outputs[c], shape(bj.invars[bn + c]), false,
-                    0),
-          0, c, bn + c, c, true, true);
-    return out;
+  const BodyLayout l = body_layout(e);
+  switch (l.form) {
+    case BodyForm::call:
+    case BodyForm::cond: call_edges(e, l, bodies_of(e), add); break;
+    case BodyForm::scan: scan_edges(e, l, add); break;
+    case BodyForm::while_loop: while_edges(e, l, add); break;
+    case BodyForm::none: break;
   }
   return out;
 }
@@ -312,7 +318,9 @@ bool choose_unstacked(State& st, const std::vector<const BodyEdge*>& stacked_ent
 }  // namespace minijax::prop_detail
 
 namespace minijax {
+// Every primitive with bodies (its body fact), except one that declares why propagation never
+// meets it (fusion: made after partitioning).
 bool propagation_enters_bodies(const std::string& n) {
-  return prop_detail::call_names().count(n) || n == "scan" || n == "while" || n == "cond";
+  return primitive(n).body_form != BodyForm::none && !no_sharding_rule_reasons().count(n);
 }
 }  // namespace minijax

@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/primitive.h"
+#include "core/views/control_flow.h"
 #include "sharding/sharded_array.h"
 #include "sharding/sharding_rule.h"
 
@@ -77,10 +78,11 @@ void visit_jaxpr(Run& run, const Jaxpr& j) {
         }
         for (auto& v : b->jaxpr->invars)
           if (!st.sh.count(v)) add_fresh(st, v);
-        if (e.primitive->name == "scan") run.loop_length[b->jaxpr.get()] = e.params.get_int("length");
-        if (!run.weight.count(b->jaxpr.get()))
-          run.weight[b->jaxpr.get()] = run.weight.at(&j) * (e.primitive->name == "scan" ? e.params.get_int("length") : 1);
-        if (e.primitive->name == "while") run.loop_length[b->jaxpr.get()] = -1;
+        const BodyForm form = e.primitive->body_form;
+        const int64_t length = form == BodyForm::scan ? scan_params(e).length : 1;
+        if (form == BodyForm::scan) run.loop_length[b->jaxpr.get()] = length;
+        if (!run.weight.count(b->jaxpr.get())) run.weight[b->jaxpr.get()] = run.weight.at(&j) * length;
+        if (form == BodyForm::while_loop) run.loop_length[b->jaxpr.get()] = -1;
         visit_jaxpr(run, *b->jaxpr);
       }
       es[i] = body_edges(e);

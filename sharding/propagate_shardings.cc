@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "core/errors.h"
-#include "sharding/sharded_array.h"
 #include "core/primitive.h"
+#include "core/views/control_flow.h"
 #include "sharding/boxes.h"
 #include "sharding/factor_projection.h"
 #include "sharding/plan_reshard.h"
@@ -18,6 +18,7 @@
 #include "sharding/propagate_outputs.h"
 #include "sharding/propagate_priorities.h"
 #include "sharding/propagate_run.h"
+#include "sharding/sharded_array.h"
 #include "sharding/sharding_rule.h"
 
 namespace minijax {
@@ -620,14 +621,15 @@ void record_outcome(const Run& run, Outcome& oc) {
   for (const Jaxpr* jp : run.jaxprs)
     for (size_t i = 0; i < jp->eqns.size(); ++i) {
       const Eqn& e = jp->eqns[i];
-      if (e.primitive->name != "scan") continue;
+      if (!ScanParams::is(e)) continue;
       for (auto& b : run.edges.at(jp)[i]) {
         Var src = atom_var(b.view.inputs[0]);
         if (b.kind == BodyEdge::loop_back && src.defined() && !same_layout(st.sh.at(src), st.sh.at(b.view.outputs[0])))
           oc.loop_conflicts.emplace_back(b.view.outputs[0], std::nullopt);
       }
-      const Jaxpr& body = *e.params.get_jaxpr("jaxpr")->jaxpr;
-      const auto nc = std::ptrdiff_t(e.params.get_int("num_consts"));
+      const ScanParams sp = scan_params(e);
+      const Jaxpr& body = *sp.jaxpr->jaxpr;
+      const auto nc = std::ptrdiff_t(sp.num_consts);
       for (auto& p : res.body_reshards.at(&body)) {
         bool is_const = std::find(body.invars.begin(), body.invars.begin() + nc, p.var) != body.invars.begin() + nc;
         bool seen = std::any_of(oc.invariant_reshards.begin(), oc.invariant_reshards.end(),

@@ -6,9 +6,11 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/bodies.h"
 #include "core/errors.h"
 #include "core/params.h"
 #include "core/primitive.h"
+#include "core/views/control_flow.h"
 #include "sharding/collective_groups.h"
 
 namespace minijax {
@@ -80,26 +82,16 @@ void annotate(const Jaxpr& j, const std::vector<Array>& consts, const Mesh& mesh
     const std::string& name = e.primitive->name;
     // Bodies: the collectives of each (a loop body's once, for one iteration; each cond branch).
     std::string label = here + " " + name;
-    if (e.params.has("name") && (name == "pjit" || name == "closed_call")) label += " " + e.params.get_string("name");
+    if (is_pjit(*e.primitive) || is_closed_call(*e.primitive))  // a named call adds its name
+      if (auto n = call_params(e).name) label += " " + *n;
     auto body = [&](const ClosedJaxprPtr& b, const std::string& which) {
       annotate(*b->jaxpr, b->consts, mesh, label + which + " /", os);
     };
-    if (name == "pjit" || name == "checkpoint" || name == "scan") {
-      body(e.params.get_jaxpr("jaxpr"), "");
-      continue;
-    }
-    if (name == "closed_call" || name == "custom_jvp_call" || name == "custom_vjp_call") {
-      body(e.params.get_jaxpr("call_jaxpr"), "");
-      continue;
-    }
-    if (name == "while") {
-      body(e.params.get_jaxpr("cond_jaxpr"), " cond_jaxpr");
-      body(e.params.get_jaxpr("body_jaxpr"), " body_jaxpr");
-      continue;
-    }
-    if (name == "cond") {
-      const auto& branches = e.params.get_jaxprs("branches");
-      for (size_t b = 0; b < branches.size(); ++b) body(branches[b], " branch " + std::to_string(b));
+    if (e.primitive->body_form != BodyForm::none) {
+      for (const SubJaxpr& s : subjaxprs(e))
+        body(s.jaxpr, e.primitive->body_form == BodyForm::while_loop ? " " + s.param
+                      : s.in_list                                    ? " branch " + std::to_string(s.index)
+                                                                     : "");
       continue;
     }
     if (auto t = collective_traffic(j, i, consts, mesh)) os << collective_line(here, *t);

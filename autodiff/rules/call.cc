@@ -1,5 +1,6 @@
 // minijax autodiff and batching rules of the call primitives `pjit` and `closed_call`.
-// Owns their JVP (split into a known and a staged call), transpose and batching rules.
+// Owns their JVP (split into a known and a staged call), transpose and batching rules, and
+// transpose_call_body, the body transposition every plain call's transpose shares.
 #include <algorithm>
 #include <memory>
 
@@ -8,16 +9,16 @@
 #include "autodiff/jvp_split.h"
 #include "autodiff/linearize.h"
 #include "autodiff/partial_eval.h"
+#include "autodiff/rules/call_transpose.h"
 #include "autodiff/transpose.h"
 #include "autodiff/vmap.h"
 #include "core/dce.h"
 #include "core/pjit.h"
 #include "core/staging.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 namespace {
-
-const char* jaxpr_key(const Primitive& p) { return p.name == "pjit" ? "jaxpr" : "call_jaxpr"; }
 
 // The tangents a call's JVP passes and returns (JAX's _pjit_jvp, jvp_jaxpr with
 // instantiate=False): symbolic zeros and float0 tangents (of int/bool values) are never operands
@@ -60,8 +61,9 @@ struct CallTangents {
 JvpRule call_jvp(const Primitive& p) {
   return [&p](const std::vector<Array>& primals, const std::vector<Array>& tangents,
               const Params& params) {
-    ClosedJaxprPtr body = params.get_jaxpr(jaxpr_key(p));
-    std::string name = params.has("name") ? params.get_string("name") : std::string("call");
+    const CallParams cp = CallParams::from(p, params);
+    ClosedJaxprPtr body = cp.jaxpr;
+    std::string name = cp.name_or("call");
     const size_t n = primals.size();
     CallTangents ct(tangents);
     std::vector<ShapedArray> in_avals;
@@ -123,8 +125,9 @@ std::pair<std::vector<Array>, std::vector<Array>> call_unsplit_jvp(const Primiti
                                                                    const std::vector<Array>& primals,
                                                                    const std::vector<Array>& tangents,
                                                                    const Params& params) {
-  ClosedJaxprPtr body = params.get_jaxpr(jaxpr_key(p));
-  std::string name = params.has("name") ? params.get_string("name") : std::string("call");
+  const CallParams cp = CallParams::from(p, params);
+  ClosedJaxprPtr body = cp.jaxpr;
+  std::string name = cp.name_or("call");
   JvpRule body_jvp = [body](const std::vector<Array>& ps, const std::vector<Array>& ts, const Params&) {
     FlatFn fn = [body](const std::vector<Array>& a) { return eval_jaxpr(*body, a); };
     return jvp_flat(fn, ps, ts);  // unsplit too: the rule runs for an unsplit trace
@@ -145,8 +148,8 @@ std::pair<std::vector<Array>, std::vector<Array>> call_unsplit_jvp(const Primiti
 // reads inputs directly (the enclosing split forwards known ones). Both calls keep the name.
 PeCustomResult call_pe(const Primitive& p, const Eqn& e, const std::vector<bool>& unk,
                        const SaveablePolicy& policy) {
-  const char* key = jaxpr_key(p);
-  const ClosedJaxprPtr& cj = e.params.get_jaxpr(key);
+  const CallParams cp = CallParams::from(p, e.params);
+  const ClosedJaxprPtr& cj = cp.jaxpr;
   const Jaxpr& B = *cj->jaxpr;
   const size_t n = e.inputs.size(), nout = e.outputs.size();
   bool any_unknown = false, all_unknown = true;
@@ -216,8 +219,9 @@ PeCustomResult call_pe(const Primitive& p, const Eqn& e, const std::vector<bool>
     if (info.placement == ResidualPlacement::forwarded) info.placement = ResidualPlacement::computed;
     r.residual_info.push_back(std::move(info));
   }
-  known.params.set(key, ClosedJaxprPtr(std::make_shared<ClosedJaxpr>(
-                            ClosedJaxpr{std::make_shared<Jaxpr>(std::move(K)), {}})));
+  CallParams kp = cp;
+  kp.jaxpr = std::make_shared<ClosedJaxpr>(ClosedJaxpr{std::make_shared<Jaxpr>(std::move(K)), {}});
+  known.params = kp.to_params();
   if (!known.outputs.empty() || !known.effects.empty()) r.known_eqns.push_back(std::move(known));
 
   bool any_staged = false;
@@ -238,8 +242,9 @@ PeCustomResult call_pe(const Primitive& p, const Eqn& e, const std::vector<bool>
   auto [S, used] = dce_jaxpr(S0, std::vector<bool>(S0.outvars.size(), true));
   for (size_t q = 0; q < used.size(); ++q)
     if (used[q]) staged.inputs.push_back(q < nres ? res_atoms[q] : e.inputs[q - nres]);
-  staged.params.set(key, ClosedJaxprPtr(std::make_shared<ClosedJaxpr>(
-                             ClosedJaxpr{std::make_shared<Jaxpr>(std::move(S)), {}})));
+  CallParams sp = cp;
+  sp.jaxpr = std::make_shared<ClosedJaxpr>(ClosedJaxpr{std::make_shared<Jaxpr>(std::move(S)), {}});
+  staged.params = sp.to_params();
   r.staged_eqns.push_back(std::move(staged));
   return r;
 }
@@ -249,56 +254,21 @@ PeCustomResult call_pe(const Primitive& p, const Eqn& e, const std::vector<bool>
 TransposeRule call_transpose(const Primitive& p) {
   return [&p](const std::vector<Array>& cts_out, const std::vector<Array>& args,
               const std::vector<ShapedArray>& avals, const Params& params) {
-    ClosedJaxprPtr body = params.get_jaxpr(jaxpr_key(p));
-    std::string name = params.has("name") ? params.get_string("name") : std::string("call");
-    std::vector<bool> linear;
-    std::vector<Array> call_args;
-    std::vector<ShapedArray> call_avals;
-    for (size_t i = 0; i < args.size(); ++i) {
-      linear.push_back(!args[i].defined());
-      if (args[i].defined()) {
-        call_args.push_back(args[i]);
-        call_avals.push_back(args[i].aval());
-      }
-    }
-    const size_t nres = call_args.size();
-    auto out_avals = body->jaxpr->out_avals();
-    for (size_t j = 0; j < cts_out.size(); ++j) {
-      call_args.push_back(instantiate_zero(cts_out[j], out_avals[j]));
-      call_avals.push_back(call_args.back().aval());
-    }
-    ClosedJaxpr tj = trace_to_jaxpr(
-        [&](const std::vector<Array>& xs) {
-          std::vector<Array> a(args.size());
-          size_t r = 0;
-          for (size_t i = 0; i < args.size(); ++i)
-            if (!linear[i]) a[i] = xs[r++];
-          std::vector<Array> cts(xs.begin() + std::ptrdiff_t(nres), xs.end());
-          auto g = backward_pass(*body->jaxpr, body->consts, a, linear, cts);
-          std::vector<Array> outs;
-          for (size_t i = 0; i < args.size(); ++i)
-            if (linear[i]) outs.push_back(instantiate_zero(g[i], avals[i]));
-          return outs;
-        },
-        call_avals);
-    auto tjp = std::make_shared<ClosedJaxpr>(
-        ClosedJaxpr{std::make_shared<Jaxpr>(convert_constvars_jaxpr(*tj.jaxpr)), {}});
-    std::vector<Array> targs = tj.consts;
-    targs.insert(targs.end(), call_args.begin(), call_args.end());
-    auto g = bind_call(p, tjp, "transpose(" + name + ")", targs);
-    std::vector<Array> res(args.size());
-    size_t k = 0;
-    for (size_t i = 0; i < args.size(); ++i)
-      if (linear[i]) res[i] = g[k++];
-    return res;
+    const CallParams cp = CallParams::from(p, params);
+    rules::TransposedCall t = rules::transpose_call_body(
+        *cp.jaxpr, cts_out, args, avals, /*instantiate=*/true,
+        [](const ClosedJaxpr& body, const std::vector<Array>& a, const std::vector<bool>& linear,
+           const std::vector<Array>& cts) { return backward_pass(*body.jaxpr, body.consts, a, linear, cts); });
+    return t.scatter(bind_call(p, t.jaxpr, "transpose(" + cp.name_or("call") + ")", t.args));
   };
 }
 
 // Batching: the body is vmapped and staged as a new call (batch dims moved to the front).
 BatchRule call_batch(const Primitive& p) {
   return [&p](const std::vector<Array>& args, const std::vector<int64_t>& dims, const Params& params) {
-    ClosedJaxprPtr body = params.get_jaxpr(jaxpr_key(p));
-    std::string name = params.has("name") ? params.get_string("name") : std::string("call");
+    const CallParams cp = CallParams::from(p, params);
+    ClosedJaxprPtr body = cp.jaxpr;
+    std::string name = cp.name_or("call");
     auto [batched, call_args] = batch_body_at_front(body, args, dims);
     auto bj = std::make_shared<ClosedJaxpr>(ClosedJaxpr{std::make_shared<Jaxpr>(batched), {}});
     auto outs = bind_call(p, bj, "vmap(" + name + ")", call_args);
@@ -323,4 +293,70 @@ Registrar reg([] {
 });
 
 }  // namespace
+
+rules::TransposedCall rules::transpose_call_body(const ClosedJaxpr& body, const std::vector<Array>& cts_out,
+                                                 const std::vector<Array>& args,
+                                                 const std::vector<ShapedArray>& avals, bool instantiate,
+                                                 const BodyBackward& backward) {
+  TransposedCall t;
+  std::vector<Array> call_args;
+  std::vector<ShapedArray> call_avals;
+  for (size_t i = 0; i < args.size(); ++i) {
+    t.linear.push_back(!args[i].defined());
+    if (args[i].defined()) {
+      call_args.push_back(args[i]);
+      call_avals.push_back(args[i].aval());
+    }
+  }
+  const size_t nres = call_args.size();
+  const auto out_avals = body.jaxpr->out_avals();
+  std::vector<size_t> ct_at;  // the output of each cotangent operand
+  for (size_t j = 0; j < cts_out.size(); ++j) {
+    if (!instantiate && !cts_out[j].defined()) continue;
+    ct_at.push_back(j);
+    call_args.push_back(instantiate ? instantiate_zero(cts_out[j], out_avals[j]) : cts_out[j]);
+    call_avals.push_back(call_args.back().aval());
+  }
+  if (!instantiate && ct_at.empty()) return t;
+  const std::vector<bool>& linear = t.linear;
+  ClosedJaxpr tj = trace_to_jaxpr(
+      [&](const std::vector<Array>& xs) {
+        std::vector<Array> a(args.size());
+        size_t r = 0;
+        for (size_t i = 0; i < args.size(); ++i)
+          if (!linear[i]) a[i] = xs[r++];
+        std::vector<Array> cts(cts_out.size());
+        for (size_t k = 0; k < ct_at.size(); ++k) cts[ct_at[k]] = xs[nres + k];
+        auto g = backward(body, a, linear, cts);
+        std::vector<Array> outs;
+        t.zero.clear();
+        for (size_t i = 0; i < args.size(); ++i) {
+          if (!linear[i]) continue;
+          if (instantiate) {
+            t.zero.push_back(false);
+            outs.push_back(instantiate_zero(g[i], avals[i]));
+          } else {
+            t.zero.push_back(!g[i].defined());
+            if (g[i].defined()) outs.push_back(g[i]);
+          }
+        }
+        return outs;
+      },
+      call_avals);
+  t.jaxpr = std::make_shared<ClosedJaxpr>(
+      ClosedJaxpr{std::make_shared<Jaxpr>(convert_constvars_jaxpr(*tj.jaxpr)), {}});
+  t.num_consts = tj.consts.size();
+  t.args = tj.consts;
+  t.args.insert(t.args.end(), call_args.begin(), call_args.end());
+  return t;
+}
+
+std::vector<Array> rules::TransposedCall::scatter(const std::vector<Array>& results) const {
+  std::vector<Array> res(linear.size());
+  size_t k = 0, l = 0;
+  for (size_t i = 0; i < linear.size(); ++i)
+    if (linear[i] && !zero.at(l++)) res[i] = results.at(k++);
+  return res;
+}
+
 }  // namespace minijax

@@ -4,17 +4,19 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autodiff/batching_util.h"
 #include "autodiff/checkpoint_policies.h"
 #include "autodiff/jvp.h"
 #include "autodiff/jvp_split.h"
 #include "autodiff/partial_eval.h"
+#include "autodiff/rules/call_transpose.h"
 #include "autodiff/transpose.h"
 #include "autodiff/vmap.h"
-#include "autodiff/batching_util.h"
 #include "core/dce.h"
 #include "core/pjit.h"
 #include "core/prevent_cse.h"
 #include "core/staging.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 namespace {
@@ -29,11 +31,12 @@ ClosedJaxprPtr closed(Jaxpr j) {
 // flags of `args` (used when prevent_cse is a tuple; a bool stays as it is).
 std::vector<Array> bind_checkpoint_with(const Params& params, Jaxpr body, const std::vector<Array>& args,
                                         bool differentiated, const std::vector<bool>& cse) {
-  Params np = params;
-  np.set("jaxpr", closed(std::move(body)));
-  np.set("differentiated", differentiated);
+  CallParams cp = checkpoint_params(params);
+  cp.jaxpr = closed(std::move(body));
+  cp.differentiated = differentiated;
+  Params np = cp.to_params();
   set_prevent_cse(np, params, cse);
-  return minijax::bind(primitive("checkpoint"), args, np);
+  return minijax::bind(checkpoint_primitive(), args, np);
 }
 
 // Pure JVP (JAX's remat_jvp): one checkpoint equation over the JVP of the body, taking the
@@ -42,7 +45,7 @@ std::vector<Array> bind_checkpoint_with(const Params& params, Jaxpr body, const 
 std::pair<std::vector<Array>, std::vector<Array>> checkpoint_pure_jvp(const std::vector<Array>& primals,
                                                                       const std::vector<Array>& tangents,
                                                                       const Params& params) {
-  ClosedJaxprPtr body = params.get_jaxpr("jaxpr");
+  ClosedJaxprPtr body = checkpoint_params(params).jaxpr;
   // The body's JVP is unsplit: its scans, conds and calls stay one equation each, so that
   // checkpoint_pe's policy reaches the equations inside them (JAX's remat_jvp: jvp_jaxpr).
   JvpRule body_jvp = [body](const std::vector<Array>& ps, const std::vector<Array>& ts, const Params&) {
@@ -56,7 +59,7 @@ std::pair<std::vector<Array>, std::vector<Array>> checkpoint_pure_jvp(const std:
   std::vector<bool> cse(t.jaxpr.consts.size(), false);
   for (bool f : prevent_cse_flags(params, primals.size())) cse.push_back(f);
   cse.resize(args.size(), true);
-  bool diff = params.has("differentiated") && params.get_bool("differentiated");
+  bool diff = checkpoint_params(params).is_differentiated();
   return split_jvp_outputs(t, bind_checkpoint_with(params, convert_constvars_jaxpr(*t.jaxpr.jaxpr), args, diff, cse));
 }
 
@@ -118,9 +121,10 @@ void stage_checkpoint(const Eqn& e, const PartialEvalResult& pe, const std::vect
   se.inputs = sin;
   for (size_t i = 0; i < nout; ++i)
     if (r.out_inst[i]) se.outputs.push_back(e.outputs[i]);
-  se.params = e.params;
-  se.params.set("jaxpr", closed(std::move(Sd)));
-  se.params.set("differentiated", true);
+  CallParams sp = call_params(e);
+  sp.jaxpr = closed(std::move(Sd));
+  sp.differentiated = true;
+  se.params = sp.to_params();
   set_prevent_cse(se.params, e.params, cse);
   se.effects = e.effects;
   r.staged_eqns.push_back(std::move(se));
@@ -134,7 +138,7 @@ void stage_checkpoint(const Eqn& e, const PartialEvalResult& pe, const std::vect
 // policy recomputes is also an output of the staged checkpoint rather than a residual.
 PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
                              const std::vector<bool>&, const SaveablePolicy& received) {
-  ClosedJaxprPtr body = e.params.get_jaxpr("jaxpr");
+  ClosedJaxprPtr body = call_params(e).jaxpr;
   const Jaxpr& B = *body->jaxpr;
   PolicyPtr own = policy_from_params(e.params);
   SaveablePolicy pol = received ? received : own->saveable_for(B);
@@ -222,7 +226,11 @@ PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
     Jaxpr id;
     id.invars = {x};
     id.outvars = {x};
-    Eqn ce{&pjit_p(), {src}, {e.outputs[i]}, Params{{"jaxpr", closed(id)}, {"name", std::string("checkpoint_output")}}, {}};
+    CallParams idp;
+    idp.body_key = pjit_p().body_params.at(0);
+    idp.jaxpr = closed(id);
+    idp.name = "checkpoint_output";
+    Eqn ce{&pjit_p(), {src}, {e.outputs[i]}, idp.to_params(), {}};
     r.known_eqns.push_back(std::move(ce));
   }
   const size_t nknown_out = K.outvars.size() - size_t(pe.num_res);
@@ -293,76 +301,32 @@ std::vector<Array> transpose_body(const Jaxpr& B, const std::vector<Array>& args
 // cotangent).
 std::vector<Array> checkpoint_transpose(const std::vector<Array>& cts_out, const std::vector<Array>& args,
                                         const std::vector<ShapedArray>& avals, const Params& params) {
-  ClosedJaxprPtr body = params.get_jaxpr("jaxpr");
-  std::vector<bool> linear;
-  std::vector<Array> call_args;
-  std::vector<ShapedArray> call_avals;
-  for (size_t i = 0; i < args.size(); ++i) {
-    linear.push_back(!args[i].defined());
-    if (args[i].defined()) {
-      call_args.push_back(args[i]);
-      call_avals.push_back(args[i].aval());
-    }
-  }
-  const size_t nres = call_args.size();
-  auto out_avals = body->jaxpr->out_avals();
-  std::vector<size_t> ct_nz;
-  for (size_t j = 0; j < cts_out.size(); ++j)
-    if (cts_out[j].defined()) {
-      ct_nz.push_back(j);
-      call_args.push_back(cts_out[j]);
-      call_avals.push_back(cts_out[j].aval());
-    }
-  if (ct_nz.empty()) return std::vector<Array>(args.size());
-  std::vector<bool> lin_zero;
-  ClosedJaxpr tj = trace_to_jaxpr(
-      [&](const std::vector<Array>& xs) {
-        std::vector<Array> a(args.size());
-        size_t r = 0;
-        for (size_t i = 0; i < args.size(); ++i)
-          if (!linear[i]) a[i] = xs[r++];
-        std::vector<Array> cts(cts_out.size());
-        for (size_t k = 0; k < ct_nz.size(); ++k) cts[ct_nz[k]] = xs[nres + k];
-        auto g = body->consts.empty() ? transpose_body(*body->jaxpr, a, linear, cts)
-                                      : backward_pass(*body->jaxpr, body->consts, a, linear, cts);
-        std::vector<Array> outs;
-        lin_zero.clear();
-        for (size_t i = 0; i < args.size(); ++i)
-          if (linear[i]) {
-            lin_zero.push_back(!g[i].defined());
-            if (g[i].defined()) outs.push_back(g[i]);
-          }
-        return outs;
-      },
-      call_avals);
-  std::vector<Array> targs = tj.consts;
-  targs.insert(targs.end(), call_args.begin(), call_args.end());
-  std::vector<bool> cse(tj.consts.size(), false);
+  rules::TransposedCall t = rules::transpose_call_body(
+      *checkpoint_params(params).jaxpr, cts_out, args, avals, /*instantiate=*/false,
+      [](const ClosedJaxpr& body, const std::vector<Array>& a, const std::vector<bool>& linear,
+         const std::vector<Array>& cts) {
+        return body.consts.empty() ? transpose_body(*body.jaxpr, a, linear, cts)
+                                   : backward_pass(*body.jaxpr, body.consts, a, linear, cts);
+      });
+  if (!t.jaxpr) return std::vector<Array>(args.size());
+  std::vector<bool> cse(t.num_consts, false);
   const std::vector<bool> in_cse = prevent_cse_flags(params, args.size());
   for (size_t i = 0; i < args.size(); ++i)
-    if (!linear[i]) cse.push_back(in_cse[i]);
-  cse.resize(targs.size(), true);
-  bool diff = params.has("differentiated") && params.get_bool("differentiated");
-  auto g = bind_checkpoint_with(params, convert_constvars_jaxpr(*tj.jaxpr), targs, diff, cse);
-  std::vector<Array> res(args.size());
-  size_t k = 0, l = 0;
-  for (size_t i = 0; i < args.size(); ++i)
-    if (linear[i]) {
-      if (!lin_zero[l++]) res[i] = g[k++];
-    }
-  (void)avals;
-  return res;
+    if (!t.linear[i]) cse.push_back(in_cse[i]);
+  cse.resize(t.args.size(), true);
+  bool diff = checkpoint_params(params).is_differentiated();
+  return t.scatter(bind_checkpoint_with(params, *t.jaxpr->jaxpr, t.args, diff, cse));
 }
 
 // Batching: a checkpoint of the vmapped body (batch dims moved to the front), same params.
 std::pair<std::vector<Array>, std::vector<int64_t>> checkpoint_batch(const std::vector<Array>& args,
                                                                      const std::vector<int64_t>& dims,
                                                                      const Params& params) {
-  auto [batched, call_args] = batch_body_at_front(params.get_jaxpr("jaxpr"), args, dims);
+  auto [batched, call_args] = batch_body_at_front(checkpoint_params(params).jaxpr, args, dims);
   // The batched body's constants lead the operands (prevent_cse False), then the arguments.
   std::vector<bool> cse(call_args.size() - args.size(), false);
   for (bool f : prevent_cse_flags(params, args.size())) cse.push_back(f);
-  bool diff = params.has("differentiated") && params.get_bool("differentiated");
+  bool diff = checkpoint_params(params).is_differentiated();
   auto outs = bind_checkpoint_with(params, batched, call_args, diff, cse);
   return {outs, std::vector<int64_t>(outs.size(), 0)};
 }
@@ -421,12 +385,14 @@ Registrar reg([] {
   {
     Primitive& p = get_or_create_primitive("name");
     p.jvp = [](const std::vector<Array>& primals, const std::vector<Array>& tangents, const Params& params) {
-      return std::pair{minijax::bind(primitive("name"), {primals[0]}, params), std::vector<Array>{tangents[0]}};
+      return std::pair{minijax::bind(CheckpointNameParams::primitive(), {primals[0]}, params),
+                       std::vector<Array>{tangents[0]}};
     };
     p.transpose = [](const std::vector<Array>& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
                      const Params&) { return std::vector<Array>{cts[0]}; };
     p.batch = [](const std::vector<Array>& args, const std::vector<int64_t>& dims, const Params& params) {
-      return std::pair{minijax::bind(primitive("name"), {args[0]}, params), std::vector<int64_t>{dims[0]}};
+      return std::pair{minijax::bind(CheckpointNameParams::primitive(), {args[0]}, params),
+                       std::vector<int64_t>{dims[0]}};
     };
   }
 });

@@ -11,6 +11,7 @@
 #include "core/control_flow.h"
 #include "core/lax.h"
 #include "core/staging.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 namespace {
@@ -51,7 +52,7 @@ FlatFn branch_jvp_fn(ClosedJaxprPtr branch, const std::vector<bool>& nz_in,
 std::pair<std::vector<Array>, std::vector<Array>> cond_pure_jvp(const std::vector<Array>& primals,
                                                                 const std::vector<Array>& tangents,
                                                                 const Params& params) {
-  const auto& branches = params.get_jaxprs("branches");
+  const std::vector<ClosedJaxprPtr> branches = CondParams::from(params).branches;
   const size_t n = primals.size() - 1, nout = branches[0]->jaxpr->outvars.size();
   std::vector<Array> args(primals.begin() + 1, primals.end());
   std::vector<ShapedArray> avals;
@@ -152,7 +153,7 @@ PeCustomResult cond_pe_rule(const Eqn& e, const std::vector<bool>& unk, const st
   // With everything known (and a policy to apply inside the branches), the staged cond
   // recomputes what the policy does not save; it reads only known values, so it stays non-linear.
   const bool inst_all = !any_unknown;
-  const auto& branches = e.params.get_jaxprs("branches");
+  const std::vector<ClosedJaxprPtr> branches = cond_params(e).branches;
   std::vector<bool> ops_uk(unk.begin() + 1, unk.end()), all_inst(nops, true);
   std::vector<bool> unks_out(nout, false);
   for (auto& b : branches) {
@@ -203,8 +204,9 @@ PeCustomResult cond_pe_rule(const Eqn& e, const std::vector<bool>& unk, const st
 
   Eqn known;
   known.primitive = e.primitive;
-  known.params = e.params;
-  known.params.set("branches", known_br);
+  CondParams kp = cond_params(e);
+  kp.branches = known_br;
+  known.params = kp.to_params();
   known.inputs.push_back(e.inputs[0]);
   for (size_t i = 0; i < nops; ++i)
     if (!ops_uk[i]) known.inputs.push_back(e.inputs[i + 1]);
@@ -215,8 +217,9 @@ PeCustomResult cond_pe_rule(const Eqn& e, const std::vector<bool>& unk, const st
 
   Eqn staged;
   staged.primitive = e.primitive;
-  staged.params = e.params;
-  staged.params.set("branches", staged_br);
+  CondParams sp = cond_params(e);
+  sp.branches = staged_br;
+  staged.params = sp.to_params();
   staged.inputs.push_back(e.inputs[0]);
   staged.inputs.insert(staged.inputs.end(), res_vars.begin(), res_vars.end());
   staged.inputs.insert(staged.inputs.end(), e.inputs.begin() + 1, e.inputs.end());
@@ -237,7 +240,7 @@ PeCustomResult cond_pe_rule(const Eqn& e, const std::vector<bool>& unk, const st
 // linear operands; the index and the residual (defined) operands are non-linear.
 std::vector<Array> cond_transpose(const std::vector<Array>& cts_out, const std::vector<Array>& args,
                                   const std::vector<ShapedArray>& avals, const Params& params) {
-  const auto& branches = params.get_jaxprs("branches");
+  const std::vector<ClosedJaxprPtr> branches = CondParams::from(params).branches;
   if (!args[0].defined())
     throw NotDifferentiableError("cond: the branch index cannot be a linear input of a transposed cond");
   const size_t n = args.size() - 1;
@@ -279,7 +282,7 @@ std::vector<Array> cond_transpose(const std::vector<Array>& cts_out, const std::
 std::pair<std::vector<Array>, std::vector<int64_t>> cond_batch(const std::vector<Array>& args,
                                                                 const std::vector<int64_t>& dims,
                                                                 const Params& params) {
-  const auto& branches = params.get_jaxprs("branches");
+  const std::vector<ClosedJaxprPtr> branches = CondParams::from(params).branches;
   const int64_t size = batch_axis_size(args, dims);
   std::vector<Array> ops;
   std::vector<int64_t> in_axes;

@@ -15,6 +15,7 @@
 #include "core/lax.h"
 #include "core/pjit.h"
 #include "core/staging.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 namespace {
@@ -27,10 +28,11 @@ struct ScanInfo {
 };
 
 ScanInfo scan_info(const Params& params, size_t n_operands) {
+  const ScanParams sp = ScanParams::from(params);
   ScanInfo s;
-  s.body = params.get_jaxpr("jaxpr");
-  s.nc = size_t(params.get_int("num_consts"));
-  s.ncar = size_t(params.get_int("num_carry"));
+  s.body = sp.jaxpr;
+  s.nc = size_t(sp.num_consts);
+  s.ncar = size_t(sp.num_carry);
   s.nx = n_operands - s.nc - s.ncar;
   return s;
 }
@@ -130,12 +132,12 @@ std::pair<std::vector<Array>, std::vector<Array>> scan_jvp_pure(const std::vecto
     if (g == 0) new_nc = nbc + count;
     if (g == 1) new_ncar = count;
   }
-  Params p = params;
-  p.set("jaxpr", ClosedJaxprPtr(body));
-  p.set("num_consts", int64_t(new_nc));
-  p.set("num_carry", int64_t(new_ncar));
-  p.set("linear", linear);
-  std::vector<Array> outs = minijax::bind(primitive("scan"), ops, p);
+  ScanParams p = ScanParams::from(params);
+  p.jaxpr = ClosedJaxprPtr(body);
+  p.num_consts = int64_t(new_nc);
+  p.num_carry = int64_t(new_ncar);
+  p.linear = linear;
+  std::vector<Array> outs = minijax::bind(ScanParams::primitive(), ops, p.to_params());
 
   const size_t nout = s.body->jaxpr->outvars.size(), ny = nout - s.ncar;
   std::vector<Array> primal_out, tangent_out(nout);
@@ -219,18 +221,14 @@ std::pair<std::vector<Array>, std::vector<int64_t>> scan_batch(const std::vector
     else if (i < s.nc + s.ncar) ops.push_back(in_bat[i] ? materialize_batch(args[i], dims[i], size, 0) : args[i]);
     else ops.push_back(in_bat[i] ? move_batch_dim(args[i], dims[i], 1) : args[i]);
   }
-  Params p = params;
-  p.set("jaxpr", ClosedJaxprPtr(body));
-  p.set("num_consts", int64_t(cj.consts.size() + s.nc));
+  ScanParams p = ScanParams::from(params);
+  p.jaxpr = ClosedJaxprPtr(body);
+  p.num_consts = int64_t(cj.consts.size() + s.nc);
   std::vector<int64_t> linear(cj.consts.size(), 0);
-  if (params.has("linear")) {
-    const auto& old = params.get_ints("linear");
-    linear.insert(linear.end(), old.begin(), old.end());
-  } else {
-    linear.resize(ops.size(), 0);
-  }
-  p.set("linear", linear);
-  std::vector<Array> outs = minijax::bind(primitive("scan"), ops, p);
+  if (p.linear) linear.insert(linear.end(), p.linear->begin(), p.linear->end());
+  else linear.resize(ops.size(), 0);
+  p.linear = linear;
+  std::vector<Array> outs = minijax::bind(ScanParams::primitive(), ops, p.to_params());
   std::vector<int64_t> out_dims;
   for (size_t i = 0; i < outs.size(); ++i)
     out_dims.push_back(!out_bat[i] && !(i < s.ncar && carry_bat[i]) ? kNotMapped : (i < s.ncar ? 0 : 1));

@@ -11,6 +11,7 @@
 #include "autodiff/partial_eval.h"
 #include "core/dce.h"
 #include "core/errors.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 namespace {
@@ -39,13 +40,14 @@ Effects effects_of(const Jaxpr& j) {
 Eqn make_scan_eqn(const Eqn& base, Jaxpr body, int64_t num_consts, int64_t num_carry,
                   std::vector<int64_t> linear, std::vector<Atom> inputs, std::vector<Var> outputs) {
   Eqn e;
-  e.primitive = &get_or_create_primitive("scan");
-  e.params = base.params;
+  e.primitive = &ScanParams::primitive();
+  ScanParams p = scan_params(base);
   e.effects = effects_of(body);
-  e.params.set("jaxpr", make_closed(std::move(body)));
-  e.params.set("num_consts", num_consts);
-  e.params.set("num_carry", num_carry);
-  e.params.set("linear", std::move(linear));
+  p.jaxpr = make_closed(std::move(body));
+  p.num_consts = num_consts;
+  p.num_carry = num_carry;
+  p.linear = std::move(linear);
+  e.params = p.to_params();
   e.inputs = std::move(inputs);
   e.outputs = std::move(outputs);
   return e;
@@ -72,19 +74,19 @@ NameTrace trace_name(const Jaxpr& j, const Atom& a, int depth = 0) {
     for (size_t k = 0; k < e.outputs.size(); ++k) {
       if (!(e.outputs[k] == *v)) continue;
       const std::string& p = e.primitive->name;
-      if (p == "name") {
+      if (CheckpointNameParams::is(e)) {
         r.name_eqn = &e;
         return r;
       }
       if (p == "optimization_barrier" && k < e.inputs.size()) return trace_name(j, e.inputs[k], depth + 1);
       if (p == "device_put" && e.inputs.size() == 1) return trace_name(j, e.inputs[0], depth + 1);
-      const char* key = p == "pjit" ? "jaxpr" : p == "closed_call" ? "call_jaxpr" : p == "checkpoint" ? "jaxpr" : nullptr;
-      if (key && e.params.has(key)) {
-        const Jaxpr& inner = *e.params.get_jaxpr(key)->jaxpr;
+      const bool call = is_pjit(*e.primitive) || is_closed_call(*e.primitive) || is_checkpoint(*e.primitive);
+      if (call) {
+        const Jaxpr& inner = *call_params(e).jaxpr->jaxpr;
         if (!inner.constvars.empty() || k >= inner.outvars.size()) return r;
         NameTrace in = trace_name(inner, inner.outvars[k], depth + 1);
         if (in.name_eqn) {
-          if (p == "checkpoint" && !in.checkpoint_params) in.checkpoint_params = &e.params;
+          if (is_checkpoint(*e.primitive) && !in.checkpoint_params) in.checkpoint_params = &e.params;
           return in;
         }
         if (in.invar && *in.invar < e.inputs.size()) return trace_name(j, e.inputs[*in.invar], depth + 1);
@@ -124,9 +126,9 @@ struct ScanSplit {
 
   ScanSplit(const Eqn& eqn, const Jaxpr& b, const SaveablePolicy& p, KnownCarries carries)
       : e(eqn), body(b), policy(p), recarry(carries == KnownCarries::recompute),
-        nc(size_t(eqn.params.get_int("num_consts"))), ncar(size_t(eqn.params.get_int("num_carry"))),
-        length(eqn.params.get_int("length")), nin(eqn.inputs.size()), ny(b.outvars.size() - ncar) {
-    lin_param = e.params.has("linear") ? e.params.get_ints("linear") : std::vector<int64_t>{};
+        nc(size_t(scan_params(eqn).num_consts)), ncar(size_t(scan_params(eqn).num_carry)),
+        length(scan_params(eqn).length), nin(eqn.inputs.size()), ny(b.outvars.size() - ncar) {
+    lin_param = scan_params(e).linear.value_or(std::vector<int64_t>{});
     if (lin_param.size() != nin) lin_param.assign(nin, 0);
   }
   bool is_const(size_t pos) const { return pos < nc; }
@@ -135,7 +137,7 @@ struct ScanSplit {
 
 // The scan's body, checked to have no constvars (scan passes its constants as leading operands).
 const Jaxpr& scan_body(const Eqn& e) {
-  const ClosedJaxprPtr& cj = e.params.get_jaxpr("jaxpr");
+  const ClosedJaxprPtr cj = scan_params(e).jaxpr;
   if (!cj->jaxpr->constvars.empty() || !cj->consts.empty())
     throw ValueError("scan partial evaluation: the body jaxpr has constvars (they must be leading operands)");
   return *cj->jaxpr;
@@ -262,7 +264,7 @@ void find_offloaded_named_carries(ScanSplit& s) {
     size_t c = s.fwd_pos[r] - s.nc;
     NameTrace t = trace_name(s.body, s.body.outvars[c]);
     if (!t.name_eqn) continue;
-    s.carry_name[r] = t.name_eqn->params.get_string("name");
+    s.carry_name[r] = checkpoint_name_params(*t.name_eqn).name;
     // The enclosing policy applies inside the body; without one, a checkpoint around the name
     // applies its own (docs/design.md: policies nest).
     // Under linearize a checkpoint in the body has already been split (its known half inlined),
@@ -274,7 +276,7 @@ void find_offloaded_named_carries(ScanSplit& s) {
       std::vector<const Params*> cps;
       if (t.checkpoint_params) cps.push_back(t.checkpoint_params);
       for (const Eqn& q : s.body.eqns)
-        if (q.primitive->name == "checkpoint") cps.push_back(&q.params);
+        if (is_checkpoint(*q.primitive)) cps.push_back(&q.params);
       for (const Params* cp : cps)
         if (PolicyPtr own = policy_from_params(*cp)) asks.push_back(own->saveable());
     }
@@ -413,7 +415,7 @@ void list_defined_residuals(const ScanSplit& s, PeCustomResult& out) {
       // A name given inside an already-split checkpoint (e.g. the value an offloading
       // device_put moved to the host).
       NameTrace t = trace_name(K, K.outvars[s.nko + r]);
-      if (t.name_eqn) info.name = t.name_eqn->params.get_string("name");
+      if (t.name_eqn) info.name = checkpoint_name_params(*t.name_eqn).name;
     }
     if (s.kind[r] == ResKind::stacked) {
       info.placement = ResidualPlacement::stacked;

@@ -9,6 +9,7 @@
 #include "core/lax.h"
 #include "core/pjit.h"
 #include "core/staging.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 namespace {
@@ -54,7 +55,7 @@ std::vector<bool> known_carries(const Jaxpr& body, const std::vector<Array>& arg
 std::vector<Array> transpose_after_split(const std::vector<Array>& cts_out, const std::vector<Array>& args,
                                          const std::vector<ShapedArray>& avals, const Params& params) {
   Eqn e;
-  e.primitive = &primitive("scan");
+  e.primitive = &ScanParams::primitive();
   e.params = params;
   std::vector<bool> unknown(args.size());
   std::vector<Var> ins;
@@ -64,7 +65,7 @@ std::vector<Array> transpose_after_split(const std::vector<Array>& cts_out, cons
     unknown[i] = !args[i].defined();
   }
   for (const ShapedArray& a : abstract_eval(*e.primitive, avals, params, std::source_location::current())) e.outputs.emplace_back(a);
-  for (auto& q : params.get_jaxpr("jaxpr")->jaxpr->eqns) e.effects.insert(q.effects.begin(), q.effects.end());
+  for (auto& q : ScanParams::from(params).jaxpr->jaxpr->eqns) e.effects.insert(q.effects.begin(), q.effects.end());
   SaveablePolicy recompute_all = [](const Primitive&, const std::vector<ShapedArray>&, const Params&) {
     return PolicyDecision{Recompute{}};
   };
@@ -108,12 +109,13 @@ std::vector<Array> transpose_after_split(const std::vector<Array>& cts_out, cons
 // (transpose_after_split).
 std::vector<Array> scan_transpose(const std::vector<Array>& cts_out, const std::vector<Array>& args,
                                   const std::vector<ShapedArray>& avals, const Params& params) {
-  const ClosedJaxprPtr& cj = params.get_jaxpr("jaxpr");
+  const ScanParams sp = ScanParams::from(params);
+  const ClosedJaxprPtr& cj = sp.jaxpr;
   const Jaxpr& body = *cj->jaxpr;
-  const size_t nc = size_t(params.get_int("num_consts"));
-  const size_t ncar = size_t(params.get_int("num_carry"));
-  const int64_t length = params.get_int("length");
-  const bool reverse = params.get_bool("reverse");
+  const size_t nc = size_t(sp.num_consts);
+  const size_t ncar = size_t(sp.num_carry);
+  const int64_t length = sp.length;
+  const bool reverse = sp.reverse;
   const size_t nin = args.size(), nx = nin - nc - ncar;
   const size_t ny = body.outvars.size() - ncar;
 
@@ -186,16 +188,16 @@ std::vector<Array> scan_transpose(const std::vector<Array>& cts_out, const std::
   for (size_t j : y_nz) ops.push_back(cts_out[ncar + j]);
   for (size_t i : x_nl) ops.push_back(args[i]);
 
-  Params p = params;
+  ScanParams p = sp;
   auto tjp = std::make_shared<ClosedJaxpr>();
   tjp->jaxpr = std::make_shared<Jaxpr>(convert_constvars_jaxpr(*tj.jaxpr));
-  p.set("jaxpr", ClosedJaxprPtr(tjp));
-  p.set("num_consts", int64_t(t_nc));
-  p.set("num_carry", int64_t(t_ncar));
-  p.set("reverse", !reverse);
-  p.set("linear", std::vector<int64_t>(ops.size(), 0));
-  p.set("length", length);
-  std::vector<Array> res = minijax::bind(primitive("scan"), ops, p);
+  p.jaxpr = ClosedJaxprPtr(tjp);
+  p.num_consts = int64_t(t_nc);
+  p.num_carry = int64_t(t_ncar);
+  p.reverse = !reverse;
+  p.linear = std::vector<int64_t>(ops.size(), 0);
+  p.length = length;
+  std::vector<Array> res = minijax::bind(ScanParams::primitive(), ops, p.to_params());
 
   std::vector<Array> cts(nin);
   size_t k = 0;

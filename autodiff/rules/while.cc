@@ -12,6 +12,7 @@
 #include "core/dce.h"
 #include "core/lax.h"
 #include "core/staging.h"
+#include "core/views/control_flow.h"
 
 namespace minijax {
 namespace {
@@ -31,8 +32,8 @@ struct WhileParts {
   size_t cn, bn, nc;
 };
 WhileParts parts(const Params& params, size_t nargs) {
-  WhileParts w{params.get_jaxpr("cond_jaxpr"), params.get_jaxpr("body_jaxpr"),
-               size_t(params.get_int("cond_nconsts")), size_t(params.get_int("body_nconsts")), 0};
+  const WhileParams p = WhileParams::from(params);
+  WhileParts w{p.cond_jaxpr, p.body_jaxpr, size_t(p.cond_nconsts), size_t(p.body_nconsts), 0};
   w.nc = nargs - w.cn - w.bn;
   return w;
 }
@@ -178,10 +179,12 @@ PeCustomResult while_pe_rule(const Eqn& e, const std::vector<bool>& unk, const s
       known.inputs.push_back(e.inputs[w.cn + w.bn + j]);
       known.outputs.push_back(e.outputs[j]);
     }
-  known.params.set("cond_jaxpr", closed(std::move(cond_known)));
-  known.params.set("body_jaxpr", closed(std::move(body_known)));
-  known.params.set("cond_nconsts", kcn);
-  known.params.set("body_nconsts", kbn);
+  WhileParams kp = WhileParams::from(e.params);
+  kp.cond_jaxpr = closed(std::move(cond_known));
+  kp.body_jaxpr = closed(std::move(body_known));
+  kp.cond_nconsts = kcn;
+  kp.body_nconsts = kbn;
+  known.params = kp.to_params();
   Eqn staged = e;
   for (size_t j = 0; j < w.nc; ++j)
     if (!carry_uk[j]) staged.outputs[j] = Var::dropvar(e.outputs[j].aval());

@@ -1,12 +1,12 @@
-// minijax remat primitives: `checkpoint` (a body jaxpr evaluated as one equation) and `name`
-// (checkpoint_name, an identity that tags a value). Owns their shape rules, impls, DCE rule and
-// the per-operand `prevent_cse` param (core/prevent_cse.h).
+// minijax remat primitives: `checkpoint` (a plain call, registered by register_call_primitive) and
+// `name` (checkpoint_name, an identity that tags a value). Owns the per-operand `prevent_cse` param.
 #include "core/prevent_cse.h"
 
 #include <string>
 
 #include "core/dce.h"
 #include "core/parser.h"
+#include "core/pjit.h"
 #include "core/primitive.h"
 #include "core/staging.h"
 #include "core/trace.h"
@@ -49,63 +49,22 @@ ParamObjectPtr parse_prevent_cse(const std::string& key, const std::string& text
   return std::make_shared<PreventCseParam>(std::move(flags));
 }
 
-// checkpoint: operands must match the body's invars (count, shape, dtype, memory kind); the
-// outputs are the body's out avals. The body has no constvars (closed-over values are operands).
-std::vector<ShapedArray> checkpoint_shape_rule(const std::vector<ShapedArray>& in, const Params& params) {
-  const ClosedJaxprPtr& cj = params.get_jaxpr("jaxpr");
-  if (!cj || !cj->jaxpr) throw ValueError("parameter 'jaxpr' is empty");
-  const Jaxpr& j = *cj->jaxpr;
-  if (!j.constvars.empty() || !cj->consts.empty())
-    throw ValueError("the checkpointed jaxpr has " + std::to_string(j.constvars.size()) +
-                     " constvars (closed-over values must be leading operands)");
-  if (in.size() != j.invars.size())
-    throw TypeError("called with " + std::to_string(in.size()) + " operands, the jaxpr takes " +
-                    std::to_string(j.invars.size()));
-  (void)prevent_cse_flags(params, in.size());  // a tuple must have one flag per operand
-  for (size_t i = 0; i < in.size(); ++i)
-    if (!in[i].same_type(j.invars[i].aval()))
-      throw TypeError("operand " + std::to_string(i) + " is " + in[i].str() +
-                      " but the jaxpr expects " + j.invars[i].aval().str());
-  return j.out_avals();
-}
-
-// DCE (JAX's remat dce rule): the body keeps only what the used outputs need; the equation is
-// dropped when no output is used and the body has no effects.
-std::pair<std::vector<bool>, std::optional<Eqn>> checkpoint_dce(const std::vector<bool>& used_outs,
-                                                                const Eqn& e) {
-  const ClosedJaxprPtr& cj = e.params.get_jaxpr("jaxpr");
-  bool any = false;
-  for (bool b : used_outs) any |= b;
-  if (!any && !eqn_has_effects(e)) return {std::vector<bool>(e.inputs.size(), false), std::nullopt};
-  auto [inner, used_ins] = dce_jaxpr(*cj->jaxpr, used_outs);
-  Eqn ne = e;
-  auto ncj = std::make_shared<ClosedJaxpr>();
-  ncj->jaxpr = std::make_shared<Jaxpr>(std::move(inner));
-  ne.params.set("jaxpr", ClosedJaxprPtr(ncj));
-  ne.inputs.clear();
-  ne.outputs.clear();
-  const std::vector<bool> cse = prevent_cse_flags(e.params, e.inputs.size());
-  std::vector<bool> kept_cse;
-  for (size_t i = 0; i < e.inputs.size(); ++i)
-    if (used_ins[i]) {
-      ne.inputs.push_back(e.inputs[i]);
-      kept_cse.push_back(cse[i]);
-    }
-  set_prevent_cse(ne.params, e.params, kept_cse);
-  for (size_t i = 0; i < e.outputs.size(); ++i)
-    if (used_outs[i]) ne.outputs.push_back(e.outputs[i]);
-  return {used_ins, std::move(ne)};
-}
-
 Registrar reg([] {
   {
-    auto& p = get_or_create_primitive("checkpoint");
-    p.multiple_results = true;
-    p.shape_rule = checkpoint_shape_rule;
-    p.impl = [](const std::vector<Array>& args, const Params& params, const std::vector<ShapedArray>&) {
-      return eval_jaxpr(*params.get_jaxpr("jaxpr"), args);
+    // checkpoint: a plain call whose body has no constvars (closed-over values are operands),
+    // with one prevent_cse flag per operand when a tuple; DCE keeps the flags of kept operands.
+    CallSpec spec;
+    spec.closed_name = "checkpointed jaxpr";
+    spec.closed_hint = "closed-over values must be leading operands";
+    spec.check = [](const Params& params, size_t n) { (void)prevent_cse_flags(params, n); };
+    spec.prune_params = [](Params& out, const Params& in, const std::vector<bool>& used) {
+      const std::vector<bool> cse = prevent_cse_flags(in, used.size());
+      std::vector<bool> kept;
+      for (size_t i = 0; i < used.size(); ++i)
+        if (used[i]) kept.push_back(cse[i]);
+      set_prevent_cse(out, in, kept);
     };
-    p.dce = checkpoint_dce;
+    register_call_primitive("checkpoint", spec);
     register_param_object_parser(parse_prevent_cse);
   }
   {

@@ -97,6 +97,8 @@ std::pair<std::vector<bool>, std::optional<Eqn>> cond_dce(const std::vector<bool
 
 Registrar reg([] {
   auto& p = get_or_create_primitive("cond");
+  p.body_params = {"branches"};
+  p.body_form = BodyForm::cond;
   p.multiple_results = true;
   p.shape_rule = cond_shape_rule;
   p.impl = cond_impl;

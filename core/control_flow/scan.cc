@@ -200,6 +200,8 @@ std::pair<std::vector<bool>, std::optional<Eqn>> scan_dce_rule(const std::vector
 
 Registrar reg([] {
   auto& p = get_or_create_primitive("scan");
+  p.body_params = {"jaxpr"};
+  p.body_form = BodyForm::scan;
   p.multiple_results = true;
   p.shape_rule = scan_shape_rule;
   p.impl = scan_impl;

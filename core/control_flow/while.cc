@@ -134,6 +134,8 @@ std::pair<std::vector<bool>, std::optional<Eqn>> while_dce(const std::vector<boo
 
 Registrar reg([] {
   auto& p = get_or_create_primitive("while");
+  p.body_params = {"cond_jaxpr", "body_jaxpr"};
+  p.body_form = BodyForm::while_loop;
   p.multiple_results = true;
   p.shape_rule = while_shape_rule;
   p.impl = while_impl;

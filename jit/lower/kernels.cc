@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/views/control_flow.h"
 #include "jit/lower/lowering.h"
 
 namespace minijax::lower {
@@ -665,10 +666,11 @@ void emit_reduction(KernelCtx& k, KernelInfo& info, Value begin, Value end) {
 }  // namespace
 
 KernelInfo emit_fusion_kernel(kir::Module& m, const Eqn& fusion, const std::string& name) {
-  const Jaxpr& body = *fusion.params.get_jaxpr("jaxpr")->jaxpr;
+  const CallParams fp = call_params(fusion);
+  const Jaxpr& body = *fp.jaxpr->jaxpr;
   KernelInfo info;
   info.name = name;
-  info.kind = fusion.params.get_string("kind");
+  info.kind = fp.kind.value();
   kir::Function f;
   f.name = name;
   f.params = {kir::kPtr, kir::kI64, kir::kI64};
@@ -686,7 +688,7 @@ KernelInfo emit_fusion_kernel(kir::Module& m, const Eqn& fusion, const std::stri
   if (info.kind == "reduction") emit_reduction(k, info, begin, end);
   else emit_loop(k, info, begin, end);
   b.ret();
-  f.comment = "fusion " + fusion.params.get_string("name") + ": " + info.describe();
+  f.comment = "fusion " + fp.name.value() + ": " + info.describe();
   m.functions.push_back(std::move(f));
   return info;
 }

@@ -2,9 +2,10 @@
 // copies) and the program rules of fusions, views and control flow (scan, while, cond).
 #include "jit/lower/program.h"
 
+#include "core/bodies.h"
 #include "core/errors.h"
+#include "core/views/control_flow.h"
 #include "jit/lower/transcendentals.h"
-#include "jit/map_bodies.h"
 
 namespace minijax::lower {
 
@@ -121,7 +122,7 @@ std::string kernel_site_args(const Eqn& e, const KernelInfo& info, bool parallel
   };
   int64_t in_bytes = 0, out_bytes = 0;
   profiler::detail::Args a;
-  a.add("fusion", e.params.get_string("name")).add("kind", info.kind).add("loop", info.describe());
+  a.add("fusion", call_params(e).name.value()).add("kind", info.kind).add("loop", info.describe());
   a.add("inputs", types(e.inputs, in_bytes)).add("outputs", types(e.outputs, out_bytes));
   a.add("bytes_in", in_bytes).add("bytes_out", out_bytes).add("parallel", parallel);
   return a.take();
@@ -135,7 +136,7 @@ void ProgramEmitter::call_fusion(const Eqn& e) {
   auto known = kernels_.find(&e);
   if (known == kernels_.end()) {
     EmittedKernel k;
-    k.name = fresh_name(e.params.get_string("name"));
+    k.name = fresh_name(call_params(e).name.value());
     for (char& c : k.name)
       if (c == '.') c = '_';
     k.info = emit_fusion_kernel(module, e, k.name);
@@ -263,7 +264,7 @@ struct Unrolled {
 
 Unrolled unrolled(const Eqn& e, int64_t length) {
   Unrolled u;
-  u.k = e.params.has("unroll") ? e.params.get_int("unroll") : 1;
+  u.k = scan_params(e).unroll_or_one();
   if (u.k <= 0 || u.k > length) u.k = std::max<int64_t>(length, 1);
   u.trips = length / u.k;
   u.remainder = length % u.k;
@@ -288,11 +289,13 @@ std::string unrolled_text(const Unrolled& u, int64_t length) {
 // constant iterations. Each copy is a whole iteration, so results are those of the rolled loop.
 void lower_scan(ProgramEmitter& pe, const Eqn& e) {
   kir::Builder& b = pe.b;
-  const Jaxpr& body = *e.params.get_jaxpr("jaxpr")->jaxpr;
-  const size_t nc = size_t(e.params.get_int("num_consts")), ncar = size_t(e.params.get_int("num_carry"));
-  const int64_t length = e.params.get_int("length");
-  const bool reverse = e.params.get_bool("reverse");
-  for (size_t k = 0; k < ncar; ++k) pe.copy_atom(pe.addr(e.outputs[k]), e.inputs[nc + k]);
+  const ScanParams sp = scan_params(e);
+  const BodyLayout lay = body_layout(e);  // consts | carry | xs
+  const Jaxpr& body = *sp.jaxpr->jaxpr;
+  const size_t ncar = lay.num_carry;
+  const int64_t length = sp.length;
+  const bool reverse = sp.reverse;
+  for (size_t k = 0; k < ncar; ++k) pe.copy_atom(pe.addr(e.outputs[k]), e.inputs[lay.carry_begin() + k]);
   int64_t copies = 0;
   auto iteration = [&](Value i) {
     pe.emit_copy_of_scope(copies++ > 0, [&] {
@@ -321,10 +324,11 @@ void lower_scan(ProgramEmitter& pe, const Eqn& e) {
 
 void lower_while(ProgramEmitter& pe, const Eqn& e) {
   kir::Builder& b = pe.b;
-  const Jaxpr& cj = *e.params.get_jaxpr("cond_jaxpr")->jaxpr;
-  const Jaxpr& bj = *e.params.get_jaxpr("body_jaxpr")->jaxpr;
-  const size_t cn = size_t(e.params.get_int("cond_nconsts")), bn = size_t(e.params.get_int("body_nconsts"));
-  for (size_t k = 0; k < e.outputs.size(); ++k) pe.copy_atom(pe.addr(e.outputs[k]), e.inputs[cn + bn + k]);
+  const WhileParams wp = while_params(e);
+  const BodyLayout lay = body_layout(e);  // cond_consts | body_consts | carry
+  const Jaxpr& cj = *wp.cond_jaxpr->jaxpr;
+  const Jaxpr& bj = *wp.body_jaxpr->jaxpr;
+  for (size_t k = 0; k < e.outputs.size(); ++k) pe.copy_atom(pe.addr(e.outputs[k]), e.inputs[lay.carry_begin() + k]);
   b.while_(
       [&] {
         pe.emit_scope(cj);
@@ -345,7 +349,7 @@ void lower_while(ProgramEmitter& pe, const Eqn& e) {
 
 void lower_cond(ProgramEmitter& pe, const Eqn& e) {
   kir::Builder& b = pe.b;
-  const auto& branches = e.params.get_jaxprs("branches");
+  const std::vector<ClosedJaxprPtr> branches = cond_params(e).branches;
   const int64_t n = int64_t(branches.size());
   const Atom& index = e.inputs.at(0);
   Value idx;

@@ -2,6 +2,7 @@
 // Threefry-2x32 block on u32 lanes) and the program rule for operands broadcast numpy-style.
 #include "core/errors.h"
 #include "core/fusion.h"
+#include "core/views/control_flow.h"
 #include "jit/lower/elementwise_util.h"
 #include "jit/lower/program.h"
 
@@ -87,9 +88,12 @@ void lower_unfused_threefry(ProgramEmitter& pe, const Eqn& e) {
   f.primitive = &fusion_p();
   f.inputs = operands;
   f.outputs = e.outputs;
-  f.params.set("jaxpr", std::make_shared<const ClosedJaxpr>(ClosedJaxpr{body, {}}));
-  f.params.set("kind", std::string("loop"));
-  f.params.set("name", std::string("threefry"));
+  CallParams fp;
+  fp.body_key = fusion_p().body_params.at(0);
+  fp.jaxpr = std::make_shared<const ClosedJaxpr>(ClosedJaxpr{body, {}});
+  fp.kind = "loop";
+  fp.name = "threefry";
+  f.params = fp.to_params();
   pe.call_fusion(f);
 }
 

@@ -12,6 +12,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "core/views/control_flow.h"
 #include "sharding/collective_groups.h"
 #include "sharding/plan_reshard.h"
 
@@ -122,14 +123,15 @@ class Executor {
   std::vector<std::vector<Array>> eval_eqn(const Eqn& e, const std::vector<std::vector<Array>>& args, size_t idx) {
     const std::string& name = e.primitive->name;
     if (is_collective(name)) return collective(e, args, idx);
-    if (name == "pjit" || name == "closed_call" || name == "checkpoint" || name == "custom_jvp_call" ||
-        name == "custom_vjp_call") {
-      const bool j = name == "pjit" || name == "checkpoint";
-      return call(*e.params.get_jaxpr(j ? "jaxpr" : "call_jaxpr"), args, 0, args.empty() ? 0 : args[0].size(), idx);
+    // A plain call's body runs per device (a fusion, the compiler's kernel, is bound whole).
+    if (CallParams::is(e) && !is_fusion(*e.primitive))
+      return call(*call_params(e).jaxpr, args, 0, args.empty() ? 0 : args[0].size(), idx);
+    switch (e.primitive->body_form) {
+      case BodyForm::scan: return scan(e, args, idx);
+      case BodyForm::while_loop: return while_loop(e, args, idx);
+      case BodyForm::cond: return cond(e, args, idx);
+      default: break;
     }
-    if (name == "scan") return scan(e, args, idx);
-    if (name == "while") return while_loop(e, args, idx);
-    if (name == "cond") return cond(e, args, idx);
     std::vector<std::vector<Array>> outs(n_);
     // A host callback (the "debug" effect: debug::print) is called by the mesh's first device
     // alone, with its replicated operands, as execute_spmd calls it.
@@ -177,10 +179,11 @@ class Executor {
   // each iteration. Counted while the loop runs: the current x slices, the carries it produced
   // and the ys stacked so far.
   std::vector<std::vector<Array>> scan(const Eqn& e, const std::vector<std::vector<Array>>& args, size_t idx) {
-    const ClosedJaxpr& body = *e.params.get_jaxpr("jaxpr");
-    const size_t nc = size_t(e.params.get_int("num_consts")), ncar = size_t(e.params.get_int("num_carry"));
-    const int64_t length = e.params.get_int("length");
-    const bool reverse = e.params.get_bool("reverse");
+    const ScanParams sp = scan_params(e);
+    const ClosedJaxpr& body = *sp.jaxpr;
+    const size_t nc = size_t(sp.num_consts), ncar = size_t(sp.num_carry);
+    const int64_t length = sp.length;
+    const bool reverse = sp.reverse;
     const auto& invars = body.jaxpr->invars;
     const size_t nx = args.empty() ? 0 : args[0].size() - nc - ncar;
     const size_t ny = e.outputs.size() - ncar;
@@ -244,9 +247,10 @@ class Executor {
   // lockstep; the predicate must agree across devices.
   std::vector<std::vector<Array>> while_loop(const Eqn& e, const std::vector<std::vector<Array>>& args,
                                              size_t idx) {
-    const ClosedJaxpr& cj = *e.params.get_jaxpr("cond_jaxpr");
-    const ClosedJaxpr& bj = *e.params.get_jaxpr("body_jaxpr");
-    const size_t cn = size_t(e.params.get_int("cond_nconsts")), bn = size_t(e.params.get_int("body_nconsts"));
+    const WhileParams wp = while_params(e);
+    const ClosedJaxpr& cj = *wp.cond_jaxpr;
+    const ClosedJaxpr& bj = *wp.body_jaxpr;
+    const size_t cn = size_t(wp.cond_nconsts), bn = size_t(wp.body_nconsts);
     std::vector<std::vector<Array>> carry(n_);
     for (size_t d = 0; d < n_; ++d) carry[d].assign(args[d].begin() + std::ptrdiff_t(cn + bn), args[d].end());
     bool produced = false;
@@ -275,7 +279,7 @@ class Executor {
   // cond (operands: index, branch operands): the selected branch (index clamped as the eager
   // cond does) runs in lockstep; the index must agree across devices.
   std::vector<std::vector<Array>> cond(const Eqn& e, const std::vector<std::vector<Array>>& args, size_t idx) {
-    const auto& branches = e.params.get_jaxprs("branches");
+    const std::vector<ClosedJaxprPtr> branches = cond_params(e).branches;
     std::vector<Array> index(n_);
     for (size_t d = 0; d < n_; ++d) index[d] = args[d][0];
     int64_t b = std::clamp<int64_t>(agreed_scalar(index, "cond index"), 0, int64_t(branches.size()) - 1);
