@@ -6,6 +6,7 @@
 
 #include "core/lax.h"
 #include "core/primitive.h"
+#include "core/views/array_ops.h"
 
 namespace minijax {
 
@@ -44,7 +45,7 @@ Cost eqn_flops(const Eqn& e) {
   const std::string& n = e.primitive->name;
   double out = e.outputs.empty() ? 0 : double(e.outputs[0].aval().size());
   if (n == "dot_general") {
-    auto d = lax::dot_dimension_numbers(e.params);
+    auto d = dot_general_params(e).dimension_numbers;
     double k = 1;
     for (int64_t ax : d.lhs_contracting) k *= double(atom_aval(e.inputs[0]).shape[size_t(ax)]);
     c.flops = 2 * out * k;  // out = batch * m * n
