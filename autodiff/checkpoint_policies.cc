@@ -9,6 +9,7 @@
 #include "core/device.h"
 #include "core/lax.h"
 #include "core/primitive.h"
+#include "core/views/array_ops.h"
 #include "core/views/control_flow.h"
 
 namespace minijax {
@@ -141,8 +142,8 @@ namespace {
 PolicyDecision from_bool(bool b) { return b ? PolicyDecision{Saveable{}} : PolicyDecision{Recompute{}}; }
 
 bool is_dot_no_batch(const Primitive& p, const Params& params) {
-  if (p.name != "dot_general") return false;
-  lax::DotDimensionNumbers d = lax::dot_dimension_numbers(params);
+  if (!DotGeneralParams::is(p)) return false;
+  lax::DotDimensionNumbers d = DotGeneralParams::from(params).dimension_numbers;
   return d.lhs_batch.empty() && d.rhs_batch.empty();
 }
 
@@ -185,7 +186,7 @@ PolicyPtr nothing_saveable() {
 PolicyPtr dots_saveable() {
   static PolicyPtr p = std::make_shared<Policy>(
       "dots_saveable", [](const Primitive& prim, const std::vector<ShapedArray>&, const Params&) {
-        return from_bool(prim.name == "dot_general");
+        return from_bool(DotGeneralParams::is(prim));
       }, true, false);
   return p;
 }

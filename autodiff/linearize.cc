@@ -5,6 +5,7 @@
 #include "autodiff/jvp.h"
 #include "core/config.h"
 #include "core/lax.h"
+#include "core/views/array_ops.h"
 
 namespace minijax {
 
@@ -53,8 +54,7 @@ LinearizeResult linearize_flat(const FlatFn& f, const std::vector<Array>& primal
     Array zero_scalar = ta.dtype == DType::float0 ? Array::allocate(ShapedArray{{}, DType::float0})
                                                   : lax::scalar(0.0, ta.dtype);
     if (ta.memory_kind != MemoryKind::device) zero_scalar = lax::device_put(zero_scalar, ta.memory_kind);
-    Params ps{{"shape", std::vector<int64_t>(ta.shape)},
-              {"broadcast_dimensions", std::vector<int64_t>{}}};
+    const Params ps = BroadcastInDimParams{ta.shape, {}}.to_params();
     touts[i] = tscope->add_eqn(bcast, {tscope->lift(zero_scalar)}, ps, {ta})[0];
   }
   res.linear = tscope->to_jaxpr(tangent_ins, touts, loc);

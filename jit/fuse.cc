@@ -26,6 +26,7 @@
 #include "core/errors.h"
 #include "core/fusion.h"
 #include "core/primitive.h"
+#include "core/views/array_ops.h"
 
 namespace minijax {
 namespace {
@@ -71,7 +72,7 @@ struct Group {
 };
 
 std::vector<int64_t> sorted_axes(const Eqn& e) {
-  auto a = e.params.get_ints("axes");
+  auto a = reduction_axes(e);
   std::sort(a.begin(), a.end());
   return a;
 }
@@ -94,7 +95,7 @@ bool is_fusible(const Eqn& e) {
     if (c == OpClass::elementwise && in.ndim() != 0 && in.shape != e.outputs[0].aval().shape) return false;
   }
   if (c == OpClass::reduction)
-    return e.inputs.size() == 1 && e.outputs.size() == 1 && e.params.has("axes");
+    return e.inputs.size() == 1 && e.outputs.size() == 1 && has_reduction_axes(e);
   return true;
 }
 

@@ -8,6 +8,7 @@
 #include "core/bodies.h"
 #include "core/lax.h"
 #include "core/primitive.h"
+#include "core/views/array_ops.h"
 #include "jit/dot_layout.h"
 
 namespace minijax {
@@ -39,7 +40,7 @@ Var transpose(std::vector<Eqn>& out, const Atom& a, const std::vector<int64_t>& 
   e.primitive = &primitive("transpose");
   e.inputs = {a};
   e.outputs = {v};
-  e.params = Params{{"permutation", perm}};
+  e.params = TransposeParams{perm}.to_params();
   out.push_back(std::move(e));
   return v;
 }
@@ -74,7 +75,9 @@ bool swap_transposed_pair(std::vector<Eqn>& out, Eqn& e, const lax::DotDimension
   for (size_t i = 0; i < perm.size(); ++i) swapped.shape[size_t(perm[i])] = result.aval().shape[i];
   Eqn s = e;
   std::swap(s.inputs[0], s.inputs[1]);
-  s.params.set("dimension_numbers", lax::dot_dimension_numbers_param(sw));
+  DotGeneralParams sp = dot_general_params(s);
+  sp.dimension_numbers = sw;
+  s.params = sp.to_params();
   s.outputs = {Var(swapped)};
   const Var product = s.outputs[0];
   out.push_back(std::move(s));
@@ -82,13 +85,13 @@ bool swap_transposed_pair(std::vector<Eqn>& out, Eqn& e, const lax::DotDimension
   t.primitive = &primitive("transpose");
   t.inputs = {product};
   t.outputs = {result};
-  t.params = Params{{"permutation", perm}};
+  t.params = TransposeParams{perm}.to_params();
   out.push_back(std::move(t));
   return true;
 }
 
 void pack(std::vector<Eqn>& out, Eqn e) {
-  auto d = lax::dot_dimension_numbers(e.params);
+  auto d = dot_general_params(e).dimension_numbers;
   const Shape& ls = atom_aval(e.inputs[0]).shape;
   const Shape& rs = atom_aval(e.inputs[1]).shape;
   if (swap_transposed_pair(out, e, d)) return;
@@ -121,7 +124,9 @@ void pack(std::vector<Eqn>& out, Eqn e) {
   else if (gemm_layout(ls, rps, rp)) pack_l = false, nd = rp;
   if (pack_l) e.inputs[0] = transpose(out, e.inputs[0], lperm);
   if (pack_r) e.inputs[1] = transpose(out, e.inputs[1], rperm);
-  e.params.set("dimension_numbers", lax::dot_dimension_numbers_param(nd));
+  DotGeneralParams ep = dot_general_params(e);
+  ep.dimension_numbers = nd;
+  e.params = ep.to_params();
   out.push_back(std::move(e));
 }
 
@@ -132,8 +137,6 @@ void pack(std::vector<Eqn>& out, Eqn e) {
 // transpose rule of dot_general produces as [out, in] then transposes, is written as [in, out]).
 // Source: XLA's algebraic simplifier folds transposes into dots the same way.
 Jaxpr fold_transposed_dots(const Jaxpr& j) {
-  static const Primitive& dot = primitive("dot_general");
-  static const Primitive& tr = primitive("transpose");
   std::unordered_map<uint64_t, int> uses;
   for (auto& e : j.eqns)
     for (auto& a : e.inputs)
@@ -144,23 +147,24 @@ Jaxpr fold_transposed_dots(const Jaxpr& j) {
   r.eqns.clear();
   std::unordered_map<uint64_t, size_t> dot_at;  // product var -> index in r.eqns
   for (const Eqn& e : j.eqns) {
-    if (e.primitive == &dot) dot_at[e.outputs[0].id()] = r.eqns.size();
-    if (e.primitive == &tr) {
+    if (DotGeneralParams::is(e)) dot_at[e.outputs[0].id()] = r.eqns.size();
+    if (TransposeParams::is(e)) {
       auto* v = std::get_if<Var>(&e.inputs[0]);
       auto it = v ? dot_at.find(v->id()) : dot_at.end();
       if (it != dot_at.end() && uses[v->id()] == 1) {
         Eqn& d = r.eqns[it->second];
-        auto dn = lax::dot_dimension_numbers(d.params);
+        DotGeneralParams dp = dot_general_params(d);
+        const auto dn = dp.dimension_numbers;
         const size_t nb = dn.lhs_batch.size();
         const size_t nl = atom_aval(d.inputs[0]).shape.size() - nb - dn.lhs_contracting.size();
         const size_t nr = atom_aval(d.inputs[1]).shape.size() - nb - dn.rhs_contracting.size();
         std::vector<int64_t> swap = iota(0, nb), rhs_block = iota(int64_t(nb + nl), nr), lhs_block = iota(int64_t(nb), nl);
         swap.insert(swap.end(), rhs_block.begin(), rhs_block.end());
         swap.insert(swap.end(), lhs_block.begin(), lhs_block.end());
-        if (e.params.get_ints("permutation") == swap) {
-          lax::DotDimensionNumbers sw{dn.rhs_contracting, dn.lhs_contracting, dn.rhs_batch, dn.lhs_batch};
+        if (transpose_params(e).permutation == swap) {
+          dp.dimension_numbers = {dn.rhs_contracting, dn.lhs_contracting, dn.rhs_batch, dn.lhs_batch};
           std::swap(d.inputs[0], d.inputs[1]);
-          d.params.set("dimension_numbers", lax::dot_dimension_numbers_param(sw));
+          d.params = dp.to_params();
           d.outputs[0] = e.outputs[0];
           dot_at.erase(it);
           continue;
@@ -182,7 +186,7 @@ Var convert(std::vector<Eqn>& out, const Atom& a, DType to) {
   e.primitive = &primitive("convert_element_type");
   e.inputs = {a};
   e.outputs = {v};
-  e.params = Params{{"new_dtype", to}, {"weak_type", false}};
+  e.params = ConvertElementTypeParams{to, false}.to_params();
   out.push_back(std::move(e));
   return v;
 }
@@ -196,7 +200,9 @@ void pack_upcast(std::vector<Eqn>& out, Eqn e) {
   const DType acc = lax::detail::dot_accumulation_dtype(in, want);
   if (acc != in)
     for (Atom& a : e.inputs) a = convert(out, a, acc);
-  e.params.set("preferred_element_type", acc);
+  DotGeneralParams ep = dot_general_params(e);
+  ep.preferred_element_type = acc;
+  e.params = ep.to_params();
   const Var result = e.outputs[0];
   if (acc != want) {
     ShapedArray a = result.aval();
@@ -211,23 +217,22 @@ void pack_upcast(std::vector<Eqn>& out, Eqn e) {
   c.primitive = &primitive("convert_element_type");
   c.inputs = {product};
   c.outputs = {result};
-  c.params = Params{{"new_dtype", want}, {"weak_type", result.aval().weak_type}};
+  c.params = ConvertElementTypeParams{want, result.aval().weak_type}.to_params();
   out.push_back(std::move(c));
 }
 
 }  // namespace
 
 Jaxpr pack_dot_operands(const Jaxpr& j0) {
-  static const Primitive& dot = primitive("dot_general");
   const Jaxpr j = fold_transposed_dots(j0);
   Jaxpr r = j;
   r.eqns.clear();
   for (const Eqn& e0 : j.eqns) {
     Eqn e = e0;
     if (has_bodies(e.params)) e.params = map_bodies(e.params, pack_dot_operands);
-    if (e.primitive == &dot && atom_aval(e.inputs[0]).dtype != e.outputs[0].aval().dtype)
+    if (DotGeneralParams::is(e) && atom_aval(e.inputs[0]).dtype != e.outputs[0].aval().dtype)
       pack_upcast(r.eqns, std::move(e));
-    else if (e.primitive == &dot) pack(r.eqns, std::move(e));
+    else if (DotGeneralParams::is(e)) pack(r.eqns, std::move(e));
     else r.eqns.push_back(std::move(e));
   }
   return r;

@@ -13,6 +13,7 @@
 #include "core/bodies.h"
 #include "core/dce.h"
 #include "core/primitive.h"
+#include "core/views/array_ops.h"
 
 namespace minijax {
 namespace {
@@ -88,15 +89,16 @@ const std::map<std::string, RewriteRule>& rewrite_rules() {
   static const std::map<std::string, RewriteRule> t = {
       {"broadcast_in_dim",
        [](const Eqn& e, const ProducerFn& prod) -> Rewrite {
-         if (in_aval(e, 0).shape == e.params.get_ints("shape")) return same(e, 0);
+         BroadcastInDimParams outer = broadcast_in_dim_params(e);
+         if (in_aval(e, 0).shape == outer.shape) return same(e, 0);
          const Eqn* p = prod(e.inputs[0]);
          if (!p || p->primitive != e.primitive) return {};
-         const auto &inner = p->params.get_ints("broadcast_dimensions");
-         const auto &outer = e.params.get_ints("broadcast_dimensions");
+         const auto inner = broadcast_in_dim_params(*p).broadcast_dimensions;
          std::vector<int64_t> dims;
-         for (int64_t d : inner) dims.push_back(outer[size_t(d)]);
+         for (int64_t d : inner) dims.push_back(outer.broadcast_dimensions[size_t(d)]);
          Eqn n = with_operand(e, p->inputs[0]);
-         n.params.set("broadcast_dimensions", dims);
+         outer.broadcast_dimensions = dims;
+         n.params = outer.to_params();
          return {std::nullopt, n};
        }},
       {"transpose",
@@ -106,16 +108,16 @@ const std::map<std::string, RewriteRule>& rewrite_rules() {
              if (p[i] != int64_t(i)) return false;
            return true;
          };
-         const auto& perm = e.params.get_ints("permutation");
+         const auto perm = transpose_params(e).permutation;
          if (identity(perm)) return same(e, 0);
          const Eqn* p = prod(e.inputs[0]);
          if (!p || p->primitive != e.primitive) return {};
-         const auto& inner = p->params.get_ints("permutation");
+         const auto inner = transpose_params(*p).permutation;
          std::vector<int64_t> comp;
          for (int64_t d : perm) comp.push_back(inner[size_t(d)]);
          if (identity(comp)) return same(*p, 0);
          Eqn n = with_operand(e, p->inputs[0]);
-         n.params.set("permutation", comp);
+         n.params = TransposeParams{comp}.to_params();
          return {std::nullopt, n};
        }},
       {"reshape",
@@ -129,7 +131,8 @@ const std::map<std::string, RewriteRule>& rewrite_rules() {
       {"convert_element_type",
        [](const Eqn& e, const ProducerFn&) -> Rewrite {
          const ShapedArray& x = in_aval(e, 0);
-         if (x.dtype == e.params.get_dtype("new_dtype") && x.weak_type == e.params.get_bool("weak_type"))
+         const ConvertElementTypeParams c = convert_element_type_params(e);
+         if (x.dtype == c.new_dtype && x.weak_type == c.weak_type)
            return same(e, 0);
          return {};
        }},

@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "core/fusion.h"
 #include "core/primitive.h"
+#include "core/views/array_ops.h"
 #include "core/views/control_flow.h"
 
 namespace minijax::offload {
@@ -221,7 +222,7 @@ Eqn reshape_to(const Atom& in, const Var& out) {
   return Eqn{&primitive("reshape"),
              {in},
              {out},
-             Params{{"dimensions", ParamObjectPtr{}}, {"new_sizes", std::vector<int64_t>(out.aval().shape)}},
+             ReshapeParams{out.aval().shape, std::nullopt}.to_params(),
              {}};
 }
 

@@ -10,6 +10,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/verify.h"
+#include "core/views/array_ops.h"
 #include "core/views/control_flow.h"
 #include "memory/coalesce_slice_copies.h"
 #include "memory/offload_loops.h"
@@ -236,7 +237,7 @@ double bytes_of(const Atom& a) { return double(atom_aval(a).nbytes()); }
 
 double offload_estimate_seconds(const Eqn& e) {
   const std::string& name = e.primitive->name;
-  if (name == "allocate_buffer" || name == "reshape" || name == "squeeze" || name == "expand_dims" ||
+  if (name == "allocate_buffer" || ReshapeParams::is(e) || SqueezeParams::is(e) || ExpandDimsParams::is(e) ||
       name == "optimization_barrier" || is_copy_start(e) || name == "copy_done")
     return 0;  // no work on the device (views, allocations, copies on the engine)
   if (ScanParams::is(e)) {
@@ -245,12 +246,12 @@ double offload_estimate_seconds(const Eqn& e) {
     for (const Eqn& b : sp.jaxpr->jaxpr->eqns) body += offload_estimate_seconds(b);
     return body * double(sp.length);
   }
-  if (name == "dot_general" && e.inputs.size() == 2) {
+  if (DotGeneralParams::is(e) && e.inputs.size() == 2) {
     // 2 M N K: twice the output's elements times the contracted extent.
     const ShapedArray& lhs = atom_aval(e.inputs[0]);
     const ShapedArray& out = e.outputs.at(0).aval();
     double k = 1;
-    for (int64_t d : lax::dot_dimension_numbers(e.params).lhs_contracting) k *= double(lhs.shape.at(size_t(d)));
+    for (int64_t d : dot_general_params(e).dimension_numbers.lhs_contracting) k *= double(lhs.shape.at(size_t(d)));
     return 2.0 * double(out.size()) * k / kFlopsPerSecond;
   }
   double bytes = 0;

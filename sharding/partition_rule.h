@@ -32,6 +32,10 @@ struct PartitionRule {
   /// global index). Empty: the local result is the shard.
   std::function<Array(const Eqn& e, size_t k, const Array& local, const Sharding& out, const Mesh& mesh)>
       finish_local;
+  /// Linear in every operand (add, sub, neg): operands holding partial sums (unreduced) over the
+  /// same axes give a result holding partial sums over them. Otherwise an operand holding partial
+  /// sums is a ShardingError (the partitioner checks it with the factor rule).
+  bool sums_partial_sums = false;
 };
 
 /// The table of partition rules keyed by primitive name, like sharding_rules().

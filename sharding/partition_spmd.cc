@@ -365,7 +365,8 @@ void check_agreement(const Jaxpr& j, size_t i, const FactorRule& rule,
     if (!assigned[f].empty()) throw fail("a need-replication factor is sharded");
   std::vector<AxisRef> red;
   for (int f : rule.reduction_factors) red.insert(red.end(), assigned[f].begin(), assigned[f].end());
-  bool linear = e.primitive->name == "add" || e.primitive->name == "sub" || e.primitive->name == "neg";
+  const PartitionRule* prule = partition_rule_of(e);
+  const bool linear = prule && prule->sums_partial_sums;
   std::vector<AxisRef> in_unreduced = ins.empty() ? std::vector<AxisRef>{} : ins[0].unreduced;
   for (auto& s : ins) {
     if (s.unreduced.empty()) continue;

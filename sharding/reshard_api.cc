@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/params.h"
 #include "core/primitive.h"
+#include "core/views/array_ops.h"
 #include "core/views/control_flow.h"
 #include "sharding/collective_groups.h"
 
@@ -51,8 +52,8 @@ std::optional<std::vector<std::vector<int64_t>>> table_rows(const Jaxpr& j, cons
     return it == def.end() ? nullptr : it->second;
   };
   const Eqn* e = producer(v);
-  while (e && e->primitive->name == "reshape") e = producer(atom_var(e->inputs[0]));
-  if (!e || e->primitive->name != "dynamic_slice" || e->inputs.size() != 3) return std::nullopt;
+  while (e && ReshapeParams::is(*e)) e = producer(atom_var(e->inputs[0]));
+  if (!e || !DynamicSliceParams::is(*e) || e->inputs.size() != 3) return std::nullopt;
   const Eqn* idx = producer(atom_var(e->inputs[1]));
   if (!idx || idx->primitive->name != "axis_index" || axis_names_of(idx->params) != axes) return std::nullopt;
   Var t = atom_var(e->inputs[0]);

@@ -7,6 +7,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "core/views/array_ops.h"
 
 namespace minijax {
 
@@ -14,14 +15,16 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-lax::DotDimensionNumbers dims_of(const Params& p) { return lax::dot_dimension_numbers(p); }
+lax::DotDimensionNumbers dims_of(const Params& p) { return DotGeneralParams::from(p).dimension_numbers; }
 
 // dot_general with the equation's precision and output dtype and other dimension numbers (every
 // rule keeps JAX's precision= and preferred_element_type=).
 Array dot_like(const Array& x, const Array& y, const lax::DotDimensionNumbers& d, const Params& params,
                DType out) {
-  return minijax::bind1(primitive("dot_general"), {x, y},
-                        lax::dot_general_params(d, lax::dot_precision(params), out));
+  DotGeneralParams v = DotGeneralParams::from(params);
+  v.dimension_numbers = d;
+  v.preferred_element_type = out;
+  return minijax::bind1(primitive("dot_general"), {x, y}, v.to_params());
 }
 
 // A tangent that carries a value (not a symbolic or float0 zero).
@@ -158,7 +161,7 @@ std::pair<std::vector<Array>, std::vector<int64_t>> dot_batch(const std::vector<
     nd.rhs_batch = bump(d.rhs_batch, rbd);
     nd.rhs_contracting = bump(d.rhs_contracting, rbd);
   }
-  return {{dot_like(x, y, nd, params, params.get_dtype("preferred_element_type"))}, {out_bdim}};
+  return {{dot_like(x, y, nd, params, DotGeneralParams::from(params).preferred_element_type)}, {out_bdim}};
 }
 
 Registrar reg([] {

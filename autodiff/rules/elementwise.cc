@@ -9,6 +9,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "core/views/array_ops.h"
 
 namespace minijax {
 namespace {
@@ -233,7 +234,7 @@ Registrar reg_unary_rules([] {
   });
   // d/dx x^y = y x^(y-1); zero for y == 0.
   def_unary_rules("integer_pow", [](auto& x, auto&, auto& t, auto& params) -> Array {
-    int64_t y = params.get_int("y");
+    int64_t y = IntegerPowParams::from(params).y;
     if (y == 0) return Array();
     return lax::mul(t, lax::mul(cst(x, double(y)), lax::integer_pow(x, y - 1)));
   });
@@ -473,8 +474,9 @@ Registrar reg_select_clamp_broadcast_rules([] {
                      const Params& params) -> Vec {
       if (!cts[0].defined()) return {Array()};
       const Shape& in_shape = avals[0].shape;
-      const auto& bd = params.get_ints("broadcast_dimensions");
-      const Shape& shape = params.get_ints("shape");
+      const BroadcastInDimParams b = BroadcastInDimParams::from(params);
+      const auto& bd = b.broadcast_dimensions;
+      const Shape& shape = b.shape;
       std::vector<int64_t> unit_dims, kept;
       for (size_t i = 0; i < in_shape.size(); ++i) {
         if (in_shape[i] == 1) unit_dims.push_back(int64_t(i));
@@ -490,10 +492,11 @@ Registrar reg_select_clamp_broadcast_rules([] {
     };
     p.batch = [](const Vec& args, const std::vector<int64_t>& dims, const Params& params) -> BatchOut {
       Array x = move_batch_dim(args[0], dims[0], 0);
-      Shape shape = params.get_ints("shape");
+      const BroadcastInDimParams b = BroadcastInDimParams::from(params);
+      Shape shape = b.shape;
       shape.insert(shape.begin(), x.shape()[0]);
       std::vector<int64_t> bd{0};
-      for (int64_t d : params.get_ints("broadcast_dimensions")) bd.push_back(d + 1);
+      for (int64_t d : b.broadcast_dimensions) bd.push_back(d + 1);
       return {{lax::broadcast_in_dim(x, shape, bd)}, {0}};
     };
   }

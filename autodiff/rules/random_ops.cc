@@ -8,6 +8,7 @@
 #include "core/primitive.h"
 #include "core/random.h"
 #include "core/trace.h"
+#include "core/views/array_ops.h"
 
 namespace minijax {
 
@@ -100,7 +101,7 @@ Registrar reg([] {
     p.no_transpose_reason = "not linear";
     p.batch = [](const std::vector<Array>& args, const std::vector<int64_t>& dims, const Params& params) {
       const Primitive& prim = primitive("bitcast_convert_type");
-      bool same_size = itemsize(args[0].dtype()) == itemsize(params.get_dtype("new_dtype"));
+      bool same_size = itemsize(args[0].dtype()) == itemsize(BitcastConvertTypeParams::from(params).new_dtype);
       if (same_size || dims[0] == kNotMapped)
         return std::pair{minijax::bind(prim, args, params), std::vector<int64_t>{dims[0]}};
       // The trailing dim changes: keep the batch dim out of the way, in front.

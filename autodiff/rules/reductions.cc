@@ -14,6 +14,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "core/views/array_ops.h"
 
 namespace minijax {
 
@@ -29,16 +30,17 @@ std::vector<int64_t> kept_dims(int64_t ndim, const std::vector<int64_t>& axes) {
   return r;
 }
 
-// Batching rule shared by the reductions with an `axes` param: shift the axes past the batch dim.
+// Batching rule shared by the reductions with an `axes` param (View: ReduceParams or
+// ArgReduceParams): shift the axes past the batch dim.
+template <class View>
 BatchRule axes_batch_rule(const std::string& name) {
   return [name](const std::vector<Array>& args, const std::vector<int64_t>& dims,
                 const Params& params) -> BOuts {
     const int64_t d = dims.at(0);
-    Params p = params;
-    std::vector<int64_t> axes = batched_axes(params.get_ints("axes"), d);
-    p.set("axes", axes);
-    Array out = minijax::bind1(primitive(name), {args.at(0)}, p);
-    return {{out}, {bdim_after_removing(d, axes)}};
+    View v = View::from(params, name);
+    v.axes = batched_axes(v.axes, d);
+    Array out = minijax::bind1(primitive(name), {args.at(0)}, v.to_params());
+    return {{out}, {bdim_after_removing(d, v.axes)}};
   };
 }
 
@@ -47,7 +49,7 @@ JvpRule chooser_jvp(const std::string& name) {
   return [name](const std::vector<Array>& primals, const std::vector<Array>& tangents,
                 const Params& params) -> Outs {
     const Array& x = primals.at(0);
-    const auto& axes = params.get_ints("axes");
+    const auto axes = ReduceParams::from(params, name).axes;
     Array ans = minijax::bind1(primitive(name), {x}, params);
     const Array& t = tangents.at(0);
     if (!t.defined() || !is_floating(x.dtype())) return {{ans}, {Array()}};
@@ -79,7 +81,7 @@ Array exclusive_prefix_prod(const Array& y) {
 Outs reduce_prod_jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
                      const Params& params) {
   const Array& x = primals.at(0);
-  std::vector<int64_t> axes = params.get_ints("axes");
+  std::vector<int64_t> axes = ReduceParams::from(params, "reduce_prod").axes;
   std::sort(axes.begin(), axes.end());
   Array ans = minijax::bind1(primitive("reduce_prod"), {x}, params);
   const Array& t = tangents.at(0);
@@ -130,27 +132,27 @@ Registrar reg([] {
       if (!ct.defined()) return std::vector<Array>{Array()};
       const ShapedArray& a = avals.at(0);
       return std::vector<Array>{
-          lax::broadcast_in_dim(ct, a.shape, kept_dims(a.ndim(), params.get_ints("axes")))};
+          lax::broadcast_in_dim(ct, a.shape, kept_dims(a.ndim(), ReduceParams::from(params).axes))};
     };
-    p.batch = axes_batch_rule("reduce_sum");
+    p.batch = axes_batch_rule<ReduceParams>("reduce_sum");
   }
   for (const char* name : {"reduce_max", "reduce_min"}) {
     auto& p = get_or_create_primitive(name);
     p.jvp = chooser_jvp(name);
     p.no_transpose_reason = "not linear";
-    p.batch = axes_batch_rule(name);
+    p.batch = axes_batch_rule<ReduceParams>(name);
   }
   {
     auto& p = get_or_create_primitive("reduce_prod");
     p.jvp = reduce_prod_jvp;
     p.no_transpose_reason = "not linear";
-    p.batch = axes_batch_rule("reduce_prod");
+    p.batch = axes_batch_rule<ReduceParams>("reduce_prod");
   }
   for (const char* name : {"argmax", "argmin"}) {
     auto& p = get_or_create_primitive(name);
     p.jvp = zero_jvp(name);
     p.no_transpose_reason = "not linear (integer output)";
-    p.batch = axes_batch_rule(name);
+    p.batch = axes_batch_rule<ArgReduceParams>(name);
   }
   {
     auto& p = get_or_create_primitive("cumsum");
@@ -165,15 +167,15 @@ Registrar reg([] {
                      const std::vector<ShapedArray>&, const Params& params) {
       const Array& ct = cts.at(0);
       if (!ct.defined()) return std::vector<Array>{Array()};
-      return std::vector<Array>{
-          lax::cumsum(ct, params.get_int("axis"), !params.get_bool("reverse"))};
+      const CumsumParams c = CumsumParams::from(params);
+      return std::vector<Array>{lax::cumsum(ct, c.axis, !c.reverse)};
     };
     p.batch = [](const std::vector<Array>& args, const std::vector<int64_t>& dims,
                  const Params& params) -> BOuts {
       const int64_t d = dims.at(0);
-      Params p2 = params;
-      p2.set("axis", batched_axis(params.get_int("axis"), d));
-      return {{minijax::bind1(primitive("cumsum"), {args.at(0)}, p2)}, {d}};
+      CumsumParams c = CumsumParams::from(params);
+      c.axis = batched_axis(c.axis, d);
+      return {{minijax::bind1(primitive("cumsum"), {args.at(0)}, c.to_params())}, {d}};
     };
   }
 });

@@ -11,6 +11,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "core/views/array_ops.h"
 
 namespace minijax {
 
@@ -27,7 +28,7 @@ Cts reshape_transpose(const Cts& cts, const std::vector<Array>&, const std::vect
 
 BOuts reshape_batch(const std::vector<Array>& args, const std::vector<int64_t>& dims, const Params& p) {
   Array x = move_batch_dim(args[0], dims[0], 0);
-  Shape s = p.get_ints("new_sizes");
+  Shape s = ReshapeParams::from(p).new_sizes;
   s.insert(s.begin(), x.shape()[0]);
   return {{lax::reshape(x, s)}, {0}};
 }
@@ -35,26 +36,26 @@ BOuts reshape_batch(const std::vector<Array>& args, const std::vector<int64_t>& 
 Cts squeeze_transpose(const Cts& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
                       const Params& p) {
   if (!cts[0].defined()) return {Array()};
-  return {lax::expand_dims(cts[0], p.get_ints("dimensions"))};
+  return {lax::expand_dims(cts[0], SqueezeParams::from(p).dimensions)};
 }
 
 BOuts squeeze_batch(const std::vector<Array>& args, const std::vector<int64_t>& dims, const Params& p) {
   const int64_t d = dims[0];
-  auto axes = batched_axes(p.get_ints("dimensions"), d);
+  auto axes = batched_axes(SqueezeParams::from(p).dimensions, d);
   return {{lax::squeeze(args[0], axes)}, {bdim_after_removing(d, axes)}};
 }
 
 Cts expand_dims_transpose(const Cts& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
                           const Params& p) {
   if (!cts[0].defined()) return {Array()};
-  return {lax::squeeze(cts[0], p.get_ints("dimensions"))};
+  return {lax::squeeze(cts[0], ExpandDimsParams::from(p).dimensions)};
 }
 
 BOuts expand_dims_batch(const std::vector<Array>& args, const std::vector<int64_t>& dims,
                         const Params& p) {
   // Batch dim first; the new dims are output positions, so they shift by one.
   Array x = move_batch_dim(args[0], dims[0], 0);
-  std::vector<int64_t> d = p.get_ints("dimensions");
+  std::vector<int64_t> d = ExpandDimsParams::from(p).dimensions;
   for (auto& a : d) ++a;
   return {{lax::expand_dims(x, d)}, {0}};
 }
@@ -62,7 +63,7 @@ BOuts expand_dims_batch(const std::vector<Array>& args, const std::vector<int64_
 Cts transpose_transpose(const Cts& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
                         const Params& p) {
   if (!cts[0].defined()) return {Array()};
-  const auto& perm = p.get_ints("permutation");
+  const auto perm = TransposeParams::from(p).permutation;
   std::vector<int64_t> inv(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inv[size_t(perm[i])] = int64_t(i);
   return {lax::transpose(cts[0], inv)};
@@ -73,18 +74,18 @@ BOuts transpose_batch(const std::vector<Array>& args, const std::vector<int64_t>
   // The batch dim leads the output; operand dims are renumbered around it.
   const int64_t d = dims[0];
   std::vector<int64_t> perm{d};
-  for (auto a : p.get_ints("permutation")) perm.push_back(batched_axis(a, d));
+  for (auto a : TransposeParams::from(p).permutation) perm.push_back(batched_axis(a, d));
   return {{lax::transpose(args[0], perm)}, {0}};
 }
 
 Cts rev_transpose(const Cts& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
                   const Params& p) {
   if (!cts[0].defined()) return {Array()};
-  return {lax::rev(cts[0], p.get_ints("dimensions"))};
+  return {lax::rev(cts[0], RevParams::from(p).dimensions)};
 }
 
 BOuts rev_batch(const std::vector<Array>& args, const std::vector<int64_t>& dims, const Params& p) {
-  return {{lax::rev(args[0], batched_axes(p.get_ints("dimensions"), dims[0]))}, {dims[0]}};
+  return {{lax::rev(args[0], batched_axes(RevParams::from(p).dimensions, dims[0]))}, {dims[0]}};
 }
 
 Registrar reg([] {

@@ -18,6 +18,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "core/views/array_ops.h"
 
 namespace minijax {
 
@@ -48,17 +49,13 @@ Array zero_index(const Args& starts) {
 
 // ---- slice ---------------------------------------------------------------------------------------
 
-std::vector<int64_t> strides_or_ones(const Params& p, size_t n) {
-  if (std::holds_alternative<std::vector<int64_t>>(p.at("strides"))) return p.get_ints("strides");
-  return std::vector<int64_t>(n, 1);
-}
-
 Cts slice_transpose(const Cts& cts, const Args&, const Avals& avals, const Params& p) {
   const Array& t = cts[0];
   if (!t.defined()) return {Array()};
   const Shape& shape = avals[0].shape;
-  const auto& start = p.get_ints("start_indices");
-  auto strides = strides_or_ones(p, shape.size());
+  const SliceParams sp = SliceParams::from(p);
+  const auto& start = sp.start_indices;
+  auto strides = sp.strides_or_ones(shape.size());
   std::vector<lax::PadConfig> cfg;
   for (size_t i = 0; i < shape.size(); ++i) {
     // The last operand position read: start + (n - 1) * stride (nothing read when n == 0).
@@ -72,13 +69,14 @@ Cts slice_transpose(const Cts& cts, const Args&, const Avals& avals, const Param
 BOuts slice_batch(const Args& args, const Dims& dims, const Params& p) {
   const int64_t d = dims[0];
   const Array& x = args[0];
-  auto start = p.get_ints("start_indices");
-  auto limit = p.get_ints("limit_indices");
+  const SliceParams sp = SliceParams::from(p);
+  auto start = sp.start_indices;
+  auto limit = sp.limit_indices;
   start.insert(start.begin() + d, 0);
   limit.insert(limit.begin() + d, x.shape()[size_t(d)]);
   std::vector<int64_t> strides;
-  if (std::holds_alternative<std::vector<int64_t>>(p.at("strides"))) {
-    strides = p.get_ints("strides");
+  if (sp.strides) {
+    strides = *sp.strides;
     strides.insert(strides.begin() + d, 1);
   }
   return {{lax::slice(x, start, limit, strides)}, {d}};
@@ -110,7 +108,7 @@ BOuts dynamic_slice_batch(const Args& args, const Dims& dims, const Params& p) {
   Array x = move_batch_dim(args[0], dims[0], 0);
   Args starts = tail(args, 1);
   starts.insert(starts.begin(), zero_index(starts));
-  auto sizes = p.get_ints("slice_sizes");
+  auto sizes = DynamicSliceParams::from(p).slice_sizes;
   sizes.insert(sizes.begin(), x.shape()[0]);
   return {{lax::dynamic_slice(x, starts, sizes)}, {0}};
 }
@@ -165,7 +163,7 @@ Cts concatenate_transpose(const Cts& cts, const Args& args, const Avals& avals, 
   Cts r(args.size());
   const Array& t = cts[0];
   if (!t.defined()) return r;
-  const int64_t d = p.get_int("dimension");
+  const int64_t d = ConcatenateParams::from(p).dimension;
   int64_t pos = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const int64_t n = avals[i].shape[size_t(d)];
@@ -182,7 +180,7 @@ Cts concatenate_transpose(const Cts& cts, const Args& args, const Avals& avals, 
 
 BOuts concatenate_batch(const Args& args, const Dims& dims, const Params& p) {
   auto [xs, size] = batch_to_front(args, dims, true);
-  return {{lax::concatenate(xs, p.get_int("dimension") + 1)}, {0}};
+  return {{lax::concatenate(xs, ConcatenateParams::from(p).dimension + 1)}, {0}};
 }
 
 // ---- pad -----------------------------------------------------------------------------------------
@@ -200,7 +198,7 @@ Cts pad_transpose(const Cts& cts, const Args& args, const Avals& avals, const Pa
   Cts r(2);
   const Array& t = cts[0];
   if (!t.defined()) return r;
-  auto cfg = lax::padding_config(p);
+  auto cfg = PadParams::from(p).padding_config;
   // JAX's _pad_transpose: undo low/high padding (a pad by their negatives), then take every
   // (interior + 1)-th element.
   std::vector<lax::PadConfig> unpad;
@@ -224,7 +222,7 @@ Cts pad_transpose(const Cts& cts, const Args& args, const Avals& avals, const Pa
 
 BOuts pad_batch(const Args& args, const Dims& dims, const Params& p) {
   const int64_t size = batch_axis_size(args, dims);
-  auto cfg = lax::padding_config(p);
+  auto cfg = PadParams::from(p).padding_config;
   cfg.insert(cfg.begin(), lax::PadConfig{0, 0, 0});
   Array x = materialize_batch(args[0], dims[0], size, 0);
   if (dims[1] == kNotMapped) return {{lax::pad(x, args[1], cfg)}, {0}};
@@ -242,9 +240,10 @@ BOuts pad_batch(const Args& args, const Dims& dims, const Params& p) {
 // The tangent of a gather: the same gather of the tangent with fill value 0 (the fill value is a
 // constant), as JAX's _gather_jvp_rule.
 Params tangent_gather_params(const Params& p) {
-  Params t = p;
-  if (lax::gather_scatter_mode(p) == lax::GatherScatterMode::FILL_OR_DROP) t.set("fill_value", 0.0);
-  return t;
+  GatherParams g = GatherParams::from(p);
+  if (g.mode != lax::GatherScatterMode::FILL_OR_DROP) return p;
+  g.fill_value = 0.0;
+  return g.to_params();
 }
 
 Outs gather_jvp(const Args& primals, const Args& tangents, const Params& p) {
@@ -261,7 +260,7 @@ Outs gather_jvp(const Args& primals, const Args& tangents, const Params& p) {
 Cts gather_transpose(const Cts& cts, const Args& args, const Avals& avals, const Params& p) {
   Cts r(2);
   if (!cts[0].defined() || args[0].defined()) return r;
-  r[0] = lax::scatter_add(ct_zeros(avals[0]), args[1], cts[0], lax::gather_scatter_mode(p));
+  r[0] = lax::scatter_add(ct_zeros(avals[0]), args[1], cts[0], GatherParams::from(p).mode);
   return r;
 }
 
@@ -269,12 +268,12 @@ BOuts gather_batch(const Args& args, const Dims& dims, const Params& p) {
   const Array& idx = args[1];
   if (dims[0] != kNotMapped && dims[1] != kNotMapped)
     return rules::per_example_batch("gather", args, dims, p);
+  const GatherParams g = GatherParams::from(p);
   if (dims[0] == kNotMapped)  // only the indices are batched: out = idx.shape + row shape
-    return {{lax::gather(args[0], move_batch_dim(idx, dims[1], 0), lax::gather_scatter_mode(p),
-                         lax::gather_fill_value(p))}, {0}};
+    return {{lax::gather(args[0], move_batch_dim(idx, dims[1], 0), g.mode, g.fill_value)}, {0}};
   // Only the operand is batched: gather rows of [n, B, ...]; the batch dim follows idx's dims.
   Array x = move_batch_dim(args[0], dims[0], 1);
-  return {{lax::gather(x, idx, lax::gather_scatter_mode(p), lax::gather_fill_value(p))}, {idx.ndim()}};
+  return {{lax::gather(x, idx, g.mode, g.fill_value)}, {idx.ndim()}};
 }
 
 Outs scatter_add_jvp(const Args& primals, const Args& tangents, const Params& p) {
@@ -293,7 +292,7 @@ Cts scatter_add_transpose(const Cts& cts, const Args& args, const Avals&, const 
   const Array& t = cts[0];
   if (!t.defined()) return r;
   if (!args[0].defined()) r[0] = t;
-  const lax::GatherScatterMode mode = lax::gather_scatter_mode(p);
+  const lax::GatherScatterMode mode = ScatterAddParams::from(p).mode;
   if (!args[2].defined())
     r[2] = lax::gather(t, args[1], mode, mode == lax::GatherScatterMode::FILL_OR_DROP ? std::optional<double>(0.0) : std::nullopt);
   return r;
@@ -306,7 +305,7 @@ BOuts scatter_add_batch(const Args& args, const Dims& dims, const Params& p) {
   const int64_t k = args[1].ndim();
   Array x = materialize_batch(args[0], dims[0], size, 1);
   Array u = materialize_batch(args[2], dims[2], size, k);
-  return {{lax::scatter_add(x, args[1], u, lax::gather_scatter_mode(p))}, {1}};
+  return {{lax::scatter_add(x, args[1], u, ScatterAddParams::from(p).mode)}, {1}};
 }
 
 Registrar reg([] {

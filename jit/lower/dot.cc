@@ -2,6 +2,7 @@
 // flags, leading dimensions and batch strides read off the operands' row-major layouts.
 #include "core/errors.h"
 #include "core/lax.h"
+#include "core/views/array_ops.h"
 #include "jit/dot_layout.h"
 #include "jit/lower/program.h"
 
@@ -13,7 +14,7 @@ namespace {
 // packed by pack_dot_operands; reaching here with one is a compiler bug (ValueError).
 void lower_dot_general(ProgramEmitter& pe, const Eqn& e) {
   kir::Builder& b = pe.b;
-  auto dn = lax::dot_dimension_numbers(e.params);
+  auto dn = dot_general_params(e).dimension_numbers;
   const Shape& ls = atom_aval(e.inputs[0]).shape;
   const Shape& rs = atom_aval(e.inputs[1]).shape;
   auto g = gemm_layout(ls, rs, dn);

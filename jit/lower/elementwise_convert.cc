@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "core/views/array_ops.h"
 #include "jit/lower/elementwise_util.h"
 #include "jit/lower/transcendentals.h"
 
@@ -73,7 +74,7 @@ EVal convert(FusionEmitter& fe, EVal x, DType to) {
 }
 
 std::vector<EVal> convert_rule(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
-  return {convert(fe, fe.value1(e.inputs[0], at), e.params.get_dtype("new_dtype"))};
+  return {convert(fe, fe.value1(e.inputs[0], at), convert_element_type_params(e).new_dtype)};
 }
 
 // ---- powers -------------------------------------------------------------------------------------
@@ -86,7 +87,7 @@ EVal mul_same(FusionEmitter& fe, EVal a, EVal c) {
 // integer_pow[y]: eager's integer_power, the same multiplications in the same order.
 std::vector<EVal> integer_pow_rule(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
   EVal x = fe.value1(e.inputs[0], at);
-  const int64_t y = e.params.get_int("y");
+  const int64_t y = integer_pow_params(e).y;
   EVal acc = fe.constant(x.dtype, 1.0, x.lanes), base = x;
   bool acc_is_one = true;
   uint64_t n = y < 0 ? uint64_t(-(y + 1)) + 1 : uint64_t(y);
@@ -196,7 +197,7 @@ const RegisterElemental r_sign("sign", [](FusionEmitter& fe, const Eqn& e, const
   return std::vector<EVal>{sign(fe, fe.value1(e.inputs[0], at))};
 });
 const RegisterElemental r_round("round", [](FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
-  return std::vector<EVal>{round(fe, fe.value1(e.inputs[0], at), e.params.get_int("rounding_method"))};
+  return std::vector<EVal>{round(fe, fe.value1(e.inputs[0], at), round_params(e).rounding_method)};
 });
 const RegisterElemental r_shl("shift_left", shift_rule(Op::Shl));
 const RegisterElemental r_shr("shift_right_logical", shift_rule(Op::LShr));

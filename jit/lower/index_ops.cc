@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/lax.h"
+#include "core/views/array_ops.h"
 #include "jit/lower/elementwise_util.h"
 
 namespace minijax::lower {
@@ -190,7 +191,7 @@ EVal read_window(FusionEmitter& fe, const Atom& x, const ElemIndex& at, const Wi
 
 // out[i...] = x[j...] with j_k = i_{broadcast_dimensions[k]} (0 where x's dim k has size 1).
 std::vector<EVal> broadcast_in_dim(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
-  const auto& bd = e.params.get_ints("broadcast_dimensions");
+  const auto bd = broadcast_in_dim_params(e).broadcast_dimensions;
   const Shape& xs = atom_aval(e.inputs[0]).shape;
   std::vector<DimIdx> dims;
   for (size_t k = 0; k < bd.size(); ++k)
@@ -200,7 +201,7 @@ std::vector<EVal> broadcast_in_dim(FusionEmitter& fe, const Eqn& e, const ElemIn
 
 // out[i_0, ..., i_{r-1}] = x[j] with j_{perm[k]} = i_k.
 std::vector<EVal> transpose(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
-  const auto& perm = e.params.get_ints("permutation");
+  const auto perm = transpose_params(e).permutation;
   std::vector<DimIdx> dims(perm.size());
   for (size_t k = 0; k < perm.size(); ++k) dims[size_t(perm[k])] = at.dims.at(k);
   return {fe.value1(e.inputs[0], fe.index(std::move(dims), at.lanes))};
@@ -210,10 +211,9 @@ std::vector<EVal> transpose(FusionEmitter& fe, const Eqn& e, const ElemIndex& at
 
 // out[i] = x[start + i * stride] per dim (eager: slice_impl's strided copy).
 std::vector<EVal> slice(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
-  const auto& start = e.params.get_ints("start_indices");
-  std::vector<int64_t> strides(start.size(), 1);
-  if (e.params.has("strides") && std::holds_alternative<std::vector<int64_t>>(e.params.at("strides")))
-    strides = e.params.get_ints("strides");
+  const SliceParams sp = slice_params(e);
+  const auto& start = sp.start_indices;
+  const std::vector<int64_t> strides = sp.strides_or_ones(start.size());
   std::vector<DimIdx> dims;
   for (size_t k = 0; k < start.size(); ++k) {
     DimIdx d = strides[k] == 1 ? at.dims.at(k) : fe.scale(at.dims.at(k), strides[k]);
@@ -226,7 +226,7 @@ std::vector<EVal> slice(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
 // with coef > 0 reads x forwards at the mirrored lanes and reverses the lanes (one shuffle), so a
 // contiguous output run stays a vector load.
 std::vector<EVal> rev(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
-  const auto& rd = e.params.get_ints("dimensions");
+  const auto rd = rev_params(e).dimensions;
   const Shape& xs = atom_aval(e.inputs[0]).shape;
   std::vector<bool> reversed(xs.size(), false);
   for (int64_t d : rd) reversed[size_t(d)] = true;
@@ -266,7 +266,7 @@ std::vector<EVal> rev(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
 // clamped_starts): i32 starts sign-extended, u32 starts zero-extended.
 std::vector<EVal> dynamic_slice(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
   const Shape& xs = atom_aval(e.inputs[0]).shape;
-  const auto& sizes = e.params.get_ints("slice_sizes");
+  const auto sizes = dynamic_slice_params(e).slice_sizes;
   std::vector<DimIdx> dims;
   for (size_t k = 0; k < xs.size(); ++k) {
     Value s = clamp_i64(fe.b, scalar_index_operand(fe, e.inputs[k + 1]), 0, xs[k] - sizes[k]);
@@ -282,7 +282,7 @@ std::vector<EVal> dynamic_slice(FusionEmitter& fe, const Eqn& e, const ElemIndex
 std::vector<EVal> pad(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
   const Shape& xs = atom_aval(e.inputs[0]).shape;
   const DType dt = atom_aval(e.inputs[0]).dtype;
-  auto cfg = lax::padding_config(e.params);
+  auto cfg = pad_params(e).padding_config;
   auto fill = [&] { return fe.value1(e.inputs[1], fe.scalar_index(1)); };
   Windows win(xs.size());
   for (size_t k = 0; k < xs.size(); ++k) {
@@ -297,7 +297,7 @@ std::vector<EVal> pad(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
 // index (or a vector inside one operand) reads that operand alone, in one arm of a branch chain;
 // a vector straddling operands reads each at clamped indices and selects.
 std::vector<EVal> concatenate(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
-  const size_t dim = size_t(e.params.get_int("dimension"));
+  const size_t dim = size_t(concatenate_params(e).dimension);
   const DType dt = e.outputs[0].aval().dtype;
   std::vector<size_t> ops;
   std::vector<int64_t> off;
@@ -358,8 +358,9 @@ Value index_value(FusionEmitter& fe, const DimIdx& d, int lanes) {
 
 // out[i] = i_dimension converted as eager converts an int64 (T(v); bf16: bfloat16(float(v))).
 std::vector<EVal> iota(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
-  const DType dt = e.params.get_dtype("dtype");
-  Value i = index_value(fe, at.dims.at(size_t(e.params.get_int("dimension"))), at.lanes);
+  const IotaParams ip = iota_params(e);
+  const DType dt = ip.dtype;
+  Value i = index_value(fe, at.dims.at(size_t(ip.dimension)), at.lanes);
   const int L = fe.b.type(i).lanes;
   Type ct = FusionEmitter::compute_type(dt, L);
   Value v = is_floating(dt) ? fe.b.cast(Op::SIToFP, ct, i) : fe.b.cast(Op::Trunc, ct, i);
@@ -390,9 +391,10 @@ std::vector<EVal> gather(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
   const ShapedArray& ia = atom_aval(e.inputs[1]);
   const size_t k = ia.shape.size();
   const int64_t rows = xa.shape.at(0);
-  const bool fill = lax::gather_scatter_mode(e.params) == lax::GatherScatterMode::FILL_OR_DROP;
+  const GatherParams gp = gather_params(e);
+  const bool fill = gp.mode == lax::GatherScatterMode::FILL_OR_DROP;
   auto fill_value = [&](int lanes) {
-    return fe.constant(xa.dtype, lax::gather_fill(xa.dtype, lax::gather_fill_value(e.params)), lanes);
+    return fe.constant(xa.dtype, lax::gather_fill(xa.dtype, gp.fill_value), lanes);
   };
   if (rows == 0) {
     if (fill) return {fill_value(at.lanes)};

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/views/array_ops.h"
 #include "core/views/control_flow.h"
 #include "jit/lower/lowering.h"
 
@@ -614,7 +615,8 @@ void emit_reduction(KernelCtx& k, KernelInfo& info, Value begin, Value end) {
     if (e.primitive->op_class != OpClass::reduction) continue;
     auto rule = reduction_rules().find(e.primitive->name);
     if (rule == reduction_rules().end()) throw ValueError("no reduction lowering for primitive " + e.primitive->name);
-    std::vector<int64_t> axes = e.params.get_ints("axes");
+    const std::vector<int64_t> unsorted_axes = reduction_axes(e);
+    std::vector<int64_t> axes = unsorted_axes;
     std::sort(axes.begin(), axes.end());
     const Shape& in = atom_aval(e.inputs.at(0)).shape;
     if (reds.empty()) {
@@ -629,7 +631,7 @@ void emit_reduction(KernelCtx& k, KernelInfo& info, Value begin, Value end) {
       throw ValueError("reduction fusion mixes reductions of " + shape_str(L.in_shape) + " and " + shape_str(in));
     }
     Red rd{&e, &rule->second, 0};
-    int64_t pos_axis = axes.empty() ? 0 : e.params.get_ints("axes").at(0);
+    int64_t pos_axis = axes.empty() ? 0 : unsorted_axes.at(0);
     for (size_t i = 0; i < axes.size(); ++i)
       if (axes[i] == pos_axis) rd.arg_pos = int(i);
     reds.push_back(rd);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "core/views/array_ops.h"
 #include "jit/lower/elementwise_util.h"
 
 namespace minijax::lower {
@@ -111,7 +112,7 @@ Acc2 arg_pick(FusionEmitter& fe, Acc2 a, Acc2 c, bool is_max) {
 ReductionRule arg_rule(bool is_max) {
   ReductionRule r;
   r.init = [is_max](FusionEmitter& fe, const Eqn& e, DType d, int lanes) {
-    const auto& axes = e.params.get_ints("axes");
+    const auto axes = arg_reduce_params(e).axes;
     const int64_t extent = atom_aval(e.inputs.at(0)).shape.at(size_t(axes.at(0)));
     if (extent >= INT32_MAX)
       throw ValueError(std::string(is_max ? "argmax" : "argmin") + " lowering: the reduced axis has " +

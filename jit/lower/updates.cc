@@ -2,6 +2,7 @@
 // place of their operand when the buffer plan put them there) and cumsum (a loop along the axis).
 #include "core/errors.h"
 #include "core/lax.h"
+#include "core/views/array_ops.h"
 #include "jit/lower/program.h"
 
 namespace minijax::lower {
@@ -89,7 +90,7 @@ void lower_scatter_add(ProgramEmitter& pe, const Eqn& e) {
   kir::Builder& b = pe.b;
   const ShapedArray& xa = atom_aval(e.inputs[0]);
   const ShapedArray& ia = atom_aval(e.inputs[1]);
-  const bool drop = lax::gather_scatter_mode(e.params) == lax::GatherScatterMode::FILL_OR_DROP;
+  const bool drop = scatter_add_params(e).mode == lax::GatherScatterMode::FILL_OR_DROP;
   Value out = pe.addr(e.outputs[0]);
   pe.copy_atom(out, e.inputs[0]);
   pe.note(e, "in-place update", "operand copied only when placed apart, then " + std::to_string(ia.size()) +
@@ -126,8 +127,9 @@ void lower_scatter_add(ProgramEmitter& pe, const Eqn& e) {
 void lower_cumsum(ProgramEmitter& pe, const Eqn& e) {
   kir::Builder& b = pe.b;
   const ShapedArray& xa = atom_aval(e.inputs[0]);
-  const int64_t axis = e.params.get_int("axis");
-  const bool reverse = e.params.get_bool("reverse");
+  const CumsumParams cp = cumsum_params(e);
+  const int64_t axis = cp.axis;
+  const bool reverse = cp.reverse;
   const Shape& s = xa.shape;
   int64_t outer = 1, inner = 1, n = s.at(size_t(axis));
   for (int64_t i = 0; i < axis; ++i) outer *= s[size_t(i)];

@@ -7,6 +7,7 @@
 #include "sharding/rules/rule_builder.h"
 #include "core/collectives.h"
 #include "core/lax.h"
+#include "core/views/array_ops.h"
 #include "sharding/partition_rule.h"
 
 namespace minijax::sharding_rules_detail {
@@ -130,14 +131,16 @@ Array offset_iota(const Array& local, const Sharding& s, size_t dim, const Mesh&
 Registrar reg_partition([] {
   PartitionRule r;
   r.local_params = [](const Eqn& e, const std::vector<Array>&, const std::vector<ShapedArray>& want) {
-    Params params = e.params;
-    params.set("shape", std::vector<int64_t>(want[0].shape));
-    return params;
+    IotaParams v = iota_params(e);
+    v.shape = want[0].shape;
+    return v.to_params();
   };
   r.finish_local = [](const Eqn& e, size_t, const Array& local, const Sharding& out, const Mesh& mesh) {
-    return offset_iota(local, out, size_t(e.params.get_int("dimension")), mesh);
+    return offset_iota(local, out, size_t(iota_params(e).dimension), mesh);
   };
   partition_rules()["iota"] = r;
+  // add, sub and neg are linear in every operand: partial sums in, partial sums out.
+  for (const char* n : {"add", "sub", "neg"}) partition_rules()[n].sums_partial_sums = true;
 });
 
 }  // namespace

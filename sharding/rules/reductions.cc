@@ -4,6 +4,7 @@
 
 #include "core/lax.h"
 #include "core/primitive.h"
+#include "core/views/array_ops.h"
 #include "sharding/rules/rule_builder.h"
 
 namespace minijax::sharding_rules_detail {
@@ -37,25 +38,25 @@ Registrar reg([] {
   // reduce_sum's reduced dims are reduction factors, as in Shardy: a sharded reduced dim leaves
   // each device a partial sum (unreduced axes) that an all-reduce (sum) completes.
   t["reduce_sum"] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
-                       const Params& p) { return reduce_like(in, out, p.get_ints("axes"), true); };
+                       const Params& p) { return reduce_like(in, out, ReduceParams::from(p).axes, true); };
   // reduce_max/min/prod: a Sharding's unreduced axes mean partial SUMS (Shardy's and JAX's
   // unreduced), completed by all_reduce(sum) wherever they are resharded; partial maxima,
   // minima or products are not sums, so their reduced dims need replication (the operand is
   // gathered on them). Found by tests/conformance/sharded_check.cc (partial maxima were summed).
   for (const char* n : {"reduce_max", "reduce_min", "reduce_prod"})
-    t[n] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
-              const Params& p) { return reduce_like(in, out, p.get_ints("axes"), false); };
+    t[n] = [n](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
+               const Params& p) { return reduce_like(in, out, ReduceParams::from(p, n).axes, false); };
   // argmax/argmin: the index of the extreme is not combinable from partial results without the
   // values, so the axis needs replication.
   for (const char* n : {"argmax", "argmin"})
-    t[n] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
-              const Params& p) { return reduce_like(in, out, p.get_ints("axes"), false); };
+    t[n] = [n](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
+               const Params& p) { return reduce_like(in, out, ArgReduceParams::from(p, n).axes, false); };
   // cumsum: shape-preserving; the scanned axis needs replication (a prefix sum crosses shards).
   t["cumsum"] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
                    const Params& p) {
     RuleBuilder b(in, out);
     const Shape& s = in.at(0).shape;
-    const size_t axis = norm_axis(p.get_int("axis"), s.size());
+    const size_t axis = norm_axis(CumsumParams::from(p).axis, s.size());
     for (size_t d = 0; d < s.size(); ++d) {
       int f = b.factor(s[d]);
       b.operand(0, d, f);
@@ -71,7 +72,7 @@ Registrar reg([] {
   t["dot_general"] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
                         const Params& p) {
     RuleBuilder b(in, out);
-    const auto dn = lax::dot_dimension_numbers(p);
+    const auto dn = DotGeneralParams::from(p).dimension_numbers;
     const Shape& ls = in.at(0).shape;
     const Shape& rs = in.at(1).shape;
     size_t o = 0;

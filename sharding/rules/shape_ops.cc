@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "core/primitive.h"
+#include "core/views/array_ops.h"
 #include "sharding/rules/rule_builder.h"
 #include "sharding/partition_rule.h"
 
@@ -68,7 +69,7 @@ Registrar reg([] {
                              const std::vector<ShapedArray>& out, const Params& p) {
     RuleBuilder b(in, out);
     const Shape& rs = out.at(0).shape;
-    const auto& bd = p.get_ints("broadcast_dimensions");
+    const auto bd = BroadcastInDimParams::from(p).broadcast_dimensions;
     std::vector<int> f(rs.size());
     for (size_t d = 0; d < rs.size(); ++d) {
       f[d] = b.factor(rs[d]);
@@ -93,7 +94,7 @@ Registrar reg([] {
   t["transpose"] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
                       const Params& p) {
     RuleBuilder b(in, out);
-    const auto& perm = p.get_ints("permutation");
+    const auto perm = TransposeParams::from(p).permutation;
     for (size_t d = 0; d < perm.size(); ++d) {
       const size_t k = static_cast<size_t>(perm[d]);
       int f = b.factor(in.at(0).shape.at(k));
@@ -114,26 +115,28 @@ Registrar reg([] {
       b.operand(0, d, f[d]);
       b.result(0, d, f[d]);
     }
-    for (int64_t d : p.get_ints("dimensions")) b.need_replication(f.at(norm_axis(d, s.size())));
+    for (int64_t d : RevParams::from(p).dimensions) b.need_replication(f.at(norm_axis(d, s.size())));
     return b.take();
   };
 });
 
-// The local result's shape replaces the global one in a param naming it.
-PartitionRule local_shape_param(const char* key) {
-  PartitionRule r;
-  r.local_params = [key](const Eqn& e, const std::vector<Array>&, const std::vector<ShapedArray>& want) {
-    Params params = e.params;
-    params.set(key, std::vector<int64_t>(want[0].shape));
-    return params;
-  };
-  return r;
-}
-
-// Partition rules: broadcast_in_dim and reshape name their result's shape.
+// Partition rules: broadcast_in_dim and reshape name their result's shape; the local result's
+// shape replaces the global one.
 Registrar reg_partition([] {
-  partition_rules()["broadcast_in_dim"] = local_shape_param("shape");
-  partition_rules()["reshape"] = local_shape_param("new_sizes");
+  PartitionRule b;
+  b.local_params = [](const Eqn& e, const std::vector<Array>&, const std::vector<ShapedArray>& want) {
+    BroadcastInDimParams v = broadcast_in_dim_params(e);
+    v.shape = want[0].shape;
+    return v.to_params();
+  };
+  partition_rules()["broadcast_in_dim"] = b;
+  PartitionRule r;
+  r.local_params = [](const Eqn& e, const std::vector<Array>&, const std::vector<ShapedArray>& want) {
+    ReshapeParams v = reshape_params(e);
+    v.new_sizes = want[0].shape;
+    return v.to_params();
+  };
+  partition_rules()["reshape"] = r;
 });
 
 }  // namespace

@@ -2,6 +2,7 @@
 // concatenate, pad, gather and scatter_add.
 #include "core/lax.h"
 #include "core/primitive.h"
+#include "core/views/array_ops.h"
 #include "sharding/rules/rule_builder.h"
 #include "sharding/partition_rule.h"
 
@@ -65,7 +66,7 @@ Registrar reg([] {
                         const Params& p) {
     RuleBuilder b(in, out);
     const Shape& r = out.at(0).shape;
-    const size_t cd = norm_axis(p.get_int("dimension"), r.size());
+    const size_t cd = norm_axis(ConcatenateParams::from(p).dimension, r.size());
     for (size_t d = 0; d < r.size(); ++d) {
       if (d == cd) {
         for (size_t i = 0; i < in.size(); ++i) b.own_operand(i, d, in[i].shape.at(d));
@@ -82,7 +83,7 @@ Registrar reg([] {
   // cropped) dim needs replication.
   t["pad"] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
                 const Params& p) {
-    const auto cfg = lax::padding_config(p);
+    const auto cfg = PadParams::from(p).padding_config;
     return window_rule(in, out, [&](size_t d) {
       const auto& c = cfg.at(d);
       return c.low == 0 && c.high == 0 && c.interior == 0;
@@ -139,25 +140,26 @@ Registrar reg([] {
 });
 
 // slice's limits and dynamic_slice's/gather's slice sizes on the dims the factor rule lets be
-// sharded (kept whole: the size is the operand's) become the local operand sizes.
-PartitionRule local_slice_sizes(const char* key) {
+// sharded (kept whole: the size is the operand's) become the local operand sizes. `field` picks
+// the sizes out of the primitive's view (View, read by `view_of`).
+template <class View>
+PartitionRule local_slice_sizes(View (*view_of)(const Eqn&), std::vector<int64_t> View::*field) {
   PartitionRule r;
-  r.local_params = [key](const Eqn& e, const std::vector<Array>& ops, const std::vector<ShapedArray>&) {
-    Params params = e.params;
+  r.local_params = [view_of, field](const Eqn& e, const std::vector<Array>& ops, const std::vector<ShapedArray>&) {
+    View view = view_of(e);
     const Shape& global = atom_aval(e.inputs[0]).shape;
-    std::vector<int64_t> v = e.params.get_ints(key);
+    std::vector<int64_t>& v = view.*field;
     for (size_t d = 0; d < v.size() && d < global.size(); ++d)
       if (v[d] == global[d]) v[d] = ops[0].shape()[d];
-    params.set(key, v);
-    return params;
+    return view.to_params();
   };
   return r;
 }
 
 Registrar reg_partition([] {
-  partition_rules()["slice"] = local_slice_sizes("limit_indices");
-  partition_rules()["dynamic_slice"] = local_slice_sizes("slice_sizes");
-  partition_rules()["gather"] = local_slice_sizes("slice_sizes");
+  partition_rules()["slice"] = local_slice_sizes(&slice_params, &SliceParams::limit_indices);
+  partition_rules()["dynamic_slice"] = local_slice_sizes(&dynamic_slice_params, &DynamicSliceParams::slice_sizes);
+  partition_rules()["gather"] = local_slice_sizes(&gather_params, &GatherParams::slice_sizes);
 });
 
 }  // namespace
