@@ -106,6 +106,26 @@ const char* CopyParams::name(Kind k) {
   }
   return "?";
 }
+CopyParams CopyParams::start(MemoryKind to, std::optional<int64_t> slices) {
+  CopyParams c;
+  c.kind = Kind::start;
+  c.memory_kind = to;
+  c.slices = slices;
+  return c;
+}
+CopyParams CopyParams::slice_start(MemoryKind to, int64_t axis, std::optional<int64_t> slices) {
+  CopyParams c = start(to, slices);
+  c.kind = Kind::slice_start;
+  c.axis = axis;
+  return c;
+}
+CopyParams CopyParams::update_start(int64_t axis, std::optional<int64_t> slices) {
+  CopyParams c;
+  c.kind = Kind::update_start;
+  c.axis = axis;
+  c.slices = slices;
+  return c;
+}
 std::optional<CopyParams::Kind> CopyParams::kind_of(const Primitive& p) {
   for (Kind k : {Kind::start, Kind::slice_start, Kind::update_start})
     if (&p == copy_primitive(k)) return k;

@@ -37,6 +37,11 @@ struct CopyParams {
   int64_t axis = 0;                ///< the sliced axis (copy_slice_start, copy_update_start)
   std::optional<int64_t> slices;   ///< loop iterations' slices one copy moves (absent: 1)
   std::optional<bool> pipelined;   ///< a prefetch/writeback pipelined across iterations
+  /// The params of a copy_start to `to`, of a copy_slice_start to `to` along `axis`, of a
+  /// copy_update_start along `axis`.
+  static CopyParams start(MemoryKind to, std::optional<int64_t> slices = std::nullopt);
+  static CopyParams slice_start(MemoryKind to, int64_t axis, std::optional<int64_t> slices = std::nullopt);
+  static CopyParams update_start(int64_t axis, std::optional<int64_t> slices = std::nullopt);
   int64_t slice_count() const { return slices.value_or(1); }
   bool is_pipelined() const { return pipelined.value_or(false); }
   /// Whether `e` is one of the three starts; or the start of kind `k`.
