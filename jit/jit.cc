@@ -16,6 +16,7 @@
 #include "core/errors.h"
 #include "core/profiler_hooks.h"
 #include "core/staging.h"
+#include "core/views/memory_ops.h"
 #include "sharding/partition_spmd.h"
 #include "sharding/plan_reshard.h"
 #include "sharding/reshard_api.h"
@@ -378,7 +379,7 @@ namespace {
 // Whether j (or a body nested in it) constrains a sharding: the body of a sharded jit.
 bool has_sharding_constraint(const Jaxpr& j) {
   for (const Eqn& e : j.eqns) {
-    if (e.primitive->name == "sharding_constraint") return true;
+    if (ShardingConstraintParams::is(e)) return true;
     for (auto& [k, v] : e.params.items()) {
       if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) {
         if (*cj && (*cj)->jaxpr && has_sharding_constraint(*(*cj)->jaxpr)) return true;
