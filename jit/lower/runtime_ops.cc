@@ -135,9 +135,10 @@ void lower_spmd_collective(ProgramEmitter& pe, const Eqn& e) {
   std::vector<kir::Type> params{kir::kI32};
   params.insert(params.end(), 7, kir::kPtr);
   pe.call_runtime("mj_rt_collective", kir::kVoid, params, args);
+  const CollectiveParams c = collective_params(e);
   pe.note(e, "runtime call", "mj_rt_collective site " + std::to_string(site) + " over axis " +
-                                 param_to_string(e.params.at("axis_name")) + " of " +
-                                 std::to_string(collective_params(e).axis_size) + " devices (communicator)");
+                                 param_to_string(axis_name_param(c.axis_name)) + " of " +
+                                 std::to_string(c.axis_size) + " devices (communicator)");
 }
 
 // ---- collectives on one device ----------------------------------------------------------------
@@ -151,7 +152,7 @@ void check_one_device(const Eqn& e) {
   if (!c.moves_data()) return;
   const int64_t n = c.axis_size;
   if (n != 1)
-    throw ValueError("collective " + e.primitive->name + " over axis " + param_to_string(e.params.at("axis_name")) +
+    throw ValueError("collective " + e.primitive->name + " over axis " + param_to_string(axis_name_param(c.axis_name)) +
                      " with axis_size=" + std::to_string(n) +
                      " in a program compiled for one device (mj::jit without shardings): its group holds "
                      "one device, so axis_size must be 1; give the jit shardings to run it on a mesh");

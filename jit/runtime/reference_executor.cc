@@ -290,7 +290,7 @@ class Executor {
     CollectiveGroups g = collective_groups(mesh_, p.axis_name);
     if (p.moves_data() && p.axis_size != g.size)
       throw ShardingError(name + ": axis_size=" + std::to_string(p.axis_size) + " but the axes " +
-                          param_to_string(e.params.at("axis_name")) + " of " + mesh_.str() + " hold " +
+                          param_to_string(axis_name_param(p.axis_name)) + " of " + mesh_.str() + " hold " +
                           std::to_string(g.size) + " devices");
     const int64_t n = g.size;
     std::vector<std::vector<Array>> outs(n_);

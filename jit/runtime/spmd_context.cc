@@ -33,7 +33,7 @@ std::vector<CollectiveSite> bind_collective_sites(const std::vector<Eqn>& sites,
     CollectiveGroups g = collective_groups(mesh, s.axes);
     if (!s.is_axis_index && c.axis_size != g.size)
       throw ShardingError(s.primitive + ": axis_size=" + std::to_string(c.axis_size) +
-                              " but the axes " + param_to_string(e.params.at("axis_name")) + " of " + mesh.str() +
+                              " but the axes " + param_to_string(axis_name_param(c.axis_name)) + " of " + mesh.str() +
                               " hold " + std::to_string(g.size) + " devices",
                           loc);
     s.context = mesh.device_ids;
