@@ -31,8 +31,7 @@ BatchRule front_batch(Kind k, void (*shift)(CollectiveParams&)) {
 BatchRule same_dim_batch(Kind k) {
   return [k](const std::vector<Array>& args, const std::vector<int64_t>& dims,
              const Params& params) -> std::pair<std::vector<Array>, std::vector<int64_t>> {
-    CollectiveParams c = CollectiveParams::from(k, params);
-    return {{minijax::bind1(c.primitive(), {args[0]}, params)}, {dims[0]}};
+    return {{minijax::bind1(CollectiveParams::primitive_of(k), {args[0]}, params)}, {dims[0]}};
   };
 }
 
@@ -83,7 +82,7 @@ Registrar reg([] {
                      const Params& params) -> std::vector<Array> {
       require_sum(params, "transpose");
       if (!cts[0].defined()) return {Array()};
-      return {minijax::bind1(CollectiveParams::from(Kind::all_reduce, params).primitive(), {cts[0]}, params)};
+      return {minijax::bind1(CollectiveParams::primitive_of(Kind::all_reduce), {cts[0]}, params)};
     };
     p.batch = same_dim_batch(Kind::all_reduce);
   }
@@ -121,7 +120,7 @@ Registrar reg([] {
     // on the tangents (a zero tangent materialized as zeros); the index operands get no tangent.
     p.jvp = [](const std::vector<Array>& primals, const std::vector<Array>& tangents,
                const Params& params) -> std::pair<std::vector<Array>, std::vector<Array>> {
-      const Primitive& prim = primitive("ragged_all_to_all");
+      const Primitive& prim = CollectiveParams::primitive_of(Kind::ragged_all_to_all);
       Array out = minijax::bind1(prim, primals, params);
       if (!is_floating(out.dtype())) return {{out}, {Array()}};
       std::vector<Array> targs = primals;

@@ -126,7 +126,8 @@ Params CollectiveParams::to_params() const {
   return p;
 }
 
-const Primitive& CollectiveParams::primitive() const { return *primitives()[size_t(kind)]; }
+const Primitive& CollectiveParams::primitive() const { return primitive_of(kind); }
+const Primitive& CollectiveParams::primitive_of(Kind k) { return *primitives()[size_t(k)]; }
 
 CollectiveParams collective_params(const Eqn& e) {
   auto k = CollectiveParams::kind_of(e);

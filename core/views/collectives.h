@@ -44,6 +44,7 @@ struct CollectiveParams {
   Params to_params() const;
   /// The primitive of `kind`, and its name.
   const Primitive& primitive() const;
+  static const Primitive& primitive_of(Kind k);
   static const char* name(Kind k);
   /// Every kind but axis_index moves data between devices.
   bool moves_data() const { return kind != Kind::axis_index; }
