@@ -16,6 +16,7 @@
 #include "core/errors.h"
 #include "core/profiler_hooks.h"
 #include "core/staging.h"
+#include "core/views/collectives.h"
 #include "core/views/memory_ops.h"
 #include "sharding/partition_spmd.h"
 #include "sharding/plan_reshard.h"
@@ -427,7 +428,7 @@ std::string collectives_text(const SpmdStats& stats, const Jaxpr& program) {
     std::string where = c.eqn_index < program.eqns.size() ? "eqn " + std::to_string(c.eqn_index) : "(site)";
     if (c.eqn_index < program.eqns.size()) {
       const Eqn& e = program.eqns[c.eqn_index];
-      if (!is_collective(e.primitive->name)) {
+      if (!CollectiveParams::is(e)) {
         where += " " + e.primitive->name;
         if (e.params.has("name") && (e.primitive->name == "pjit" || e.primitive->name == "closed_call"))
           where += " " + e.params.get_string("name");
