@@ -19,8 +19,11 @@ using Outs = std::pair<std::vector<Array>, std::vector<Array>>;
 using BOuts = std::pair<std::vector<Array>, std::vector<int64_t>>;
 
 const Sharding& param_sharding(const Params& p) {
+  const ShardingConstraintParams v = ShardingConstraintParams::from(p);
+  // Text (a parsed jaxpr: a printed sharding has no reader, core/parser.h) is not a sharding.
+  if (v.text) throw ValueError("parameter 'sharding' is not of type object");
   // The object stays alive in `p`, which the view's pointer shares.
-  return sharding_of_param(ShardingConstraintParams::from(p).sharding, "sharding_constraint's `sharding` param");
+  return sharding_of_param(v.sharding, "sharding_constraint's `sharding` param");
 }
 
 Params with_sharding(Sharding s) {
