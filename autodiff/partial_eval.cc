@@ -9,6 +9,7 @@
 #include "core/dce.h"
 #include "core/verify.h"
 #include "core/views/control_flow.h"
+#include "core/views/memory_ops.h"
 
 namespace minijax {
 
@@ -155,7 +156,7 @@ struct PeWalk {
   // An Offloadable decision: each output is saved in the policy's destination memory kind
   // (a device_put on the known side) and brought back on the staged side.
   void offload(const Eqn& e, const Offloadable& off, std::source_location loc) {
-    const Primitive& device_put = primitive("device_put");
+    const Primitive& device_put = DevicePutParams::primitive();
     known_eqns.push_back(e);
     for (auto& o : e.outputs) {
       if (o.is_dropvar()) continue;
@@ -167,8 +168,8 @@ struct PeWalk {
       ShapedArray host = o.aval();
       host.memory_kind = off.dst;
       Var h(host);
-      known_eqns.push_back(Eqn{&device_put, {o}, {h}, Params{{"memory_kind", off.dst}}, {}});
-      staged_eqns.push_back(Eqn{&device_put, {h}, {o}, Params{{"memory_kind", off.src}}, {}});
+      known_eqns.push_back(Eqn{&device_put, {o}, {h}, DevicePutParams{off.dst}.to_params(), {}});
+      staged_eqns.push_back(Eqn{&device_put, {h}, {o}, DevicePutParams{off.src}.to_params(), {}});
       add_residual(h);
       made_by[h] = e.primitive->name;
       if (names.count(o)) names[h] = names[o];

@@ -9,6 +9,7 @@
 #include "core/pjit.h"
 #include "core/primitive.h"
 #include "core/views/control_flow.h"
+#include "core/views/memory_ops.h"
 
 namespace minijax {
 namespace {
@@ -32,7 +33,7 @@ std::string name_in(const Jaxpr& j, const Atom& a, std::string* made_by) {
       if (o == *v) {
         if (made_by && made_by->empty()) *made_by = it->primitive->name;
         if (CheckpointNameParams::is(*it)) return checkpoint_name_params(*it).name;
-        if (it->primitive->name == "device_put" && !it->inputs.empty()) {
+        if (DevicePutParams::is(*it) && !it->inputs.empty()) {
           std::string n = name_in(j, it->inputs[0], nullptr);
           return n.empty() ? name_given_to(j, *v) : n;
         }
@@ -57,9 +58,8 @@ void describe_stacked(const Eqn& e, size_t k, SavedResidual& s) {
     moved = false;
     if (auto* rv = std::get_if<Var>(&root))
       for (auto& be : body.eqns)
-        if (be.primitive->name == "device_put" && be.outputs.size() == 1 && be.outputs[0] == *rv &&
-            !be.inputs.empty()) {
-          copied = std::string(" copied to ") + memory_kind_name(be.params.get_memory_kind("memory_kind"));
+        if (DevicePutParams::is(be) && be.outputs.size() == 1 && be.outputs[0] == *rv && !be.inputs.empty()) {
+          copied = std::string(" copied to ") + memory_kind_name(device_put_params(be).memory_kind);
           root = be.inputs[0];
           moved = true;
           break;

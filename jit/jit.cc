@@ -17,6 +17,8 @@
 #include "core/errors.h"
 #include "core/profiler_hooks.h"
 #include "core/staging.h"
+#include "core/views/collectives.h"
+#include "core/views/memory_ops.h"
 #include "sharding/partition_spmd.h"
 #include "sharding/plan_reshard.h"
 #include "sharding/reshard_api.h"
@@ -379,7 +381,7 @@ namespace {
 // Whether j (or a body nested in it) constrains a sharding: the body of a sharded jit.
 bool has_sharding_constraint(const Jaxpr& j) {
   for (const Eqn& e : j.eqns) {
-    if (e.primitive->name == "sharding_constraint") return true;
+    if (ShardingConstraintParams::is(e)) return true;
     for (auto& [k, v] : e.params.items()) {
       if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) {
         if (*cj && (*cj)->jaxpr && has_sharding_constraint(*(*cj)->jaxpr)) return true;
@@ -427,7 +429,7 @@ std::string collectives_text(const SpmdStats& stats, const Jaxpr& program) {
     std::string where = c.eqn_index < program.eqns.size() ? "eqn " + std::to_string(c.eqn_index) : "(site)";
     if (c.eqn_index < program.eqns.size()) {
       const Eqn& e = program.eqns[c.eqn_index];
-      if (!is_collective(e.primitive->name)) {
+      if (!CollectiveParams::is(e)) {
         where += " " + e.primitive->name;
         if (is_pjit(*e.primitive) || is_closed_call(*e.primitive))
           if (auto name = call_params(e).name) where += " " + *name;

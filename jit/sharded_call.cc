@@ -5,6 +5,7 @@
 
 #include "core/config.h"
 #include "core/errors.h"
+#include "core/views/collectives.h"
 #include "jit/fuse.h"
 #include "jit/jit.h"
 #include "jit/pipeline.h"
@@ -16,8 +17,9 @@ namespace minijax::detail {
 namespace {
 
 bool is_site(const Eqn& e) {
-  if (e.primitive->name == "axis_index") return true;
-  return is_collective(e.primitive->name) && e.params.has("axis_size") && e.params.get_int("axis_size") > 1;
+  const auto kind = CollectiveParams::kind_of(e);
+  if (!kind) return false;
+  return *kind == CollectiveParams::Kind::axis_index || collective_params(e).axis_size > 1;
 }
 
 // The collective sites of `j` in pre-order (bodies where they appear), each with the index of

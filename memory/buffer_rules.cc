@@ -9,6 +9,7 @@
 
 #include "core/bodies.h"
 #include "core/primitive.h"
+#include "core/views/collectives.h"
 #include "core/views/control_flow.h"
 
 namespace minijax {
@@ -59,12 +60,12 @@ const bool registered = [] {
                              none_in_place});
   // Collectives over a group of one device (axis_size 1, a program compiled for one device) return
   // their operand's bytes; collective_permute only when a pair sends rank 0 to itself (else zeros).
-  auto one_device = [](const Eqn& e) { return !e.params.has("axis_size") || e.params.get_int("axis_size") == 1; };
+  auto one_device = [](const Eqn& e) { return collective_params(e).axis_size == 1; };
   for (const char* p : {"all_gather", "all_reduce", "reduce_scatter", "all_to_all"})
     register_buffer_rule(p, {[one_device](const Eqn& e) { return std::vector<int>{one_device(e) ? 0 : -1}; },
                              none_in_place});
   register_buffer_rule("collective_permute", {[one_device](const Eqn& e) {
-                                                const auto& st = e.params.get_ints("source_target_pairs");
+                                                const auto st = collective_params(e).source_target_pairs;
                                                 bool self = false;
                                                 for (size_t i = 0; i + 1 < st.size(); i += 2)
                                                   self |= st[i] == 0 && st[i + 1] == 0;

@@ -67,7 +67,8 @@ std::vector<Eqn> coalesce_slice_copies(const Eqn& scan, int64_t coalesce_bytes) 
     ShapedArray dev = chunk;
     dev.memory_kind = MemoryKind::device;
     Var h(dev), d(dev);
-    ob.eqns.push_back(copy_eqn("copy_start", {xo}, h, Params{{"memory_kind", MemoryKind::device}, {"slices", k}}));
+    ob.eqns.push_back(copy_eqn(CopyParams::start(MemoryKind::device, k),
+                               {xo}, h));
     ob.eqns.push_back(copy_done(h, {xo}, d));
     inner_in.push_back(d);
   }
@@ -86,8 +87,8 @@ std::vector<Eqn> coalesce_slice_copies(const Eqn& scan, int64_t coalesce_bytes) 
     ShapedArray host = inner_out[o].aval();
     host.memory_kind = atom_aval(s.body->outvars[o]).memory_kind;
     Var h(host), y(host);
-    ob.eqns.push_back(
-        copy_eqn("copy_start", {inner_out[o]}, h, Params{{"memory_kind", host.memory_kind}, {"slices", k}}));
+    ob.eqns.push_back(copy_eqn(
+        CopyParams::start(host.memory_kind, k), {inner_out[o]}, h));
     ob.eqns.push_back(copy_done(h, {inner_out[o]}, y));
     ob.outvars.push_back(y);
   }

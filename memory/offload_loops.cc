@@ -19,8 +19,6 @@ bool is_var(const Atom& a) { return std::holds_alternative<Var>(a); }
 
 bool is_host(MemoryKind k) { return k != MemoryKind::device; }
 
-int64_t slices_param(const Eqn& e) { return e.params.has("slices") ? e.params.get_int("slices") : 1; }
-
 // Where each variable of `j` is defined: the index of its equation.
 std::unordered_map<Var, size_t, VarHash> definitions(const Jaxpr& j) {
   std::unordered_map<Var, size_t, VarHash> d;
@@ -39,16 +37,15 @@ bool is_reloaded(const Jaxpr& b, const Var& xb, int64_t& slices) {
     bool reads = false;
     for (const Atom& a : e.inputs) reads = reads || in_derived(a);
     if (!reads) continue;
-    const std::string& name = e.primitive->name;
-    if (name == "optimization_barrier") {
+    if (OptimizationBarrierParams::is(e)) {
       for (size_t k = 0; k < e.inputs.size(); ++k)
         if (in_derived(e.inputs[k])) derived.insert(e.outputs[k]);
-    } else if (name == "copy_start" && e.params.get_memory_kind("memory_kind") == MemoryKind::device &&
+    } else if (CopyParams::is(e, CopyParams::Kind::start) && copy_params(e).memory_kind == MemoryKind::device &&
                in_derived(e.inputs[0])) {
       copied = true;
-      slices = slices_param(e);
+      slices = copy_params(e).slice_count();
       handles.insert(e.outputs[0]);
-    } else if (name == "copy_done" && is_var(e.inputs[0]) && handles.count(std::get<Var>(e.inputs[0])) &&
+    } else if (CopyDoneParams::is(e) && is_var(e.inputs[0]) && handles.count(std::get<Var>(e.inputs[0])) &&
                !in_derived(e.inputs[0])) {
       continue;  // the pair's done: its source operand only keeps the value alive
     } else {
@@ -108,17 +105,17 @@ SliceCopies find_slice_copies(const Eqn& scan) {
     const Var& yv = std::get<Var>(out);
     if (!is_host(yv.aval().memory_kind) || reads[yv] != 1 || !def.count(yv)) continue;
     const Eqn& done = b.eqns[def.at(yv)];
-    if (done.primitive->name != "copy_done" || done.inputs.size() != 2 || !is_var(done.inputs[0]) ||
+    if (!CopyDoneParams::is(done) || done.inputs.size() != 2 || !is_var(done.inputs[0]) ||
         !is_var(done.inputs[1]))
       continue;
     const Var& h = std::get<Var>(done.inputs[0]);
     const Var& r = std::get<Var>(done.inputs[1]);
     if (!def.count(h) || reads[h] != 1 || r.aval().memory_kind != MemoryKind::device) continue;
     const Eqn& start = b.eqns[def.at(h)];
-    if (start.primitive->name != "copy_start" || !(atom_var(start.inputs[0]) == r)) continue;
+    if (!CopyParams::is(start, CopyParams::Kind::start) || !(atom_var(start.inputs[0]) == r)) continue;
     f.offload_ys.push_back(y);
     f.offload_src.push_back(r);
-    f.offload_slices.push_back(slices_param(start));
+    f.offload_slices.push_back(copy_params(start).slice_count());
   }
   return f;
 }
@@ -153,18 +150,17 @@ Jaxpr strip_slice_copies(const Jaxpr& body, const ScanParts& s, const SliceCopie
     if (!e.outputs.empty() && offload_vars.count(e.outputs[0])) continue;
     Eqn n = e;
     for (Atom& a : n.inputs) a = subst(a);
-    const std::string& name = e.primitive->name;
-    if (name == "copy_start" && is_host(atom_aval(e.inputs[0]).memory_kind) &&
-        atom_aval(n.inputs[0]).memory_kind == e.params.get_memory_kind("memory_kind")) {
+    if (CopyParams::is(e, CopyParams::Kind::start) && is_host(atom_aval(e.inputs[0]).memory_kind) &&
+        atom_aval(n.inputs[0]).memory_kind == copy_params(e).memory_kind) {
       sub[e.outputs[0]] = n.inputs[0];
       identity_copies.insert(e.outputs[0]);
       continue;
     }
-    if (name == "copy_done" && is_var(e.inputs[0]) && identity_copies.count(std::get<Var>(e.inputs[0]))) {
+    if (CopyDoneParams::is(e) && is_var(e.inputs[0]) && identity_copies.count(std::get<Var>(e.inputs[0]))) {
       sub[e.outputs[0]] = n.inputs[0];
       continue;
     }
-    if (name == "optimization_barrier")
+    if (OptimizationBarrierParams::is(e))
       for (size_t k = 0; k < n.outputs.size(); ++k)
         if (!(atom_aval(n.inputs[k]) == atom_aval(e.inputs[k]))) {
           Var fresh(atom_aval(n.inputs[k]));
@@ -228,31 +224,26 @@ Eqn reshape_to(const Atom& in, const Var& out) {
 
 Eqn allocate_buffer(const Var& out) {
   const ShapedArray& a = out.aval();
-  return Eqn{&primitive("allocate_buffer"),
-             {},
-             {out},
-             Params{{"shape", std::vector<int64_t>(a.shape)}, {"dtype", a.dtype}, {"memory_kind", a.memory_kind}},
+  return Eqn{&AllocateBufferParams::primitive(), {}, {out}, AllocateBufferParams{a.shape, a.dtype, a.memory_kind}.to_params(),
              {}};
 }
 
-Eqn copy_eqn(const char* prim, std::vector<Atom> operands, const Var& out, Params params) {
-  return Eqn{&primitive(prim), std::move(operands), {out}, std::move(params), {}};
+Eqn copy_eqn(const CopyParams& copy, std::vector<Atom> operands, const Var& out) {
+  return Eqn{&copy.primitive(), std::move(operands), {out}, copy.to_params(), {}};
 }
 
 Eqn copy_done(const Var& h, const std::vector<Atom>& sources, const Var& out) {
   std::vector<Atom> in{h};
   in.insert(in.end(), sources.begin(), sources.end());
-  return Eqn{&primitive("copy_done"), std::move(in), {out}, Params{}, {}};
+  return Eqn{&CopyDoneParams::primitive(), std::move(in), {out}, CopyDoneParams{}.to_params(), {}};
 }
 
-bool is_copy_start(const Eqn& e) {
-  const std::string& n = e.primitive->name;
-  return n == "copy_start" || n == "copy_slice_start" || n == "copy_update_start";
-}
+bool is_copy_start(const Eqn& e) { return CopyParams::is(e); }
 
 MemoryKind copy_destination_kind(const Eqn& start) {
-  if (start.primitive->name == "copy_update_start") return atom_aval(start.inputs.at(0)).memory_kind;
-  return start.params.get_memory_kind("memory_kind");
+  const CopyParams c = copy_params(start);
+  if (c.kind == CopyParams::Kind::update_start) return atom_aval(start.inputs.at(0)).memory_kind;
+  return c.memory_kind;
 }
 
 }  // namespace minijax::offload

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/jaxpr.h"
+#include "core/views/memory_ops.h"
 
 namespace minijax::offload {
 
@@ -59,8 +60,8 @@ Literal index_literal(int64_t v);
 Eqn reshape_to(const Atom& in, const Var& out);
 /// `out = allocate_buffer[out's aval]`.
 Eqn allocate_buffer(const Var& out);
-/// `h = <start>[params](operands)` and `b = copy_done(h, sources...)`.
-Eqn copy_eqn(const char* primitive, std::vector<Atom> operands, const Var& out, Params params);
+/// `h = <start>[copy's params](operands)` and `b = copy_done(h, sources...)`.
+Eqn copy_eqn(const CopyParams& copy, std::vector<Atom> operands, const Var& out);
 Eqn copy_done(const Var& h, const std::vector<Atom>& sources, const Var& out);
 
 /// Whether `e` starts an asynchronous copy (copy_start, copy_slice_start, copy_update_start).

@@ -7,6 +7,7 @@
 #include "core/bodies.h"
 #include "core/primitive.h"
 #include "core/views/control_flow.h"
+#include "core/views/memory_ops.h"
 
 namespace minijax {
 
@@ -14,33 +15,31 @@ namespace {
 
 bool is_host(MemoryKind k) { return k != MemoryKind::device; }
 
-bool is_start(const std::string& n) {
-  return n == "copy_start" || n == "copy_slice_start" || n == "copy_update_start";
-}
-
 void walk(const Jaxpr& j, int64_t runs, int64_t loop_length, bool conditional, const std::string& where,
           OffloadReport& r) {
   for (const Eqn& e : j.eqns) {
     const std::string& n = e.primitive->name;
-    if (ScanParams::is(e) || n == "copy_start" || n == "copy_slice_start")
+    const std::optional<CopyParams::Kind> copy = CopyParams::kind_of(e);
+    if (ScanParams::is(e) || (copy && *copy != CopyParams::Kind::update_start))
       for (const Var& o : e.outputs)
         if (is_host(o.aval().memory_kind) && !o.is_dropvar()) r.host_buffers.push_back(o.aval());
-    if (is_start(n)) {
+    if (copy) {
+      const CopyParams cp = copy_params(e);
       OffloadCopy c;
       c.primitive = n;
-      const bool update = n == "copy_update_start";
+      const bool update = cp.kind == CopyParams::Kind::update_start;
       const ShapedArray& src = atom_aval(e.inputs.at(update ? 1 : 0));
       c.from = src.memory_kind;
       c.to = e.outputs[0].aval().memory_kind;
       c.bytes = src.nbytes();
-      if (n == "copy_slice_start") c.bytes = e.outputs[0].aval().nbytes();
-      c.slices = e.params.has("slices") ? e.params.get_int("slices") : 1;
-      if (n != "copy_start") {
+      if (cp.kind == CopyParams::Kind::slice_start) c.bytes = e.outputs[0].aval().nbytes();
+      c.slices = cp.slice_count();
+      if (cp.kind != CopyParams::Kind::start) {
         const ShapedArray& stacked = update ? e.outputs[0].aval() : src;
-        for (int64_t d = 0; d < e.params.get_int("axis"); ++d) c.chunks *= stacked.shape[size_t(d)];
+        for (int64_t d = 0; d < cp.axis; ++d) c.chunks *= stacked.shape[size_t(d)];
       }
       c.runs = runs;
-      const bool pipelined = e.params.has("pipelined") && e.params.get_bool("pipelined") && loop_length > 0;
+      const bool pipelined = cp.is_pipelined() && loop_length > 0;
       c.copying = pipelined ? runs - runs / loop_length : runs;
       c.conditional = conditional;
       c.where = where;

@@ -55,16 +55,16 @@ class Pipeline {
     for (size_t m = 0; m < found_.reload_xs.size(); ++m) {
       const Atom& r = scan_.inputs[ncc_ + found_.reload_xs[m]];
       const Var& cur = core_.invars[ncc_ + found_.reload_xs[m]];  // the device slice the body reads
-      Params p{{"memory_kind", MemoryKind::device}, {"axis", int64_t(0)}, {"slices", found_.reload_slices[m]}};
+      CopyParams p = CopyParams::slice_start(MemoryKind::device, 0, found_.reload_slices[m]);
       Var rb(atom_aval(r)), h0(cur.aval()), b0(cur.aval()), hn(cur.aval()), nb(cur.aval());
       consts_.push_back(r);
       const_vars_.push_back(rb);
-      before_.push_back(copy_eqn("copy_slice_start", {r, row0_}, h0, p));
+      before_.push_back(copy_eqn(p, {r, row0_}, h0));
       before_.push_back(copy_done(h0, {r}, b0));
       carries_.push_back(b0);
       carry_vars_.push_back(cur);
-      p.set("pipelined", true);  // its index is past the loop's end in the last iteration
-      head_.push_back(copy_eqn("copy_slice_start", {rb, next_}, hn, p));
+      p.pipelined = true;  // its index is past the loop's end in the last iteration
+      head_.push_back(copy_eqn(p, {rb, next_}, hn));
       tail_.push_back(copy_done(hn, {rb}, nb));
       carry_outs_.push_back(nb);
       carry_results_.push_back(Var::dropvar(cur.aval()));
@@ -82,20 +82,20 @@ class Pipeline {
       const Var& ys = scan_.outputs[s_.ncar + found_.offload_ys[k]];
       const Atom& r = core_.outvars[s_.ncar + found_.offload_ys[k]];  // the device slice, as stripped
       const ShapedArray& ra = atom_aval(r);
-      Params p{{"axis", int64_t(0)}, {"slices", found_.offload_slices[k]}};
+      CopyParams p = CopyParams::update_start(0, found_.offload_slices[k]);
       Var r0(ys.aval()), p0(ra), rc(ys.aval()), pc(ra), rs(ys.aval()), rd(ys.aval());
       before_.push_back(allocate_buffer(r0));
       before_.push_back(allocate_buffer(p0));
       carries_.insert(carries_.end(), {r0, p0});
       carry_vars_.insert(carry_vars_.end(), {rc, pc});
-      Params pp = p;
-      pp.set("pipelined", true);  // its index is before the loop's start in the first iteration
-      head_.push_back(copy_eqn("copy_update_start", {rc, pc, prev_}, rs, pp));
+      CopyParams pp = p;
+      pp.pipelined = true;  // its index is before the loop's start in the first iteration
+      head_.push_back(copy_eqn(pp, {rc, pc, prev_}, rs));
       tail_.push_back(copy_done(rs, {pc}, rd));
       carry_outs_.insert(carry_outs_.end(), {rd, r});
       Var rf(ys.aval()), pf(ra), rl(ys.aval());
       carry_results_.insert(carry_results_.end(), {rf, pf});
-      after_.push_back(copy_eqn("copy_update_start", {rf, pf, last_row}, rl, p));
+      after_.push_back(copy_eqn(p, {rf, pf, last_row}, rl));
       after_.push_back(copy_done(rl, {pf}, ys));
     }
   }

@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/primitive.h"
 #include "core/views/control_flow.h"
+#include "core/views/memory_ops.h"
 #include "memory/analyze_liveness.h"
 #include "memory/buffer_rules.h"
 
@@ -139,7 +140,7 @@ using Shifts = std::vector<std::pair<int64_t*, int>>;
 std::unordered_map<uint64_t, bool> carry_only_allocations(const Jaxpr& j) {
   std::unordered_map<uint64_t, bool> only;
   for (const Eqn& e : j.eqns)
-    if (e.primitive->name == "allocate_buffer") only[e.outputs.at(0).id()] = true;
+    if (AllocateBufferParams::is(e)) only[e.outputs.at(0).id()] = true;
   if (only.empty()) return only;
   auto spoil = [&](const Atom& a) {
     if (auto* v = std::get_if<Var>(&a); v && only.count(v->id())) only[v->id()] = false;

@@ -12,6 +12,7 @@
 #include "core/verify.h"
 #include "core/views/array_ops.h"
 #include "core/views/control_flow.h"
+#include "core/views/memory_ops.h"
 #include "memory/coalesce_slice_copies.h"
 #include "memory/offload_loops.h"
 #include "memory/pipeline_slice_copies.h"
@@ -59,7 +60,7 @@ Jaxpr split_copies(const Jaxpr& j) {
   Jaxpr r = j;
   r.eqns.clear();
   for (const Eqn& e : j.eqns) {
-    const bool between_kinds = e.primitive->name == "device_put" && e.inputs.size() == 1 && is_var(e.inputs[0]) &&
+    const bool between_kinds = DevicePutParams::is(e) && e.inputs.size() == 1 && is_var(e.inputs[0]) &&
                                atom_aval(e.inputs[0]).memory_kind != e.outputs.at(0).aval().memory_kind;
     if (!between_kinds) {
       r.eqns.push_back(with_bodies(e, split_copies));
@@ -67,7 +68,8 @@ Jaxpr split_copies(const Jaxpr& j) {
     }
     const Var& b = e.outputs[0];
     Var h(b.aval());
-    r.eqns.push_back(offload::copy_eqn("copy_start", {e.inputs[0]}, h, Params{{"memory_kind", b.aval().memory_kind}}));
+    r.eqns.push_back(offload::copy_eqn(CopyParams::start(b.aval().memory_kind),
+                                       {e.inputs[0]}, h));
     r.eqns.push_back(offload::copy_done(h, {e.inputs[0]}, b));
   }
   return r;
@@ -154,14 +156,14 @@ size_t Placer::prefetch_budget_slot(size_t from, size_t done, int64_t bytes) con
 size_t Placer::place_start(size_t k, const Eqn& e) {
   const size_t from = operand_slot(e);
   const bool to_host = copy_destination_kind(e) != MemoryKind::device;
-  const int64_t bytes = e.primitive->name == "copy_update_start" ? atom_aval(e.inputs.at(1)).nbytes()
-                                                                  : e.outputs[0].aval().nbytes();
+  const int64_t bytes = CopyParams::is(e, CopyParams::Kind::update_start) ? atom_aval(e.inputs.at(1)).nbytes()
+                                                                         : e.outputs[0].aval().nbytes();
   if (to_host) return from;
   // The reload's done goes before the first computing reader of its value.
   size_t done = compute_.size();
   for (size_t d = k + 1; d < j_.eqns.size(); ++d) {
     const Eqn& f = j_.eqns[d];
-    if (f.primitive->name == "copy_done" && is_var(f.inputs[0]) && std::get<Var>(f.inputs[0]) == e.outputs[0]) {
+    if (CopyDoneParams::is(f) && is_var(f.inputs[0]) && std::get<Var>(f.inputs[0]) == e.outputs[0]) {
       done = std::max(from, first_reader(f.outputs[0]));
       break;
     }
@@ -195,7 +197,7 @@ Jaxpr Placer::run() {
   std::vector<size_t> copies;
   for (size_t k = 0; k < j_.eqns.size(); ++k) {
     const Eqn& e = j_.eqns[k];
-    if (is_copy_start(e) || e.primitive->name == "copy_done") {
+    if (is_copy_start(e) || CopyDoneParams::is(e)) {
       copies.push_back(k);
       for (const Atom& a : e.inputs)
         if (is_var(a)) copied_into_[std::get<Var>(a)].push_back(e.outputs[0]);
@@ -237,8 +239,8 @@ double bytes_of(const Atom& a) { return double(atom_aval(a).nbytes()); }
 
 double offload_estimate_seconds(const Eqn& e) {
   const std::string& name = e.primitive->name;
-  if (name == "allocate_buffer" || ReshapeParams::is(e) || SqueezeParams::is(e) || ExpandDimsParams::is(e) ||
-      name == "optimization_barrier" || is_copy_start(e) || name == "copy_done")
+  if (AllocateBufferParams::is(e) || ReshapeParams::is(e) || SqueezeParams::is(e) || ExpandDimsParams::is(e) ||
+      OptimizationBarrierParams::is(e) || is_copy_start(e) || CopyDoneParams::is(e))
     return 0;  // no work on the device (views, allocations, copies on the engine)
   if (ScanParams::is(e)) {
     const ScanParams sp = scan_params(e);

@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "core/primitive.h"
 #include "core/views/control_flow.h"
+#include "core/views/memory_ops.h"
 #include "sharding/sharded_array.h"
 #include "sharding/sharding_rule.h"
 
@@ -63,8 +64,8 @@ void visit_jaxpr(Run& run, const Jaxpr& j) {
     const Eqn& e = j.eqns[i];
     // with_sharding_constraint: the result is fixed by the user like an out_sharding (never
     // moves; the operand gets a reshard if it disagrees).
-    if (e.primitive->name == "sharding_constraint") {
-      Sharding s = sharding_of_param(e.params.get_object("sharding"), "sharding_constraint");
+    if (ShardingConstraintParams::is(e)) {
+      Sharding s = sharding_of_param(sharding_constraint_params(e).sharding, "sharding_constraint");
       check_given(run, s, e.outputs[0].aval(), "sharding_constraint (equation " + std::to_string(i) + ")");
       s.mesh = st.mesh;
       st.sh[e.outputs[0]] = s;

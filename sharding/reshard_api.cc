@@ -11,6 +11,7 @@
 #include "core/params.h"
 #include "core/primitive.h"
 #include "core/views/array_ops.h"
+#include "core/views/collectives.h"
 #include "core/views/control_flow.h"
 #include "sharding/collective_groups.h"
 
@@ -55,7 +56,9 @@ std::optional<std::vector<std::vector<int64_t>>> table_rows(const Jaxpr& j, cons
   while (e && ReshapeParams::is(*e)) e = producer(atom_var(e->inputs[0]));
   if (!e || !DynamicSliceParams::is(*e) || e->inputs.size() != 3) return std::nullopt;
   const Eqn* idx = producer(atom_var(e->inputs[1]));
-  if (!idx || idx->primitive->name != "axis_index" || axis_names_of(idx->params) != axes) return std::nullopt;
+  if (!idx || !CollectiveParams::is(*idx, CollectiveParams::Kind::axis_index) ||
+      collective_params(*idx).axis_name != axes)
+    return std::nullopt;
   Var t = atom_var(e->inputs[0]);
   for (size_t k = 0; k < j.constvars.size() && k < consts.size(); ++k) {
     if (!t.defined() || j.constvars[k].id() != t.id()) continue;
@@ -113,11 +116,13 @@ std::string collective_line(const std::string& where, const CollectiveTraffic& t
 std::optional<CollectiveTraffic> collective_traffic(const Jaxpr& j, size_t i, const std::vector<Array>& consts,
                                                     const Mesh& mesh) {
   const Eqn& e = j.eqns.at(i);
-  const std::string& name = e.primitive->name;
-  if (!is_collective(name) || name == "axis_index") return std::nullopt;
+  using Kind = CollectiveParams::Kind;
+  const std::optional<Kind> kind = CollectiveParams::kind_of(e);
+  if (!kind || *kind == Kind::axis_index) return std::nullopt;
+  const CollectiveParams c = collective_params(e);
   CollectiveTraffic t;
-  t.primitive = name;
-  t.axes = axis_names_of(e.params);
+  t.primitive = e.primitive->name;
+  t.axes = c.axis_name;
   const CollectiveGroups groups = collective_groups(mesh, t.axes);
   const int64_t n = groups.size;
   const std::vector<int64_t>& rank = groups.rank;
@@ -131,13 +136,13 @@ std::optional<CollectiveTraffic> collective_traffic(const Jaxpr& j, size_t i, co
   for (size_t p = 0; p < devs; ++p) {
     const int64_t r = rank[p];
     int64_t sb = 0, rb = 0, sm = 0, rm = 0;
-    if (name == "all_gather") {
+    if (c.kind == Kind::all_gather) {
       sb = rb = (n - 1) * b;
       sm = rm = b > 0 ? n - 1 : 0;
-    } else if (name == "reduce_scatter" || name == "all_to_all") {
+    } else if (c.kind == Kind::reduce_scatter || c.kind == Kind::all_to_all) {
       sb = rb = (n - 1) * (b / n);
       sm = rm = b / n > 0 ? n - 1 : 0;
-    } else if (name == "all_reduce") {
+    } else if (c.kind == Kind::all_reduce) {
       const auto pieces = all_reduce_pieces(a.shape, n);
       const int64_t mine = pieces[size_t(r)];
       if (a.shape.empty()) {
@@ -149,8 +154,8 @@ std::optional<CollectiveTraffic> collective_traffic(const Jaxpr& j, size_t i, co
         for (int64_t k = 0; k < n; ++k) others += k != r && pieces[size_t(k)] > 0;
         sm = rm = (mine > 0 ? n - 1 : 0) + others;
       }
-    } else if (name == "collective_permute") {
-      const auto& st = e.params.get_ints("source_target_pairs");
+    } else if (c.kind == Kind::collective_permute) {
+      const auto& st = c.source_target_pairs;
       for (size_t k = 0; k + 1 < st.size(); k += 2) {
         if (st[k] == st[k + 1]) continue;
         if (st[k] == r) sb += b, ++sm;

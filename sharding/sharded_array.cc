@@ -7,6 +7,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "core/views/memory_ops.h"
 #include "sharding/boxes.h"
 #include "sharding/plan_reshard.h"
 
@@ -252,8 +253,9 @@ Array constrain(const Array& x, const Sharding& s, const char* what, std::source
   // constraint's eager implementation moves the shards itself (a sharded x is never gathered).
   Array y = x;
   if (x.is_tracer() && y.memory_kind() != s.memory_kind) y = lax::device_put(y, s.memory_kind, loc);
-  return minijax::bind1(primitive("sharding_constraint"), {y}, Params{{"sharding", sharding_param(s)}},
-                        loc);
+  ShardingConstraintParams c;
+  c.sharding = sharding_param(s);
+  return minijax::bind1(ShardingConstraintParams::primitive(), {y}, c.to_params(), loc);
 }
 
 }  // namespace

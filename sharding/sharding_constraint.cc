@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/primitive.h"
+#include "core/views/memory_ops.h"
 #include "core/trace.h"
 #include "sharding/boxes.h"
 #include "sharding/rules/rule_builder.h"
@@ -18,10 +19,18 @@ using Outs = std::pair<std::vector<Array>, std::vector<Array>>;
 using BOuts = std::pair<std::vector<Array>, std::vector<int64_t>>;
 
 const Sharding& param_sharding(const Params& p) {
-  return sharding_of_param(p.get_object("sharding"), "sharding_constraint's `sharding` param");
+  const ShardingConstraintParams v = ShardingConstraintParams::from(p);
+  // Text (a parsed jaxpr: a printed sharding has no reader, core/parser.h) is not a sharding.
+  if (v.text) throw ValueError("parameter 'sharding' is not of type object");
+  // The object stays alive in `p`, which the view's pointer shares.
+  return sharding_of_param(v.sharding, "sharding_constraint's `sharding` param");
 }
 
-Params with_sharding(Sharding s) { return Params{{"sharding", sharding_param(std::move(s))}}; }
+Params with_sharding(Sharding s) {
+  ShardingConstraintParams v;
+  v.sharding = sharding_param(std::move(s));
+  return v.to_params();
+}
 
 // sharding_constraint[sharding=S](x): x's aval in S's memory kind. ShardingError when S does not
 // fit x's shape (Sharding::check: rank, unknown axis, axis used twice, invalid sub-axis).
@@ -45,7 +54,7 @@ std::vector<Array> impl(const std::vector<Array>& a, const Params& p,
 
 // Linear: the tangent gets the same constraint (JAX registers it with ad.deflinear2).
 Outs jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents, const Params& p) {
-  const Primitive& prim = primitive("sharding_constraint");
+  const Primitive& prim = ShardingConstraintParams::primitive();
   Array out = minijax::bind1(prim, primals, p);
   Array t;
   if (tangents.at(0).defined() && is_floating(out.dtype())) t = minijax::bind1(prim, {tangents[0]}, p);
@@ -59,19 +68,19 @@ std::vector<Array> transpose(const std::vector<Array>& cts, const std::vector<Ar
   if (!cts[0].defined()) return {Array()};
   Sharding s = param_sharding(p);
   s.memory_kind = avals[0].memory_kind;
-  return {minijax::bind1(primitive("sharding_constraint"), {cts[0]}, with_sharding(std::move(s)))};
+  return {minijax::bind1(ShardingConstraintParams::primitive(), {cts[0]}, with_sharding(std::move(s)))};
 }
 
 // vmap: the batch dim is inserted as an open dim with no axes (unconstrained), as JAX's
 // _sharding_constraint_batcher with spmd_axis_name=None.
 BOuts batch(const std::vector<Array>& args, const std::vector<int64_t>& dims, const Params& p) {
-  if (dims[0] == kNotMapped) return {{minijax::bind1(primitive("sharding_constraint"), args, p)}, dims};
+  if (dims[0] == kNotMapped) return {{minijax::bind1(ShardingConstraintParams::primitive(), args, p)}, dims};
   int64_t d = dims[0] < 0 ? dims[0] + args[0].ndim() : dims[0];
   Sharding s = param_sharding(p);
   DimSharding open;
   open.closed = false;
   s.dims.insert(s.dims.begin() + d, open);
-  return {{minijax::bind1(primitive("sharding_constraint"), args, with_sharding(std::move(s)))}, {d}};
+  return {{minijax::bind1(ShardingConstraintParams::primitive(), args, with_sharding(std::move(s)))}, {d}};
 }
 
 Registrar reg([] {

@@ -6,35 +6,37 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "core/views/collectives.h"
 
 namespace minijax {
 namespace {
 
-int64_t n_of(const Params& p) { return p.get_int("axis_size"); }
+using Kind = CollectiveParams::Kind;
 
-// A batch rule for a unary collective: the batch dim moved to the front, every dim parameter in
-// `dim_keys` shifted by one, the result batched at dim 0. Sources: JAX's _all_gather_batcher,
-// _reduce_scatter_batcher, _all_to_all_batcher (the vmapped axis is not a mesh axis).
-BatchRule front_batch(const std::string& name, std::vector<std::string> dim_keys) {
-  return [name, dim_keys](const std::vector<Array>& args, const std::vector<int64_t>& dims,
-                          const Params& params) -> std::pair<std::vector<Array>, std::vector<int64_t>> {
+// A batch rule for a unary collective of kind `k`: the batch dim moved to the front, every dim
+// parameter shifted by one by `shift`, the result batched at dim 0. Sources: JAX's
+// _all_gather_batcher, _reduce_scatter_batcher, _all_to_all_batcher (the vmapped axis is not a
+// mesh axis).
+BatchRule front_batch(Kind k, void (*shift)(CollectiveParams&)) {
+  return [k, shift](const std::vector<Array>& args, const std::vector<int64_t>& dims,
+                    const Params& params) -> std::pair<std::vector<Array>, std::vector<int64_t>> {
     Array x = move_batch_dim(args[0], dims[0], 0);
-    Params p = params;
-    for (auto& k : dim_keys) p.set(k, params.get_int(k) + 1);
-    return {{minijax::bind1(primitive(name), {x}, p)}, {0}};
+    CollectiveParams c = CollectiveParams::from(k, params);
+    shift(c);
+    return {{minijax::bind1(c.primitive(), {x}, c.to_params())}, {0}};
   };
 }
 
 // Elementwise collectives (all_reduce, collective_permute) keep the batch dim where it is.
-BatchRule same_dim_batch(const std::string& name) {
-  return [name](const std::vector<Array>& args, const std::vector<int64_t>& dims,
-                const Params& params) -> std::pair<std::vector<Array>, std::vector<int64_t>> {
-    return {{minijax::bind1(primitive(name), {args[0]}, params)}, {dims[0]}};
+BatchRule same_dim_batch(Kind k) {
+  return [k](const std::vector<Array>& args, const std::vector<int64_t>& dims,
+             const Params& params) -> std::pair<std::vector<Array>, std::vector<int64_t>> {
+    return {{minijax::bind1(CollectiveParams::primitive_of(k), {args[0]}, params)}, {dims[0]}};
   };
 }
 
 void require_sum(const Params& p, const char* what) {
-  const std::string& r = p.get_string("reduction");
+  const std::string r = CollectiveParams::from(Kind::all_reduce, p).reduction;
   if (r != "sum")
     throw ValueError(std::string("all_reduce[reduction=") + r + "] over axis has no " + what +
                      " rule: only the sum (psum) is linear");
@@ -49,12 +51,12 @@ Registrar reg([] {
     p.transpose = [](const std::vector<Array>& cts, const std::vector<Array>&, const std::vector<ShapedArray>& avals,
                      const Params& params) -> std::vector<Array> {
       if (!cts[0].defined()) return {Array()};
-      int64_t d = params.get_int("gather_dimension");
-      Array r = lax::reduce_scatter(cts[0], axis_names_of(params), n_of(params), d);
-      if (!params.get_bool("tiled")) r = lax::reshape(r, avals[0].shape);
+      const CollectiveParams c = CollectiveParams::from(Kind::all_gather, params);
+      Array r = lax::reduce_scatter(cts[0], c.axis_name, c.axis_size, c.gather_dimension);
+      if (!c.tiled) r = lax::reshape(r, avals[0].shape);
       return {r};
     };
-    p.batch = front_batch("all_gather", {"gather_dimension"});
+    p.batch = front_batch(Kind::all_gather, [](CollectiveParams& c) { ++c.gather_dimension; });
   }
   {
     auto& p = get_or_create_primitive("reduce_scatter");
@@ -62,9 +64,10 @@ Registrar reg([] {
     p.transpose = [](const std::vector<Array>& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
                      const Params& params) -> std::vector<Array> {
       if (!cts[0].defined()) return {Array()};
-      return {lax::all_gather(cts[0], axis_names_of(params), n_of(params), params.get_int("scatter_dimension"), true)};
+      const CollectiveParams c = CollectiveParams::from(Kind::reduce_scatter, params);
+      return {lax::all_gather(cts[0], c.axis_name, c.axis_size, c.scatter_dimension, true)};
     };
-    p.batch = front_batch("reduce_scatter", {"scatter_dimension"});
+    p.batch = front_batch(Kind::reduce_scatter, [](CollectiveParams& c) { ++c.scatter_dimension; });
   }
   {
     auto& p = get_or_create_primitive("all_reduce");
@@ -79,9 +82,9 @@ Registrar reg([] {
                      const Params& params) -> std::vector<Array> {
       require_sum(params, "transpose");
       if (!cts[0].defined()) return {Array()};
-      return {minijax::bind1(primitive("all_reduce"), {cts[0]}, params)};
+      return {minijax::bind1(CollectiveParams::primitive_of(Kind::all_reduce), {cts[0]}, params)};
     };
-    p.batch = same_dim_batch("all_reduce");
+    p.batch = same_dim_batch(Kind::all_reduce);
   }
   {
     auto& p = get_or_create_primitive("all_to_all");
@@ -89,10 +92,13 @@ Registrar reg([] {
     p.transpose = [](const std::vector<Array>& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
                      const Params& params) -> std::vector<Array> {
       if (!cts[0].defined()) return {Array()};
-      return {lax::all_to_all(cts[0], axis_names_of(params), n_of(params), params.get_int("concat_dimension"),
-                              params.get_int("split_dimension"))};
+      const CollectiveParams c = CollectiveParams::from(Kind::all_to_all, params);
+      return {lax::all_to_all(cts[0], c.axis_name, c.axis_size, c.concat_dimension, c.split_dimension)};
     };
-    p.batch = front_batch("all_to_all", {"split_dimension", "concat_dimension"});
+    p.batch = front_batch(Kind::all_to_all, [](CollectiveParams& c) {
+      ++c.split_dimension;
+      ++c.concat_dimension;
+    });
   }
   {
     auto& p = get_or_create_primitive("collective_permute");
@@ -101,11 +107,12 @@ Registrar reg([] {
     p.transpose = [](const std::vector<Array>& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
                      const Params& params) -> std::vector<Array> {
       if (!cts[0].defined()) return {Array()};
-      std::vector<int64_t> inv = params.get_ints("source_target_pairs");
+      const CollectiveParams c = CollectiveParams::from(Kind::collective_permute, params);
+      std::vector<int64_t> inv = c.source_target_pairs;
       for (size_t i = 0; i + 1 < inv.size(); i += 2) std::swap(inv[i], inv[i + 1]);
-      return {lax::collective_permute(cts[0], axis_names_of(params), n_of(params), inv)};
+      return {lax::collective_permute(cts[0], c.axis_name, c.axis_size, inv)};
     };
-    p.batch = same_dim_batch("collective_permute");
+    p.batch = same_dim_batch(Kind::collective_permute);
   }
   {
     auto& p = get_or_create_primitive("ragged_all_to_all");
@@ -113,7 +120,7 @@ Registrar reg([] {
     // on the tangents (a zero tangent materialized as zeros); the index operands get no tangent.
     p.jvp = [](const std::vector<Array>& primals, const std::vector<Array>& tangents,
                const Params& params) -> std::pair<std::vector<Array>, std::vector<Array>> {
-      const Primitive& prim = primitive("ragged_all_to_all");
+      const Primitive& prim = CollectiveParams::primitive_of(Kind::ragged_all_to_all);
       Array out = minijax::bind1(prim, primals, params);
       if (!is_floating(out.dtype())) return {{out}, {Array()}};
       std::vector<Array> targs = primals;

@@ -4,6 +4,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "core/views/memory_ops.h"
 
 namespace minijax {
 
@@ -15,7 +16,7 @@ using BOuts = std::pair<std::vector<Array>, std::vector<int64_t>>;
 // The callback sees the primal values (JAX: debug_callback_jvp_rule); it has no outputs, so no
 // tangents.
 Outs debug_callback_jvp(const std::vector<Array>& primals, const std::vector<Array>&, const Params& p) {
-  (void)minijax::bind(primitive("debug_callback"), primals, p);
+  (void)minijax::bind(DebugCallbackParams::primitive(), primals, p);
   return {{}, {}};
 }
 
@@ -37,7 +38,7 @@ BOuts debug_callback_batch(const std::vector<Array>& args, const std::vector<int
       limit[size_t(dims[k])] = i + 1;
       element.push_back(lax::squeeze(lax::slice(x, start, limit), {dims[k]}));
     }
-    (void)minijax::bind(primitive("debug_callback"), element, p);
+    (void)minijax::bind(DebugCallbackParams::primitive(), element, p);
   }
   return {{}, {}};
 }

@@ -6,6 +6,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "core/views/memory_ops.h"
 
 namespace minijax {
 
@@ -22,7 +23,7 @@ std::vector<Array> device_put_transpose(const std::vector<Array>& cts, const std
 
 BOuts device_put_batch(const std::vector<Array>& args, const std::vector<int64_t>& dims,
                        const Params& p) {
-  return {{minijax::bind1(primitive("device_put"), {args[0]}, p)}, {dims[0]}};
+  return {{minijax::bind1(DevicePutParams::primitive(), {args[0]}, p)}, {dims[0]}};
 }
 
 Outs barrier_jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
@@ -37,10 +38,10 @@ Outs barrier_jvp(const std::vector<Array>& primals, const std::vector<Array>& ta
       where.push_back(i);
       tin.push_back(tangents[i]);
     }
-  auto pouts = minijax::bind(primitive("optimization_barrier"), primals, p);
+  auto pouts = minijax::bind(OptimizationBarrierParams::primitive(), primals, p);
   std::vector<Array> touts(primals.size());
   if (!tin.empty()) {
-    auto tout = minijax::bind(primitive("optimization_barrier"), tin, p);
+    auto tout = minijax::bind(OptimizationBarrierParams::primitive(), tin, p);
     for (size_t k = 0; k < where.size(); ++k) touts[where[k]] = tout[k];
   }
   return {pouts, touts};
@@ -56,7 +57,7 @@ std::vector<Array> barrier_transpose(const std::vector<Array>& cts, const std::v
 
 BOuts barrier_batch(const std::vector<Array>& args, const std::vector<int64_t>& dims,
                     const Params& p) {
-  return {minijax::bind(primitive("optimization_barrier"), args, p), dims};
+  return {minijax::bind(OptimizationBarrierParams::primitive(), args, p), dims};
 }
 
 Registrar reg([] {

@@ -5,6 +5,7 @@
 #include "core/bodies.h"
 #include "core/errors.h"
 #include "core/views/control_flow.h"
+#include "core/views/memory_ops.h"
 #include "jit/lower/transcendentals.h"
 
 namespace minijax::lower {
@@ -185,7 +186,7 @@ int32_t ProgramEmitter::collective_site(const Eqn& e) {
 int32_t ProgramEmitter::host_callback_site(const Eqn& e) {
   auto [it, added] = host_callback_ids_.emplace(&e, int32_t(host_callbacks.size()));
   if (added) {
-    const DebugCallbackObject* cb = detail::debug_callback_object(e.params);
+    const DebugCallbackObject* cb = debug_callback_params(e).host_function();  // alive in e.params
     if (!cb || !cb->fn) detail::call_debug_callback(e.params, {});  // throws: no host function to call
     HostCallbackSite site{cb->fn, {}};
     for (const Atom& a : e.inputs) site.operands.push_back(atom_aval(a));

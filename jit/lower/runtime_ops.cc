@@ -7,6 +7,8 @@
 #include "core/collectives.h"
 #include "core/errors.h"
 #include "core/primitive.h"
+#include "core/views/collectives.h"
+#include "core/views/memory_ops.h"
 #include "jit/lower/program.h"
 
 namespace minijax::lower {
@@ -83,7 +85,8 @@ Value index_value(ProgramEmitter& pe, const Atom& a) {
 // `count` chunks of `chunk` bytes, one strided copy).
 void lower_slice_copy(ProgramEmitter& pe, const Eqn& e, bool update) {
   const ShapedArray& stacked = update ? e.outputs[0].aval() : atom_aval(e.inputs.at(0));
-  const int64_t axis = e.params.get_int("axis");
+  const CopyParams copy = copy_params(e);
+  const int64_t axis = copy.axis;
   int64_t count = 1, chunk = int64_t(itemsize(stacked.dtype));
   for (int64_t d = 0; d < axis; ++d) count *= stacked.shape[size_t(d)];
   for (size_t d = size_t(axis) + 1; d < stacked.shape.size(); ++d) chunk *= stacked.shape[d];
@@ -97,7 +100,7 @@ void lower_slice_copy(ProgramEmitter& pe, const Eqn& e, bool update) {
                   {dst, pe.b.i32(int32_t(dst_kind)), pe.addr(src), pe.b.i32(int32_t(src_kind)),
                    index_value(pe, e.inputs.back()), pe.b.i64(extent), pe.b.i64(count), pe.b.i64(chunk),
                    pe.b.i32(update ? 1 : 0)});
-  const int64_t k = e.params.has("slices") ? e.params.get_int("slices") : 1;
+  const int64_t k = copy.slice_count();
   pe.note(e, "runtime call",
           std::string("mj_rt_copy_slice_start ") + memory_kind_name(src_kind) + " -> " + memory_kind_name(dst_kind) +
               ", " + std::to_string(count * chunk) + " B" + (count > 1 ? " strided (" + std::to_string(count) + " x " + std::to_string(chunk) + " B)" : std::string()) +
@@ -117,7 +120,7 @@ void lower_allocate_buffer(ProgramEmitter& pe, const Eqn& e) {
 // executor keeps the sites' descriptors, so the object code holds no addresses.
 
 bool spmd_collective(const ProgramEmitter& pe, const Eqn& e) {
-  return pe.collective_sites && e.params.has("axis_size") && e.params.get_int("axis_size") > 1;
+  return pe.collective_sites && collective_params(e).axis_size > 1;
 }
 
 int32_t add_site(ProgramEmitter& pe, const Eqn& e) { return pe.collective_site(e); }
@@ -132,9 +135,10 @@ void lower_spmd_collective(ProgramEmitter& pe, const Eqn& e) {
   std::vector<kir::Type> params{kir::kI32};
   params.insert(params.end(), 7, kir::kPtr);
   pe.call_runtime("mj_rt_collective", kir::kVoid, params, args);
+  const CollectiveParams c = collective_params(e);
   pe.note(e, "runtime call", "mj_rt_collective site " + std::to_string(site) + " over axis " +
-                                 param_to_string(e.params.at("axis_name")) + " of " +
-                                 std::to_string(e.params.get_int("axis_size")) + " devices (communicator)");
+                                 param_to_string(axis_name_param(c.axis_name)) + " of " +
+                                 std::to_string(c.axis_size) + " devices (communicator)");
 }
 
 // ---- collectives on one device ----------------------------------------------------------------
@@ -144,10 +148,11 @@ void lower_spmd_collective(ProgramEmitter& pe, const Eqn& e) {
 // collectives outside the SPMD executor.) A larger axis_size is a ValueError at compile time.
 
 void check_one_device(const Eqn& e) {
-  if (!e.params.has("axis_size")) return;
-  const int64_t n = e.params.get_int("axis_size");
+  const CollectiveParams c = collective_params(e);
+  if (!c.moves_data()) return;
+  const int64_t n = c.axis_size;
   if (n != 1)
-    throw ValueError("collective " + e.primitive->name + " over axis " + param_to_string(e.params.at("axis_name")) +
+    throw ValueError("collective " + e.primitive->name + " over axis " + param_to_string(axis_name_param(c.axis_name)) +
                      " with axis_size=" + std::to_string(n) +
                      " in a program compiled for one device (mj::jit without shardings): its group holds "
                      "one device, so axis_size must be 1; give the jit shardings to run it on a mesh");
@@ -167,7 +172,7 @@ void lower_identity_collective(ProgramEmitter& pe, const Eqn& e) {
 void lower_collective_permute(ProgramEmitter& pe, const Eqn& e) {
   if (spmd_collective(pe, e)) return lower_spmd_collective(pe, e);
   check_one_device(e);
-  const auto& st = e.params.get_ints("source_target_pairs");
+  const std::vector<int64_t> st = collective_params(e).source_target_pairs;
   bool self = false;
   for (size_t i = 0; i + 1 < st.size(); i += 2) self |= st[i] == 0 && st[i + 1] == 0;
   if (self) {

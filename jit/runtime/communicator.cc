@@ -15,6 +15,7 @@
 #include "core/errors.h"
 #include "core/primitive.h"
 #include "core/profiler_hooks.h"
+#include "core/views/collectives.h"
 #include "jit/runtime/collective_transfers.h"
 
 namespace minijax {
@@ -93,38 +94,45 @@ std::string CollectiveOp::str() const {
 }
 
 CollectiveOp collective_op_of(const Eqn& e) {
-  const std::string& name = e.primitive ? e.primitive->name : std::string();
-  static const std::map<std::string, CollectiveKind> kinds = {
-      {"all_gather", CollectiveKind::all_gather},         {"all_reduce", CollectiveKind::all_reduce},
-      {"reduce_scatter", CollectiveKind::reduce_scatter}, {"all_to_all", CollectiveKind::all_to_all},
-      {"collective_permute", CollectiveKind::collective_permute},
-      {"ragged_all_to_all", CollectiveKind::ragged_all_to_all}};
-  auto it = kinds.find(name);
-  if (it == kinds.end() || e.inputs.empty())
-    throw ValueError("collective_op_of: equation " + (name.empty() ? std::string("<none>") : name) +
+  using View = CollectiveParams::Kind;
+  const std::optional<View> view = CollectiveParams::kind_of(e);
+  if (!view || *view == View::axis_index || e.inputs.empty())
+    throw ValueError("collective_op_of: equation " + (e.primitive ? e.primitive->name : std::string("<none>")) +
                      " is not a collective that moves data");
-  const Params& p = e.params;
+  const CollectiveParams p = collective_params(e);
   const ShapedArray& x = atom_aval(e.inputs[0]);
   CollectiveOp op;
-  op.kind = it->second;
   op.dtype = x.dtype;
   op.shape = x.shape;
-  switch (op.kind) {
-    case CollectiveKind::all_gather:
-      op.gather_dimension = p.get_int("gather_dimension");
-      op.tiled = p.get_bool("tiled");
+  switch (p.kind) {
+    case View::all_gather:
+      op.kind = CollectiveKind::all_gather;
+      op.gather_dimension = p.gather_dimension;
+      op.tiled = p.tiled;
       break;
-    case CollectiveKind::all_reduce: op.reduction = p.get_string("reduction"); break;
-    case CollectiveKind::reduce_scatter: op.scatter_dimension = p.get_int("scatter_dimension"); break;
-    case CollectiveKind::all_to_all:
-      op.split_dimension = p.get_int("split_dimension");
-      op.concat_dimension = p.get_int("concat_dimension");
+    case View::all_reduce:
+      op.kind = CollectiveKind::all_reduce;
+      op.reduction = p.reduction;
       break;
-    case CollectiveKind::collective_permute: op.source_target_pairs = p.get_ints("source_target_pairs"); break;
-    case CollectiveKind::ragged_all_to_all:
+    case View::reduce_scatter:
+      op.kind = CollectiveKind::reduce_scatter;
+      op.scatter_dimension = p.scatter_dimension;
+      break;
+    case View::all_to_all:
+      op.kind = CollectiveKind::all_to_all;
+      op.split_dimension = p.split_dimension;
+      op.concat_dimension = p.concat_dimension;
+      break;
+    case View::collective_permute:
+      op.kind = CollectiveKind::collective_permute;
+      op.source_target_pairs = p.source_target_pairs;
+      break;
+    case View::ragged_all_to_all:
+      op.kind = CollectiveKind::ragged_all_to_all;
       if (e.inputs.size() != 6) throw ValueError("collective_op_of: ragged_all_to_all takes 6 operands");
       op.output_shape = atom_aval(e.inputs[1]).shape;
       break;
+    case View::axis_index: break;
   }
   return op;
 }

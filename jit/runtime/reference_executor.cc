@@ -12,6 +12,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
+#include "core/views/collectives.h"
 #include "core/views/control_flow.h"
 #include "sharding/collective_groups.h"
 #include "sharding/plan_reshard.h"
@@ -121,8 +122,7 @@ class Executor {
   }
 
   std::vector<std::vector<Array>> eval_eqn(const Eqn& e, const std::vector<std::vector<Array>>& args, size_t idx) {
-    const std::string& name = e.primitive->name;
-    if (is_collective(name)) return collective(e, args, idx);
+    if (CollectiveParams::is(e)) return collective(e, args, idx);
     // A plain call's body runs per device (a fusion, the compiler's kernel, is bound whole).
     if (CallParams::is(e) && !is_fusion(*e.primitive))
       return call(*call_params(e).jaxpr, args, 0, args.empty() ? 0 : args[0].size(), idx);
@@ -287,30 +287,31 @@ class Executor {
   }
 
   std::vector<std::vector<Array>> collective(const Eqn& e, const std::vector<std::vector<Array>>& args, size_t idx) {
+    using Kind = CollectiveParams::Kind;
     const std::string& name = e.primitive->name;
-    const Params& p = e.params;
-    CollectiveGroups g = collective_groups(mesh_, axis_names_of(p));
-    if (name != "axis_index" && p.get_int("axis_size") != g.size)
-      throw ShardingError(name + ": axis_size=" + std::to_string(p.get_int("axis_size")) + " but the axes " +
-                          param_to_string(p.at("axis_name")) + " of " + mesh_.str() + " hold " +
+    const CollectiveParams p = collective_params(e);
+    CollectiveGroups g = collective_groups(mesh_, p.axis_name);
+    if (p.moves_data() && p.axis_size != g.size)
+      throw ShardingError(name + ": axis_size=" + std::to_string(p.axis_size) + " but the axes " +
+                          param_to_string(axis_name_param(p.axis_name)) + " of " + mesh_.str() + " hold " +
                           std::to_string(g.size) + " devices");
     const int64_t n = g.size;
     std::vector<std::vector<Array>> outs(n_);
-    CollectiveStats cs{idx, name, std::vector<int64_t>(n_, 0), std::vector<int64_t>(n_, 0), axis_names_of(p)};
+    CollectiveStats cs{idx, name, std::vector<int64_t>(n_, 0), std::vector<int64_t>(n_, 0), p.axis_name};
     const ShapedArray& oaval = e.outputs[0].aval();
     for (auto& m : g.members) {
       std::vector<Array> x;
       for (size_t pos : m) x.push_back(args[pos].empty() ? Array() : args[pos][0]);
       std::vector<Array> y(static_cast<size_t>(n));
-      if (name == "axis_index") {
+      if (p.kind == Kind::axis_index) {
         for (int64_t r = 0; r < n; ++r) {
           y[size_t(r)] = Array::allocate(oaval);
           y[size_t(r)].mutable_data<int32_t>()[0] = int32_t(r);
         }
-      } else if (name == "all_gather") {
-        int64_t d = p.get_int("gather_dimension");
+      } else if (p.kind == Kind::all_gather) {
+        int64_t d = p.gather_dimension;
         std::vector<Array> parts = x;
-        if (!p.get_bool("tiled"))
+        if (!p.tiled)
           for (auto& a : parts) {
             Shape s = a.shape();
             s.insert(s.begin() + d, 1);
@@ -321,8 +322,8 @@ class Executor {
           y[size_t(r)] = cat;
           cs.bytes_sent[m[size_t(r)]] = cs.bytes_received[m[size_t(r)]] = (n - 1) * bytes_of(x[0]);
         }
-      } else if (name == "all_reduce" || name == "reduce_scatter") {
-        const std::string red = name == "all_reduce" ? p.get_string("reduction") : "sum";
+      } else if (p.kind == Kind::all_reduce || p.kind == Kind::reduce_scatter) {
+        const std::string red = p.kind == Kind::all_reduce ? p.reduction : "sum";
         Array acc = x[0];
         for (int64_t r = 1; r < n; ++r)
           acc = red == "sum" ? lax::add(acc, x[size_t(r)]) : red == "max" ? lax::max(acc, x[size_t(r)])
@@ -330,7 +331,7 @@ class Executor {
         acc = lax::convert_element_type(acc, oaval.dtype);
         for (int64_t r = 0; r < n; ++r) {
           size_t pos = m[size_t(r)];
-          if (name == "all_reduce") {
+          if (p.kind == Kind::all_reduce) {
             // Two phases (reduce_scatter of the pieces, all_gather of the reduced pieces), the
             // model plan_reshard's all_reduce step uses: (n-1)·piece_r + (E - piece_r) each way.
             y[size_t(r)] = acc;
@@ -340,20 +341,20 @@ class Executor {
             const int64_t moved = x[0].ndim() == 0 ? (n - 1) * e : (n - 1) * mine + (e - mine);
             cs.bytes_sent[pos] = cs.bytes_received[pos] = moved * item;
           } else {
-            y[size_t(r)] = block(acc, p.get_int("scatter_dimension"), r, n);
+            y[size_t(r)] = block(acc, p.scatter_dimension, r, n);
             cs.bytes_sent[pos] = cs.bytes_received[pos] = (n - 1) * (bytes_of(x[0]) / n);
           }
         }
-      } else if (name == "all_to_all") {
-        int64_t sd = p.get_int("split_dimension"), cd = p.get_int("concat_dimension");
+      } else if (p.kind == Kind::all_to_all) {
+        int64_t sd = p.split_dimension, cd = p.concat_dimension;
         for (int64_t r = 0; r < n; ++r) {
           std::vector<Array> parts;
           for (int64_t s = 0; s < n; ++s) parts.push_back(block(x[size_t(s)], sd, r, n));
           y[size_t(r)] = lax::concatenate(parts, cd);
           cs.bytes_sent[m[size_t(r)]] = cs.bytes_received[m[size_t(r)]] = (n - 1) * (bytes_of(x[0]) / n);
         }
-      } else if (name == "collective_permute") {
-        const auto& st = p.get_ints("source_target_pairs");
+      } else if (p.kind == Kind::collective_permute) {
+        const auto& st = p.source_target_pairs;
         for (size_t k = 0; k < st.size(); k += 2) {
           y[size_t(st[k + 1])] = x[size_t(st[k])];
           if (st[k] != st[k + 1]) {
@@ -368,7 +369,7 @@ class Executor {
       }
       for (int64_t r = 0; r < n; ++r) outs[m[size_t(r)]] = {y[size_t(r)]};
     }
-    if (stats_ && name != "axis_index") stats_->collectives.push_back(std::move(cs));
+    if (stats_ && p.moves_data()) stats_->collectives.push_back(std::move(cs));
     return outs;
   }
 

@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "core/primitive.h"
 #include "core/profiler_hooks.h"
+#include "core/views/collectives.h"
 #include "sharding/collective_groups.h"
 
 namespace minijax {
@@ -25,13 +26,14 @@ std::vector<CollectiveSite> bind_collective_sites(const std::vector<Eqn>& sites,
   std::vector<CollectiveSite> out;
   for (const Eqn& e : sites) {
     CollectiveSite s;
+    const CollectiveParams c = collective_params(e);
     s.primitive = e.primitive->name;
-    s.axes = axis_names_of(e.params);
-    s.is_axis_index = s.primitive == "axis_index";
+    s.axes = c.axis_name;
+    s.is_axis_index = !c.moves_data();
     CollectiveGroups g = collective_groups(mesh, s.axes);
-    if (!s.is_axis_index && e.params.get_int("axis_size") != g.size)
-      throw ShardingError(s.primitive + ": axis_size=" + std::to_string(e.params.get_int("axis_size")) +
-                              " but the axes " + param_to_string(e.params.at("axis_name")) + " of " + mesh.str() +
+    if (!s.is_axis_index && c.axis_size != g.size)
+      throw ShardingError(s.primitive + ": axis_size=" + std::to_string(c.axis_size) +
+                              " but the axes " + param_to_string(axis_name_param(c.axis_name)) + " of " + mesh.str() +
                               " hold " + std::to_string(g.size) + " devices",
                           loc);
     s.context = mesh.device_ids;
