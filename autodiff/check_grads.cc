@@ -304,7 +304,7 @@ void check_grads_flat(const FlatFn& f, const std::vector<Array>& args, int order
                       std::source_location loc) {
   if (order < 1) throw ValueError("check_grads: order must be >= 1, got " + std::to_string(order), loc);
   for (auto& m : modes)
-    if (m != "fwd" && m != "rev")
+    if (m != "fwd" && m != "rev")  // JAX's check_grads modes, not the rev primitive
       throw ValueError("check_grads: unknown mode '" + m + "' (expected \"fwd\" or \"rev\")", loc);
   check_floating_args(args, loc);
   check_grads_rec(f, args, order, 1, modes, opts, "", loc);

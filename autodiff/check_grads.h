@@ -53,7 +53,7 @@ void check_vjp(const FlatFn& f, const std::vector<Array>& args, const GradCheckO
 /// Throws GradCheckError naming the chain ("JVP of VJP"), ValueError for an unknown mode or
 /// order < 1, TypeError for non-floating args.
 void check_grads_flat(const FlatFn& f, const std::vector<Array>& args, int order,
-                      const std::vector<std::string>& modes = {"fwd", "rev"},
+                      const std::vector<std::string>& modes = {"fwd", "rev"},  // JAX's check_grads modes
                       const GradCheckOptions& opts = {},
                       std::source_location loc = std::source_location::current());
 
@@ -61,7 +61,7 @@ void check_grads_flat(const FlatFn& f, const std::vector<Array>& args, int order
 /// taking pytrees of floating Arrays and returning a pytree of Arrays. See check_grads_flat.
 template <class F, class... A>
 void check_grads(F f, const std::tuple<A...>& args, int order,
-                 const std::vector<std::string>& modes = {"fwd", "rev"},
+                 const std::vector<std::string>& modes = {"fwd", "rev"},  // JAX's check_grads modes
                  const GradCheckOptions& opts = {},
                  std::source_location loc = std::source_location::current()) {
   std::vector<Array> leaves = tree_flatten(args);
@@ -75,7 +75,7 @@ void check_grads(F f, const std::tuple<A...>& args, int order,
 /// check_grads of a one-argument function.
 template <class F>
 void check_grads(F f, const Array& x, int order,
-                 const std::vector<std::string>& modes = {"fwd", "rev"},
+                 const std::vector<std::string>& modes = {"fwd", "rev"},  // JAX's check_grads modes
                  const GradCheckOptions& opts = {},
                  std::source_location loc = std::source_location::current()) {
   check_grads(std::move(f), std::tuple<Array>{x}, order, modes, opts, loc);

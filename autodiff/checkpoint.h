@@ -157,8 +157,8 @@ class Checkpointed {
   /// TraceSharing::required for a callable that cannot be identified, both naming the line `loc`.
   Checkpointed(F f, CheckpointOptions opts, std::source_location loc)
       : f_(std::move(f)), opts_(std::move(opts)), loc_(loc) {
-    detail::check_callable(f_, "checkpoint", "", loc_);
-    fn_ = detail::sharing_id(f_, opts_.share_traces, "checkpoint", "", loc_);
+    detail::check_callable(f_, "checkpoint", "", loc_);  // the API function's name
+    fn_ = detail::sharing_id(f_, opts_.share_traces, "checkpoint", "", loc_);  // the API's name
     if (!fn_.type) own_ = std::make_shared<detail::TraceTable>();
   }
 
@@ -182,7 +182,7 @@ class Checkpointed {
     std::vector<ShapedArray> avals;
     for (auto& a : flat) avals.push_back(a.aval());
     detail::TraceKey key;
-    key.kind = "checkpoint";
+    key.kind = "checkpoint";  // the trace cache's kind: the API function
     bool keyed = true;
     {
       size_t i = 0;

@@ -7,6 +7,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/views/control_flow.h"
+#include "core/views/custom_lin.h"
 
 namespace minijax {
 namespace {
@@ -47,10 +48,6 @@ const T& object(const ParamObjectPtr& obj, const std::string& key) {
   const auto* o = dynamic_cast<const T*>(obj.get());
   if (!o) throw ValueError("parameter '" + key + "' does not hold the expected rule object");
   return *o;
-}
-template <class T>
-const T& object(const Params& ps, const std::string& key) {
-  return object<T>(ps.get_object(key), key);
 }
 
 int64_t num_consts(const CallParams& c) { return c.num_consts.value_or(0); }
@@ -253,27 +250,28 @@ std::pair<std::vector<Array>, std::vector<Array>> custom_vjp_call_jvp(
     in_zeros.push_back(tangent_aval(args[i].aval()).dtype == DType::float0);
     if (!in_zeros.back()) lin_in.push_back(instantiate_zero(tangents[n + i], args[i].aval()));
   }
-  Params lp{{"bwd", c.bwd},
-            {"num_res", int64_t(res.size())},
-            {"out_avals", ParamObjectPtr(avals)},
-            {"symbolic_zeros", false},
-            {"in_zeros", in_zeros}};
+  CustomLinParams lin;
+  lin.bwd = c.bwd;
+  lin.num_res = int64_t(res.size());
+  lin.out_avals = ParamObjectPtr(avals);
+  lin.in_zeros = in_zeros;
+  const Params lp = lin.to_params();
   auto touts = minijax::bind(primitive("custom_lin"), lin_in, lp, f.loc);
   return {outs, touts};
 }
 
 std::vector<Array> custom_lin_transpose(const std::vector<Array>& cts_out, const std::vector<Array>& args,
                                         const std::vector<ShapedArray>& avals, const Params& ps) {
-  const auto& b = object<BwdObject>(ps, "bwd");
-  const auto& out_avals = object<AvalsObject>(ps, "out_avals").avals;
-  size_t nres = size_t(ps.get_int("num_res"));
+  const CustomLinParams lin = CustomLinParams::from(ps);
+  const auto& b = object<BwdObject>(lin.bwd, "bwd");
+  const auto& out_avals = object<AvalsObject>(lin.out_avals, "out_avals").avals;
+  const size_t nres = size_t(lin.num_res);
   std::vector<Array> res = slice_vec(args, 0, nres);
   std::vector<Array> cts;
   for (size_t i = 0; i < out_avals.size(); ++i) cts.push_back(instantiate_zero(cts_out.at(i), out_avals[i]));
   std::vector<Array> g = b.bwd(res, cts);
   // One operand per argument whose tangent is not float0 (in_zeros[i] = 0).
-  const std::vector<int64_t> in_zeros =
-      ps.has("in_zeros") ? ps.get_ints("in_zeros") : std::vector<int64_t>(avals.size() - nres, 0);
+  const std::vector<int64_t> in_zeros = lin.in_zeros.value_or(std::vector<int64_t>(avals.size() - nres, 0));
   const size_t nargs = in_zeros.size();
   if (g.size() != nargs)
     throw TypeError("Custom VJP bwd rule of '" + b.fun_name + "' must produce one cotangent per "
@@ -380,25 +378,26 @@ Registrar reg([] {
     auto& p = get_or_create_primitive("custom_lin");
     p.multiple_results = true;
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& ps) {
-      size_t nres = size_t(ps.get_int("num_res"));
+      const CustomLinParams lin = CustomLinParams::from(ps);
+      const size_t nres = size_t(lin.num_res);
       if (in.size() < nres)
         throw TypeError("custom_lin has " + std::to_string(nres) + " residuals but only " +
                         std::to_string(in.size()) + " operands");
-      return object<AvalsObject>(ps, "out_avals").avals;
+      return object<AvalsObject>(lin.out_avals, "out_avals").avals;
     };
     // JAX's custom_lin is only ever transposed: evaluating, differentiating or batching it means
     // forward mode was applied to a custom_vjp function.
     p.impl = [](const std::vector<Array>&, const Params& ps,
                 const std::vector<ShapedArray>&) -> std::vector<Array> {
-      throw NotDifferentiableError(kForwardModeError, object<BwdObject>(ps, "bwd").loc);
+      throw NotDifferentiableError(kForwardModeError, object<BwdObject>(CustomLinParams::from(ps).bwd, "bwd").loc);
     };
     p.jvp = [](const std::vector<Array>&, const std::vector<Array>&,
                const Params& ps) -> std::pair<std::vector<Array>, std::vector<Array>> {
-      throw NotDifferentiableError(kForwardModeError, object<BwdObject>(ps, "bwd").loc);
+      throw NotDifferentiableError(kForwardModeError, object<BwdObject>(CustomLinParams::from(ps).bwd, "bwd").loc);
     };
     p.batch = [](const std::vector<Array>&, const std::vector<int64_t>&,
                  const Params& ps) -> std::pair<std::vector<Array>, std::vector<int64_t>> {
-      throw NotDifferentiableError(kForwardModeError, object<BwdObject>(ps, "bwd").loc);
+      throw NotDifferentiableError(kForwardModeError, object<BwdObject>(CustomLinParams::from(ps).bwd, "bwd").loc);
     };
     p.transpose = custom_lin_transpose;
   }

@@ -1,5 +1,7 @@
 // minijax bench: the shared helpers of bench/bench_common.h — environment record, statistics,
 // JSON, the memcpy and dnnl_sgemm floors, the GEMM list of a compiled program, argument parsing.
+#include "core/views/control_flow.h"
+#include "core/bodies.h"
 #include "bench/bench_common.h"
 
 #include <sched.h>
@@ -286,8 +288,8 @@ void collect(const minijax::Jaxpr& j, int64_t repeat, const std::string& where, 
       continue;
     }
     if (name == "scan") {
-      const int64_t length = e.params.get_int("length");
-      collect(*e.params.get_jaxpr("jaxpr")->jaxpr, repeat * length,
+      const int64_t length = mj::scan_params(e).length;
+      collect(*mj::subjaxprs(e).at(0).jaxpr->jaxpr, repeat * length,
               where + (where.empty() ? "" : " > ") + "scan(" + std::to_string(length) + ")", out);
       continue;
     }

@@ -1,6 +1,7 @@
 // minijax bodies: subjaxprs, the operand/result layout of calls, loops and cond, and the generic
 // map over an equation's nested jaxprs.
 #include "core/bodies.h"
+#include "core/param_reads.h"
 
 #include <algorithm>
 #include <memory>
@@ -22,7 +23,7 @@ std::vector<SubJaxpr> subjaxprs(const Eqn& e) {
   const std::vector<std::string> none;
   const std::vector<std::string>& declared = e.primitive ? e.primitive->body_params : none;
   for (auto& k : declared)
-    if (e.params.has(k)) add(k, e.params.at(k));
+    if (e.params.has(k)) add(k, param_at(e.params, k));
   for (auto& [k, v] : e.params.items())
     if (std::find(declared.begin(), declared.end(), k) == declared.end()) add(k, v);
   return out;

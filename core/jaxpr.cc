@@ -1,6 +1,7 @@
 // minijax IR data structures and the printer in JAX's text format.
 // Owns variable identity, naming by order of binding, and the printing of params and literals.
 #include "core/jaxpr.h"
+#include "core/param_reads.h"
 
 #include <atomic>
 #include <cctype>
@@ -262,7 +263,7 @@ pp::Doc PpContext::eqn(const Eqn& e) {
   if (e.primitive && is_pjit(*e.primitive)) {
     // JAX's _pjit_pp_rule: inner variables named like the operands/results, name= first.
     if (e.params.has("jaxpr")) {
-      if (auto* cj = std::get_if<ClosedJaxprPtr>(&e.params.at("jaxpr")); cj && *cj) {
+      if (auto* cj = std::get_if<ClosedJaxprPtr>(&param_at(e.params, "jaxpr")); cj && *cj) {
         const Jaxpr& inner = *(*cj)->jaxpr;
         if (!shared.count(&inner)) {
           suggest_same_var_names(inner.invars, e.inputs);
@@ -288,7 +289,7 @@ pp::Doc PpContext::eqn(const Eqn& e) {
   std::vector<pp::Doc> rhs{pp::text(pname)};
   if (!order.empty()) {
     std::vector<pp::Doc> kvs;
-    for (auto& k : order) kvs.push_back(pp::text(k + "=") + param(e.params.at(k)));
+    for (auto& k : order) kvs.push_back(pp::text(k + "=") + param(param_at(e.params, k)));
     rhs.push_back(pp::group(pp::concat(
         {pp::nest(2, pp::concat({pp::text("["), pp::brk(""), pp::join(pp::brk(), kvs)})),
          pp::brk(""), pp::text("]")})));
@@ -350,7 +351,7 @@ std::string print_toplevel(const Jaxpr& top, std::vector<pp::Doc>* eqn_docs = nu
     for (auto& e : j->eqns) {
       auto subs = jaxprs_in_params(e.params);
       const std::string* nm = nullptr;
-      if (e.params.has("name")) nm = std::get_if<std::string>(&e.params.at("name"));
+      if (e.params.has("name")) nm = std::get_if<std::string>(&param_at(e.params, "name"));
       for (auto* s : subs) {
         queue.push_back({s, depth + 1});
         if (first) subs_of[j].push_back(s);

@@ -31,7 +31,13 @@ using ParamObjectPtr = std::shared_ptr<const ParamObject>;
 using Param = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, DType,
                            MemoryKind, ClosedJaxprPtr, std::vector<ClosedJaxprPtr>, ParamObjectPtr>;
 
-/// Parameters of one equation, keyed (and printed) by name in sorted order.
+struct ParamReads;
+
+/// Parameters of one equation, keyed (and printed) by name in sorted order: the storage that the
+/// printer and the parser use. Outside core/, a parameter is read through its primitive's typed
+/// view (core/views/: `scan_params(eqn).num_carry`), so a renamed field is a compile error: the
+/// string-keyed getters are private, for core/'s typed views, rules, printer and parser only
+/// (core/param_reads.h).
 class Params {
  public:
   Params() = default;
@@ -39,6 +45,13 @@ class Params {
 
   bool has(const std::string& k) const { return m_.count(k) != 0; }
   void set(const std::string& k, Param v) { m_[k] = std::move(v); }
+
+  const std::map<std::string, Param>& items() const { return m_; }
+  bool empty() const { return m_.empty(); }
+  bool operator==(const Params& o) const;
+
+ private:
+  friend struct ParamReads;
   const Param& at(const std::string& k) const;
   /// Typed access; throws ValueError naming the key if missing or of another type.
   int64_t get_int(const std::string& k) const;
@@ -52,11 +65,6 @@ class Params {
   const std::vector<ClosedJaxprPtr>& get_jaxprs(const std::string& k) const;
   const ParamObjectPtr& get_object(const std::string& k) const;
 
-  const std::map<std::string, Param>& items() const { return m_; }
-  bool empty() const { return m_.empty(); }
-  bool operator==(const Params& o) const;
-
- private:
   std::map<std::string, Param> m_;
 };
 

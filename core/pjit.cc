@@ -1,6 +1,7 @@
 // minijax call primitives pjit and closed_call.
 // Owns their registration: shape rule (operands checked against the body), impl, DCE rule.
 #include "core/pjit.h"
+#include "core/param_reads.h"
 
 #include "core/dce.h"
 #include "core/staging.h"
@@ -13,7 +14,7 @@ namespace {
 std::vector<ShapedArray> call_shape_rule(const CallSpec& spec, const std::vector<ShapedArray>& in,
                                          const Params& params) {
   const std::string& key = spec.body_param;
-  const ClosedJaxprPtr& cj = params.get_jaxpr(key);
+  const ClosedJaxprPtr& cj = param_jaxpr(params, key);
   if (!cj || !cj->jaxpr) throw ValueError("parameter '" + key + "' is empty");
   const Jaxpr& j = *cj->jaxpr;
   if (!spec.closed_name.empty()) {
@@ -40,7 +41,7 @@ std::vector<ShapedArray> call_shape_rule(const CallSpec& spec, const std::vector
 std::pair<std::vector<bool>, std::optional<Eqn>> call_dce_rule(const CallSpec& spec,
                                                                const std::vector<bool>& used_outs,
                                                                const Eqn& e) {
-  const ClosedJaxprPtr& cj = e.params.get_jaxpr(spec.body_param);
+  const ClosedJaxprPtr& cj = param_jaxpr(e.params, spec.body_param);
   bool any = false;
   for (bool b : used_outs) any |= b;
   if (!any && !eqn_has_effects(e)) return {std::vector<bool>(e.inputs.size(), false), std::nullopt};
@@ -68,8 +69,8 @@ PjitExecutor& executor() {
 Registrar reg([] {
   CallSpec pjit;
   pjit.impl = [](const std::vector<Array>& args, const Params& params, const std::vector<ShapedArray>&) {
-    if (executor()) return executor()(params.get_jaxpr("jaxpr"), params.get_string("name"), args);
-    return eval_jaxpr(*params.get_jaxpr("jaxpr"), args);
+    if (executor()) return executor()(param_jaxpr(params, "jaxpr"), param_string(params, "name"), args);
+    return eval_jaxpr(*param_jaxpr(params, "jaxpr"), args);
   };
   register_call_primitive("pjit", pjit);
   CallSpec closed_call;
@@ -98,7 +99,7 @@ Primitive& register_call_primitive(const std::string& name, const CallSpec& spec
   p.impl = spec.impl ? spec.impl
                      : ImplRule([key](const std::vector<Array>& args, const Params& params,
                                       const std::vector<ShapedArray>&) {
-                         return eval_jaxpr(*params.get_jaxpr(key), args);
+                         return eval_jaxpr(*param_jaxpr(params, key), args);
                        });
   p.dce = [spec](const std::vector<bool>& used, const Eqn& e) { return call_dce_rule(spec, used, e); };
   return p;

@@ -94,9 +94,11 @@ enum class BodyForm {
   cond,        ///< index | operands: each branch takes the operands and returns the results
 };
 
-/// Checks that params fit the primitive's typed view (core/views/); throws ValueError naming the
-/// primitive and the param. The parser calls it on every parsed equation.
-using ParamsCheck = std::function<void(const Params&)>;
+/// Reads params through the primitive's typed view (core/views/) and returns what the view writes
+/// back (`View::from(p).to_params()`, equal to `p` for every well-formed equation); throws
+/// ValueError naming the primitive and the param when they do not fit. The parser calls it on
+/// every parsed equation; tests/conformance round-trips every equation of the corpus through it.
+using ParamsCheck = std::function<Params(const Params&)>;
 
 /// A primitive: JAX's name plus one rule per concern. Rules registered by other layers
 /// (lowering, sharding) live in their own tables keyed by name.

@@ -1,6 +1,7 @@
 // minijax staging trace, trace_to_jaxpr and eval_jaxpr.
 // Owns closure conversion (captured values -> constvars/literals) and jaxpr evaluation.
 #include "core/staging.h"
+#include "core/param_reads.h"
 
 #include <unordered_set>
 
@@ -126,7 +127,7 @@ const Jaxpr* eager_call_body(const Eqn& e, const std::vector<Array>& ins, std::s
   if (!call) return nullptr;
   const char* key = e.primitive == &pjit_p() ? "jaxpr" : "call_jaxpr";
   if (!e.params.has(key)) return nullptr;
-  auto* cj = std::get_if<ClosedJaxprPtr>(&e.params.at(key));
+  auto* cj = std::get_if<ClosedJaxprPtr>(&param_at(e.params, key));
   if (!cj || !*cj || !(*cj)->jaxpr) return nullptr;
   const Jaxpr& b = *(*cj)->jaxpr;
   if (b.invars.size() != ins.size() || b.constvars.size() != (*cj)->consts.size() ||
@@ -187,7 +188,7 @@ std::vector<Array> eval_jaxpr(const Jaxpr& j, const std::vector<Array>& consts,
     ins.reserve(e.inputs.size());
     for (auto& a : e.inputs) ins.push_back(read(a));
     if (const Jaxpr* body = eager_call_body(e, ins, loc)) {
-      const ClosedJaxpr& cj = *e.params.get_jaxpr(e.primitive == &pjit_p() ? "jaxpr" : "call_jaxpr");
+      const ClosedJaxpr& cj = *param_jaxpr(e.params, e.primitive == &pjit_p() ? "jaxpr" : "call_jaxpr");
       Frame inner{body, {}, 0, &e};
       for (size_t i = 0; i < cj.consts.size(); ++i) inner.env[body->constvars[i]] = cj.consts[i];
       for (size_t i = 0; i < ins.size(); ++i) inner.env[body->invars[i]] = ins[i];

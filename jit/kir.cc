@@ -478,10 +478,34 @@ const char* op_name(Op op) {
 }
 
 const char* pred_name(Pred p) {
-  static const char* names[] = {"eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule",
-                                "ugt", "uge", "oeq", "one", "olt", "ole", "ogt", "oge",
-                                "ueq", "une", "ult", "ule", "ugt", "uge", "ord", "uno"};
-  return names[int(p)];
+  // LLVM's names (a float predicate without its leading f: foeq prints as oeq).
+  switch (p) {
+    case Pred::eq: return "eq";
+    case Pred::ne: return "ne";
+    case Pred::slt: return "slt";
+    case Pred::sle: return "sle";
+    case Pred::sgt: return "sgt";
+    case Pred::sge: return "sge";
+    case Pred::ult: return "ult";
+    case Pred::ule: return "ule";
+    case Pred::ugt: return "ugt";
+    case Pred::uge: return "uge";
+    case Pred::foeq: return "oeq";
+    case Pred::fone: return "one";
+    case Pred::folt: return "olt";
+    case Pred::fole: return "ole";
+    case Pred::fogt: return "ogt";
+    case Pred::foge: return "oge";
+    case Pred::fueq: return "ueq";
+    case Pred::fune: return "une";
+    case Pred::fult: return "ult";
+    case Pred::fule: return "ule";
+    case Pred::fugt: return "ugt";
+    case Pred::fuge: return "uge";
+    case Pred::ford: return "ord";
+    case Pred::funo: return "uno";
+  }
+  return "?";
 }
 
 std::string fmt_float(double v) {

@@ -2,6 +2,7 @@
 // the rebinding of the call / loop / conditional primitive on local values.
 #include "sharding/partition_bodies.h"
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -47,16 +48,18 @@ std::vector<Array> partition_body_eqn(const Eqn& e, const std::vector<Array>& lo
     return bind_call(closed_call_p(), body, c.name_or(e.primitive->name), local_ops, loc);
   }
   Params params = e.params;
+  std::map<std::string, std::vector<ClosedJaxprPtr>> lists;  // cond's branches, in order
   for (const SubJaxpr& s : subjaxprs(e)) {
     ClosedJaxprPtr local = local_body(*s.jaxpr, shardings, mesh, loc);
     if (!s.in_list) {
       params.set(s.param, local);
     } else {
-      std::vector<ClosedJaxprPtr> list = std::get<std::vector<ClosedJaxprPtr>>(params.at(s.param));
-      list.at(s.index) = local;
-      params.set(s.param, std::move(list));
+      auto& list = lists[s.param];
+      if (list.size() <= s.index) list.resize(s.index + 1);
+      list[s.index] = local;
     }
   }
+  for (auto& [key, list] : lists) params.set(key, std::move(list));
   return minijax::bind(*e.primitive, local_ops, params, loc);
 }
 

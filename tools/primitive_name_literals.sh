@@ -15,6 +15,12 @@
 #   (the registry lookup that binds it, as JAX's `lax.mul_p.bind`), find_primitive(...), a
 #   register*/def* call, a rule table's key (`rules["exp"] = ...` or an entry `{"exp", rule}`), or
 #   a `for (... : {"add", "sub"})` list whose loop body registers (get_or_create_primitive);
+# - a parameter key (`name`, which calls and fusions have as the checkpoint_name primitive is named):
+#   set("name", ...), has("name"), param_string(p, "name"), .add("name", ...), key == "name";
+# - a value of all_reduce's `reduction` param compared with it (`reduction == "max"`);
+# - an enumerator's printed name (`case CollectiveKind::all_gather: return "all_gather";`);
+# - another vocabulary's word: an argument of intrinsic(...) (LLVM's llvm.sqrt), call_outlined(...)
+#   or BasicBlock::Create(...);
 # - comments and error messages (only a literal that is exactly a name counts).
 # A name written any other way (a comparison, `is(e, "scan")`, a set of names, a constant such as
 # `kScan = "scan"`) is counted.
@@ -49,6 +55,19 @@ REG = r'(get_or_create_primitive|find_primitive|(?<![\w.>])primitive|(?<![\w.>])
 registering_call = re.compile(REG + r'\s*$|[Rr]egister\w*\s+\w+\s*[({]\s*$')
 registration_statement = re.compile(r'^\s*(const\s+|static\s+)*(' + REG + r'|[Rr]egister\w*\s+\w+\s*[({]|\w+\s*\[\s*"|'
                                     r'\w+(\.|->)(jvp|transpose|batch|dce|shape_rule|impl|cost)\s*=)')
+
+# A parameter key: set("name", ...), has("name"), param_string(p, "name"), .add("name", ...),
+# key == "name", or the printer's key order.
+key_context = re.compile(r'(\b(set|has|add)\(\s*|\bparam_\w+\([^()]*,\s*|\bkey\s*[!=]=\s*'
+                         r'|\border\.(begin|end)\(\)\s*,\s*)$')
+# The printed name of an enumerator: `case Kind::x: return "x";`.
+enum_name = re.compile(r'case\s+[\w:]*::(\w+)\s*:\s*return\s*$')
+# Another vocabulary that shares a word with a primitive: LLVM's intrinsics (llvm.sqrt) and basic
+# block names, and the names of the outlined math functions (jit/lower/transcendentals.h).
+other_vocabulary = re.compile(r'\b(intrinsic|call_outlined|BasicBlock::Create)\([^()]*$')
+
+# A value of all_reduce's `reduction` param ("sum", "max", "min"), compared with it.
+reduction_value = re.compile(r'\b(reduction|red)\s*[!=]=\s*$')
 
 def split_comment(line):
     in_str = False
@@ -90,13 +109,22 @@ for top in ["core", "autodiff", "jit", "sharding", "memory", "io"]:
                     before, after = c[:m.start()], c[m.end():]
                     if registering_call.search(before) or registration_statement.match(head_line):
                         continue
+                    if key_context.search(before):
+                        continue  # a parameter key (`name`, the calls' and fusions' param)
+                    em = enum_name.search(before)
+                    if em and em.group(1).lower() == m.group(1):
+                        continue  # case Kind::all_gather: return "all_gather"; (an enumerator's name)
+                    if reduction_value.search(before):
+                        continue  # "max" as a value of all_reduce's `reduction` param
+                    if other_vocabulary.search(before):
+                        continue  # LLVM's intrinsics and block names, the outlined math functions
                     if re.search(r'\[\s*$', before) and re.match(r'\s*\]\s*=', after):
                         continue  # rules["exp"] = ...
                     if re.search(r'\{\s*$', before) and re.match(r'\s*,\s*(?!")', after):
                         continue  # {"exp", rule} in a table of rules
                     if re.match(r'\s*for\s*\(', head_line):
                         body = "\n".join(x[0] for x in code[i:i + 8])
-                        if re.search(REG + r'|\w+\s*\[\s*\w+\s*\]\s*=', body):
+                        if re.search(REG + r'|\w+(\(\))?\s*\[\s*\w+\s*\](\.\w+)?\s*=', body):
                             continue  # for (n : {"add", "sub"}) register(n) ...
                     found.append((path, i + 1, m.group(1), lines[i].strip(), bool(comment.strip())))
 for path, n, name, text, _ in found:

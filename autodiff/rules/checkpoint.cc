@@ -17,6 +17,7 @@
 #include "core/prevent_cse.h"
 #include "core/staging.h"
 #include "core/views/control_flow.h"
+#include "core/views/memory_ops.h"
 
 namespace minijax {
 namespace {
@@ -201,7 +202,7 @@ PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
     // prevent_cse's barriers guard recomputations; on the known (forward) side they serve no
     // purpose, and dropping them keeps primals concrete when the known side runs under an outer
     // JVP (the barrier's JVP rule puts primals and tangents through one equation).
-    if (ke.primitive->name == "optimization_barrier" && ke.effects.empty()) {
+    if (OptimizationBarrierParams::is(ke) && ke.effects.empty()) {
       bool renamed = false;
       for (auto& o : ke.outputs) renamed |= rename.count(o) > 0;
       if (!renamed) {

@@ -45,7 +45,7 @@ void require_sum(const Params& p, const char* what) {
 Registrar reg([] {
   {
     auto& p = get_or_create_primitive("all_gather");
-    p.jvp = rules::linear_unary_jvp("all_gather");
+    p.jvp = rules::linear_unary_jvp(p);
     // all_gather's transpose is a reduce_scatter (sum) along the gather dim; untiled, the
     // stacked dim becomes a dim of size 1 that is squeezed back (JAX _all_gather_transpose_rule).
     p.transpose = [](const std::vector<Array>& cts, const std::vector<Array>&, const std::vector<ShapedArray>& avals,
@@ -60,7 +60,7 @@ Registrar reg([] {
   }
   {
     auto& p = get_or_create_primitive("reduce_scatter");
-    p.jvp = rules::linear_unary_jvp("reduce_scatter");
+    p.jvp = rules::linear_unary_jvp(p);
     p.transpose = [](const std::vector<Array>& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
                      const Params& params) -> std::vector<Array> {
       if (!cts[0].defined()) return {Array()};
@@ -74,13 +74,13 @@ Registrar reg([] {
     p.jvp = [](const std::vector<Array>& primals, const std::vector<Array>& tangents,
                const Params& params) -> std::pair<std::vector<Array>, std::vector<Array>> {
       require_sum(params, "JVP");
-      return rules::linear_unary_jvp("all_reduce")(primals, tangents, params);
+      return rules::linear_unary_jvp(CollectiveParams::primitive_of(Kind::all_reduce))(primals, tangents, params);
     };
     // psum's transpose is psum (JAX _psum_transpose_rule): every device's cotangent flows to
     // every device's input.
     p.transpose = [](const std::vector<Array>& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
                      const Params& params) -> std::vector<Array> {
-      require_sum(params, "transpose");
+      require_sum(params, "transpose");  // the rule's name in the message, not the primitive
       if (!cts[0].defined()) return {Array()};
       return {minijax::bind1(CollectiveParams::primitive_of(Kind::all_reduce), {cts[0]}, params)};
     };
@@ -88,7 +88,7 @@ Registrar reg([] {
   }
   {
     auto& p = get_or_create_primitive("all_to_all");
-    p.jvp = rules::linear_unary_jvp("all_to_all");
+    p.jvp = rules::linear_unary_jvp(p);
     p.transpose = [](const std::vector<Array>& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
                      const Params& params) -> std::vector<Array> {
       if (!cts[0].defined()) return {Array()};
@@ -102,7 +102,7 @@ Registrar reg([] {
   }
   {
     auto& p = get_or_create_primitive("collective_permute");
-    p.jvp = rules::linear_unary_jvp("collective_permute");
+    p.jvp = rules::linear_unary_jvp(p);
     // The transpose sends cotangents back along the inverted pairs (JAX _ppermute_transpose_rule).
     p.transpose = [](const std::vector<Array>& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
                      const Params& params) -> std::vector<Array> {

@@ -269,9 +269,14 @@ Registrar reg_unary_rules([] {
 
 // add / add_any / sub: linear in both operands.
 void register_add_sub_rules() {
-  for (const char* n : {"add", "add_any", "sub"}) {
+  struct AddLike {
+    const char* name;
+    bool is_sub, is_any;
+  };
+  for (const AddLike& a : {AddLike{"add", false, false}, AddLike{"add_any", false, true}, AddLike{"sub", true, false}}) {
+    const char* n = a.name;
+    const bool is_sub = a.is_sub, is_any = a.is_any;
     auto& p = get_or_create_primitive(n);
-    const bool is_sub = std::string(n) == "sub", is_any = std::string(n) == "add_any";
     if (is_sub) {
       p.jvp = [](const Vec& primals, const Vec& tangents, const Params&) -> JvpOut {
         Array ans = lax::sub(primals[0], primals[1]);

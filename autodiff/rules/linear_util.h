@@ -15,10 +15,10 @@ namespace minijax::rules {
 /// JVP of a primitive linear in its single operand: the primal through the primitive, the
 /// tangent through the same primitive with the same params (zero stays zero; integer and bool
 /// outputs get zero tangents).
-inline JvpRule linear_unary_jvp(const std::string& name) {
-  return [name](const std::vector<Array>& primals, const std::vector<Array>& tangents,
-                const Params& params) -> std::pair<std::vector<Array>, std::vector<Array>> {
-    const Primitive& p = primitive(name);
+inline JvpRule linear_unary_jvp(const Primitive& prim) {
+  return [&prim](const std::vector<Array>& primals, const std::vector<Array>& tangents,
+                 const Params& params) -> std::pair<std::vector<Array>, std::vector<Array>> {
+    const Primitive& p = prim;
     Array out = minijax::bind1(p, primals, params);
     Array t;
     if (tangents.at(0).defined() && is_floating(out.dtype())) t = minijax::bind1(p, {tangents[0]}, params);
@@ -36,15 +36,14 @@ inline Array batch_element(const Array& v, int64_t d, int64_t b) {
   return lax::squeeze(lax::slice(v, start, limit), {d});
 }
 
-/// Batching by a loop over the batch: the single-result primitive `name` applied to each
+/// Batching by a loop over the batch: the single-result primitive `p` applied to each
 /// example (static slices of the batched operands), the results stacked along a new dim 0. Used
 /// only where an operand that selects positions (dynamic_slice/dynamic_update_slice start
 /// indices, gather/scatter_add indices) is itself batched: exact for every value (clamping and
 /// eager IndexError behave as per example), at the cost of one equation group per example.
 inline std::pair<std::vector<Array>, std::vector<int64_t>> per_example_batch(
-    const std::string& name, const std::vector<Array>& args, const std::vector<int64_t>& dims,
+    const Primitive& p, const std::vector<Array>& args, const std::vector<int64_t>& dims,
     const Params& params) {
-  const Primitive& p = primitive(name);
   const int64_t size = batch_axis_size(args, dims);
   if (size == 0) {
     std::vector<ShapedArray> elem;

@@ -63,7 +63,7 @@ BOuts barrier_batch(const std::vector<Array>& args, const std::vector<int64_t>& 
 Registrar reg([] {
   {
     auto& p = get_or_create_primitive("device_put");
-    p.jvp = rules::linear_unary_jvp("device_put");
+    p.jvp = rules::linear_unary_jvp(p);
     p.transpose = device_put_transpose;
     p.batch = device_put_batch;
   }

@@ -81,9 +81,10 @@ Array exclusive_prefix_prod(const Array& y) {
 Outs reduce_prod_jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
                      const Params& params) {
   const Array& x = primals.at(0);
-  std::vector<int64_t> axes = ReduceParams::from(params, "reduce_prod").axes;
+  const Primitive& reduce_prod = primitive("reduce_prod");
+  std::vector<int64_t> axes = ReduceParams::from(params, reduce_prod.name).axes;
   std::sort(axes.begin(), axes.end());
-  Array ans = minijax::bind1(primitive("reduce_prod"), {x}, params);
+  Array ans = minijax::bind1(reduce_prod, {x}, params);
   const Array& t = tangents.at(0);
   if (!t.defined() || !is_floating(x.dtype())) return {{ans}, {Array()}};
   auto kept = kept_dims(x.ndim(), axes);

@@ -12,6 +12,7 @@
 #include "core/dce.h"
 #include "core/errors.h"
 #include "core/views/control_flow.h"
+#include "core/views/memory_ops.h"
 
 namespace minijax {
 namespace {
@@ -73,13 +74,12 @@ NameTrace trace_name(const Jaxpr& j, const Atom& a, int depth = 0) {
   for (const Eqn& e : j.eqns) {
     for (size_t k = 0; k < e.outputs.size(); ++k) {
       if (!(e.outputs[k] == *v)) continue;
-      const std::string& p = e.primitive->name;
       if (CheckpointNameParams::is(e)) {
         r.name_eqn = &e;
         return r;
       }
-      if (p == "optimization_barrier" && k < e.inputs.size()) return trace_name(j, e.inputs[k], depth + 1);
-      if (p == "device_put" && e.inputs.size() == 1) return trace_name(j, e.inputs[0], depth + 1);
+      if (OptimizationBarrierParams::is(e) && k < e.inputs.size()) return trace_name(j, e.inputs[k], depth + 1);
+      if (DevicePutParams::is(e) && e.inputs.size() == 1) return trace_name(j, e.inputs[0], depth + 1);
       const bool call = is_pjit(*e.primitive) || is_closed_call(*e.primitive) || is_checkpoint(*e.primitive);
       if (call) {
         const Jaxpr& inner = *call_params(e).jaxpr->jaxpr;

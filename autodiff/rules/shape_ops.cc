@@ -91,7 +91,7 @@ BOuts rev_batch(const std::vector<Array>& args, const std::vector<int64_t>& dims
 Registrar reg([] {
   auto set = [](const char* name, TransposeRule t, BatchRule b) {
     auto& p = get_or_create_primitive(name);
-    p.jvp = rules::linear_unary_jvp(name);
+    p.jvp = rules::linear_unary_jvp(p);
     p.transpose = std::move(t);
     p.batch = std::move(b);
   };

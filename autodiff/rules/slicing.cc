@@ -104,7 +104,7 @@ Cts dynamic_slice_transpose(const Cts& cts, const Args& args, const Avals& avals
 }
 
 BOuts dynamic_slice_batch(const Args& args, const Dims& dims, const Params& p) {
-  if (any_mapped(dims, 1)) return rules::per_example_batch("dynamic_slice", args, dims, p);
+  if (any_mapped(dims, 1)) return rules::per_example_batch(primitive("dynamic_slice"), args, dims, p);
   Array x = move_batch_dim(args[0], dims[0], 0);
   Args starts = tail(args, 1);
   starts.insert(starts.begin(), zero_index(starts));
@@ -139,7 +139,7 @@ Cts dus_transpose(const Cts& cts, const Args& args, const Avals& avals, const Pa
 }
 
 BOuts dus_batch(const Args& args, const Dims& dims, const Params& p) {
-  if (any_mapped(dims, 2)) return rules::per_example_batch("dynamic_update_slice", args, dims, p);
+  if (any_mapped(dims, 2)) return rules::per_example_batch(primitive("dynamic_update_slice"), args, dims, p);
   const int64_t size = batch_axis_size(args, dims);
   Array x = materialize_batch(args[0], dims[0], size, 0);
   Array u = materialize_batch(args[1], dims[1], size, 0);
@@ -267,7 +267,7 @@ Cts gather_transpose(const Cts& cts, const Args& args, const Avals& avals, const
 BOuts gather_batch(const Args& args, const Dims& dims, const Params& p) {
   const Array& idx = args[1];
   if (dims[0] != kNotMapped && dims[1] != kNotMapped)
-    return rules::per_example_batch("gather", args, dims, p);
+    return rules::per_example_batch(primitive("gather"), args, dims, p);
   const GatherParams g = GatherParams::from(p);
   if (dims[0] == kNotMapped)  // only the indices are batched: out = idx.shape + row shape
     return {{lax::gather(args[0], move_batch_dim(idx, dims[1], 0), g.mode, g.fill_value)}, {0}};
@@ -299,7 +299,7 @@ Cts scatter_add_transpose(const Cts& cts, const Args& args, const Avals&, const 
 }
 
 BOuts scatter_add_batch(const Args& args, const Dims& dims, const Params& p) {
-  if (dims[1] != kNotMapped) return rules::per_example_batch("scatter_add", args, dims, p);
+  if (dims[1] != kNotMapped) return rules::per_example_batch(primitive("scatter_add"), args, dims, p);
   // Rows stay along dim 0: operand [n, B, ...], updates [idx..., B, ...].
   const int64_t size = batch_axis_size(args, dims);
   const int64_t k = args[1].ndim();
@@ -315,7 +315,7 @@ Registrar reg([] {
     p.transpose = std::move(t);
     p.batch = std::move(b);
   };
-  set("slice", rules::linear_unary_jvp("slice"), slice_transpose, slice_batch);
+  set("slice", rules::linear_unary_jvp(get_or_create_primitive("slice")), slice_transpose, slice_batch);
   set("dynamic_slice", dynamic_slice_jvp, dynamic_slice_transpose, dynamic_slice_batch);
   set("dynamic_update_slice", dus_jvp, dus_transpose, dus_batch);
   set("concatenate", concatenate_jvp, concatenate_transpose, concatenate_batch);

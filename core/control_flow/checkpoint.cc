@@ -1,6 +1,7 @@
 // minijax remat primitives: `checkpoint` (a plain call, registered by register_call_primitive) and
 // `name` (checkpoint_name, an identity that tags a value). Owns the per-operand `prevent_cse` param.
 #include "core/prevent_cse.h"
+#include "core/param_reads.h"
 
 #include <string>
 
@@ -72,7 +73,7 @@ Registrar reg([] {
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
       if (in.size() != 1) throw TypeError("name takes one operand, got " + std::to_string(in.size()));
       if (!params.has("name")) throw ValueError("name needs a string parameter 'name'");
-      (void)params.get_string("name");
+      (void)param_string(params, "name");
       return std::vector<ShapedArray>{in[0]};
     };
     p.impl = [](const std::vector<Array>& args, const Params&, const std::vector<ShapedArray>&) {

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/control_flow.h"
+#include "core/param_reads.h"
 #include "core/dce.h"
 #include "core/pjit.h"
 #include "core/trace.h"
@@ -13,7 +14,7 @@ namespace minijax {
 namespace {
 
 std::vector<ShapedArray> cond_shape_rule(const std::vector<ShapedArray>& in, const Params& params) {
-  const auto& branches = params.get_jaxprs("branches");
+  const auto& branches = param_jaxprs(params, "branches");
   if (branches.empty()) throw ValueError("cond has no branches");
   if (in.empty() || in[0].ndim() != 0 || in[0].dtype != DType::i32)
     throw TypeError("the index operand must be an i32 scalar, got " +
@@ -53,7 +54,7 @@ std::vector<ShapedArray> cond_shape_rule(const std::vector<ShapedArray>& in, con
 
 std::vector<Array> cond_impl(const std::vector<Array>& args, const Params& params,
                              const std::vector<ShapedArray>&) {
-  const auto& branches = params.get_jaxprs("branches");
+  const auto& branches = param_jaxprs(params, "branches");
   int64_t idx = args[0].item<int64_t>();
   idx = std::clamp<int64_t>(idx, 0, int64_t(branches.size()) - 1);
   std::vector<Array> ops(args.begin() + 1, args.end());
@@ -66,7 +67,7 @@ std::pair<std::vector<bool>, std::optional<Eqn>> cond_dce(const std::vector<bool
                                                           const Eqn& e) {
   bool any = std::find(used_outs.begin(), used_outs.end(), true) != used_outs.end();
   if (!any && !eqn_has_effects(e)) return {std::vector<bool>(e.inputs.size(), false), std::nullopt};
-  const auto& branches = e.params.get_jaxprs("branches");
+  const auto& branches = param_jaxprs(e.params, "branches");
   const size_t nops = e.inputs.size() - 1;
   std::vector<bool> used_ops(nops, false);
   for (auto& b : branches) {
@@ -179,7 +180,7 @@ Registrar reg_cond_classes([] {
   set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
   p.cost = [](const Eqn& e, bool, const JaxprCost& cost) {
     CostEstimate c;
-    for (auto& br : e.params.get_jaxprs("branches")) {
+    for (auto& br : param_jaxprs(e.params, "branches")) {
       CostEstimate b = cost(*br->jaxpr, true);
       if (b.flops + b.transcendentals > c.flops + c.transcendentals) c = b;
     }

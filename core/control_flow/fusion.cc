@@ -1,6 +1,7 @@
 // minijax `fusion` primitive (declared in core/fusion.h): a fused kernel as one equation.
 // Owns its kind/name check and absences; shape rule, impl and DCE are register_call_primitive's.
 #include "core/fusion.h"
+#include "core/param_reads.h"
 
 #include "core/pjit.h"
 
@@ -16,10 +17,10 @@ Registrar reg([] {
   spec.closed_name = "fused jaxpr";
   spec.closed_hint = "a fusion's values are all operands";
   spec.check = [](const Params& params, size_t) {
-    const std::string& kind = params.get_string("kind");
+    const std::string& kind = param_string(params, "kind");
     if (kind != "loop" && kind != "reduction")
       throw ValueError("fusion kind must be 'loop' or 'reduction', got '" + kind + "'");
-    (void)params.get_string("name");
+    (void)param_string(params, "name");
   };
   Primitive& p = register_call_primitive("fusion", spec);
   p.no_jvp_reason = kInternal;
@@ -39,7 +40,7 @@ Registrar reg_fusion_classes([] {
   auto& p = get_or_create_primitive("fusion");
   set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
   p.cost = [](const Eqn& e, bool count_bytes, const JaxprCost& cost) {
-    CostEstimate c = cost(*e.params.get_jaxpr("jaxpr")->jaxpr, false);
+    CostEstimate c = cost(*param_jaxpr(e.params, "jaxpr")->jaxpr, false);
     c.bytes = operand_and_result_bytes(e, count_bytes).bytes;
     return c;
   };

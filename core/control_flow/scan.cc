@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/control_flow.h"
+#include "core/param_reads.h"
 #include "core/dce.h"
 #include "core/pjit.h"
 #include "core/primitive.h"
@@ -44,25 +45,25 @@ ShapedArray stacked_aval(const ShapedArray& a, int64_t length) {
 }
 
 std::vector<ShapedArray> scan_shape_rule(const std::vector<ShapedArray>& in, const Params& params) {
-  const ClosedJaxprPtr& cj = params.get_jaxpr("jaxpr");
+  const ClosedJaxprPtr& cj = param_jaxpr(params, "jaxpr");
   if (!cj || !cj->jaxpr) throw ValueError("parameter 'jaxpr' is empty");
   const Jaxpr& j = *cj->jaxpr;
   if (!j.constvars.empty())
     throw ValueError("the scan body has " + std::to_string(j.constvars.size()) +
                      " constvars; closed-over values must be passed as leading consts");
-  const int64_t nc = params.get_int("num_consts"), ncar = params.get_int("num_carry");
-  const int64_t length = params.get_int("length");
+  const int64_t nc = param_int(params, "num_consts"), ncar = param_int(params, "num_carry");
+  const int64_t length = param_int(params, "length");
   if (nc < 0 || ncar < 0 || nc + ncar > int64_t(in.size()))
     throw ValueError("num_consts=" + std::to_string(nc) + " and num_carry=" + std::to_string(ncar) +
                      " do not fit the " + std::to_string(in.size()) + " operands");
   if (length < 0) throw ValueError("scan length must be >= 0, got " + std::to_string(length));
-  if (params.has("unroll") && params.get_int("unroll") < 0)
-    throw ValueError("scan unroll must be >= 0, got " + std::to_string(params.get_int("unroll")));
+  if (params.has("unroll") && param_int(params, "unroll") < 0)
+    throw ValueError("scan unroll must be >= 0, got " + std::to_string(param_int(params, "unroll")));
   if (in.size() != j.invars.size())
     throw TypeError("scan has " + std::to_string(in.size()) + " operands but its body takes " +
                     std::to_string(j.invars.size()) + " inputs");
-  if (params.has("linear") && params.get_ints("linear").size() != in.size())
-    throw ValueError("scan param linear has " + std::to_string(params.get_ints("linear").size()) +
+  if (params.has("linear") && param_ints(params, "linear").size() != in.size())
+    throw ValueError("scan param linear has " + std::to_string(param_ints(params, "linear").size()) +
                      " entries for " + std::to_string(in.size()) + " operands");
   if (j.outvars.size() < size_t(ncar))
     throw TypeError("the scan body returns " + std::to_string(j.outvars.size()) +
@@ -110,10 +111,10 @@ Array copy_row(const Array& xs, int64_t i, const ShapedArray& aval) {
 
 std::vector<Array> scan_impl(const std::vector<Array>& args, const Params& params,
                              const std::vector<ShapedArray>& out_avals) {
-  const ClosedJaxpr& body = *params.get_jaxpr("jaxpr");
-  const size_t nc = size_t(params.get_int("num_consts")), ncar = size_t(params.get_int("num_carry"));
-  const int64_t length = params.get_int("length");
-  const bool reverse = params.get_bool("reverse");
+  const ClosedJaxpr& body = *param_jaxpr(params, "jaxpr");
+  const size_t nc = size_t(param_int(params, "num_consts")), ncar = size_t(param_int(params, "num_carry"));
+  const int64_t length = param_int(params, "length");
+  const bool reverse = param_bool(params, "reverse");
   const auto& invars = body.jaxpr->invars;
   std::vector<Array> consts(args.begin(), args.begin() + std::ptrdiff_t(nc));
   std::vector<Array> carry(args.begin() + std::ptrdiff_t(nc), args.begin() + std::ptrdiff_t(nc + ncar));
@@ -148,8 +149,8 @@ std::pair<std::vector<bool>, std::optional<Eqn>> scan_dce_rule(const std::vector
   bool any = false;
   for (bool b : used_outputs) any |= b;
   if (!any && !eqn_has_effects(e)) return {std::vector<bool>(e.inputs.size(), false), std::nullopt};
-  const ClosedJaxprPtr& cj = e.params.get_jaxpr("jaxpr");
-  const size_t nc = size_t(e.params.get_int("num_consts")), ncar = size_t(e.params.get_int("num_carry"));
+  const ClosedJaxprPtr& cj = param_jaxpr(e.params, "jaxpr");
+  const size_t nc = size_t(param_int(e.params, "num_consts")), ncar = size_t(param_int(e.params, "num_carry"));
   const size_t nx = e.inputs.size() - nc - ncar;
   std::vector<bool> used_carry(used_outputs.begin(), used_outputs.begin() + std::ptrdiff_t(ncar));
   std::vector<bool> used_ys(used_outputs.begin() + std::ptrdiff_t(ncar), used_outputs.end());
@@ -186,7 +187,7 @@ std::pair<std::vector<bool>, std::optional<Eqn>> scan_dce_rule(const std::vector
   ne.params.set("num_consts", new_nc);
   ne.params.set("num_carry", new_ncar);
   std::vector<int64_t> linear;
-  const std::vector<int64_t>* old_linear = e.params.has("linear") ? &e.params.get_ints("linear") : nullptr;
+  const std::vector<int64_t>* old_linear = e.params.has("linear") ? &param_ints(e.params, "linear") : nullptr;
   for (size_t i = 0; i < e.inputs.size(); ++i)
     if (used_ins[i]) {
       ne.inputs.push_back(e.inputs[i]);
@@ -250,7 +251,7 @@ std::vector<Array> scan_flat(const FlatFn& body, const std::vector<Array>& init_
   if (!length)
     throw ValueError("scan got no xs to scan over and no length: pass ScanOptions{.length = n}", loc);
   if (*length < 0) throw ValueError("scan length must be >= 0, got " + std::to_string(*length), loc);
-  const int64_t unroll = detail::unroll_param(opts.unroll, *length, "scan", loc);
+  const int64_t unroll = detail::unroll_param(opts.unroll, *length, "scan", loc);  // the API function's name
   for (auto& c : init_in)
     if (!c.defined()) throw ValueError("scan: a carry leaf is an empty Array", loc);
 
@@ -321,7 +322,7 @@ Registrar reg_scan_classes([] {
   auto& p = get_or_create_primitive("scan");
   set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
   p.cost = [](const Eqn& e, bool, const JaxprCost& cost) {
-    return cost(*e.params.get_jaxpr("jaxpr")->jaxpr, true) * double(e.params.get_int("length"));
+    return cost(*param_jaxpr(e.params, "jaxpr")->jaxpr, true) * double(param_int(e.params, "length"));
   };
 });
 

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "core/control_flow.h"
+#include "core/param_reads.h"
 #include "core/dce.h"
 #include "core/pjit.h"
 #include "core/trace.h"
@@ -12,9 +13,9 @@ namespace minijax {
 namespace {
 
 std::vector<ShapedArray> while_shape_rule(const std::vector<ShapedArray>& in, const Params& params) {
-  const ClosedJaxprPtr& cj = params.get_jaxpr("cond_jaxpr");
-  const ClosedJaxprPtr& bj = params.get_jaxpr("body_jaxpr");
-  const int64_t cn = params.get_int("cond_nconsts"), bn = params.get_int("body_nconsts");
+  const ClosedJaxprPtr& cj = param_jaxpr(params, "cond_jaxpr");
+  const ClosedJaxprPtr& bj = param_jaxpr(params, "body_jaxpr");
+  const int64_t cn = param_int(params, "cond_nconsts"), bn = param_int(params, "body_nconsts");
   if (!cj || !bj) throw ValueError("cond_jaxpr/body_jaxpr is empty");
   if (cn < 0 || bn < 0 || size_t(cn + bn) > in.size())
     throw ValueError("cond_nconsts=" + std::to_string(cn) + " body_nconsts=" + std::to_string(bn) +
@@ -53,10 +54,10 @@ std::vector<ShapedArray> while_shape_rule(const std::vector<ShapedArray>& in, co
 
 std::vector<Array> while_impl(const std::vector<Array>& args, const Params& params,
                               const std::vector<ShapedArray>&) {
-  const ClosedJaxprPtr& cj = params.get_jaxpr("cond_jaxpr");
-  const ClosedJaxprPtr& bj = params.get_jaxpr("body_jaxpr");
-  const auto cn = std::ptrdiff_t(params.get_int("cond_nconsts"));
-  const auto bn = std::ptrdiff_t(params.get_int("body_nconsts"));
+  const ClosedJaxprPtr& cj = param_jaxpr(params, "cond_jaxpr");
+  const ClosedJaxprPtr& bj = param_jaxpr(params, "body_jaxpr");
+  const auto cn = std::ptrdiff_t(param_int(params, "cond_nconsts"));
+  const auto bn = std::ptrdiff_t(param_int(params, "body_nconsts"));
   std::vector<Array> cc(args.begin(), args.begin() + cn), bc(args.begin() + cn, args.begin() + cn + bn);
   std::vector<Array> carry(args.begin() + cn + bn, args.end());
   for (;;) {
@@ -83,10 +84,10 @@ std::pair<std::vector<bool>, std::optional<Eqn>> while_dce(const std::vector<boo
                                                            const Eqn& e) {
   bool any = std::find(used_outs.begin(), used_outs.end(), true) != used_outs.end();
   if (!any && !eqn_has_effects(e)) return {std::vector<bool>(e.inputs.size(), false), std::nullopt};
-  const Jaxpr& cj = *e.params.get_jaxpr("cond_jaxpr")->jaxpr;
-  const Jaxpr& bj = *e.params.get_jaxpr("body_jaxpr")->jaxpr;
-  const size_t cn = size_t(e.params.get_int("cond_nconsts"));
-  const size_t bn = size_t(e.params.get_int("body_nconsts"));
+  const Jaxpr& cj = *param_jaxpr(e.params, "cond_jaxpr")->jaxpr;
+  const Jaxpr& bj = *param_jaxpr(e.params, "body_jaxpr")->jaxpr;
+  const size_t cn = size_t(param_int(e.params, "cond_nconsts"));
+  const size_t bn = size_t(param_int(e.params, "body_nconsts"));
   const size_t nc = e.outputs.size();
   std::vector<bool> live = used_outs;
   auto cond_used = dce_jaxpr(cj, {true}).second;
@@ -190,8 +191,8 @@ Registrar reg_while_classes([] {
   auto& p = get_or_create_primitive("while");
   set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
   p.cost = [](const Eqn& e, bool, const JaxprCost& cost) {
-    CostEstimate c = cost(*e.params.get_jaxpr("cond_jaxpr")->jaxpr, true);
-    c += cost(*e.params.get_jaxpr("body_jaxpr")->jaxpr, true);
+    CostEstimate c = cost(*param_jaxpr(e.params, "cond_jaxpr")->jaxpr, true);
+    c += cost(*param_jaxpr(e.params, "body_jaxpr")->jaxpr, true);
     return c;
   };
 });

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/lax.h"
+#include "core/param_reads.h"
 #include "core/primitives/elementwise_family.h"
 #include "core/trace.h"
 
@@ -18,8 +19,8 @@ Registrar reg_broadcast([] {
     elementwise::check_arity(in, 1);
     const ShapedArray& x = in[0];
     if (x.is_token()) throw TypeError("cannot broadcast a token");
-    const Shape& shape = params.get_ints("shape");
-    const auto& bd = params.get_ints("broadcast_dimensions");
+    const Shape& shape = param_ints(params, "shape");
+    const auto& bd = param_ints(params, "broadcast_dimensions");
     for (int64_t d : shape)
       if (d < 0) throw ShapeError("negative dimension in target shape " + shape_str(shape));
     if (int64_t(bd.size()) != x.ndim())
@@ -52,7 +53,7 @@ Registrar reg_broadcast([] {
     if (isz == 0 || n == 0) return std::vector<Array>{out};
     const Array& x = args[0];
     const Shape& shape = out.shape();
-    const auto& bd = params.get_ints("broadcast_dimensions");
+    const auto& bd = param_ints(params, "broadcast_dimensions");
     // Stride (in operand elements) of each output dim; 0 where the operand is broadcast.
     const auto xs = strides_of(x.shape());
     std::vector<int64_t> st(shape.size(), 0);

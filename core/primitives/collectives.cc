@@ -1,6 +1,7 @@
 // minijax collective primitives (XLA's names): shape rules on local shapes, params, printing of
 // axis names, eager impls that refuse to run outside the SPMD executor, and the lax:: binders.
 #include "core/collectives.h"
+#include "core/param_reads.h"
 
 #include <set>
 
@@ -48,7 +49,7 @@ void check_unary(const std::string& prim, const std::vector<ShapedArray>& in) {
 
 int64_t checked_axis_size(const std::string& prim, const Params& p) {
   axis_names_of(p);  // validates the names
-  int64_t n = p.get_int("axis_size");
+  int64_t n = param_int(p, "axis_size");
   if (n < 1) throw ValueError(prim + " over axis " + axes_str(p) + ": axis_size must be >= 1, got " + std::to_string(n));
   return n;
 }
@@ -64,10 +65,10 @@ int64_t checked_dim(const std::string& prim, const char* what, int64_t d, int64_
 std::vector<ShapedArray> all_gather_shape(const std::vector<ShapedArray>& in, const Params& p) {
   check_unary("all_gather", in);
   int64_t n = checked_axis_size("all_gather", p);
-  bool tiled = p.get_bool("tiled");
+  bool tiled = param_bool(p, "tiled");
   ShapedArray o = in[0];
   o.weak_type = false;
-  int64_t d = checked_dim("all_gather", "gather_dimension", p.get_int("gather_dimension"),
+  int64_t d = checked_dim("all_gather", "gather_dimension", param_int(p, "gather_dimension"),
                           in[0].ndim() + (tiled ? 0 : 1), in[0], p);
   if (tiled) o.shape[size_t(d)] *= n;
   else o.shape.insert(o.shape.begin() + d, n);
@@ -77,7 +78,7 @@ std::vector<ShapedArray> all_gather_shape(const std::vector<ShapedArray>& in, co
 std::vector<ShapedArray> all_reduce_shape(const std::vector<ShapedArray>& in, const Params& p) {
   check_unary("all_reduce", in);
   checked_axis_size("all_reduce", p);
-  const std::string& r = p.get_string("reduction");
+  const std::string& r = param_string(p, "reduction");
   if (r != "sum" && r != "max" && r != "min")
     throw ValueError("all_reduce over axis " + axes_str(p) + ": reduction must be sum, max or min, got '" + r + "'");
   ShapedArray o = in[0];
@@ -96,7 +97,7 @@ void check_divisible(const std::string& prim, const char* what, int64_t d, int64
 std::vector<ShapedArray> reduce_scatter_shape(const std::vector<ShapedArray>& in, const Params& p) {
   check_unary("reduce_scatter", in);
   int64_t n = checked_axis_size("reduce_scatter", p);
-  int64_t d = checked_dim("reduce_scatter", "scatter_dimension", p.get_int("scatter_dimension"), in[0].ndim(),
+  int64_t d = checked_dim("reduce_scatter", "scatter_dimension", param_int(p, "scatter_dimension"), in[0].ndim(),
                           in[0], p);
   check_divisible("reduce_scatter", "scatter_dimension", d, n, in[0], p);
   ShapedArray o = in[0];
@@ -108,8 +109,8 @@ std::vector<ShapedArray> reduce_scatter_shape(const std::vector<ShapedArray>& in
 std::vector<ShapedArray> all_to_all_shape(const std::vector<ShapedArray>& in, const Params& p) {
   check_unary("all_to_all", in);
   int64_t n = checked_axis_size("all_to_all", p);
-  int64_t s = checked_dim("all_to_all", "split_dimension", p.get_int("split_dimension"), in[0].ndim(), in[0], p);
-  int64_t c = checked_dim("all_to_all", "concat_dimension", p.get_int("concat_dimension"), in[0].ndim(), in[0], p);
+  int64_t s = checked_dim("all_to_all", "split_dimension", param_int(p, "split_dimension"), in[0].ndim(), in[0], p);
+  int64_t c = checked_dim("all_to_all", "concat_dimension", param_int(p, "concat_dimension"), in[0].ndim(), in[0], p);
   check_divisible("all_to_all", "split_dimension", s, n, in[0], p);
   ShapedArray o = in[0];
   o.weak_type = false;
@@ -121,7 +122,7 @@ std::vector<ShapedArray> all_to_all_shape(const std::vector<ShapedArray>& in, co
 std::vector<ShapedArray> collective_permute_shape(const std::vector<ShapedArray>& in, const Params& p) {
   check_unary("collective_permute", in);
   int64_t n = checked_axis_size("collective_permute", p);
-  const auto& st = p.get_ints("source_target_pairs");
+  const auto& st = param_ints(p, "source_target_pairs");
   if (st.size() % 2 != 0)
     throw ValueError("collective_permute over axis " + axes_str(p) +
                      ": source_target_pairs must hold (source, target) pairs, got an odd count " +

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "core/gemm.h"
+#include "core/param_reads.h"
 #include "core/lax.h"
 #include "core/parser.h"
 #include "core/primitive.h"
@@ -199,7 +200,7 @@ std::vector<ShapedArray> dot_shape_rule(const std::vector<ShapedArray>& in, cons
   if (l.dtype != r.dtype)
     throw TypeError(std::string("operand dtypes must be equal, got ") + dtype_name(l.dtype) +
                     " and " + dtype_name(r.dtype));
-  const DType out_dtype = p.get_dtype("preferred_element_type");
+  const DType out_dtype = param_dtype(p, "preferred_element_type");
   lax::detail::check_preferred_element_type(l.dtype, out_dtype);
   if (p.has("precision")) {
     auto* o = std::get_if<ParamObjectPtr>(&p.at("precision"));

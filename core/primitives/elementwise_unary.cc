@@ -4,6 +4,7 @@
 #include <numbers>
 
 #include "core/lax.h"
+#include "core/param_reads.h"
 #include "core/primitives/elementwise_family.h"
 #include "core/trace.h"
 
@@ -83,7 +84,7 @@ Registrar reg_unary([] {
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
       elementwise::check_arity(in, 1);
       elementwise::check_dtype(in[0], Accept::floating);
-      int64_t m = params.get_int("rounding_method");
+      int64_t m = param_int(params, "rounding_method");
       if (m != 0 && m != 1)
         throw ValueError("rounding_method must be 0 (away from zero) or 1 (to nearest even), got " +
                          std::to_string(m));
@@ -92,7 +93,7 @@ Registrar reg_unary([] {
     p.impl = [](const std::vector<Array>& args, const Params& params,
                 const std::vector<ShapedArray>& out_avals) {
       Array out = Array::empty(out_avals[0]);
-      if (params.get_int("rounding_method") == 0)
+      if (param_int(params, "rounding_method") == 0)
         elementwise::unary_loop<Accept::floating>(args[0], out, [](auto v) { return std::round(v); });
       else
         elementwise::unary_loop<Accept::floating>(args[0], out, [](auto v) { return std::rint(v); });
@@ -107,7 +108,7 @@ Registrar reg_unary([] {
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
       elementwise::check_arity(in, 1);
       elementwise::check_dtype(in[0], Accept::numeric);
-      int64_t y = params.get_int("y");
+      int64_t y = param_int(params, "y");
       if (y < 0 && !is_floating(in[0].dtype))
         throw TypeError("integers cannot be raised to negative powers, got y=" + std::to_string(y));
       return std::vector<ShapedArray>{in[0]};
@@ -115,7 +116,7 @@ Registrar reg_unary([] {
     p.impl = [](const std::vector<Array>& args, const Params& params,
                 const std::vector<ShapedArray>& out_avals) {
       Array out = Array::empty(out_avals[0]);
-      int64_t y = params.get_int("y");
+      int64_t y = param_int(params, "y");
       elementwise::unary_loop<Accept::numeric>(args[0], out,
                                                [y](auto v) { return integer_power(v, y); });
       return std::vector<Array>{out};
@@ -130,12 +131,12 @@ Registrar reg_unary([] {
     p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
       elementwise::check_arity(in, 1);
       elementwise::check_dtype(in[0], Accept::any_value);
-      DType nd = params.get_dtype("new_dtype");
+      DType nd = param_dtype(params, "new_dtype");
       if (!elementwise::accepts(Accept::any_value, nd))
         throw TypeError(std::string("cannot convert to dtype ") + dtype_name(nd));
       ShapedArray out = in[0];
       out.dtype = nd;
-      out.weak_type = params.get_bool("weak_type");
+      out.weak_type = param_bool(params, "weak_type");
       return std::vector<ShapedArray>{out};
     };
     p.impl = [](const std::vector<Array>& args, const Params&,

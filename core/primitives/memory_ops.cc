@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/lax.h"
+#include "core/param_reads.h"
 #include "core/primitive.h"
 #include "core/trace.h"
 
@@ -18,7 +19,7 @@ std::vector<ShapedArray> device_put_shape(const std::vector<ShapedArray>& in, co
   if (in.size() != 1) throw ValueError("device_put takes one operand, got " + std::to_string(in.size()));
   if (in[0].is_token()) throw TypeError("a token cannot be moved between memory kinds");
   ShapedArray o = in[0];
-  o.memory_kind = p.get_memory_kind("memory_kind");
+  o.memory_kind = param_memory_kind(p, "memory_kind");
   return {o};
 }
 
@@ -84,15 +85,15 @@ std::vector<ShapedArray> copy_slice_start_shape(const std::vector<ShapedArray>& 
   if (in.size() != 2) throw ValueError("copy_slice_start takes the stacked buffer and an index, got " +
                                        std::to_string(in.size()) + " operand(s)");
   check_index(in[1], "copy_slice_start");
-  ShapedArray o = without_axis(in[0], p.get_int("axis"), "copy_slice_start");
-  o.memory_kind = p.get_memory_kind("memory_kind");
+  ShapedArray o = without_axis(in[0], param_int(p, "axis"), "copy_slice_start");
+  o.memory_kind = param_memory_kind(p, "memory_kind");
   return {o};
 }
 
 std::vector<Array> copy_slice_start_impl(const std::vector<Array>& a, const Params& p,
                                          const std::vector<ShapedArray>& out) {
   Array o = Array::allocate(out[0]);  // zeros: what an out-of-range index leaves
-  const SliceLayout l = slice_layout(a[0].aval(), p.get_int("axis"));
+  const SliceLayout l = slice_layout(a[0].aval(), param_int(p, "axis"));
   const int64_t i = a[1].item<int64_t>();
   if (i < 0 || i >= l.extent || l.chunk == 0) return {o};
   const char* src = static_cast<const char*>(a[0].raw_data());
@@ -111,10 +112,10 @@ std::vector<ShapedArray> copy_update_start_shape(const std::vector<ShapedArray>&
     throw ValueError("copy_update_start takes the stacked buffer, the update and an index, got " +
                      std::to_string(in.size()) + " operand(s)");
   check_index(in[2], "copy_update_start");
-  const ShapedArray row = without_axis(in[0], p.get_int("axis"), "copy_update_start");
+  const ShapedArray row = without_axis(in[0], param_int(p, "axis"), "copy_update_start");
   if (row.shape != in[1].shape || row.dtype != in[1].dtype)
     throw TypeError("copy_update_start: the update " + in[1].str() + " is not a slice of " + in[0].str() +
-                    " along axis " + std::to_string(p.get_int("axis")));
+                    " along axis " + std::to_string(param_int(p, "axis")));
   ShapedArray o = in[0];
   o.weak_type = false;
   return {o};
@@ -125,7 +126,7 @@ std::vector<Array> copy_update_start_impl(const std::vector<Array>& a, const Par
   Array o = Array::empty(out[0]);
   if (out[0].nbytes() > 0)
     std::memcpy(const_cast<void*>(o.raw_data()), a[0].raw_data(), size_t(out[0].nbytes()));
-  const SliceLayout l = slice_layout(out[0], p.get_int("axis"));
+  const SliceLayout l = slice_layout(out[0], param_int(p, "axis"));
   const int64_t i = a[2].item<int64_t>();
   if (i < 0 || i >= l.extent || l.chunk == 0) return {o};
   const char* src = static_cast<const char*>(a[1].raw_data());
@@ -141,10 +142,10 @@ std::vector<Array> copy_update_start_impl(const std::vector<Array>& a, const Par
 // bytes of its own. Eagerly: zeros.
 std::vector<ShapedArray> allocate_buffer_shape(const std::vector<ShapedArray>& in, const Params& p) {
   if (!in.empty()) throw ValueError("allocate_buffer takes no operands, got " + std::to_string(in.size()));
-  const auto& shape = p.get_ints("shape");
+  const auto& shape = param_ints(p, "shape");
   for (auto d : shape)
     if (d < 0) throw ShapeError("allocate_buffer: shape " + param_to_string(Param(shape)) + " has a negative dimension");
-  return {ShapedArray{shape, p.get_dtype("dtype"), false, p.get_memory_kind("memory_kind")}};
+  return {ShapedArray{shape, param_dtype(p, "dtype"), false, param_memory_kind(p, "memory_kind")}};
 }
 
 std::vector<Array> allocate_buffer_impl(const std::vector<Array>&, const Params&, const std::vector<ShapedArray>& out) {

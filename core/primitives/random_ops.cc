@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/primitive.h"
+#include "core/param_reads.h"
 #include "core/primitives/elementwise_family.h"
 #include "core/random.h"
 #include "core/trace.h"
@@ -221,7 +222,7 @@ Registrar reg_iota_2x32([] {
   p.multiple_results = true;
   p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
     if (!in.empty()) throw TypeError("iota_2x32_shape takes no operands");
-    const auto& shape = params.get_ints("shape");
+    const auto& shape = param_ints(params, "shape");
     for (int64_t d : shape)
       if (d < 0) throw ShapeError("negative dimension in shape " + shape_str(shape));
     ShapedArray out{shape, DType::u32, false, MemoryKind::device};
@@ -288,7 +289,7 @@ Registrar reg_bitcast([] {
   p.fusion_class = FusionClass::normal;
   p.shape_rule = [](const std::vector<ShapedArray>& in, const Params& params) {
     if (in.size() != 1) throw TypeError("expected 1 operand");
-    DType from = in[0].dtype, to = params.get_dtype("new_dtype");
+    DType from = in[0].dtype, to = param_dtype(params, "new_dtype");
     auto ok = [](DType d) {
       return d == DType::i32 || d == DType::u32 || d == DType::f32 || d == DType::f64;
     };

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "core/lax.h"
+#include "core/param_reads.h"
 #include "core/primitive.h"
 #include "core/trace.h"
 
@@ -201,14 +202,14 @@ std::vector<ShapedArray> reduce_shape_rule(const std::vector<ShapedArray>& in, c
   const char* name = kind == RedKind::sum ? "reduce_sum" : kind == RedKind::prod ? "reduce_prod"
                      : kind == RedKind::max ? "reduce_max" : "reduce_min";
   check_dtype(x.dtype, kind == RedKind::max || kind == RedKind::min, name);
-  auto axes = checked_axes(p.get_ints("axes"), x.ndim());
+  auto axes = checked_axes(param_ints(p, "axes"), x.ndim());
   return {ShapedArray{kept_shape(x.shape, axes), x.dtype, x.weak_type, x.memory_kind}};
 }
 
 std::vector<Array> reduce_impl(const std::vector<Array>& args, const Params& p,
                                const std::vector<ShapedArray>& out_avals, RedKind kind) {
   const Array& x = args.at(0);
-  auto axes = checked_axes(p.get_ints("axes"), x.ndim());
+  auto axes = checked_axes(param_ints(p, "axes"), x.ndim());
   Array out = Array::empty(out_avals.at(0));
   if (kind == RedKind::sum) {  // no list of the reduced offsets: it can be larger than x
     std::vector<int64_t> kept;
@@ -262,11 +263,11 @@ std::vector<ShapedArray> arg_shape_rule(const std::vector<ShapedArray>& in, cons
                                         const char* name) {
   const ShapedArray& x = in.at(0);
   check_dtype(x.dtype, true, name);
-  const auto& axes = p.get_ints("axes");
+  const auto& axes = param_ints(p, "axes");
   if (axes.size() != 1)
     throw ShapeError(std::string(name) + " takes exactly one axis, got " + ints_str(axes));
   auto sorted = checked_axes(axes, x.ndim());
-  DType idx = p.get_dtype("index_dtype");
+  DType idx = param_dtype(p, "index_dtype");
   if (!is_integer(idx))
     throw TypeError(std::string(name) + " index_dtype must be an integer dtype, got " + dtype_name(idx));
   if (x.shape[size_t(axes[0])] == 0)
@@ -278,7 +279,7 @@ std::vector<ShapedArray> arg_shape_rule(const std::vector<ShapedArray>& in, cons
 std::vector<Array> arg_impl(const std::vector<Array>& args, const Params& p,
                             const std::vector<ShapedArray>& out_avals, bool is_max) {
   const Array& x = args.at(0);
-  auto axes = checked_axes(p.get_ints("axes"), x.ndim());
+  auto axes = checked_axes(param_ints(p, "axes"), x.ndim());
   auto L = reduce_layout(x.shape(), axes);
   Array out = Array::empty(out_avals.at(0));
   std::vector<int64_t> result(L.base.size());
@@ -316,19 +317,19 @@ std::vector<Array> arg_impl(const std::vector<Array>& args, const Params& p,
 std::vector<ShapedArray> cumsum_shape_rule(const std::vector<ShapedArray>& in, const Params& p) {
   const ShapedArray& x = in.at(0);
   check_dtype(x.dtype, false, "cumsum");
-  int64_t axis = p.get_int("axis");
+  int64_t axis = param_int(p, "axis");
   if (axis < 0 || axis >= x.ndim())
     throw ShapeError("cumsum axis " + std::to_string(axis) + " out of range for rank " +
                      std::to_string(x.ndim()));
-  p.get_bool("reverse");
+  param_bool(p, "reverse");
   return {x};
 }
 
 std::vector<Array> cumsum_impl(const std::vector<Array>& args, const Params& p,
                                const std::vector<ShapedArray>& out_avals) {
   const Array& x = args.at(0);
-  const int64_t axis = p.get_int("axis");
-  const bool reverse = p.get_bool("reverse");
+  const int64_t axis = param_int(p, "axis");
+  const bool reverse = param_bool(p, "reverse");
   const Shape& s = x.shape();
   int64_t outer = 1, inner = 1, n = s[size_t(axis)];
   for (int64_t i = 0; i < axis; ++i) outer *= s[size_t(i)];

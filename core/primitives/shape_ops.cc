@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/lax.h"
+#include "core/param_reads.h"
 #include "core/primitive.h"
 #include "core/primitives/strided_copy.h"
 #include "core/trace.h"
@@ -68,7 +69,7 @@ Array strided_read(const Array& x, const ShapedArray& out, int64_t src_off,
 
 std::vector<ShapedArray> reshape_shape(const std::vector<ShapedArray>& in, const Params& p) {
   expect_one_operand(in, "reshape");
-  const auto& ns = p.get_ints("new_sizes");
+  const auto& ns = param_ints(p, "new_sizes");
   for (auto d : ns)
     if (d < 0) throw ShapeError("new_sizes " + tuple_str(ns) + " has a negative dimension");
   if (shape_size(ns) != in[0].size())
@@ -89,7 +90,7 @@ std::vector<Array> reshape_impl(const std::vector<Array>& a, const Params&,
 
 std::vector<ShapedArray> squeeze_shape(const std::vector<ShapedArray>& in, const Params& p) {
   expect_one_operand(in, "squeeze");
-  const auto& dims = p.get_ints("dimensions");
+  const auto& dims = param_ints(p, "dimensions");
   check_axes(dims, in[0].ndim(), "dimensions");
   Shape s;
   for (int64_t i = 0; i < in[0].ndim(); ++i) {
@@ -106,7 +107,7 @@ std::vector<ShapedArray> squeeze_shape(const std::vector<ShapedArray>& in, const
 
 std::vector<ShapedArray> expand_dims_shape(const std::vector<ShapedArray>& in, const Params& p) {
   expect_one_operand(in, "expand_dims");
-  const auto& dims = p.get_ints("dimensions");
+  const auto& dims = param_ints(p, "dimensions");
   const int64_t n = in[0].ndim() + int64_t(dims.size());
   check_axes(dims, n, "dimensions");
   Shape s;
@@ -122,7 +123,7 @@ std::vector<ShapedArray> expand_dims_shape(const std::vector<ShapedArray>& in, c
 
 std::vector<ShapedArray> transpose_shape(const std::vector<ShapedArray>& in, const Params& p) {
   expect_one_operand(in, "transpose");
-  const auto& perm = p.get_ints("permutation");
+  const auto& perm = param_ints(p, "permutation");
   if (int64_t(perm.size()) != in[0].ndim())
     throw ShapeError("permutation " + tuple_str(perm) + " has " + std::to_string(perm.size()) +
                      " entries for an operand of rank " + std::to_string(in[0].ndim()));
@@ -138,7 +139,7 @@ std::vector<ShapedArray> transpose_shape(const std::vector<ShapedArray>& in, con
 
 std::vector<Array> transpose_impl(const std::vector<Array>& a, const Params& p,
                                   const std::vector<ShapedArray>& out) {
-  const auto& perm = p.get_ints("permutation");
+  const auto& perm = param_ints(p, "permutation");
   auto st = strides_of(a[0].shape());
   std::vector<int64_t> src(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) src[i] = st[size_t(perm[i])];
@@ -149,7 +150,7 @@ std::vector<Array> transpose_impl(const std::vector<Array>& a, const Params& p,
 
 std::vector<ShapedArray> rev_shape(const std::vector<ShapedArray>& in, const Params& p) {
   expect_one_operand(in, "rev");
-  check_axes(p.get_ints("dimensions"), in[0].ndim(), "dimensions");
+  check_axes(param_ints(p, "dimensions"), in[0].ndim(), "dimensions");
   return {in[0]};
 }
 
@@ -158,7 +159,7 @@ std::vector<Array> rev_impl(const std::vector<Array>& a, const Params& p,
   const auto& shape = a[0].shape();
   auto st = strides_of(shape);
   int64_t off = 0;
-  for (auto d : p.get_ints("dimensions")) {
+  for (auto d : param_ints(p, "dimensions")) {
     off += (shape[size_t(d)] - 1) * st[size_t(d)];
     st[size_t(d)] = -st[size_t(d)];
   }

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/lax.h"
+#include "core/param_reads.h"
 #include "core/parser.h"
 #include "core/primitive.h"
 #include "core/primitives/strided_copy.h"
@@ -84,15 +85,15 @@ int64_t offset_of(const std::vector<int64_t>& idx, const std::vector<int64_t>& s
 
 std::vector<int64_t> slice_strides(const Params& p, size_t n) {
   if (p.has("strides") && std::holds_alternative<std::vector<int64_t>>(p.at("strides")))
-    return p.get_ints("strides");
+    return param_ints(p, "strides");
   return std::vector<int64_t>(n, 1);
 }
 
 std::vector<ShapedArray> slice_shape(const std::vector<ShapedArray>& in, const Params& p) {
   if (in.size() != 1) throw ValueError("slice takes one operand, got " + std::to_string(in.size()));
   const auto& x = in[0];
-  const auto& start = p.get_ints("start_indices");
-  const auto& limit = p.get_ints("limit_indices");
+  const auto& start = param_ints(p, "start_indices");
+  const auto& limit = param_ints(p, "limit_indices");
   auto strides = slice_strides(p, x.shape.size());
   const size_t n = x.shape.size();
   if (start.size() != n || limit.size() != n || strides.size() != n)
@@ -113,7 +114,7 @@ std::vector<ShapedArray> slice_shape(const std::vector<ShapedArray>& in, const P
 
 std::vector<Array> slice_impl(const std::vector<Array>& a, const Params& p,
                               const std::vector<ShapedArray>& out) {
-  const auto& start = p.get_ints("start_indices");
+  const auto& start = param_ints(p, "start_indices");
   auto strides = slice_strides(p, start.size());
   auto st = strides_of(a[0].shape());
   std::vector<int64_t> src(st.size());
@@ -129,7 +130,7 @@ std::vector<Array> slice_impl(const std::vector<Array>& a, const Params& p,
 std::vector<ShapedArray> dynamic_slice_shape(const std::vector<ShapedArray>& in, const Params& p) {
   if (in.empty()) throw ValueError("dynamic_slice takes an operand and its start indices, got no operands");
   const auto& x = in[0];
-  const auto& sizes = p.get_ints("slice_sizes");
+  const auto& sizes = param_ints(p, "slice_sizes");
   if (int64_t(in.size()) - 1 != x.ndim())
     throw ShapeError("an operand of rank " + std::to_string(x.ndim()) + " needs " +
                      std::to_string(x.ndim()) + " start indices, got " + std::to_string(in.size() - 1));
@@ -145,7 +146,7 @@ std::vector<ShapedArray> dynamic_slice_shape(const std::vector<ShapedArray>& in,
 
 std::vector<Array> dynamic_slice_impl(const std::vector<Array>& a, const Params& p,
                                       const std::vector<ShapedArray>& out) {
-  const auto& sizes = p.get_ints("slice_sizes");
+  const auto& sizes = param_ints(p, "slice_sizes");
   auto starts = clamped_starts(a, 1, a[0].shape(), sizes);
   auto st = strides_of(a[0].shape());
   Array o = Array::empty(out[0]);
@@ -195,7 +196,7 @@ std::vector<Array> dus_impl(const std::vector<Array>& a, const Params&,
 
 std::vector<ShapedArray> concatenate_shape(const std::vector<ShapedArray>& in, const Params& p) {
   if (in.empty()) throw ValueError("concatenate needs at least one operand");
-  const int64_t d = p.get_int("dimension");
+  const int64_t d = param_int(p, "dimension");
   const auto& a0 = in[0];
   if (d < 0 || d >= a0.ndim())
     throw ValueError("dimension " + std::to_string(d) + " is out of range for operands of rank " +
@@ -223,7 +224,7 @@ std::vector<ShapedArray> concatenate_shape(const std::vector<ShapedArray>& in, c
 
 std::vector<Array> concatenate_impl(const std::vector<Array>& a, const Params& p,
                                     const std::vector<ShapedArray>& out) {
-  const int64_t d = p.get_int("dimension");
+  const int64_t d = param_int(p, "dimension");
   Array o = Array::empty(out[0]);  // the operands tile dimension d: every element is written
   auto ost = strides_of(out[0].shape);
   int64_t pos = 0;
@@ -358,7 +359,7 @@ std::vector<ShapedArray> gather_shape(const std::vector<ShapedArray>& in, const 
   const auto& x = in[0];
   if (x.ndim() < 1) throw ShapeError("gather needs an operand of rank >= 1 (rows are gathered along dim 0)");
   check_index(in[1], "indices", false);
-  const auto& ss = p.get_ints("slice_sizes");
+  const auto& ss = param_ints(p, "slice_sizes");
   if (ss != row_slice_sizes(x.shape))
     throw ShapeError("slice_sizes " + tuple_str(ss) + " must be " + tuple_str(row_slice_sizes(x.shape)) +
                      " (one row of the operand)");
@@ -488,9 +489,9 @@ std::vector<Array> scatter_add_impl(const std::vector<Array>& a, const Params& p
 
 std::vector<ShapedArray> iota_shape(const std::vector<ShapedArray>& in, const Params& p) {
   if (!in.empty()) throw ValueError("iota takes no operands");
-  const DType d = p.get_dtype("dtype");
-  const auto& shape = p.get_ints("shape");
-  const int64_t dim = p.get_int("dimension");
+  const DType d = param_dtype(p, "dtype");
+  const auto& shape = param_ints(p, "shape");
+  const int64_t dim = param_int(p, "dimension");
   if (!is_integer(d) && !is_floating(d))
     throw TypeError(std::string("iota needs an integer or floating dtype, got ") + dtype_name(d));
   for (auto s : shape)
@@ -502,7 +503,7 @@ std::vector<ShapedArray> iota_shape(const std::vector<ShapedArray>& in, const Pa
 
 std::vector<Array> iota_impl(const std::vector<Array>&, const Params& p,
                              const std::vector<ShapedArray>& out) {
-  const int64_t dim = p.get_int("dimension");
+  const int64_t dim = param_int(p, "dimension");
   Array o = Array::empty(out[0]);
   auto st = strides_of(out[0].shape);
   const int64_t len = out[0].shape[size_t(dim)], stride = st[size_t(dim)];

@@ -1,6 +1,7 @@
 // minijax typed views of the array primitives' params (core/views/array_ops.h).
 // Owns the only name literals of these primitives outside their registrations, and their checks.
 #include "core/views/array_ops.h"
+#include "core/param_reads.h"
 
 #include <algorithm>
 
@@ -12,7 +13,7 @@ const Primitive* prim(const char* name) { return &get_or_create_primitive(name);
 // An optional int tuple stored as None (a null object) or an int tuple; absent reads as None.
 std::optional<std::vector<int64_t>> ints_or_none(const Params& p, const char* key) {
   if (!p.has(key)) return std::nullopt;
-  const Param& v = p.at(key);
+  const Param& v = param_at(p, key);
   if (auto* o = std::get_if<ParamObjectPtr>(&v); o && !*o) return std::nullopt;
   if (auto* x = std::get_if<std::vector<int64_t>>(&v)) return *x;
   throw ValueError(std::string("parameter '") + key + "' is not None or an int tuple");
@@ -42,7 +43,7 @@ Param none_or(const std::optional<std::vector<int64_t>>& v) {
 MJ_ARRAY_VIEW(BroadcastInDimParams, broadcast_in_dim_params, "broadcast_in_dim")
 BroadcastInDimParams BroadcastInDimParams::from(const Params& p) {
   return views::read_view("broadcast_in_dim", [&] {
-    return BroadcastInDimParams{p.get_ints("shape"), p.get_ints("broadcast_dimensions")};
+    return BroadcastInDimParams{param_ints(p, "shape"), param_ints(p, "broadcast_dimensions")};
   });
 }
 Params BroadcastInDimParams::to_params() const {
@@ -51,7 +52,7 @@ Params BroadcastInDimParams::to_params() const {
 
 MJ_ARRAY_VIEW(ReshapeParams, reshape_params, "reshape")
 ReshapeParams ReshapeParams::from(const Params& p) {
-  return views::read_view("reshape", [&] { return ReshapeParams{p.get_ints("new_sizes"), ints_or_none(p, "dimensions")}; });
+  return views::read_view("reshape", [&] { return ReshapeParams{param_ints(p, "new_sizes"), ints_or_none(p, "dimensions")}; });
 }
 Params ReshapeParams::to_params() const {
   return Params{{"dimensions", none_or(dimensions)}, {"new_sizes", new_sizes}};
@@ -59,25 +60,25 @@ Params ReshapeParams::to_params() const {
 
 MJ_ARRAY_VIEW(SqueezeParams, squeeze_params, "squeeze")
 SqueezeParams SqueezeParams::from(const Params& p) {
-  return views::read_view("squeeze", [&] { return SqueezeParams{p.get_ints("dimensions")}; });
+  return views::read_view("squeeze", [&] { return SqueezeParams{param_ints(p, "dimensions")}; });
 }
 Params SqueezeParams::to_params() const { return Params{{"dimensions", dimensions}}; }
 
 MJ_ARRAY_VIEW(ExpandDimsParams, expand_dims_params, "expand_dims")
 ExpandDimsParams ExpandDimsParams::from(const Params& p) {
-  return views::read_view("expand_dims", [&] { return ExpandDimsParams{p.get_ints("dimensions")}; });
+  return views::read_view("expand_dims", [&] { return ExpandDimsParams{param_ints(p, "dimensions")}; });
 }
 Params ExpandDimsParams::to_params() const { return Params{{"dimensions", dimensions}}; }
 
 MJ_ARRAY_VIEW(RevParams, rev_params, "rev")
 RevParams RevParams::from(const Params& p) {
-  return views::read_view("rev", [&] { return RevParams{p.get_ints("dimensions")}; });
+  return views::read_view("rev", [&] { return RevParams{param_ints(p, "dimensions")}; });
 }
 Params RevParams::to_params() const { return Params{{"dimensions", dimensions}}; }
 
 MJ_ARRAY_VIEW(TransposeParams, transpose_params, "transpose")
 TransposeParams TransposeParams::from(const Params& p) {
-  return views::read_view("transpose", [&] { return TransposeParams{p.get_ints("permutation")}; });
+  return views::read_view("transpose", [&] { return TransposeParams{param_ints(p, "permutation")}; });
 }
 Params TransposeParams::to_params() const { return Params{{"permutation", permutation}}; }
 
@@ -86,7 +87,7 @@ Params TransposeParams::to_params() const { return Params{{"permutation", permut
 MJ_ARRAY_VIEW(SliceParams, slice_params, "slice")
 SliceParams SliceParams::from(const Params& p) {
   return views::read_view("slice", [&] {
-    return SliceParams{p.get_ints("start_indices"), p.get_ints("limit_indices"), ints_or_none(p, "strides")};
+    return SliceParams{param_ints(p, "start_indices"), param_ints(p, "limit_indices"), ints_or_none(p, "strides")};
   });
 }
 Params SliceParams::to_params() const {
@@ -98,7 +99,7 @@ std::vector<int64_t> SliceParams::strides_or_ones(size_t n) const {
 
 MJ_ARRAY_VIEW(DynamicSliceParams, dynamic_slice_params, "dynamic_slice")
 DynamicSliceParams DynamicSliceParams::from(const Params& p) {
-  return views::read_view("dynamic_slice", [&] { return DynamicSliceParams{p.get_ints("slice_sizes")}; });
+  return views::read_view("dynamic_slice", [&] { return DynamicSliceParams{param_ints(p, "slice_sizes")}; });
 }
 Params DynamicSliceParams::to_params() const { return Params{{"slice_sizes", slice_sizes}}; }
 
@@ -112,7 +113,7 @@ Params DynamicUpdateSliceParams::to_params() const { return {}; }
 
 MJ_ARRAY_VIEW(ConcatenateParams, concatenate_params, "concatenate")
 ConcatenateParams ConcatenateParams::from(const Params& p) {
-  return views::read_view("concatenate", [&] { return ConcatenateParams{p.get_int("dimension")}; });
+  return views::read_view("concatenate", [&] { return ConcatenateParams{param_int(p, "dimension")}; });
 }
 Params ConcatenateParams::to_params() const { return Params{{"dimension", dimension}}; }
 
@@ -125,7 +126,7 @@ Params PadParams::to_params() const { return Params{{"padding_config", lax::padd
 MJ_ARRAY_VIEW(GatherParams, gather_params, "gather")
 GatherParams GatherParams::from(const Params& p) {
   return views::read_view("gather", [&] {
-    return GatherParams{p.get_ints("slice_sizes"), lax::gather_scatter_mode(p), lax::gather_fill_value(p)};
+    return GatherParams{param_ints(p, "slice_sizes"), lax::gather_scatter_mode(p), lax::gather_fill_value(p)};
   });
 }
 Params GatherParams::to_params() const {
@@ -151,7 +152,7 @@ DotGeneralParams DotGeneralParams::from(const Params& p) {
     DotGeneralParams v;
     v.dimension_numbers = lax::dot_dimension_numbers(p);
     v.precision = lax::dot_precision(p);
-    v.preferred_element_type = p.get_dtype("preferred_element_type");
+    v.preferred_element_type = param_dtype(p, "preferred_element_type");
     return v;
   });
 }
@@ -167,7 +168,7 @@ bool ReduceParams::is(const Primitive& p) {
 }
 bool ReduceParams::is(const Eqn& e) { return e.primitive && is(*e.primitive); }
 ReduceParams ReduceParams::from(const Params& p, const std::string& primitive) {
-  return views::read_view(primitive.c_str(), [&] { return ReduceParams{p.get_ints("axes")}; });
+  return views::read_view(primitive.c_str(), [&] { return ReduceParams{param_ints(p, "axes")}; });
 }
 Params ReduceParams::to_params() const { return Params{{"axes", axes}}; }
 ReduceParams reduce_params(const Eqn& e) {
@@ -183,7 +184,7 @@ bool ArgReduceParams::is(const Primitive& p) {
 bool ArgReduceParams::is(const Eqn& e) { return e.primitive && is(*e.primitive); }
 ArgReduceParams ArgReduceParams::from(const Params& p, const std::string& primitive) {
   return views::read_view(primitive.c_str(),
-                          [&] { return ArgReduceParams{p.get_ints("axes"), p.get_dtype("index_dtype")}; });
+                          [&] { return ArgReduceParams{param_ints(p, "axes"), param_dtype(p, "index_dtype")}; });
 }
 Params ArgReduceParams::to_params() const { return Params{{"axes", axes}, {"index_dtype", index_dtype}}; }
 ArgReduceParams arg_reduce_params(const Eqn& e) {
@@ -199,7 +200,7 @@ std::vector<int64_t> reduction_axes(const Eqn& e) {
 
 MJ_ARRAY_VIEW(CumsumParams, cumsum_params, "cumsum")
 CumsumParams CumsumParams::from(const Params& p) {
-  return views::read_view("cumsum", [&] { return CumsumParams{p.get_int("axis"), p.get_bool("reverse")}; });
+  return views::read_view("cumsum", [&] { return CumsumParams{param_int(p, "axis"), param_bool(p, "reverse")}; });
 }
 Params CumsumParams::to_params() const { return Params{{"axis", axis}, {"reverse", reverse}}; }
 
@@ -208,7 +209,7 @@ Params CumsumParams::to_params() const { return Params{{"axis", axis}, {"reverse
 MJ_ARRAY_VIEW(IotaParams, iota_params, "iota")
 IotaParams IotaParams::from(const Params& p) {
   return views::read_view("iota", [&] {
-    return IotaParams{p.get_int("dimension"), p.get_dtype("dtype"), p.get_ints("shape")};
+    return IotaParams{param_int(p, "dimension"), param_dtype(p, "dtype"), param_ints(p, "shape")};
   });
 }
 Params IotaParams::to_params() const { return Params{{"dimension", dimension}, {"dtype", dtype}, {"shape", shape}}; }
@@ -216,7 +217,7 @@ Params IotaParams::to_params() const { return Params{{"dimension", dimension}, {
 MJ_ARRAY_VIEW(ConvertElementTypeParams, convert_element_type_params, "convert_element_type")
 ConvertElementTypeParams ConvertElementTypeParams::from(const Params& p) {
   return views::read_view("convert_element_type", [&] {
-    return ConvertElementTypeParams{p.get_dtype("new_dtype"), p.get_bool("weak_type")};
+    return ConvertElementTypeParams{param_dtype(p, "new_dtype"), param_bool(p, "weak_type")};
   });
 }
 Params ConvertElementTypeParams::to_params() const {
@@ -225,25 +226,25 @@ Params ConvertElementTypeParams::to_params() const {
 
 MJ_ARRAY_VIEW(RoundParams, round_params, "round")
 RoundParams RoundParams::from(const Params& p) {
-  return views::read_view("round", [&] { return RoundParams{p.get_int("rounding_method")}; });
+  return views::read_view("round", [&] { return RoundParams{param_int(p, "rounding_method")}; });
 }
 Params RoundParams::to_params() const { return Params{{"rounding_method", rounding_method}}; }
 
 MJ_ARRAY_VIEW(IntegerPowParams, integer_pow_params, "integer_pow")
 IntegerPowParams IntegerPowParams::from(const Params& p) {
-  return views::read_view("integer_pow", [&] { return IntegerPowParams{p.get_int("y")}; });
+  return views::read_view("integer_pow", [&] { return IntegerPowParams{param_int(p, "y")}; });
 }
 Params IntegerPowParams::to_params() const { return Params{{"y", y}}; }
 
 MJ_ARRAY_VIEW(Iota2x32ShapeParams, iota_2x32_shape_params, "iota_2x32_shape")
 Iota2x32ShapeParams Iota2x32ShapeParams::from(const Params& p) {
-  return views::read_view("iota_2x32_shape", [&] { return Iota2x32ShapeParams{p.get_ints("shape")}; });
+  return views::read_view("iota_2x32_shape", [&] { return Iota2x32ShapeParams{param_ints(p, "shape")}; });
 }
 Params Iota2x32ShapeParams::to_params() const { return Params{{"shape", shape}}; }
 
 MJ_ARRAY_VIEW(BitcastConvertTypeParams, bitcast_convert_type_params, "bitcast_convert_type")
 BitcastConvertTypeParams BitcastConvertTypeParams::from(const Params& p) {
-  return views::read_view("bitcast_convert_type", [&] { return BitcastConvertTypeParams{p.get_dtype("new_dtype")}; });
+  return views::read_view("bitcast_convert_type", [&] { return BitcastConvertTypeParams{param_dtype(p, "new_dtype")}; });
 }
 Params BitcastConvertTypeParams::to_params() const { return Params{{"new_dtype", new_dtype}}; }
 
@@ -267,7 +268,7 @@ namespace {
 // parsed equation).
 template <class View>
 ParamsCheck check_with() {
-  return [](const Params& p) { (void)View::from(p); };
+  return [](const Params& p) { return View::from(p).to_params(); };
 }
 
 Registrar reg_checks([] {
@@ -287,8 +288,8 @@ Registrar reg_checks([] {
   set("scatter_add", check_with<ScatterAddParams>());
   set("dot_general", check_with<DotGeneralParams>());
   for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"})
-    set(n, [n](const Params& p) { (void)ReduceParams::from(p, n); });
-  for (const char* n : {"argmax", "argmin"}) set(n, [n](const Params& p) { (void)ArgReduceParams::from(p, n); });
+    set(n, [n](const Params& p) { return ReduceParams::from(p, n).to_params(); });
+  for (const char* n : {"argmax", "argmin"}) set(n, [n](const Params& p) { return ArgReduceParams::from(p, n).to_params(); });
   set("cumsum", check_with<CumsumParams>());
   set("iota", check_with<IotaParams>());
   set("convert_element_type", check_with<ConvertElementTypeParams>());

@@ -1,6 +1,7 @@
 // minijax typed view of the collectives' params: reading, writing and the registry's params check.
 // The primitives' names appear here and in core/primitives/collectives.cc only.
 #include "core/views/collectives.h"
+#include "core/param_reads.h"
 
 #include <array>
 
@@ -36,36 +37,36 @@ CollectiveParams read(Kind k, const Params& p) {
     case Kind::axis_index: views::check_known_keys(p, {"axis_name"}); return c;
     case Kind::all_gather:
       views::check_known_keys(p, {"axis_name", "axis_size", "gather_dimension", "tiled"});
-      c.gather_dimension = p.get_int("gather_dimension");
-      c.tiled = p.get_bool("tiled");
+      c.gather_dimension = param_int(p, "gather_dimension");
+      c.tiled = param_bool(p, "tiled");
       break;
     case Kind::all_reduce:
       views::check_known_keys(p, {"axis_name", "axis_size", "reduction"});
-      c.reduction = p.get_string("reduction");
+      c.reduction = param_string(p, "reduction");
       break;
     case Kind::reduce_scatter:
       views::check_known_keys(p, {"axis_name", "axis_size", "scatter_dimension"});
-      c.scatter_dimension = p.get_int("scatter_dimension");
+      c.scatter_dimension = param_int(p, "scatter_dimension");
       break;
     case Kind::all_to_all:
       views::check_known_keys(p, {"axis_name", "axis_size", "split_dimension", "concat_dimension"});
-      c.split_dimension = p.get_int("split_dimension");
-      c.concat_dimension = p.get_int("concat_dimension");
+      c.split_dimension = param_int(p, "split_dimension");
+      c.concat_dimension = param_int(p, "concat_dimension");
       break;
     case Kind::collective_permute:
       views::check_known_keys(p, {"axis_name", "axis_size", "source_target_pairs"});
-      c.source_target_pairs = p.get_ints("source_target_pairs");
+      c.source_target_pairs = param_ints(p, "source_target_pairs");
       break;
     case Kind::ragged_all_to_all: views::check_known_keys(p, {"axis_name", "axis_size"}); break;
   }
-  c.axis_size = p.get_int("axis_size");
+  c.axis_size = param_int(p, "axis_size");
   return c;
 }
 
 const Registrar reg([] {
   for (Kind k : kAll)
     get_or_create_primitive(CollectiveParams::name(k)).check_params = [k](const Params& p) {
-      (void)CollectiveParams::from(k, p);
+      return CollectiveParams::from(k, p).to_params();
     };
 });
 

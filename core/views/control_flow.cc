@@ -1,6 +1,7 @@
 // minijax typed params of scan, while, cond, the plain calls and name: reads from and writes to
 // Params, and the params checks registered on each primitive.
 #include "core/views/control_flow.h"
+#include "core/param_reads.h"
 
 #include <set>
 
@@ -9,7 +10,7 @@ namespace {
 
 template <class T>
 const T& req(const Params& p, const std::string& k, const char* tname) {
-  const Param& v = p.at(k);  // ValueError "missing parameter 'k'"
+  const Param& v = param_at(p, k);  // ValueError "missing parameter 'k'"
   if (auto* x = std::get_if<T>(&v)) return *x;
   throw ValueError("parameter '" + k + "' is not of type " + tname);
 }
@@ -145,7 +146,7 @@ CallParams CallParams::from(const Primitive& prim, const Params& p) {
     c.jaxpr = req_jaxpr(p, c.body_key);
     c.name = opt<std::string>(p, "name", "string");
     c.differentiated = opt<bool>(p, "differentiated", "bool");
-    if (p.has("prevent_cse")) c.prevent_cse = p.at("prevent_cse");
+    if (p.has("prevent_cse")) c.prevent_cse = param_at(p, "prevent_cse");
     if (p.has("policy")) c.policy = req<ParamObjectPtr>(p, "policy", "object");
     c.kind = opt<std::string>(p, "kind", "string");
     c.num_consts = opt<int64_t>(p, "num_consts", "int");
@@ -240,13 +241,13 @@ bool is_custom_derivative_call(const Primitive& p) {
 
 namespace {
 Registrar reg_checks([] {
-  get_or_create_primitive("scan").check_params = [](const Params& p) { (void)ScanParams::from(p); };
-  get_or_create_primitive("while").check_params = [](const Params& p) { (void)WhileParams::from(p); };
-  get_or_create_primitive("cond").check_params = [](const Params& p) { (void)CondParams::from(p); };
-  get_or_create_primitive("name").check_params = [](const Params& p) { (void)CheckpointNameParams::from(p); };
+  get_or_create_primitive("scan").check_params = [](const Params& p) { return ScanParams::from(p).to_params(); };
+  get_or_create_primitive("while").check_params = [](const Params& p) { return WhileParams::from(p).to_params(); };
+  get_or_create_primitive("cond").check_params = [](const Params& p) { return CondParams::from(p).to_params(); };
+  get_or_create_primitive("name").check_params = [](const Params& p) { return CheckpointNameParams::from(p).to_params(); };
   for (const char* n : {"pjit", "closed_call", "checkpoint", "custom_jvp_call", "custom_vjp_call", "fusion"}) {
     const Primitive* prim = &get_or_create_primitive(n);
-    get_or_create_primitive(n).check_params = [prim](const Params& p) { (void)CallParams::from(*prim, p); };
+    get_or_create_primitive(n).check_params = [prim](const Params& p) { return CallParams::from(*prim, p).to_params(); };
   }
 });
 }  // namespace

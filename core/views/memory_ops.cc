@@ -1,6 +1,7 @@
 // minijax typed views of the memory, copy and host-side primitives' params: reading, writing and
 // the registry's params check. The primitives' names appear here and at their registrations only.
 #include "core/views/memory_ops.h"
+#include "core/param_reads.h"
 
 #include "core/primitive.h"
 #include "core/views/param_keys.h"
@@ -31,8 +32,8 @@ CopyParams read_copy(CopyKind k, const Params& p) {
   if (k == CopyKind::start) views::check_known_keys(p, {"memory_kind", "slices"});
   else if (k == CopyKind::slice_start) views::check_known_keys(p, {"memory_kind", "axis", "slices", "pipelined"});
   else views::check_known_keys(p, {"axis", "slices", "pipelined"});
-  if (k != CopyKind::update_start) c.memory_kind = p.get_memory_kind("memory_kind");
-  if (k != CopyKind::start) c.axis = p.get_int("axis");
+  if (k != CopyKind::update_start) c.memory_kind = param_memory_kind(p, "memory_kind");
+  if (k != CopyKind::start) c.axis = param_int(p, "axis");
   c.slices = optional_param<int64_t>(p, "slices", &Params::get_int);
   if (k != CopyKind::start) c.pipelined = optional_param<bool>(p, "pipelined", &Params::get_bool);
   return c;
@@ -40,7 +41,7 @@ CopyParams read_copy(CopyKind k, const Params& p) {
 
 // An object param that a parsed jaxpr holds as text: (object, text).
 std::pair<ParamObjectPtr, std::optional<std::string>> object_or_text(const Params& p, const char* key) {
-  const Param& v = p.at(key);
+  const Param& v = param_at(p, key);
   if (auto* o = std::get_if<ParamObjectPtr>(&v)) return {*o, std::nullopt};
   if (auto* s = std::get_if<std::string>(&v)) return {nullptr, *s};
   throw ValueError(std::string("parameter '") + key + "' is not of type object");
@@ -54,23 +55,23 @@ Param object_or_text_param(const ParamObjectPtr& o, const std::optional<std::str
 void no_params(const Params& p) { views::check_known_keys(p, {}); }
 
 const Registrar reg([] {
-  get_or_create_primitive("device_put").check_params = [](const Params& p) { (void)DevicePutParams::from(p); };
+  get_or_create_primitive("device_put").check_params = [](const Params& p) { return DevicePutParams::from(p).to_params(); };
   for (CopyKind k : {CopyKind::start, CopyKind::slice_start, CopyKind::update_start})
     get_or_create_primitive(CopyParams::name(k)).check_params = [k](const Params& p) {
-      (void)CopyParams::from(k, p);
+      return CopyParams::from(k, p).to_params();
     };
-  get_or_create_primitive("copy_done").check_params = [](const Params& p) { (void)CopyDoneParams::from(p); };
+  get_or_create_primitive("copy_done").check_params = [](const Params& p) { return CopyDoneParams::from(p).to_params(); };
   get_or_create_primitive("allocate_buffer").check_params = [](const Params& p) {
-    (void)AllocateBufferParams::from(p);
+    return AllocateBufferParams::from(p).to_params();
   };
   get_or_create_primitive("optimization_barrier").check_params = [](const Params& p) {
-    (void)OptimizationBarrierParams::from(p);
+    return OptimizationBarrierParams::from(p).to_params();
   };
   get_or_create_primitive("sharding_constraint").check_params = [](const Params& p) {
-    (void)ShardingConstraintParams::from(p);
+    return ShardingConstraintParams::from(p).to_params();
   };
   get_or_create_primitive("debug_callback").check_params = [](const Params& p) {
-    (void)DebugCallbackParams::from(p);
+    return DebugCallbackParams::from(p).to_params();
   };
 });
 
@@ -87,7 +88,7 @@ bool DevicePutParams::is(const Eqn& e) { return e.primitive && is(*e.primitive);
 DevicePutParams DevicePutParams::from(const Params& p) {
   return views::read_view("device_put", [&] {
     views::check_known_keys(p, {"memory_kind"});
-    return DevicePutParams{p.get_memory_kind("memory_kind")};
+    return DevicePutParams{param_memory_kind(p, "memory_kind")};
   });
 }
 Params DevicePutParams::to_params() const { return Params{{"memory_kind", memory_kind}}; }
@@ -179,7 +180,7 @@ bool AllocateBufferParams::is(const Eqn& e) { return e.primitive && is(*e.primit
 AllocateBufferParams AllocateBufferParams::from(const Params& p) {
   return views::read_view("allocate_buffer", [&] {
     views::check_known_keys(p, {"shape", "dtype", "memory_kind"});
-    return AllocateBufferParams{p.get_ints("shape"), p.get_dtype("dtype"), p.get_memory_kind("memory_kind")};
+    return AllocateBufferParams{param_ints(p, "shape"), param_dtype(p, "dtype"), param_memory_kind(p, "memory_kind")};
   });
 }
 Params AllocateBufferParams::to_params() const {
@@ -236,7 +237,7 @@ DebugCallbackParams DebugCallbackParams::from(const Params& p) {
   return views::read_view("debug_callback", [&] {
     views::check_known_keys(p, {"callback", "ordered"});
     auto [o, t] = object_or_text(p, "callback");
-    return DebugCallbackParams{o, t, p.get_bool("ordered")};
+    return DebugCallbackParams{o, t, param_bool(p, "ordered")};
   });
 }
 Params DebugCallbackParams::to_params() const {

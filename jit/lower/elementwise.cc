@@ -85,21 +85,21 @@ EVal max_min(FusionEmitter& fe, EVal a, EVal b, bool is_max) {
   return {k.select(pick_a, a.v, b.v), a.dtype, a.lanes};
 }
 
-EVal compare(FusionEmitter& fe, EVal a, EVal b, const std::string& op) {
+// The predicates of one comparison primitive: on floats (C++ comparisons: ordered, except !=,
+// which is true for NaN), on signed and on unsigned (u32, bool) integers.
+struct Comparison {
+  Pred on_float, on_signed, on_unsigned;
+};
+
+EVal compare(FusionEmitter& fe, EVal a, EVal b, Comparison c) {
   fe.match_lanes(a, b);
   kir::Builder& k = fe.b;
   Value r;
   if (is_floating(a.dtype)) {
-    // C++ comparisons: ordered, except != which is true for NaN.
-    Pred p = op == "eq" ? Pred::foeq : op == "ne" ? Pred::fune : op == "lt" ? Pred::folt
-           : op == "le" ? Pred::fole : op == "gt" ? Pred::fogt : Pred::foge;
-    r = k.fcmp(p, a.v, b.v);
+    r = k.fcmp(c.on_float, a.v, b.v);
   } else {
-    bool uns = a.dtype == DType::u32 || a.dtype == DType::bool_;
-    Pred p = op == "eq" ? Pred::eq : op == "ne" ? Pred::ne
-           : op == "lt" ? (uns ? Pred::ult : Pred::slt) : op == "le" ? (uns ? Pred::ule : Pred::sle)
-           : op == "gt" ? (uns ? Pred::ugt : Pred::sgt) : (uns ? Pred::uge : Pred::sge);
-    r = k.icmp(p, a.v, b.v);
+    const bool uns = a.dtype == DType::u32 || a.dtype == DType::bool_;
+    r = k.icmp(uns ? c.on_unsigned : c.on_signed, a.v, b.v);
   }
   return {r, DType::bool_, a.lanes};
 }
@@ -176,17 +176,17 @@ const RegisterElemental r_min("min", binary([](FusionEmitter& fe, EVal a, EVal b
 const RegisterElemental r_and("and", binary([](FusionEmitter& fe, EVal a, EVal b) { return bitwise(fe, a, b, Op::And); }));
 const RegisterElemental r_or("or", binary([](FusionEmitter& fe, EVal a, EVal b) { return bitwise(fe, a, b, Op::Or); }));
 const RegisterElemental r_xor("xor", binary([](FusionEmitter& fe, EVal a, EVal b) { return bitwise(fe, a, b, Op::Xor); }));
-#define MJ_CMP(name)                                                                                    \
+#define MJ_CMP(name, f, s, u)                                                                           \
   const RegisterElemental r_##name(#name, [](FusionEmitter& fe, const Eqn& e, const ElemIndex& at) { \
     auto x = operands_at(fe, e, at);                                                                  \
-    return std::vector<EVal>{compare(fe, x[0], x[1], #name)};                                         \
+    return std::vector<EVal>{compare(fe, x[0], x[1], Comparison{Pred::f, Pred::s, Pred::u})};        \
   });
-MJ_CMP(eq)
-MJ_CMP(ne)
-MJ_CMP(lt)
-MJ_CMP(le)
-MJ_CMP(gt)
-MJ_CMP(ge)
+MJ_CMP(eq, foeq, eq, eq)
+MJ_CMP(ne, fune, ne, ne)
+MJ_CMP(lt, folt, slt, ult)
+MJ_CMP(le, fole, sle, ule)
+MJ_CMP(gt, fogt, sgt, ugt)
+MJ_CMP(ge, foge, sge, uge)
 #undef MJ_CMP
 const RegisterElemental r_neg("neg", unary(neg));
 const RegisterElemental r_abs("abs", unary(abs_));

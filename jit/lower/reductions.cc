@@ -44,10 +44,13 @@ EVal combine_extreme(FusionEmitter& fe, EVal a, EVal x, bool is_max) {
   return {b.select(x_wins, x.v, a.v), a.dtype, a.lanes};
 }
 
-EVal identity(FusionEmitter& fe, DType d, int lanes, const std::string& kind) {
-  if (kind == "sum") return fe.constant_int(d, 0, lanes);
-  if (kind == "prod") return fe.constant_int(d, 1, lanes);
-  const bool mx = kind == "max";
+// The monoid a reduction combines its elements with.
+enum class Monoid { sum, prod, max, min };
+
+EVal identity(FusionEmitter& fe, DType d, int lanes, Monoid kind) {
+  if (kind == Monoid::sum) return fe.constant_int(d, 0, lanes);
+  if (kind == Monoid::prod) return fe.constant_int(d, 1, lanes);
+  const bool mx = kind == Monoid::max;
   switch (d) {
     case DType::bool_: return fe.constant_int(d, mx ? 0 : 1, lanes);
     case DType::i32: return fe.constant_int(d, mx ? INT32_MIN : INT32_MAX, lanes);
@@ -56,12 +59,12 @@ EVal identity(FusionEmitter& fe, DType d, int lanes, const std::string& kind) {
   }
 }
 
-ReductionRule rule(const std::string& kind) {
+ReductionRule rule(Monoid kind) {
   ReductionRule r;
   r.init = [kind](FusionEmitter& fe, const Eqn&, DType d, int lanes) { return std::vector<EVal>{identity(fe, d, lanes, kind)}; };
   auto comb = [kind](FusionEmitter& fe, EVal a, EVal x) {
-    if (kind == "sum" || kind == "prod") return combine_arith(fe, a, x, kind == "prod");
-    return combine_extreme(fe, a, x, kind == "max");
+    if (kind == Monoid::sum || kind == Monoid::prod) return combine_arith(fe, a, x, kind == Monoid::prod);
+    return combine_extreme(fe, a, x, kind == Monoid::max);
   };
   r.combine = [comb](FusionEmitter& fe, const Eqn&, const std::vector<EVal>& acc, EVal x, const DimIdx&) {
     return std::vector<EVal>{comb(fe, acc[0], x)};
@@ -71,7 +74,7 @@ ReductionRule rule(const std::string& kind) {
   };
   // A bf16 sum is accumulated in f32 and rounded once, as eager stores it, before an epilogue reads it.
   r.finish = [](FusionEmitter& fe, const Eqn&, const std::vector<EVal>& acc) { return fe.round_storage(acc[0]); };
-  r.pairwise = kind == "sum" || kind == "prod";
+  r.pairwise = kind == Monoid::sum || kind == Monoid::prod;
   return r;
 }
 
@@ -115,9 +118,9 @@ ReductionRule arg_rule(bool is_max) {
     const auto axes = arg_reduce_params(e).axes;
     const int64_t extent = atom_aval(e.inputs.at(0)).shape.at(size_t(axes.at(0)));
     if (extent >= INT32_MAX)
-      throw ValueError(std::string(is_max ? "argmax" : "argmin") + " lowering: the reduced axis has " +
+      throw ValueError(e.primitive->name + " lowering: the reduced axis has " +
                        std::to_string(extent) + " elements; positions are kept as i32 (at most 2^31 - 2)");
-    return Acc2{identity(fe, d, lanes, is_max ? "max" : "min"), fe.constant_int(DType::i32, INT32_MAX, lanes)};
+    return Acc2{identity(fe, d, lanes, is_max ? Monoid::max : Monoid::min), fe.constant_int(DType::i32, INT32_MAX, lanes)};
   };
   r.combine = [is_max](FusionEmitter& fe, const Eqn&, const Acc2& acc, EVal x, const DimIdx& pos) {
     Value p = fe.dim_vector(pos, x.lanes);
@@ -133,10 +136,10 @@ ReductionRule arg_rule(bool is_max) {
   return r;
 }
 
-const RegisterReduction r_sum("reduce_sum", rule("sum"));
-const RegisterReduction r_prod("reduce_prod", rule("prod"));
-const RegisterReduction r_max("reduce_max", rule("max"));
-const RegisterReduction r_min("reduce_min", rule("min"));
+const RegisterReduction r_sum("reduce_sum", rule(Monoid::sum));
+const RegisterReduction r_prod("reduce_prod", rule(Monoid::prod));
+const RegisterReduction r_max("reduce_max", rule(Monoid::max));
+const RegisterReduction r_min("reduce_min", rule(Monoid::min));
 const RegisterReduction r_argmax("argmax", arg_rule(true));
 const RegisterReduction r_argmin("argmin", arg_rule(false));
 

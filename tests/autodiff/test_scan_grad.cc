@@ -6,6 +6,7 @@
 #include <random>
 #include <minijax/minijax.h>
 
+#include "core/views/control_flow.h"
 #include "autodiff/jvp.h"
 #include "autodiff/partial_eval.h"
 #include "autodiff/transpose.h"
@@ -361,7 +362,7 @@ mj::PolicyPtr offload_named(const std::string& name) {
   return mj::checkpoint_policies::custom(
       "offload_" + name,
       [name](const mj::Primitive& p, const std::vector<mj::ShapedArray>&, const mj::Params& params) -> mj::PolicyDecision {
-        if (p.name == "name" && params.get_string("name") == name)
+        if (p.name == "name" && mj::CheckpointNameParams::from(params).name == name)
           return mj::Offloadable{mj::MemoryKind::device, mj::MemoryKind::pinned_host};
         return mj::Recompute{};
       });

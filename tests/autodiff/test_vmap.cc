@@ -54,7 +54,7 @@ std::vector<Array> add_impl(const std::vector<Array>& a, const mj::Params&,
 
 std::vector<ShapedArray> reduce_shape(const std::vector<ShapedArray>& in, const mj::Params& p) {
   ShapedArray o = in[0];
-  const auto& axes = p.get_ints("axes");
+  const auto& axes = std::get<std::vector<int64_t>>(p.items().at("axes"));
   std::vector<bool> drop(size_t(o.ndim()), false);
   for (int64_t a : axes) {
     if (a < 0 || a >= o.ndim()) throw mj::ValueError("axis out of range");
@@ -71,7 +71,7 @@ std::vector<Array> reduce_impl(const std::vector<Array>& a, const mj::Params& p,
                                const std::vector<ShapedArray>& out) {
   Array r = Array::allocate(out[0]);
   const Shape& in_shape = a[0].shape();
-  const auto& axes = p.get_ints("axes");
+  const auto& axes = std::get<std::vector<int64_t>>(p.items().at("axes"));
   std::vector<bool> drop(in_shape.size(), false);
   for (int64_t ax : axes) drop[size_t(ax)] = true;
   auto in_strides = mj::strides_of(in_shape);
@@ -101,7 +101,7 @@ mj::Registrar reg_test_prims([] {
   red.impl = reduce_impl;
   red.batch = [](const std::vector<Array>& args, const std::vector<int64_t>& dims,
                  const mj::Params& p) -> std::pair<std::vector<Array>, std::vector<int64_t>> {
-    auto axes = mj::batched_axes(p.get_ints("axes"), dims[0]);
+    auto axes = mj::batched_axes(std::get<std::vector<int64_t>>(p.items().at("axes")), dims[0]);
     Array out = mj::bind1("test_vmap_reduce", {args[0]}, {{"axes", axes}});
     return {{out}, {mj::bdim_after_removing(dims[0], axes)}};
   };

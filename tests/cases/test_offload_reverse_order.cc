@@ -12,6 +12,10 @@
 
 #include <minijax/minijax.h>
 
+#include "core/views/memory_ops.h"
+#include "core/views/control_flow.h"
+#include "core/bodies.h"
+
 namespace {
 
 namespace cp = mj::checkpoint_policies;
@@ -169,9 +173,9 @@ INSTANTIATE_TEST_SUITE_P(LengthsAndDirections, OffloadReverseOrderN,
 // A device_put to `kind` anywhere inside a jaxpr (scan and checkpoint bodies included).
 bool has_device_put(const mj::Jaxpr& j, mj::MemoryKind kind) {
   for (const auto& e : j.eqns) {
-    if (e.primitive->name == "device_put" && e.params.get_memory_kind("memory_kind") == kind) return true;
+    if (mj::DevicePutParams::is(e) && mj::device_put_params(e).memory_kind == kind) return true;
     if ((e.primitive->name == "scan" || e.primitive->name == "checkpoint") &&
-        has_device_put(*e.params.get_jaxpr("jaxpr")->jaxpr, kind))
+        has_device_put(*mj::subjaxprs(e).at(0).jaxpr->jaxpr, kind))
       return true;
   }
   return false;
@@ -193,15 +197,15 @@ TEST(OffloadReverseOrder, BackwardScanRunsOppositeToTheForwardOneOverTheHostStac
     ASSERT_EQ(scans.size(), 2u) << j;
     const mj::Eqn& fwd = *scans[0];
     const mj::Eqn& bwd = *scans[1];
-    EXPECT_EQ(fwd.params.get_bool("reverse"), reverse) << j;
-    EXPECT_EQ(bwd.params.get_bool("reverse"), !reverse) << j;
+    EXPECT_EQ(mj::scan_params(fwd).reverse, reverse) << j;
+    EXPECT_EQ(mj::scan_params(bwd).reverse, !reverse) << j;
     std::vector<mj::Var> host;
     for (const auto& o : fwd.outputs)
       if (o.aval().memory_kind == mj::MemoryKind::pinned_host) host.push_back(o);
     ASSERT_EQ(host.size(), 1u) << j;
     EXPECT_EQ(host[0].aval().shape, (mj::Shape{n, 1}));
-    EXPECT_TRUE(has_device_put(*fwd.params.get_jaxpr("jaxpr")->jaxpr, mj::MemoryKind::pinned_host)) << j;
-    const int64_t first_x = bwd.params.get_int("num_consts") + bwd.params.get_int("num_carry");
+    EXPECT_TRUE(has_device_put(*mj::subjaxprs(fwd).at(0).jaxpr->jaxpr, mj::MemoryKind::pinned_host)) << j;
+    const int64_t first_x = mj::scan_params(bwd).num_consts + mj::scan_params(bwd).num_carry;
     int reads = 0;
     for (size_t i = 0; i < bwd.inputs.size(); ++i)
       if (std::holds_alternative<mj::Var>(bwd.inputs[i]) && mj::atom_var(bwd.inputs[i]) == host[0]) {
@@ -209,7 +213,7 @@ TEST(OffloadReverseOrder, BackwardScanRunsOppositeToTheForwardOneOverTheHostStac
         ++reads;
       }
     EXPECT_EQ(reads, 1) << j;
-    EXPECT_TRUE(has_device_put(*bwd.params.get_jaxpr("jaxpr")->jaxpr, mj::MemoryKind::device)) << j;
+    EXPECT_TRUE(has_device_put(*mj::subjaxprs(bwd).at(0).jaxpr->jaxpr, mj::MemoryKind::device)) << j;
   }
 }
 

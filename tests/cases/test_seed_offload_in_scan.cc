@@ -15,6 +15,9 @@
 
 #include <minijax/minijax.h>
 
+#include "core/views/memory_ops.h"
+#include "core/views/control_flow.h"
+#include "core/bodies.h"
 #include "autodiff/linearize.h"
 
 namespace {
@@ -143,9 +146,9 @@ TEST(SeedOffloadInScan, SavedResidualsAreTheCarryOnDeviceAndSaveRematOnHost) {
 // A device_put to `kind` in a body, at any depth (the scan body holds the checkpoint's body).
 const mj::Eqn* find_in_body(const mj::Jaxpr& j, const std::string& prim, mj::MemoryKind kind) {
   for (const auto& e : j.eqns) {
-    if (e.primitive->name == prim && e.params.get_memory_kind("memory_kind") == kind) return &e;
+    if (e.primitive->name == prim && mj::device_put_params(e).memory_kind == kind) return &e;
     if (e.primitive->name == "scan" || e.primitive->name == "checkpoint")
-      if (const mj::Eqn* inner = find_in_body(*e.params.get_jaxpr("jaxpr")->jaxpr, prim, kind)) return inner;
+      if (const mj::Eqn* inner = find_in_body(*mj::subjaxprs(e).at(0).jaxpr->jaxpr, prim, kind)) return inner;
   }
   return nullptr;
 }
@@ -209,13 +212,13 @@ TEST(SeedOffloadInScan, LinearizedProgramReadsTheHostStackInsideItsScan) {
   auto scans = scans_of(lin);
   ASSERT_EQ(scans.size(), 1u) << lr.linear;
   const mj::Eqn& s = *scans[0];
-  EXPECT_FALSE(s.params.get_bool("reverse"));
-  EXPECT_EQ(s.params.get_int("length"), 2);
-  const int64_t first_x = s.params.get_int("num_consts") + s.params.get_int("num_carry");
+  EXPECT_FALSE(mj::scan_params(s).reverse);
+  EXPECT_EQ(mj::scan_params(s).length, 2);
+  const int64_t first_x = mj::scan_params(s).num_consts + mj::scan_params(s).num_carry;
   int host_xs = 0;
   for (size_t i = size_t(first_x); i < s.inputs.size(); ++i) host_xs += is_host_stack(mj::atom_aval(s.inputs[i]));
   EXPECT_EQ(host_xs, 1) << lr.linear;
-  EXPECT_NE(find_in_body(*s.params.get_jaxpr("jaxpr")->jaxpr, "device_put", mj::MemoryKind::device), nullptr)
+  EXPECT_NE(find_in_body(*mj::subjaxprs(s).at(0).jaxpr->jaxpr, "device_put", mj::MemoryKind::device), nullptr)
       << lr.linear;
   // Evaluating the linear map on a unit tangent gives the gradient (the map is diagonal here).
   Array t = eval_jaxpr(lr.linear, {mj::ones({3}, mj::f32)})[0];
@@ -231,17 +234,17 @@ TEST(SeedOffloadInScan, GradProgramWritesRowsForwardAndReadsThemBackwardReversed
   const mj::Eqn& bwd = *scans[1];
   // Forward: writes one row per iteration to a stacked pinned_host [2,3] output (the body copies
   // the named value to the host and yields it as a y slice).
-  EXPECT_FALSE(fwd.params.get_bool("reverse")) << j;
+  EXPECT_FALSE(mj::scan_params(fwd).reverse) << j;
   const mj::Var* host_stack = nullptr;
   for (const auto& o : fwd.outputs)
     if (is_host_stack(o.aval())) host_stack = &o;
   ASSERT_NE(host_stack, nullptr) << j;
-  EXPECT_NE(find_in_body(*fwd.params.get_jaxpr("jaxpr")->jaxpr, "device_put", mj::MemoryKind::pinned_host), nullptr)
+  EXPECT_NE(find_in_body(*mj::subjaxprs(fwd).at(0).jaxpr->jaxpr, "device_put", mj::MemoryKind::pinned_host), nullptr)
       << j;
   // Backward: the transposed scan runs in reversed order (reverse flipped), takes the host stack
   // as xs (one row per iteration, last row first) and copies each row back to the device.
-  EXPECT_TRUE(bwd.params.get_bool("reverse")) << j;
-  const int64_t first_x = bwd.params.get_int("num_consts") + bwd.params.get_int("num_carry");
+  EXPECT_TRUE(mj::scan_params(bwd).reverse) << j;
+  const int64_t first_x = mj::scan_params(bwd).num_consts + mj::scan_params(bwd).num_carry;
   int reads = 0;
   for (size_t i = 0; i < bwd.inputs.size(); ++i)
     if (std::holds_alternative<mj::Var>(bwd.inputs[i]) && mj::atom_var(bwd.inputs[i]) == *host_stack) {
@@ -249,7 +252,7 @@ TEST(SeedOffloadInScan, GradProgramWritesRowsForwardAndReadsThemBackwardReversed
       ++reads;
     }
   EXPECT_EQ(reads, 1) << j;
-  EXPECT_NE(find_in_body(*bwd.params.get_jaxpr("jaxpr")->jaxpr, "device_put", mj::MemoryKind::device), nullptr)
+  EXPECT_NE(find_in_body(*mj::subjaxprs(bwd).at(0).jaxpr->jaxpr, "device_put", mj::MemoryKind::device), nullptr)
       << j;
   // The staged program evaluates to the same gradient.
   Array g = eval_jaxpr(j, {params()})[0];

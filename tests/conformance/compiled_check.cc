@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/views/array_ops.h"
 #include "conformance.h"
 
 namespace conformance {
@@ -78,9 +79,9 @@ int64_t summed_length(const mj::Eqn& e) {
   if (e.inputs.empty()) return len;
   const mj::Shape& s = mj::atom_aval(e.inputs[0]).shape;
   if (n == "reduce_sum" || n == "reduce_prod") {
-    for (int64_t a : e.params.get_ints("axes")) len *= s[size_t(a)];
+    for (int64_t a : mj::reduce_params(e).axes) len *= s[size_t(a)];
   } else if (n == "cumsum") {
-    len = s[size_t(e.params.get_int("axis"))];
+    len = s[size_t(mj::cumsum_params(e).axis)];
   } else if (n == "dot_general") {
     for (int64_t a : mj::lax::dot_dimension_numbers(e.params).lhs_contracting) len *= s[size_t(a)];
   } else if (n == "scatter_add") {

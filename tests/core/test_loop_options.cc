@@ -7,6 +7,8 @@
 
 #include <minijax/minijax.h>
 
+#include "core/views/control_flow.h"
+
 namespace {
 using mj::Array;
 namespace lax = mj::lax;
@@ -14,7 +16,7 @@ namespace lax = mj::lax;
 // The `unroll` param of every scan equation in j and in the bodies nested in it, in order.
 void scan_unrolls(const mj::Jaxpr& j, std::vector<int64_t>& out) {
   for (const mj::Eqn& e : j.eqns) {
-    if (e.primitive->name == "scan") out.push_back(e.params.get_int("unroll"));
+    if (e.primitive->name == "scan") out.push_back(mj::scan_params(e).unroll.value());
     for (auto& [key, v] : e.params.items()) {
       if (auto* cj = std::get_if<mj::ClosedJaxprPtr>(&v)) {
         if (*cj && (*cj)->jaxpr) scan_unrolls(*(*cj)->jaxpr, out);

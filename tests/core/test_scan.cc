@@ -9,6 +9,9 @@
 
 #include <minijax/minijax.h>
 
+#include "core/views/control_flow.h"
+#include "core/bodies.h"
+
 namespace {
 using mj::Array;
 namespace lax = mj::lax;
@@ -183,8 +186,8 @@ TEST(Scan, ClosesOverValuesAsConsts) {
   auto j = mj::make_jaxpr(f)(f32s({1, 1}, {2}));
   const mj::Eqn* e = find_eqn(*j.jaxpr, "scan");
   ASSERT_NE(e, nullptr);
-  EXPECT_EQ(e->params.get_int("num_consts"), 1);
-  EXPECT_EQ(e->params.get_int("num_carry"), 1);
+  EXPECT_EQ(mj::scan_params(*e).num_consts, 1);
+  EXPECT_EQ(mj::scan_params(*e).num_carry, 1);
   EXPECT_EQ(e->inputs.size(), 2u);
 }
 
@@ -346,11 +349,11 @@ TEST(Scan, DceRemovesUnusedCarryAndYs) {
   auto [pruned, used_in] = mj::dce_jaxpr(*j.jaxpr, {true, true});
   const mj::Eqn* e = find_eqn(pruned, "scan");
   ASSERT_NE(e, nullptr);
-  EXPECT_EQ(e->params.get_int("num_carry"), 2);  // a and c
+  EXPECT_EQ(mj::scan_params(*e).num_carry, 2);  // a and c
   EXPECT_EQ(e->outputs.size(), 3u);               // a, c carries + the used ys
   EXPECT_EQ(e->inputs.size(), 3u);                // a0, c0, xs
-  EXPECT_EQ(e->params.get_ints("linear").size(), 3u);
-  const mj::Jaxpr& body = *e->params.get_jaxpr("jaxpr")->jaxpr;
+  EXPECT_EQ(mj::scan_params(*e).linear.value().size(), 3u);
+  const mj::Jaxpr& body = *mj::subjaxprs(*e).at(0).jaxpr->jaxpr;
   EXPECT_EQ(body.invars.size(), 3u);
   EXPECT_EQ(body.outvars.size(), 3u);
   EXPECT_EQ(find_eqn(body, "sin"), nullptr);
@@ -402,7 +405,7 @@ TEST(ForiLoop, MatchesLoop) {
   })(mj::scalar(0.0f));
   const mj::Eqn* e = find_eqn(*j.jaxpr, "scan");
   ASSERT_NE(e, nullptr);
-  EXPECT_EQ(e->params.get_int("length"), 5);
+  EXPECT_EQ(mj::scan_params(*e).length, 5);
 }
 
 TEST(Scan, UnderJit) {

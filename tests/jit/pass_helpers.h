@@ -13,6 +13,7 @@
 
 #include <minijax/minijax.h>
 
+#include "core/bodies.h"
 #include "core/verify.h"
 
 namespace passtest {
@@ -141,7 +142,7 @@ inline std::vector<const mj::Eqn*> top_fusions(const mj::Jaxpr& j) {
   return r;
 }
 
-inline const mj::Jaxpr& body_of(const mj::Eqn& e) { return *e.params.get_jaxpr("jaxpr")->jaxpr; }
+inline const mj::Jaxpr& body_of(const mj::Eqn& e) { return *mj::subjaxprs(e).at(0).jaxpr->jaxpr; }
 
 /// Number of equations of primitive `name` in the body of fusion f.
 inline int count_in(const mj::Eqn& f, const std::string& name) { return count_eqns(body_of(f), name); }

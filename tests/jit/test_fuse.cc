@@ -8,6 +8,9 @@
 #include <map>
 #include <set>
 
+#include "core/views/array_ops.h"
+#include "core/views/control_flow.h"
+#include "core/bodies.h"
 #include "core/fusion.h"
 #include "core/parser.h"
 #include "jit/fuse.h"
@@ -209,8 +212,8 @@ std::vector<int64_t> sorted(std::vector<int64_t> v) {
 
 void check_fusion_body(const Eqn& f) {
   const Jaxpr& b = body_of(f);
-  const std::string kind = f.params.get_string("kind");
-  SCOPED_TRACE(f.params.get_string("name") + " (" + kind + ")\n" + mj::to_string(b));
+  const std::string kind = mj::call_params(f).kind.value();
+  SCOPED_TRACE(mj::call_params(f).name.value() + " (" + kind + ")\n" + mj::to_string(b));
   ASSERT_TRUE(b.constvars.empty());
   ASSERT_EQ(b.invars.size(), f.inputs.size());
   ASSERT_EQ(b.outvars.size(), f.outputs.size());
@@ -251,10 +254,10 @@ void check_fusion_body(const Eqn& f) {
   ASSERT_FALSE(reductions.empty());
   const mj::Shape in_space = mj::atom_aval(reductions[0]->inputs[0]).shape;
   const mj::Shape out_space = reductions[0]->outputs[0].aval().shape;
-  const auto axes = sorted(reductions[0]->params.get_ints("axes"));
+  const auto axes = sorted(mj::reduce_params(*reductions[0]).axes);
   for (auto* r : reductions) {
     EXPECT_EQ(mj::atom_aval(r->inputs[0]).shape, in_space);
-    EXPECT_EQ(sorted(r->params.get_ints("axes")), axes);
+    EXPECT_EQ(sorted(mj::reduce_params(*r).axes), axes);
   }
   for (auto& a : b.outvars) EXPECT_EQ(mj::atom_aval(a).shape, out_space);
   // The epilogue (everything downstream of a reduction) is elementwise, and no reduction reads it.
@@ -281,7 +284,7 @@ void check_contract(const Jaxpr& j) {
   passtest::visit_eqns(j, [&](const Eqn& e, int, bool in_fusion) {
     if (in_fusion) return;
     if (e.primitive->name == "fusion") {
-      EXPECT_EQ(e.params.get_string("name"), "fusion." + std::to_string(next++));
+      EXPECT_EQ(mj::call_params(e).name.value(), "fusion." + std::to_string(next++));
       check_fusion_body(e);
     } else {
       EXPECT_EQ(e.primitive->op_class, OpClass::other) << "unfused " << e.primitive->name << "\n" << j;
@@ -304,7 +307,7 @@ Jaxpr compile_passes(const mj::ClosedJaxpr& cj, const std::string& what, bool sp
 
 std::vector<std::string> kinds(const Jaxpr& j) {
   std::vector<std::string> r;
-  for (auto* f : top_fusions(j)) r.push_back(f->params.get_string("kind"));
+  for (auto* f : top_fusions(j)) r.push_back(mj::call_params(*f).kind.value());
   return r;
 }
 
@@ -359,7 +362,7 @@ TEST(Fuse, AdamUpdateOfOneLeafIsOneFusionWithThreeResults) {
   ASSERT_EQ(top_fusions(f).size(), 1u) << f;
   ASSERT_EQ(f.eqns.size(), 1u) << f;
   const Eqn& k = f.eqns[0];
-  EXPECT_EQ(k.params.get_string("kind"), "loop");
+  EXPECT_EQ(mj::call_params(k).kind.value(), "loop");
   EXPECT_EQ(k.outputs.size(), 3u);
   // Results in program order: m1, v1, then the parameter.
   for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(std::get<mj::Var>(f.outvars[(i + 1) % 3]) == k.outputs[i]) << f;
@@ -407,7 +410,7 @@ TEST(Fuse, ScanBodyIsFused) {
   Jaxpr f = compile_passes(cj, "scan body");
   ASSERT_EQ(f.eqns.size(), 1u) << f;
   ASSERT_EQ(f.eqns[0].primitive->name, "scan");
-  const Jaxpr& body = *f.eqns[0].params.get_jaxpr("jaxpr")->jaxpr;
+  const Jaxpr& body = *mj::subjaxprs(f.eqns[0]).at(0).jaxpr->jaxpr;
   ASSERT_EQ(body.eqns.size(), 1u) << body;
   EXPECT_EQ(body.eqns[0].primitive->name, "fusion");
   EXPECT_EQ(body.eqns[0].outputs.size(), 2u);  // the new carry and the y (multi-output)

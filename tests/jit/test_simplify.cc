@@ -2,6 +2,7 @@
 // equations left) and value preservation, bit for bit, on inputs with -0.0, NaN and infinities.
 #include <gtest/gtest.h>
 
+#include "core/views/array_ops.h"
 #include "jit/simplify.h"
 #include "pass_helpers.h"
 
@@ -103,7 +104,7 @@ TEST(Simplify, BroadcastToOwnShapeAndBroadcastOfBroadcast) {
       "c:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(2, 3)] b; "
       "d:f32[5,2,3] = broadcast_in_dim[broadcast_dimensions=(1, 2) shape=(5, 2, 3)] c in (d,) }");
   ASSERT_EQ(r.eqns.size(), 1u) << r;
-  EXPECT_EQ(r.eqns[0].params.get_ints("broadcast_dimensions"), (std::vector<int64_t>{2}));
+  EXPECT_EQ(mj::broadcast_in_dim_params(r.eqns[0]).broadcast_dimensions, (std::vector<int64_t>{2}));
   EXPECT_TRUE(std::get<mj::Var>(r.eqns[0].inputs[0]) == r.invars[0]);
 }
 
@@ -116,7 +117,7 @@ TEST(Simplify, TransposeIdentityAndTransposeOfTranspose) {
   // By hand (out dim i = operand dim perm[i]): c = a dims (1,2,0), d = a dims (2,0,1),
   // e = a dims (1,0,2): one transpose of a; f = c dims (2,0,1) = a dims (0,1,2): a itself.
   ASSERT_EQ(count_eqns(r, "transpose"), 1) << r;
-  EXPECT_EQ(r.eqns[0].params.get_ints("permutation"), (std::vector<int64_t>{1, 0, 2})) << r;
+  EXPECT_EQ(mj::transpose_params(r.eqns[0]).permutation, (std::vector<int64_t>{1, 0, 2})) << r;
   EXPECT_TRUE(std::get<mj::Var>(r.eqns[0].inputs[0]) == r.invars[0]);
   EXPECT_TRUE(std::get<mj::Var>(r.outvars[1]) == r.invars[0]) << r;
 }

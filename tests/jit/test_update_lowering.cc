@@ -4,6 +4,7 @@
 // hand computation, and the in-place scan loop writing one element per iteration.
 #include <gtest/gtest.h>
 
+#include "core/bodies.h"
 #include "lowering_helpers.h"
 #include "jit/executable.h"
 #include "memory/plan_buffers.h"
@@ -84,7 +85,7 @@ TEST(UpdateLowering, ScanWritingOneElementPerIterationUpdatesTheCarryInPlace) {
   for (auto& e : exe.program.eqns)
     if (e.primitive->name == "scan") scan = &e;
   ASSERT_NE(scan, nullptr);
-  const mj::Jaxpr& body = *scan->params.get_jaxpr("jaxpr")->jaxpr;
+  const mj::Jaxpr& body = *mj::subjaxprs(*scan).at(0).jaxpr->jaxpr;
   const mj::Eqn* dus = nullptr;
   for (auto& e : body.eqns)
     if (e.primitive->name == "dynamic_update_slice") dus = &e;

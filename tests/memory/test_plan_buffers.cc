@@ -6,6 +6,7 @@
 
 #include <minijax/minijax.h>
 
+#include "core/bodies.h"
 #include "jit/runtime/memory_stats.h"
 #include "memory/analyze_liveness.h"
 #include "memory/memory_analysis.h"
@@ -115,7 +116,7 @@ TEST(PlanBuffers, ScanCarryIsUpdatedInPlaceAndYsAreWrittenToTheirSlices) {
   mj::Jaxpr j = fused(f, mj::ones({16}), mj::ones({100, 16}));
   mj::BufferPlan p = mj::plan_buffers(j, {});
   ASSERT_EQ(j.eqns.size(), 1u);
-  const mj::Jaxpr& body = *j.eqns[0].params.get_jaxpr("jaxpr")->jaxpr;
+  const mj::Jaxpr& body = *mj::subjaxprs(j.eqns[0]).at(0).jaxpr->jaxpr;
   EXPECT_TRUE(p.scopes.at(&body).end_copies.empty()) << p.str(j);
   EXPECT_EQ(p.at(body.invars[1]).place, mj::Place::loop_slice);  // x: a row of xs, read in place
   EXPECT_EQ(p.at(body.eqns[0].outputs[0]).place, mj::Place::loop_slice) << p.str(j);  // y: its row of ys
@@ -131,7 +132,7 @@ TEST(PlanBuffers, ScanCarryStillReadAfterTheNewValueGoesThroughOneTemporary) {
   };
   mj::Jaxpr j = fused(f, mj::ones({16}), mj::ones({100, 16}));
   mj::BufferPlan p = mj::plan_buffers(j, {});
-  const mj::Jaxpr& body = *j.eqns.at(0).params.get_jaxpr("jaxpr")->jaxpr;
+  const mj::Jaxpr& body = *mj::subjaxprs(j.eqns.at(0)).at(0).jaxpr->jaxpr;
   ASSERT_EQ(p.scopes.at(&body).end_copies.size(), 1u) << p.str(j);
   EXPECT_EQ(p.scopes.at(&body).end_copies[0].outvar, 0u);
   EXPECT_FALSE(p.scopes.at(&body).end_copies[0].staged);

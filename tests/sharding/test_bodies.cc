@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/views/control_flow.h"
+#include "core/bodies.h"
 #include "autodiff/checkpoint.h"
 #include "autodiff/custom_derivatives.h"
 #include "autodiff/grad.h"
@@ -139,14 +141,14 @@ TEST(Bodies, ShardedScanEqualsEager) {
   EXPECT_TRUE(r.prop.reshards.empty()) << r.prop.text;
   const mj::Eqn* scan = find_eqn(*cj.jaxpr, "scan");
   ASSERT_NE(scan, nullptr);
-  const mj::Jaxpr& body = *scan->params.get_jaxpr("jaxpr")->jaxpr;
+  const mj::Jaxpr& body = *mj::subjaxprs(*scan).at(0).jaxpr->jaxpr;
   EXPECT_EQ(dim_axes(r.prop.of(body.invars[0])), (AxesList{{X}, {Y}}));
   EXPECT_EQ(dim_axes(r.prop.of(body.invars[1])), (AxesList{{X}, {Y}}));
   EXPECT_EQ(dim_axes(r.prop.of(scan->outputs[1])), (AxesList{{}, {X}, {Y}}));
   const mj::Eqn* pscan = find_eqn(r.program, "scan");
   ASSERT_NE(pscan, nullptr);
-  EXPECT_EQ(pscan->params.get_int("length"), 6);
-  const mj::Jaxpr& pbody = *pscan->params.get_jaxpr("jaxpr")->jaxpr;
+  EXPECT_EQ(mj::scan_params(*pscan).length, 6);
+  const mj::Jaxpr& pbody = *mj::subjaxprs(*pscan).at(0).jaxpr->jaxpr;
   EXPECT_EQ(pbody.invars[0].aval().shape, (mj::Shape{2, 2}));
   EXPECT_EQ(pscan->outputs[1].aval().shape, (mj::Shape{6, 2, 2}));
   EXPECT_TRUE(r.stats.collectives.empty()) << mj::to_string(r.program);
@@ -165,7 +167,7 @@ TEST(Bodies, CarryConflictIsOneReshardAfterTheLoop) {
               {named(m, mj::P(mj::None{}, "x"), 2)}, m);
   const mj::Eqn* scan = find_eqn(*cj.jaxpr, "scan");
   ASSERT_NE(scan, nullptr);
-  EXPECT_TRUE(r.prop.reshards_in(*scan->params.get_jaxpr("jaxpr")->jaxpr).empty()) << r.prop.text;
+  EXPECT_TRUE(r.prop.reshards_in(*mj::subjaxprs(*scan).at(0).jaxpr->jaxpr).empty()) << r.prop.text;
   ASSERT_EQ(r.prop.reshards.size(), 1u) << r.prop.text;
   EXPECT_TRUE(r.prop.reshards[0].on_result) << r.prop.text;
   ASSERT_EQ(r.stats.collectives.size(), 1u) << mj::to_string(r.program);  // once, not per iteration
@@ -193,7 +195,7 @@ TEST(Bodies, LoopCarriedReshardCostsLengthTimes) {
     Ran r = run(cj, {c}, {named(m, mj::P("x", mj::None{}), 2)}, {}, m);
     const mj::Eqn* scan = find_eqn(*cj.jaxpr, "scan");
     ASSERT_NE(scan, nullptr);
-    const mj::Jaxpr& body = *scan->params.get_jaxpr("jaxpr")->jaxpr;
+    const mj::Jaxpr& body = *mj::subjaxprs(*scan).at(0).jaxpr->jaxpr;
     const auto& inside = r.prop.reshards_in(body);
     if (length == 6) {
       EXPECT_TRUE(inside.empty()) << r.prop.text;
@@ -231,7 +233,7 @@ TEST(Bodies, LoopInvariantConstReshardIsHoisted) {
   Ran r = run(cj, {c, w}, {named(m, mj::P("x", mj::None{}), 2), named(m, mj::P(mj::None{}, "x"), 2)}, {}, m);
   const mj::Eqn* scan = find_eqn(*cj.jaxpr, "scan");
   ASSERT_NE(scan, nullptr);
-  EXPECT_TRUE(r.prop.reshards_in(*scan->params.get_jaxpr("jaxpr")->jaxpr).empty()) << r.prop.text;
+  EXPECT_TRUE(r.prop.reshards_in(*mj::subjaxprs(*scan).at(0).jaxpr->jaxpr).empty()) << r.prop.text;
   ASSERT_EQ(r.prop.reshards.size(), 1u) << r.prop.text;
   EXPECT_EQ(r.prop.reshards[0].max_received, 6) << r.prop.text;
   EXPECT_EQ(dim_axes(r.prop.reshards[0].to), (AxesList{{X}, {}})) << r.prop.text;
@@ -295,7 +297,7 @@ TEST(Bodies, ReshapeCaseOneReshardBeforeTheLoopNoneInside) {
   auto prop = mj::propagate_shardings(*cj.jaxpr, {named(m, mj::P("x", mj::None{}), 2), std::nullopt}, {}, *m);
   const mj::Eqn* scan = find_eqn(*cj.jaxpr, "scan");
   ASSERT_NE(scan, nullptr);
-  const mj::Jaxpr& body = *scan->params.get_jaxpr("jaxpr")->jaxpr;
+  const mj::Jaxpr& body = *mj::subjaxprs(*scan).at(0).jaxpr->jaxpr;
   const mj::AxisRef major = mj::AxisRef::sub("x", 1, 2), minor = mj::AxisRef::sub("x", 2, 2);
   ASSERT_EQ(prop.reshards.size(), 1u) << prop.text;
   const auto& rs = prop.reshards[0];
@@ -324,7 +326,7 @@ TEST(Bodies, ReshapeCaseRunsWithNoCollectiveInTheLoop) {
   Ran r = run(cj, {a, c0}, {named(m, mj::P("x", mj::None{}), 2), std::nullopt}, {}, m);
   const mj::Eqn* pscan = find_eqn(r.program, "scan");
   ASSERT_NE(pscan, nullptr);
-  EXPECT_FALSE(has_collective(*pscan->params.get_jaxpr("jaxpr")->jaxpr)) << mj::to_string(r.program);
+  EXPECT_FALSE(has_collective(*mj::subjaxprs(*pscan).at(0).jaxpr->jaxpr)) << mj::to_string(r.program);
   size_t scan_index = size_t(pscan - r.program.eqns.data());
   int64_t received = 0;
   for (auto& c : r.stats.collectives) {
@@ -358,7 +360,7 @@ TEST(Bodies, CollectiveInsideScanRunsOncePerIteration) {
               {named(m, mj::P(mj::None{}), 1)}, m);
   const mj::Eqn* pscan = find_eqn(r.program, "scan");
   ASSERT_NE(pscan, nullptr);
-  EXPECT_TRUE(has_collective(*pscan->params.get_jaxpr("jaxpr")->jaxpr)) << mj::to_string(r.program);
+  EXPECT_TRUE(has_collective(*mj::subjaxprs(*pscan).at(0).jaxpr->jaxpr)) << mj::to_string(r.program);
   size_t in_loop = 0;
   size_t scan_index = size_t(pscan - r.program.eqns.data());
   for (auto& c : r.stats.collectives) in_loop += c.eqn_index == scan_index;
@@ -383,7 +385,7 @@ TEST(Bodies, CondWithShardedOperandsEqualsEager) {
     EXPECT_TRUE(r.prop.reshards.empty()) << r.prop.text;
     const mj::Eqn* pc = find_eqn(r.program, "cond");
     ASSERT_NE(pc, nullptr);
-    for (auto& br : pc->params.get_jaxprs("branches")) EXPECT_EQ(br->jaxpr->invars[0].aval().shape, (mj::Shape{2, 2}));
+    for (auto& br : mj::cond_params(*pc).branches) EXPECT_EQ(br->jaxpr->invars[0].aval().shape, (mj::Shape{2, 2}));
     EXPECT_TRUE(r.stats.collectives.empty());
     expect_shards(r, *cj.jaxpr);
   }
@@ -407,7 +409,7 @@ TEST(Bodies, CondConflictReshardsInsideEachBranch) {
     EXPECT_TRUE(r.prop.reshards.empty()) << r.prop.text;
     const mj::Eqn* c = find_eqn(*cj.jaxpr, "cond");
     ASSERT_NE(c, nullptr);
-    for (auto& br : c->params.get_jaxprs("branches")) {
+    for (auto& br : mj::cond_params(*c).branches) {
       const auto& rs = r.prop.reshards_in(*br->jaxpr);
       ASSERT_EQ(rs.size(), 1u) << r.prop.text;
       EXPECT_EQ(dim_axes(rs[0].to), (AxesList{{}, {X}})) << r.prop.text;
@@ -436,7 +438,7 @@ TEST(Bodies, CondBranchesDisagreeingOnAnInputReshardAtTheBranchStart) {
     Ran r = run(cj, {p, a}, {}, {}, m);
     const mj::Eqn* c = find_eqn(*cj.jaxpr, "cond");
     ASSERT_NE(c, nullptr);
-    const auto& branches = c->params.get_jaxprs("branches");
+    const auto& branches = mj::cond_params(*c).branches;
     // Branch 0 is cond's false branch (sin, constrained to "x"); branch 1 the true one ("y").
     EXPECT_EQ(dim_axes(r.prop.of(branches[0]->jaxpr->invars[0])), (AxesList{{X}, {}})) << r.prop.text;
     EXPECT_EQ(dim_axes(r.prop.of(branches[1]->jaxpr->invars[0])), (AxesList{{Y}, {}})) << r.prop.text;
@@ -464,10 +466,10 @@ TEST(Bodies, NestedPjitAndClosedCallEqualEager) {
   EXPECT_EQ(dim_axes(r.prop.of(cj.jaxpr->invars[0])), (AxesList{{X}, {Y}})) << r.prop.text;
   const mj::Eqn* pj = find_eqn(r.program, "pjit");
   ASSERT_NE(pj, nullptr);
-  const mj::Jaxpr& pbody = *pj->params.get_jaxpr("jaxpr")->jaxpr;
+  const mj::Jaxpr& pbody = *mj::subjaxprs(*pj).at(0).jaxpr->jaxpr;
   const mj::Eqn* cc = find_eqn(pbody, "closed_call");
   ASSERT_NE(cc, nullptr);
-  EXPECT_EQ(cc->params.get_jaxpr("call_jaxpr")->jaxpr->invars[0].aval().shape, (mj::Shape{2, 2}));
+  EXPECT_EQ(mj::subjaxprs(*cc).at(0).jaxpr->jaxpr->invars[0].aval().shape, (mj::Shape{2, 2}));
   expect_shards(r, *cj.jaxpr);
 }
 
@@ -482,7 +484,7 @@ TEST(Bodies, CallBoundaryConflictIsOneReshard) {
   Ran r = run(cj, {u}, {named(m, mj::P("x", mj::None{}), 2)}, {named(m, mj::P(mj::None{}, "x"), 2)}, m);
   size_t total = r.prop.reshards.size();
   const mj::Eqn* pj = find_eqn(*cj.jaxpr, "pjit");
-  total += r.prop.reshards_in(*pj->params.get_jaxpr("jaxpr")->jaxpr).size();
+  total += r.prop.reshards_in(*mj::subjaxprs(*pj).at(0).jaxpr->jaxpr).size();
   EXPECT_EQ(total, 1u) << r.prop.text;
   expect_shards(r, *cj.jaxpr);
 }
@@ -596,7 +598,7 @@ TEST(Bodies, YsShardedOnTheLengthDimAreReshardedAfterTheLoop) {
               {named(m, mj::P("x", mj::None{}, "y"), 3)}, m);
   const mj::Eqn* scan = find_eqn(*cj.jaxpr, "scan");
   ASSERT_NE(scan, nullptr);
-  EXPECT_TRUE(r.prop.reshards_in(*scan->params.get_jaxpr("jaxpr")->jaxpr).empty()) << r.prop.text;
+  EXPECT_TRUE(r.prop.reshards_in(*mj::subjaxprs(*scan).at(0).jaxpr->jaxpr).empty()) << r.prop.text;
   ASSERT_EQ(r.prop.reshards.size(), 1u) << r.prop.text;
   EXPECT_TRUE(r.prop.reshards[0].on_result);
   EXPECT_EQ(r.prop.reshards[0].max_received, 0);  // acquiring "x" is a local slice

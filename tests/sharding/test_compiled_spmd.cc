@@ -17,6 +17,7 @@
 
 #include <minijax/minijax.h>
 
+#include "core/bodies.h"
 #include "core/config.h"
 #include "jit/jit.h"
 #include "jit/pipeline.h"
@@ -48,11 +49,8 @@ void model_traffic(const mj::Jaxpr& j, const std::vector<Array>& consts, const m
     const mj::Eqn& e = j.eqns[i];
     const std::string& name = e.primitive->name;
     ASSERT_TRUE(name != "scan" && name != "while" && name != "cond") << "model_traffic: no loops here";
-    for (const char* key : {"jaxpr", "call_jaxpr"})
-      if ((name == "pjit" || name == "checkpoint" || name == "closed_call") && e.params.has(key)) {
-        const mj::ClosedJaxprPtr& b = e.params.get_jaxpr(key);
-        model_traffic(*b->jaxpr, b->consts, mesh, out);
-      }
+    if (name == "pjit" || name == "checkpoint" || name == "closed_call")
+      for (const mj::SubJaxpr& s : mj::subjaxprs(e)) model_traffic(*s.jaxpr->jaxpr, s.jaxpr->consts, mesh, out);
     if (auto t = mj::collective_traffic(j, i, consts, mesh)) out.push_back(*t);
   }
 }

@@ -14,6 +14,7 @@
 
 #include <minijax/minijax.h>
 
+#include "core/views/memory_ops.h"
 #include "core/collectives.h"
 #include "core/lax.h"
 #include "core/primitive.h"
@@ -138,7 +139,7 @@ TEST(PassThrough, EveryRuleKeepsEachPassThroughAxis) {
         // factor is pass-through only where the constraint itself shards the dim on "x"; a
         // factor it leaves replicated is (rightly) resharded, not kept.
         if (name == "sharding_constraint") {
-          const Sharding& c = mj::sharding_of_param(e.params.get_object("sharding"));
+          const Sharding& c = mj::sharding_of_param(mj::sharding_constraint_params(e).sharding);
           bool on_x = true;
           for (size_t d = 0; d < r.result_dims[0].size(); ++d)
             if (contains(r.result_dims[0][d], f)) on_x = on_x && c.dims[d].axes == std::vector<mj::AxisRef>{x};

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bodies.h"
 #include "core/api.h"
 #include "core/control_flow.h"
 #include "core/errors.h"
@@ -274,7 +275,7 @@ TEST(ReshardApi, SpmdTextMatchesMeasuredTraffic) {
   for (size_t i = 0; i < r.program.eqns.size(); ++i) {
     const auto& e = r.program.eqns[i];
     if (e.primitive->name != "closed_call") continue;
-    const auto& body = e.params.get_jaxpr("call_jaxpr");
+    const auto& body = mj::subjaxprs(e).at(0).jaxpr;
     for (size_t k = 0; k < body->jaxpr->eqns.size(); ++k) {
       auto t = mj::collective_traffic(*body->jaxpr, k, body->consts, *m);
       if (!t) continue;
