@@ -132,7 +132,7 @@ MemoryKind MemoryKindArg::resolve(const char* fn) const {
 PolicyPtr policy_from_params(const Params& params) {
   const CallParams c = checkpoint_params(params);
   if (!c.policy) return checkpoint_policies::nothing_saveable();
-  auto p = std::dynamic_pointer_cast<const Policy>(c.policy);
+  auto p = std::dynamic_pointer_cast<const Policy>(*c.policy);
   return p ? p : checkpoint_policies::nothing_saveable();
 }
 

@@ -423,10 +423,17 @@ std::pair<ClosedJaxprPtr, std::vector<Array>> trace_call(const FlatFn& fun,
   return {hoist_consts(cj), cj.consts};
 }
 
-Params call_params(const ClosedJaxprPtr& cj, const std::string& name, size_t nconsts) {
-  Params ps{{"call_jaxpr", cj}, {"name", name}, {"symbolic_zeros", false}};
-  if (nconsts) ps.set("num_consts", int64_t(nconsts));
-  return ps;
+// The params of a custom call `p` binds: its body, name, symbolic_zeros=False and the number of
+// closed-over leading operands (when any).
+CallParams custom_call_params(const Primitive& p, const ClosedJaxprPtr& cj, const std::string& name,
+                              size_t nconsts) {
+  CallParams c;
+  c.body_key = p.body_params.at(0);
+  c.jaxpr = cj;
+  c.name = name;
+  c.symbolic_zeros = false;
+  if (nconsts) c.num_consts = int64_t(nconsts);
+  return c;
 }
 
 }  // namespace
@@ -437,11 +444,12 @@ std::vector<Array> custom_jvp_call(const FlatFn& fun, const CustomJvpFlatRule& j
   auto [cj, consts] = trace_call(fun, args, loc);
   auto obj = make_rule_object<JvpRuleObject>(jvp_name, consts, loc);
   obj->rule = jvp;
-  Params ps = call_params(cj, name, consts.size());
-  ps.set("jvp", ParamObjectPtr(obj));
+  const Primitive& p = custom_jvp_call_primitive();
+  CallParams ps = custom_call_params(p, cj, name, consts.size());
+  ps.jvp = ParamObjectPtr(obj);
   std::vector<Array> operands = consts;
   operands.insert(operands.end(), args.begin(), args.end());
-  return minijax::bind(primitive("custom_jvp_call"), operands, ps, loc);
+  return minijax::bind(p, operands, ps.to_params(), loc);
 }
 
 std::vector<Array> custom_vjp_call(const FlatFn& fun, const CustomFwdFlat& fwd,
@@ -454,12 +462,13 @@ std::vector<Array> custom_vjp_call(const FlatFn& fun, const CustomFwdFlat& fwd,
   auto b = make_rule_object<BwdObject>(bwd_name, consts, loc);
   b->bwd = bwd;
   b->fun_name = name;
-  Params ps = call_params(cj, name, consts.size());
-  ps.set("fwd", ParamObjectPtr(f));
-  ps.set("bwd", ParamObjectPtr(b));
+  const Primitive& p = custom_vjp_call_primitive();
+  CallParams ps = custom_call_params(p, cj, name, consts.size());
+  ps.fwd = ParamObjectPtr(f);
+  ps.bwd = ParamObjectPtr(b);
   std::vector<Array> operands = consts;
   operands.insert(operands.end(), args.begin(), args.end());
-  return minijax::bind(primitive("custom_vjp_call"), operands, ps, loc);
+  return minijax::bind(p, operands, ps.to_params(), loc);
 }
 
 namespace {

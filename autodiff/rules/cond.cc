@@ -114,7 +114,7 @@ std::vector<std::vector<size_t>> merge_branch_residuals(const std::vector<Partia
         info.aval = a;
         info.memory_kind = a.memory_kind;
         info.forwards_input.reset();
-        if (info.made_by.empty()) info.made_by = "cond";  // saved_residuals' wording: JAX's lax.cond
+        if (info.made_by.empty()) info.made_by = CondParams::primitive().name;
         info.placement = ResidualPlacement::computed;
         slot_info.push_back(info);
         taken.push_back(false);

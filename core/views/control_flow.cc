@@ -147,7 +147,7 @@ CallParams CallParams::from(const Primitive& prim, const Params& p) {
     c.name = opt<std::string>(p, "name", "string");
     c.differentiated = opt<bool>(p, "differentiated", "bool");
     if (p.has("prevent_cse")) c.prevent_cse = param_at(p, "prevent_cse");
-    if (p.has("policy")) c.policy = req<ParamObjectPtr>(p, "policy", "object");
+    c.policy = opt<ParamObjectPtr>(p, "policy", "object");
     c.kind = opt<std::string>(p, "kind", "string");
     c.num_consts = opt<int64_t>(p, "num_consts", "int");
     c.symbolic_zeros = opt<bool>(p, "symbolic_zeros", "bool");
@@ -168,7 +168,7 @@ Params CallParams::to_params() const {
   if (name) p.set("name", *name);
   if (differentiated) p.set("differentiated", *differentiated);
   if (prevent_cse) p.set("prevent_cse", *prevent_cse);
-  if (policy) p.set("policy", policy);
+  if (policy) p.set("policy", *policy);
   if (kind) p.set("kind", *kind);
   if (num_consts) p.set("num_consts", *num_consts);
   if (symbolic_zeros) p.set("symbolic_zeros", *symbolic_zeros);
@@ -188,14 +188,16 @@ const Primitive& checkpoint_primitive() {
 }
 CallParams checkpoint_params(const Params& p) { return CallParams::from(checkpoint_primitive(), p); }
 
-CallParams custom_jvp_call_params(const Params& p) {
+const Primitive& custom_jvp_call_primitive() {
   static const Primitive* c = &get_or_create_primitive("custom_jvp_call");
-  return CallParams::from(*c, p);
+  return *c;
 }
-CallParams custom_vjp_call_params(const Params& p) {
+const Primitive& custom_vjp_call_primitive() {
   static const Primitive* c = &get_or_create_primitive("custom_vjp_call");
-  return CallParams::from(*c, p);
+  return *c;
 }
+CallParams custom_jvp_call_params(const Params& p) { return CallParams::from(custom_jvp_call_primitive(), p); }
+CallParams custom_vjp_call_params(const Params& p) { return CallParams::from(custom_vjp_call_primitive(), p); }
 
 // ---- name (checkpoint_name)
 const Primitive& CheckpointNameParams::primitive() { return *name_p(); }
@@ -234,9 +236,7 @@ bool is_closed_call(const Primitive& p) {
 }
 
 bool is_custom_derivative_call(const Primitive& p) {
-  static const Primitive* j = &get_or_create_primitive("custom_jvp_call");
-  static const Primitive* v = &get_or_create_primitive("custom_vjp_call");
-  return &p == j || &p == v;
+  return &p == &custom_jvp_call_primitive() || &p == &custom_vjp_call_primitive();
 }
 
 namespace {

@@ -69,7 +69,7 @@ struct CallParams {
   std::optional<std::string> name;
   std::optional<bool> differentiated;  ///< checkpoint
   std::optional<Param> prevent_cse;    ///< checkpoint: a bool or one flag per operand (core/prevent_cse.h)
-  ParamObjectPtr policy;               ///< checkpoint (null when absent)
+  std::optional<ParamObjectPtr> policy;  ///< checkpoint (its value null: `policy=None`)
   std::optional<std::string> kind;     ///< fusion: "loop" or "reduction"
   std::optional<int64_t> num_consts;   ///< custom_jvp_call/custom_vjp_call: leading closed-over operands
   std::optional<bool> symbolic_zeros;  ///< custom_jvp_call/custom_vjp_call
@@ -92,6 +92,9 @@ CallParams checkpoint_params(const Params& p);
 /// `p` read as the params of a custom_jvp_call / custom_vjp_call equation.
 CallParams custom_jvp_call_params(const Params& p);
 CallParams custom_vjp_call_params(const Params& p);
+/// The custom_jvp_call and custom_vjp_call primitives.
+const Primitive& custom_jvp_call_primitive();
+const Primitive& custom_vjp_call_primitive();
 /// The checkpoint primitive (remat).
 const Primitive& checkpoint_primitive();
 

@@ -140,6 +140,7 @@ const char* kGolden = R"({ lambda ; a:f32[3] b:f32[]. let
     z:f32[] = checkpoint[
       differentiated=False
       jaxpr={ lambda ; ba:f32[]. let bb:f32[] = name[name=y] ba in (bb,) }
+      policy=None
       prevent_cse=True
     ] w
   in (z, d) })";
