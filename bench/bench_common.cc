@@ -288,8 +288,8 @@ void collect(const minijax::Jaxpr& j, int64_t repeat, const std::string& where, 
       continue;
     }
     if (name == "scan") {
-      const int64_t length = mj::scan_params(e).length;
-      collect(*mj::subjaxprs(e).at(0).jaxpr->jaxpr, repeat * length,
+      const int64_t length = minijax::scan_params(e).length;
+      collect(*minijax::subjaxprs(e).at(0).jaxpr->jaxpr, repeat * length,
               where + (where.empty() ? "" : " > ") + "scan(" + std::to_string(length) + ")", out);
       continue;
     }

@@ -1,6 +1,7 @@
 // minijax debug_callback: the primitive behind mj::debug::print and mj::debug::callback (its shape
 // rule, eager implementation and "debug" effect), print's format strings and its output sink.
 #include "core/debug.h"
+#include "core/param_reads.h"
 
 #include <atomic>
 #include <iostream>
@@ -16,7 +17,7 @@ namespace minijax {
 
 const DebugCallbackObject* detail::debug_callback_object(const Params& params) {
   if (!params.has("callback")) return nullptr;
-  const Param& p = params.at("callback");
+  const Param& p = param_at(params, "callback");
   auto* o = std::get_if<ParamObjectPtr>(&p);
   return o ? dynamic_cast<const DebugCallbackObject*>(o->get()) : nullptr;
 }
@@ -26,7 +27,7 @@ void detail::call_debug_callback(const Params& params, const std::vector<Array>&
   if (!cb || !cb->fn)
     throw ValueError("debug_callback: the equation holds no host function (a jaxpr parsed from text keeps only the "
                      "callback's name, " +
-                     (params.has("callback") ? param_to_string(params.at("callback")) : std::string("none")) +
+                     (params.has("callback") ? param_to_string(param_at(params, "callback")) : std::string("none")) +
                      "): trace the program again to run it");
   cb->fn(values);
 }

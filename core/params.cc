@@ -13,7 +13,9 @@ const Param& Params::at(const std::string& k) const {
 namespace {
 template <class T>
 const T& get_as(const Params& p, const std::string& k, const char* tname) {
-  const Param& v = p.at(k);
+  auto it = p.items().find(k);
+  if (it == p.items().end()) throw ValueError("missing parameter '" + k + "'");
+  const Param& v = it->second;
   if (auto* x = std::get_if<T>(&v)) return *x;
   throw ValueError("parameter '" + k + "' is not of type " + tname);
 }

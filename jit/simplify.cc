@@ -51,7 +51,7 @@ bool cse_params_equal(const Params& a, const Params& b) {
   if (!(a == b)) return false;
   for (auto& [k, v] : a.items())
     if (auto* cj = std::get_if<ClosedJaxprPtr>(&v))
-      if (*cj && !(*cj)->consts.empty() && *cj != std::get<ClosedJaxprPtr>(b.at(k))) return false;
+      if (*cj && !(*cj)->consts.empty() && *cj != std::get<ClosedJaxprPtr>(b.items().at(k))) return false;
   return true;
 }
 

@@ -65,7 +65,7 @@ void visit_jaxpr(Run& run, const Jaxpr& j) {
     // with_sharding_constraint: the result is fixed by the user like an out_sharding (never
     // moves; the operand gets a reshard if it disagrees).
     if (ShardingConstraintParams::is(e)) {
-      Sharding s = sharding_of_param(sharding_constraint_params(e).sharding, e.primitive->name);
+      Sharding s = sharding_of_param(sharding_constraint_params(e).sharding, e.primitive->name.c_str());
       check_given(run, s, e.outputs[0].aval(), "sharding_constraint (equation " + std::to_string(i) + ")");
       s.mesh = st.mesh;
       st.sh[e.outputs[0]] = s;

@@ -1,5 +1,6 @@
 // minijax autodiff and batching rules of `checkpoint` (remat) and `name` (checkpoint_name).
 // Owns checkpoint's pure JVP, its policy-aware partial-eval rule, transpose and batching.
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -137,6 +138,50 @@ void stage_checkpoint(const Eqn& e, const PartialEvalResult& pe, const std::vect
 // becomes a differentiated checkpoint equation reading the residuals and the inputs. Nested in
 // an enclosing policy's split (JAX's remat rule of partial_eval_jaxpr_custom), a known output the
 // policy recomputes is also an output of the staged checkpoint rather than a residual.
+// Under an enclosing policy's split: the known outputs the staged side recomputes (or passes
+// through from an input), not those the policy saved, which the enclosing split reads as residuals.
+void mark_recomputed_outputs(const Eqn& e, const PartialEvalResult& pe, PeCustomResult& r) {
+  const size_t nres = size_t(pe.num_res), nk = pe.known.outvars.size() - nres;
+  std::unordered_set<Var, VarHash> saved;
+  for (size_t q = nk; q < pe.known.outvars.size(); ++q)
+    if (auto* v = std::get_if<Var>(&pe.known.outvars[q])) saved.insert(*v);
+  for (size_t i = 0, j = 0; i < pe.out_unknowns.size(); ++i) {
+    if (pe.out_unknowns[i]) continue;
+    auto* v = std::get_if<Var>(&pe.known.outvars[j++]);
+    r.out_inst[i] = !e.outputs[i].is_dropvar() && !(v && saved.count(*v));
+  }
+}
+
+// The known side's residuals as outer atoms (through `subst`); each one the known equations
+// compute (not an input of `e`) is recorded once in r.residuals with its info.
+std::vector<Atom> collect_residuals(const Eqn& e, const PartialEvalResult& pe,
+                                    const std::function<Atom(const Atom&)>& subst, PeCustomResult& r) {
+  const Jaxpr& K = pe.known;
+  const size_t nknown_out = K.outvars.size() - size_t(pe.num_res);
+  std::vector<Atom> res_atoms;
+  for (int q = 0; q < pe.num_res; ++q) {
+    Atom a = subst(K.outvars[nknown_out + size_t(q)]);
+    res_atoms.push_back(a);
+    auto* v = std::get_if<Var>(&a);
+    bool computed = false;
+    if (v) {
+      bool is_input = false;
+      for (auto& in : e.inputs)
+        if (auto* iv = std::get_if<Var>(&in); iv && *iv == *v) is_input = true;
+      computed = !is_input;
+    }
+    if (computed) {
+      bool seen = false;
+      for (auto& rv : r.residuals) seen |= rv == *v;
+      if (!seen) {
+        r.residuals.push_back(*v);
+        r.residual_info.push_back(pe.residuals[size_t(q)]);
+      }
+    }
+  }
+  return res_atoms;
+}
+
 PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
                              const std::vector<bool>&, const SaveablePolicy& received) {
   ClosedJaxprPtr body = call_params(e).jaxpr;
@@ -151,19 +196,7 @@ PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
   PeCustomResult r;
   r.out_unknowns = pe.out_unknowns;
   r.out_inst = pe.out_unknowns;
-  if (nested) {
-    // Known outputs the staged side recomputes (or passes through from an input): not those the
-    // policy saved, which the enclosing split reads as residuals.
-    const size_t nres_ = size_t(pe.num_res), nk = pe.known.outvars.size() - nres_;
-    std::unordered_set<Var, VarHash> saved;
-    for (size_t q = nk; q < pe.known.outvars.size(); ++q)
-      if (auto* v = std::get_if<Var>(&pe.known.outvars[q])) saved.insert(*v);
-    for (size_t i = 0, j = 0; i < nout; ++i) {
-      if (pe.out_unknowns[i]) continue;
-      auto* v = std::get_if<Var>(&pe.known.outvars[j++]);
-      r.out_inst[i] = !e.outputs[i].is_dropvar() && !(v && saved.count(*v));
-    }
-  }
+  if (nested) mark_recomputed_outputs(e, pe, r);
 
   // ---- known side, inlined with fresh variables.
   const Jaxpr& K = pe.known;
@@ -234,29 +267,7 @@ PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
     Eqn ce{&pjit_p(), {src}, {e.outputs[i]}, idp.to_params(), {}};
     r.known_eqns.push_back(std::move(ce));
   }
-  const size_t nknown_out = K.outvars.size() - size_t(pe.num_res);
-  std::vector<Atom> res_atoms;
-  for (int q = 0; q < pe.num_res; ++q) {
-    Atom a = subst(K.outvars[nknown_out + size_t(q)]);
-    res_atoms.push_back(a);
-    auto* v = std::get_if<Var>(&a);
-    bool computed = false;
-    if (v) {
-      bool is_input = false;
-      for (auto& in : e.inputs)
-        if (auto* iv = std::get_if<Var>(&in); iv && *iv == *v) is_input = true;
-      computed = !is_input;
-    }
-    if (computed) {
-      bool seen = false;
-      for (auto& rv : r.residuals) seen |= rv == *v;
-      if (!seen) {
-        r.residuals.push_back(*v);
-        r.residual_info.push_back(pe.residuals[size_t(q)]);
-      }
-    }
-  }
-
+  const std::vector<Atom> res_atoms = collect_residuals(e, pe, subst, r);
   stage_checkpoint(e, pe, in_unknowns, res_atoms, r);
   return r;
 }

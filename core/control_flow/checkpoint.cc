@@ -90,7 +90,7 @@ Param prevent_cse_param(const std::vector<bool>& per_operand) {
 
 bool prevent_cse_per_operand(const Params& params) {
   if (!params.has("prevent_cse")) return false;
-  const Param& v = params.at("prevent_cse");
+  const Param& v = param_at(params, "prevent_cse");
   if (auto* ints = std::get_if<std::vector<int64_t>>(&v)) return ints->empty();  // `()` as parsed
   auto* o = std::get_if<ParamObjectPtr>(&v);
   return o && dynamic_cast<const PreventCseParam*>(o->get());
@@ -98,7 +98,7 @@ bool prevent_cse_per_operand(const Params& params) {
 
 std::vector<bool> prevent_cse_flags(const Params& params, size_t n) {
   if (!params.has("prevent_cse")) return std::vector<bool>(n, true);
-  const Param& v = params.at("prevent_cse");
+  const Param& v = param_at(params, "prevent_cse");
   if (auto* b = std::get_if<bool>(&v)) return std::vector<bool>(n, *b);
   if (auto* ints = std::get_if<std::vector<int64_t>>(&v); ints && ints->empty() && n == 0) return {};
   auto* o = std::get_if<ParamObjectPtr>(&v);
@@ -112,7 +112,7 @@ std::vector<bool> prevent_cse_flags(const Params& params, size_t n) {
 
 void set_prevent_cse(Params& out, const Params& in, const std::vector<bool>& per_operand) {
   if (prevent_cse_per_operand(in)) out.set("prevent_cse", prevent_cse_param(per_operand));
-  else if (in.has("prevent_cse")) out.set("prevent_cse", in.at("prevent_cse"));
+  else if (in.has("prevent_cse")) out.set("prevent_cse", param_at(in, "prevent_cse"));
 }
 
 namespace {

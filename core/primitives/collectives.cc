@@ -217,7 +217,7 @@ Param axis_name_param(const AxisNames& names, const std::string& primitive, std:
 }
 
 AxisNames axis_names_of(const Params& params) {
-  const Param& v = params.at("axis_name");
+  const Param& v = param_at(params, "axis_name");
   if (auto* s = std::get_if<std::string>(&v)) return {*s};
   if (auto* o = std::get_if<ParamObjectPtr>(&v))
     if (auto* t = dynamic_cast<const AxisNameTuple*>(o->get())) return t->names;

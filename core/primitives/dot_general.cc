@@ -203,7 +203,7 @@ std::vector<ShapedArray> dot_shape_rule(const std::vector<ShapedArray>& in, cons
   const DType out_dtype = param_dtype(p, "preferred_element_type");
   lax::detail::check_preferred_element_type(l.dtype, out_dtype);
   if (p.has("precision")) {
-    auto* o = std::get_if<ParamObjectPtr>(&p.at("precision"));
+    auto* o = std::get_if<ParamObjectPtr>(&param_at(p, "precision"));
     if (!o || (*o && !dynamic_cast<const PrecisionParam*>(o->get())))
       throw TypeError("parameter 'precision' must be None or a (lhs, rhs) pair of Precision values");
   }
@@ -479,7 +479,7 @@ Param dot_dimension_numbers_param(const DotDimensionNumbers& dims) {
 }
 
 DotDimensionNumbers dot_dimension_numbers(const Params& params) {
-  if (auto* o = std::get_if<ParamObjectPtr>(&params.at("dimension_numbers")))
+  if (auto* o = std::get_if<ParamObjectPtr>(&param_at(params, "dimension_numbers")))
     if (auto* d = dynamic_cast<const DotDimensionNumbersParam*>(o->get())) return d->dims();
   throw ValueError("parameter 'dimension_numbers' must hold dot_general dimension numbers "
                    "((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))");
@@ -501,7 +501,7 @@ Params dot_general_params(const DotDimensionNumbers& dims,
 
 std::optional<std::pair<Precision, Precision>> dot_precision(const Params& params) {
   if (!params.has("precision")) return std::nullopt;
-  if (auto* o = std::get_if<ParamObjectPtr>(&params.at("precision"))) {
+  if (auto* o = std::get_if<ParamObjectPtr>(&param_at(params, "precision"))) {
     if (!*o) return std::nullopt;
     if (auto* q = dynamic_cast<const PrecisionParam*>(o->get())) return q->pair();
   }

@@ -84,7 +84,7 @@ int64_t offset_of(const std::vector<int64_t>& idx, const std::vector<int64_t>& s
 // ---- slice ---------------------------------------------------------------------------------------
 
 std::vector<int64_t> slice_strides(const Params& p, size_t n) {
-  if (p.has("strides") && std::holds_alternative<std::vector<int64_t>>(p.at("strides")))
+  if (p.has("strides") && std::holds_alternative<std::vector<int64_t>>(param_at(p, "strides")))
     return param_ints(p, "strides");
   return std::vector<int64_t>(n, 1);
 }
@@ -577,7 +577,7 @@ Param lax::padding_config_param(const std::vector<PadConfig>& config) {
 }
 
 std::vector<lax::PadConfig> lax::padding_config(const Params& params) {
-  const Param& v = params.at("padding_config");
+  const Param& v = param_at(params, "padding_config");
   const std::vector<int64_t>* flat = nullptr;
   if (auto* o = std::get_if<ParamObjectPtr>(&v))
     if (auto* pc = dynamic_cast<const PaddingConfigParam*>(o->get())) flat = &pc->flat();
@@ -635,7 +635,7 @@ const char* lax::gather_scatter_mode_name(GatherScatterMode mode) {
 
 lax::GatherScatterMode lax::gather_scatter_mode(const Params& params) {
   if (!params.has("mode")) return GatherScatterMode::PROMISE_IN_BOUNDS;
-  const Param& v = params.at("mode");
+  const Param& v = param_at(params, "mode");
   const std::string* s = std::get_if<std::string>(&v);
   if (s) {
     std::string t = *s;
@@ -650,7 +650,7 @@ lax::GatherScatterMode lax::gather_scatter_mode(const Params& params) {
 
 std::optional<double> lax::gather_fill_value(const Params& params) {
   if (!params.has("fill_value")) return std::nullopt;
-  const Param& v = params.at("fill_value");
+  const Param& v = param_at(params, "fill_value");
   if (auto* d = std::get_if<double>(&v)) return *d;
   if (auto* i = std::get_if<int64_t>(&v)) return double(*i);
   if (auto* b = std::get_if<bool>(&v)) return *b ? 1.0 : 0.0;

@@ -147,7 +147,9 @@ CallParams CallParams::from(const Primitive& prim, const Params& p) {
     c.name = opt<std::string>(p, "name", "string");
     c.differentiated = opt<bool>(p, "differentiated", "bool");
     if (p.has("prevent_cse")) c.prevent_cse = param_at(p, "prevent_cse");
-    c.policy = opt<ParamObjectPtr>(p, "policy", "object");
+    // A policy object; a parsed jaxpr holds its printed name (text), kept untyped in `other`.
+    const bool policy_text = p.has("policy") && std::holds_alternative<std::string>(param_at(p, "policy"));
+    if (!policy_text) c.policy = opt<ParamObjectPtr>(p, "policy", "object");
     c.kind = opt<std::string>(p, "kind", "string");
     c.num_consts = opt<int64_t>(p, "num_consts", "int");
     c.symbolic_zeros = opt<bool>(p, "symbolic_zeros", "bool");
@@ -159,6 +161,7 @@ CallParams CallParams::from(const Primitive& prim, const Params& p) {
     c.other = Params{};
     for (auto& [k, v] : o.items())
       if (k != c.body_key) c.other.set(k, v);
+    if (policy_text) c.other.set("policy", param_at(p, "policy"));
     return c;
   });
 }

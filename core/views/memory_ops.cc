@@ -21,9 +21,9 @@ const Primitive* copy_primitive(CopyKind k) {
 }
 
 template <class T>
-std::optional<T> optional_param(const Params& p, const char* key, T (Params::*get)(const std::string&) const) {
+std::optional<T> optional_param(const Params& p, const char* key, T (*get)(const Params&, const std::string&)) {
   if (!p.has(key)) return std::nullopt;
-  return (p.*get)(key);
+  return get(p, key);
 }
 
 CopyParams read_copy(CopyKind k, const Params& p) {
@@ -34,8 +34,8 @@ CopyParams read_copy(CopyKind k, const Params& p) {
   else views::check_known_keys(p, {"axis", "slices", "pipelined"});
   if (k != CopyKind::update_start) c.memory_kind = param_memory_kind(p, "memory_kind");
   if (k != CopyKind::start) c.axis = param_int(p, "axis");
-  c.slices = optional_param<int64_t>(p, "slices", &Params::get_int);
-  if (k != CopyKind::start) c.pipelined = optional_param<bool>(p, "pipelined", &Params::get_bool);
+  c.slices = optional_param<int64_t>(p, "slices", &param_int);
+  if (k != CopyKind::start) c.pipelined = optional_param<bool>(p, "pipelined", &param_bool);
   return c;
 }
 

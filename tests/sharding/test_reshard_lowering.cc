@@ -275,7 +275,7 @@ TEST(ReshardApi, SpmdTextMatchesMeasuredTraffic) {
   for (size_t i = 0; i < r.program.eqns.size(); ++i) {
     const auto& e = r.program.eqns[i];
     if (e.primitive->name != "closed_call") continue;
-    const auto& body = mj::subjaxprs(e).at(0).jaxpr;
+    const mj::ClosedJaxprPtr body = mj::subjaxprs(e).at(0).jaxpr;
     for (size_t k = 0; k < body->jaxpr->eqns.size(); ++k) {
       auto t = mj::collective_traffic(*body->jaxpr, k, body->consts, *m);
       if (!t) continue;

@@ -9,7 +9,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/collectives.h"
 #include "core/dce.h"
+#include "core/views/collectives.h"
 #include "jit/jit.h"
 #include "samples/fashion_mnist_mlp_lib.h"
 #include "sharding/boxes.h"
@@ -44,7 +46,7 @@ size_t count(const mj::SpmdStats& s, const mj::Jaxpr& program, const std::string
   size_t n = 0;
   for (auto& c : s.collectives)
     n += c.primitive == prim &&
-         mj::param_to_string(program.eqns[c.eqn_index].params.at("axis_name")) == axis;
+         mj::param_to_string(mj::axis_name_param(mj::collective_params(program.eqns[c.eqn_index]).axis_name)) == axis;
   return n;
 }
 
