@@ -202,11 +202,14 @@ std::vector<Array> slice_vec(const std::vector<Array>& v, size_t from, size_t to
   return std::vector<Array>(v.begin() + std::ptrdiff_t(from), v.begin() + std::ptrdiff_t(to));
 }
 
-void check_grads_rec(const FlatFn& f, const std::vector<Array>& args, int order, int depth,
-                     const std::vector<std::string>& modes, const GradCheckOptions& opts,
-                     const std::string& err_msg, std::source_location loc) {
-  auto has = [&](const char* m) { return std::find(modes.begin(), modes.end(), m) != modes.end(); };
-  if (has("fwd")) {
+// The modes check_grads was asked for: forward (JVP) and reverse (VJP).
+struct Modes {
+  bool fwd = false, rev = false;
+};
+
+void check_grads_rec(const FlatFn& f, const std::vector<Array>& args, int order, int depth, Modes modes,
+                     const GradCheckOptions& opts, const std::string& err_msg, std::source_location loc) {
+  if (modes.fwd) {
     std::string msg = err_msg.empty() ? "JVP" : "JVP of " + err_msg;
     check_jvp(f, args, opts, msg, depth, loc);
     if (order > 1) {
@@ -221,7 +224,7 @@ void check_grads_rec(const FlatFn& f, const std::vector<Array>& args, int order,
       check_grads_rec(g, args2, order - 1, depth + 1, modes, opts, msg, loc);
     }
   }
-  if (has("rev")) {
+  if (modes.rev) {
     std::string msg = err_msg.empty() ? "VJP" : "VJP of " + err_msg;
     check_vjp(f, args, opts, msg, depth, loc);
     if (order > 1) {
@@ -303,11 +306,14 @@ void check_grads_flat(const FlatFn& f, const std::vector<Array>& args, int order
                       const std::vector<std::string>& modes, const GradCheckOptions& opts,
                       std::source_location loc) {
   if (order < 1) throw ValueError("check_grads: order must be >= 1, got " + std::to_string(order), loc);
-  for (auto& m : modes)
-    if (m != "fwd" && m != "rev")  // JAX's check_grads modes, not the rev primitive
-      throw ValueError("check_grads: unknown mode '" + m + "' (expected \"fwd\" or \"rev\")", loc);
+  Modes which;
+  for (auto& m : modes) {
+    if (m == kCheckGradsModes[0]) which.fwd = true;
+    else if (m == kCheckGradsModes[1]) which.rev = true;
+    else throw ValueError("check_grads: unknown mode '" + m + "' (expected \"fwd\" or \"rev\")", loc);
+  }
   check_floating_args(args, loc);
-  check_grads_rec(f, args, order, 1, modes, opts, "", loc);
+  check_grads_rec(f, args, order, 1, which, opts, "", loc);
 }
 
 }  // namespace minijax

@@ -47,13 +47,16 @@ void check_vjp(const FlatFn& f, const std::vector<Array>& args, const GradCheckO
                const std::string& what = "VJP", int order = 1,
                std::source_location loc = std::source_location::current());
 
+/// JAX's check_grads modes, and its default: forward ("fwd", JVPs) and reverse ("rev", VJPs).
+inline const std::vector<std::string> kCheckGradsModes{"fwd", "rev"};  // modes, not the rev primitive
+
 /// JAX's check_grads over flat arguments: for each mode in `modes` ("fwd", "rev"), checks the
 /// first derivative, then recursively (order > 1) the derivatives of the derivative functions:
 /// fwd: (x, v) -> jvp(f, x, v) (primal and tangent outputs); rev: x -> vjp(f, x)(f(x)).
 /// Throws GradCheckError naming the chain ("JVP of VJP"), ValueError for an unknown mode or
 /// order < 1, TypeError for non-floating args.
 void check_grads_flat(const FlatFn& f, const std::vector<Array>& args, int order,
-                      const std::vector<std::string>& modes = {"fwd", "rev"},  // JAX's check_grads modes
+                      const std::vector<std::string>& modes = kCheckGradsModes,
                       const GradCheckOptions& opts = {},
                       std::source_location loc = std::source_location::current());
 
@@ -61,7 +64,7 @@ void check_grads_flat(const FlatFn& f, const std::vector<Array>& args, int order
 /// taking pytrees of floating Arrays and returning a pytree of Arrays. See check_grads_flat.
 template <class F, class... A>
 void check_grads(F f, const std::tuple<A...>& args, int order,
-                 const std::vector<std::string>& modes = {"fwd", "rev"},  // JAX's check_grads modes
+                 const std::vector<std::string>& modes = kCheckGradsModes,
                  const GradCheckOptions& opts = {},
                  std::source_location loc = std::source_location::current()) {
   std::vector<Array> leaves = tree_flatten(args);
@@ -75,7 +78,7 @@ void check_grads(F f, const std::tuple<A...>& args, int order,
 /// check_grads of a one-argument function.
 template <class F>
 void check_grads(F f, const Array& x, int order,
-                 const std::vector<std::string>& modes = {"fwd", "rev"},  // JAX's check_grads modes
+                 const std::vector<std::string>& modes = kCheckGradsModes,
                  const GradCheckOptions& opts = {},
                  std::source_location loc = std::source_location::current()) {
   check_grads(std::move(f), std::tuple<Array>{x}, order, modes, opts, loc);

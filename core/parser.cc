@@ -2,6 +2,7 @@
 // Owns tokenization by position, variable scopes per jaxpr, shared jaxprs and param typing.
 #include "core/parser.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstring>
@@ -71,21 +72,29 @@ class Parser {
     return cj;
   }
 
+  /// Throws the ValueError of the first param a typed view does not know (its line and column).
+  void refuse_unknown_params() const {
+    if (!unknown_param_.empty()) throw ValueError(unknown_param_, loc_);
+  }
+
  private:
   using Scope = std::unordered_map<std::string, Var>;
 
-  [[noreturn]] void fail(const std::string& msg, size_t at = std::string::npos) const {
-    if (at == std::string::npos) at = pos_;
+  // "parse_jaxpr: line L, column C: <msg> (near '<text>')" for the text at `at`.
+  std::string message_at(const std::string& msg, size_t at) const {
     size_t line = 1, col = 1;
     for (size_t i = 0; i < at && i < s_.size(); ++i) {
       if (s_[i] == '\n') { ++line; col = 1; } else { ++col; }
     }
-    std::string near = s_.substr(at, 20);
+    std::string near = s_.substr(std::min(at, s_.size()), 20);
     for (auto& c : near)
       if (c == '\n') c = ' ';
-    throw ValueError("parse_jaxpr: line " + std::to_string(line) + ", column " + std::to_string(col) +
-                     ": " + msg + (near.empty() ? " (at end of text)" : " (near '" + near + "')"),
-                     loc_);
+    return "parse_jaxpr: line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + msg +
+           (near.empty() ? " (at end of text)" : " (near '" + near + "')");
+  }
+
+  [[noreturn]] void fail(const std::string& msg, size_t at = std::string::npos) const {
+    throw ValueError(message_at(msg, at == std::string::npos ? pos_ : at), loc_);
   }
 
   char peek(size_t k = 0) const { return pos_ + k < s_.size() ? s_[pos_ + k] : '\0'; }
@@ -451,11 +460,18 @@ class Parser {
     }
     if (peek() == '[') e.params = params();
     if (e.primitive->check_params) {
+      Params known;
       try {
-        e.primitive->check_params(e.params);
+        known = e.primitive->check_params(e.params);
       } catch (const ValueError& err) {
         fail(err.message(), pb);  // the typed view's "<primitive>: missing parameter 'x'", at its line
       }
+      // A param the view does not know would be dropped by the next pass that rebuilds the
+      // equation from its view: refused, where the params come from the user's text, after the
+      // type check (an ill-typed equation is a ShapeError or TypeError whatever its params say).
+      for (const auto& [k, v] : e.params.items())
+        if (!known.has(k) && unknown_param_.empty())
+          unknown_param_ = message_at(pname + ": unexpected parameter '" + k + "'", pb);
     }
     while (true) {
       size_t before = pos_;
@@ -523,6 +539,7 @@ class Parser {
 
   const std::string& s_;
   std::source_location loc_;  // the user's call of parse_jaxpr, named by every error
+  std::string unknown_param_;  // the first param a typed view does not know, thrown after parsing
   size_t pos_ = 0;
   std::map<std::string, ClosedJaxprPtr> shared_;
   static constexpr int kMaxInlineNesting = 64;
@@ -532,8 +549,10 @@ class Parser {
 }  // namespace
 
 ClosedJaxpr parse_jaxpr(const std::string& text, const std::vector<Array>& consts, std::source_location loc) {
-  ClosedJaxpr j = detail::parse_jaxpr_unchecked(text, consts, loc);
+  Parser p(text, loc);
+  ClosedJaxpr j = p.top(consts);
   verify_jaxpr(j, loc);
+  p.refuse_unknown_params();
   return j;
 }
 
@@ -541,7 +560,9 @@ namespace detail {
 ClosedJaxpr parse_jaxpr_unchecked(const std::string& text, const std::vector<Array>& consts,
                                   std::source_location loc) {
   Parser p(text, loc);
-  return p.top(consts);
+  ClosedJaxpr j = p.top(consts);
+  p.refuse_unknown_params();
+  return j;
 }
 }  // namespace detail
 

@@ -30,6 +30,9 @@ namespace minijax {
 /// a shape rule cannot read is refused too: a sharding_constraint's printed sharding
 /// (`sharding=[{"x"}]`) has no reader, since the text does not carry the mesh, so a printed jaxpr
 /// holding a constraint does not parse (ShapeError naming the param and the equation).
+/// A param that does not fit its primitive's typed view (core/views/: missing, of another type,
+/// or unknown to the view) is a ValueError naming the primitive, the param, the line and the
+/// column; an unknown param is refused after the type check.
 /// Throws ValueError naming the line and column for syntax errors, inline nesting deeper than
 /// 64 levels, unknown primitives, unbound
 /// or rebound variable names, bad avals (unknown dtype or memory kind, a negative dimension, a

@@ -236,8 +236,6 @@ class Translator {
       throw CompileError("kir: unknown intrinsic llvm." + in.name + " in function " + kf_->name);
     std::vector<llvm::Value*> args;
     for (auto a : in.args) args.push_back(v(a));
-    // KIR intrinsic "abs" is LLVM's llvm.abs, not the primitive: INT_MIN is not poison (it wraps).
-    if (in.name == "abs") args.push_back(b_.getFalse());  // the intrinsic llvm.abs, not a primitive
     llvm::Function* decl = llvm::Intrinsic::getDeclaration(&mod_, id, {type(in.type)});
     return b_.CreateCall(decl, args);
   }

@@ -182,12 +182,13 @@ Value Builder::cast(Op op, Type t, Value v) {
   return emit(std::move(in));
 }
 
-Value Builder::intrinsic(const std::string& name, Type t, std::vector<Value> args) {
+Value Builder::intrinsic(const std::string& name, Type t, std::vector<Value> args, std::vector<Value> flags) {
   for (Value a : args)
     need(type(a) == t, Op::Intrinsic, name + ": operand " + type_str(type(a)) + " for " + type_str(t));
   Inst in{Op::Intrinsic, t};
   in.name = name;
   in.args = std::move(args);
+  in.args.insert(in.args.end(), flags.begin(), flags.end());
   return emit(std::move(in));
 }
 

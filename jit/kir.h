@@ -176,8 +176,10 @@ class Builder {
   Value cast(Op op, Type t, Value v);
   /// An LLVM intrinsic by its name without the type suffix ("sqrt", "fabs", "fma", "floor",
   /// "ceil", "trunc", "rint", "round", "roundeven", "copysign", "minnum", "maxnum", "minimum",
-  /// "maximum", "smin", "smax", "umin", "umax", "abs", "ctpop"); overloaded on `t`.
-  Value intrinsic(const std::string& name, Type t, std::vector<Value> args);
+  /// "maximum", "smin", "smax", "umin", "umax", "abs", "ctpop"); overloaded on `t`. Every operand
+  /// in `args` has type `t`; `flags` are the intrinsic's immediate operands after them, of any
+  /// type (llvm.abs's i1 "INT_MIN is poison").
+  Value intrinsic(const std::string& name, Type t, std::vector<Value> args, std::vector<Value> flags = {});
 
   // ---- vectors --------------------------------------------------------------------------------
   /// A vector of `lanes` copies of scalar v (v itself when lanes == 1).

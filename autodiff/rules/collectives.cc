@@ -80,7 +80,7 @@ Registrar reg([] {
     // every device's input.
     p.transpose = [](const std::vector<Array>& cts, const std::vector<Array>&, const std::vector<ShapedArray>&,
                      const Params& params) -> std::vector<Array> {
-      require_sum(params, "transpose");  // the rule's name in the message, not the primitive
+      require_sum(params, "transposition");
       if (!cts[0].defined()) return {Array()};
       return {minijax::bind1(CollectiveParams::primitive_of(Kind::all_reduce), {cts[0]}, params)};
     };

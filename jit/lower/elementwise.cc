@@ -127,7 +127,8 @@ EVal abs_(FusionEmitter& fe, EVal a) {
   kir::Builder& k = fe.b;
   if (is_floating(a.dtype)) return {k.intrinsic("fabs", k.type(a.v), {a.v}), a.dtype, a.lanes};
   if (a.dtype == DType::u32) return a;
-  return {k.intrinsic("abs", k.type(a.v), {a.v}), a.dtype, a.lanes};  // INT_MIN stays INT_MIN
+  // llvm.abs's flag "INT_MIN is poison" is false: INT_MIN stays INT_MIN (it wraps), as in XLA.
+  return {k.intrinsic("abs", k.type(a.v), {a.v}, {k.i1(false)}), a.dtype, a.lanes};
 }
 
 EVal float_intrinsic(FusionEmitter& fe, EVal a, const char* name) {

@@ -155,7 +155,7 @@ extern "C" void mj_rt_copy(void* dst, int32_t dst_kind, const void* src, int32_t
     CopyDescriptor d{src, dst, nbytes};
     d.src_kind = src_kind;
     d.dst_kind = dst_kind;
-    d.what = "copy";
+    d.op = CopyOp::copy;
     engine.wait_for(engine.enqueue(d));
   } catch (const std::exception& e) {
     record("mj_rt_copy", e);
@@ -189,7 +189,7 @@ extern "C" void mj_rt_copy_start(void* dst, int32_t dst_kind, const void* src, i
     CopyDescriptor d{src, dst, nbytes};
     d.src_kind = src_kind;
     d.dst_kind = dst_kind;
-    d.what = "copy_start";  // the runtime's error text (the runtime stops reading the IR in issue 26)
+    d.op = CopyOp::copy_start;
     start_copy(dst, d);
   } catch (const std::exception& e) {
     record("mj_rt_copy_start", e);
@@ -211,7 +211,7 @@ extern "C" void mj_rt_copy_slice_start(void* dst, int32_t dst_kind, const void* 
   d.count = count;
   d.src_kind = src_kind;
   d.dst_kind = dst_kind;
-  d.what = update ? "copy_update_start" : "copy_slice_start";  // the runtime's error text
+  d.op = update ? CopyOp::copy_update_start : CopyOp::copy_slice_start;
   if (update) {
     d.src = src;
     d.dst = static_cast<char*>(dst) + index * chunk_bytes;
@@ -267,6 +267,6 @@ extern "C" void mj_rt_ragged_all_to_all_local(void* out, int64_t out_rows, const
       std::memmove(static_cast<char*>(out) + dst * row_bytes, static_cast<const char*>(in) + src * row_bytes,
                    size_t(rows * row_bytes));
   } catch (const std::exception& e) {
-    record("ragged_all_to_all", e);  // the runtime's error text
+    record("mj_rt_ragged_all_to_all_local", e);
   }
 }

@@ -16,6 +16,16 @@
 
 namespace minijax {
 
+const char* copy_op_name(CopyOp op) {
+  switch (op) {
+    case CopyOp::copy: return "copy";
+    case CopyOp::copy_start: return "copy_start";
+    case CopyOp::copy_slice_start: return "copy_slice_start";
+    case CopyOp::copy_update_start: return "copy_update_start";
+  }
+  return "?";
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -44,7 +54,7 @@ void trace_copy(const Job& job, int device, Clock::time_point start, Clock::time
   a.add("memcpy_us", std::chrono::duration<double, std::micro>(copied - start).count());
   if (job.enqueued_ns > 0) a.add("queued_us", double(pd::to_ns(start) - job.enqueued_ns) * 1e-3);
   a.add("link", config().host_link_bytes_per_s > 0);
-  std::string name = std::string(d.what ? d.what : "copy") + " " + kind_name(d.src_kind) + " -> " +
+  std::string name = std::string(copy_op_name(d.op)) + " " + kind_name(d.src_kind) + " -> " +
                      kind_name(d.dst_kind);
   pd::record("copy", std::move(name), pd::to_ns(link_begin), pd::to_ns(done), a.take());
 }

@@ -9,6 +9,13 @@
 
 namespace minijax {
 
+/// Which runtime entry point made a copy: mj_rt_copy (a synchronous copy), mj_rt_copy_start,
+/// mj_rt_copy_slice_start (a slice of a stacked buffer) or its update form (a slice written into one).
+enum class CopyOp { copy, copy_start, copy_slice_start, copy_update_start };
+
+/// The operation's name in profiler traces ("copy", "copy_start", ...).
+const char* copy_op_name(CopyOp op);
+
 /// One copy: `count` chunks of `chunk_bytes` bytes, chunk k read at src + k·src_stride and
 /// written at dst + k·dst_stride (strides in bytes; negative walks backwards, as a reversed
 /// scan's slices of a stacked buffer; count 1 is a plain contiguous copy). Source and
@@ -19,10 +26,10 @@ struct CopyDescriptor {
   int64_t chunk_bytes = 0;
   int64_t count = 1;
   int64_t src_stride = 0, dst_stride = 0;
-  /// The memory kinds (a MemoryKind's value; -1: not given) and the operation ("copy_start",
-  /// "copy_slice_start", ...; null: "copy"), shown in profiler traces only.
+  /// The memory kinds (a MemoryKind's value; -1: not given) and the operation, shown in
+  /// profiler traces only.
   int32_t src_kind = -1, dst_kind = -1;
-  const char* what = nullptr;
+  CopyOp op = CopyOp::copy;
   /// chunk_bytes × count.
   int64_t bytes() const { return chunk_bytes * count; }
 };

@@ -19,6 +19,8 @@
 
 #include <minijax/minijax.h>
 
+#include "core/bodies.h"
+
 namespace {
 
 using mj::Array;
@@ -30,11 +32,25 @@ Array i32z(mj::Shape s) { return mj::zeros(s, mj::i32); }
 
 // print(j) must equal the golden, and parse(print(j)) must print the same text and carry
 // equal params in every top-level equation.
+// Every equation of `j` and of its bodies fits its primitive's typed view: from, then to_params,
+// gives back the params as they are (so a pass that rebuilds an equation from its view keeps
+// the golden text).
+void expect_views_round_trip(const mj::Jaxpr& j) {
+  for (size_t i = 0; i < j.eqns.size(); ++i) {
+    const auto& e = j.eqns[i];
+    if (e.primitive->check_params)
+      EXPECT_TRUE(e.primitive->check_params(e.params) == e.params)
+          << e.primitive->name << "'s view of equation " << i << ": " << mj::eqn_to_string(j, i);
+    for (const auto& b : mj::subjaxprs(e)) expect_views_round_trip(*b.jaxpr->jaxpr);
+  }
+}
+
 void expect_form(const mj::ClosedJaxpr& j, const std::string& golden) {
   const std::string text = mj::to_string(j);
   EXPECT_EQ(text, golden);
   mj::ClosedJaxpr back = mj::parse_jaxpr(text, j.consts);
   EXPECT_EQ(mj::to_string(back), text);
+  expect_views_round_trip(*j.jaxpr);
   ASSERT_EQ(back.jaxpr->eqns.size(), j.jaxpr->eqns.size());
   for (size_t i = 0; i < j.jaxpr->eqns.size(); ++i) {
     const auto& a = j.jaxpr->eqns[i];

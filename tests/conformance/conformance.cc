@@ -1,5 +1,5 @@
 // minijax conformance suite: case registry and deterministic input generators.
-// Owns the registry storage and the exemption lists (conformance and sharded conformance).
+// Owns the registry storage, the exemption lists (conformance and sharded conformance) and a case's traced forms.
 #include "conformance.h"
 
 namespace conformance {
@@ -23,6 +23,43 @@ Array rnd_int(const mj::Shape& shape, uint32_t seed, int lo, int hi) {
   std::vector<double> v(size_t(mj::shape_size(shape)));
   for (auto& x : v) x = u(g);
   return mj::array(v, shape, mj::i32);
+}
+
+bool all_float(const std::vector<Array>& xs) {
+  for (auto& x : xs)
+    if (!mj::is_floating(x.dtype())) return false;
+  return true;
+}
+
+std::vector<std::pair<std::string, mj::ClosedJaxpr>> traced_jaxprs(const Case& k) {
+  std::vector<std::pair<std::string, mj::ClosedJaxpr>> out;
+  mj::FlatFn f = [&](const std::vector<Array>& a) { return k.fn(a); };
+  out.emplace_back("", mj::make_jaxpr(f)(k.args));
+  mj::FlatFn jf = [&](const std::vector<Array>& a) { return mj::jit(k.fn, std::string(k.prim))(a); };
+  out.emplace_back("jit", mj::make_jaxpr(jf)(k.args));
+  if (!k.differentiable || !all_float(k.args)) return out;
+  const long n = long(k.args.size());
+  mj::FlatFn jvp = [&](const std::vector<Array>& a) {
+    auto [po, to] = mj::jvp_flat(k.fn, {a.begin(), a.begin() + n}, {a.begin() + n, a.end()});
+    for (auto& t : to)
+      if (t.defined()) po.push_back(t);
+    return po;
+  };
+  std::vector<Array> pt = k.args;
+  pt.insert(pt.end(), k.args.begin(), k.args.end());
+  out.emplace_back("jvp", mj::make_jaxpr(jvp)(pt));
+  const std::vector<Array> outs = k.fn(k.args);
+  if (!all_float(outs)) return out;
+  mj::FlatFn vjp = [&](const std::vector<Array>& a) {
+    std::vector<Array> cts(a.begin() + n, a.end()), grads;
+    for (auto& g : mj::vjp_flat(k.fn, {a.begin(), a.begin() + n}).pullback(cts))
+      if (g.defined()) grads.push_back(g);
+    return grads;
+  };
+  std::vector<Array> pc = k.args;
+  pc.insert(pc.end(), outs.begin(), outs.end());
+  out.emplace_back("vjp", mj::make_jaxpr(vjp)(pc));
+  return out;
 }
 
 const std::vector<std::pair<std::string, std::string>>& exemptions() {

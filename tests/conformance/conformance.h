@@ -48,6 +48,15 @@ inline std::function<std::vector<Array>(const std::vector<Array>&)> one(
   return [f](const std::vector<Array>& a) { return std::vector<Array>{f(a)}; };
 }
 
+/// Whether every array of xs has a floating dtype.
+bool all_float(const std::vector<Array>& xs);
+
+/// The jaxprs of one case as make_jaxpr traces them, each with its form: "" (the case's function),
+/// "jit" (under mj::jit) and, for a differentiable case with floating args, "jvp" (primals then
+/// tangents in, primal outputs then defined tangents out) and, with floating outputs too, "vjp"
+/// (primals then cotangents in, defined input cotangents out).
+std::vector<std::pair<std::string, mj::ClosedJaxpr>> traced_jaxprs(const Case& k);
+
 /// Primitives deliberately absent from the table, with the reason (they are exercised by their
 /// own suites: higher-order primitives take functions, not arrays).
 const std::vector<std::pair<std::string, std::string>>& exemptions();

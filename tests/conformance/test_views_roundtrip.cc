@@ -122,43 +122,10 @@ struct Walk {
   }
 };
 
-bool all_float(const std::vector<Array>& xs) {
-  for (auto& x : xs)
-    if (!mj::is_floating(x.dtype())) return false;
-  return true;
-}
-
 // One case traced plain, under jit, and (differentiable float cases) its jvp and vjp.
 void walk_case(Walk& w, const Case& k) {
   const std::string where = k.prim + (k.label.empty() ? "" : "/" + k.label);
-  mj::FlatFn f = [&](const std::vector<Array>& a) { return k.fn(a); };
-  w.closed(mj::make_jaxpr(f)(k.args), where);
-  mj::FlatFn jf = [&](const std::vector<Array>& a) { return mj::jit(k.fn, std::string(k.prim))(a); };
-  w.closed(mj::make_jaxpr(jf)(k.args), where + " jit");
-  if (!k.differentiable || !all_float(k.args)) return;
-  const size_t n = k.args.size();
-  mj::FlatFn jvp = [&](const std::vector<Array>& a) {
-    auto [po, to] = mj::jvp_flat(k.fn, {a.begin(), a.begin() + long(n)}, {a.begin() + long(n), a.end()});
-    std::vector<Array> out;
-    for (auto& o : po) out.push_back(o);
-    for (auto& t : to)
-      if (t.defined()) out.push_back(t);
-    return out;
-  };
-  std::vector<Array> pt = k.args;
-  pt.insert(pt.end(), k.args.begin(), k.args.end());
-  w.closed(mj::make_jaxpr(jvp)(pt), where + " jvp");
-  if (!all_float(k.fn(k.args))) return;
-  mj::FlatFn vjp = [&](const std::vector<Array>& a) {
-    std::vector<Array> cts(a.begin() + long(n), a.end());
-    std::vector<Array> out;
-    for (auto& g : mj::vjp_flat(k.fn, {a.begin(), a.begin() + long(n)}).pullback(cts))
-      if (g.defined()) out.push_back(g);
-    return out;
-  };
-  std::vector<Array> pc = k.args;
-  for (auto& o : k.fn(k.args)) pc.push_back(o);
-  w.closed(mj::make_jaxpr(vjp)(pc), where + " vjp");
+  for (auto& [form, j] : conformance::traced_jaxprs(k)) w.closed(j, form.empty() ? where : where + " " + form);
 }
 
 }  // namespace

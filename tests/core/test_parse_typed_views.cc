@@ -56,6 +56,43 @@ TEST(ParseTypedViews, ALoopWithoutItsCarryCountIsRefused) {
   expect_names(parse_error(text), "scan", "num_carry", 2);
 }
 
+TEST(ParseTypedViews, AParamTheViewDoesNotKnowIsRefused) {
+  // reduce_sum with a misspelt key beside its axes, on line 2: the next pass that rebuilds the
+  // equation from its view would drop it, so the parser refuses it.
+  const std::string text =
+      "{ lambda ; a:f32[3]. let\n"
+      "    b:f32[] = reduce_sum[axes=(0,) axis=0] a\n"
+      "  in (b,) }";
+  const std::string msg = parse_error(text);
+  expect_names(msg, "reduce_sum", "axis", 2);
+  EXPECT_NE(msg.find("unexpected parameter"), std::string::npos) << msg;
+  // The same for a collective and a memory primitive.
+  expect_names(parse_error("{ lambda ; a:f32[3]. let\n"
+                           "    b:f32[3] = all_reduce[axis_name=('x',) axis_size=2 reduction=sum extra=1] a\n"
+                           "  in (b,) }"),
+               "all_reduce", "extra", 2);
+  expect_names(parse_error("{ lambda ; a:f32[3]. let\n"
+                           "    b:f32[3] = optimization_barrier[extra=1] a\n"
+                           "  in (b,) }"),
+               "optimization_barrier", "extra", 2);
+}
+
+TEST(ParseTypedViews, ACallKeepsTheParamsItDoesNotType) {
+  // pjit's view types name and jaxpr and keeps JAX's other params (keep_unused here) as they are:
+  // the text parses and prints back with them.
+  const std::string text =
+      "{ lambda ; a:f32[3]. let\n"
+      "    b:f32[3] = pjit[\n"
+      "      name=inner\n"
+      "      jaxpr={ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }\n"
+      "      keep_unused=False\n"
+      "    ] a\n"
+      "  in (b,) }";
+  EXPECT_EQ(parse_error(text), "");
+  const std::string back = minijax::to_string(minijax::parse_jaxpr(text));
+  EXPECT_NE(back.find("keep_unused=False"), std::string::npos) << back;
+}
+
 TEST(ParseTypedViews, WellFormedParamsStillParse) {
   // The control: the same programs with their params complete parse.
   EXPECT_EQ(parse_error("{ lambda ; a:f32[3]. let b:f32[] = reduce_sum[axes=(0,)] a in (b,) }"), "");
