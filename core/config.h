@@ -35,12 +35,12 @@ struct Config {
   /// memcpy, then a timed wait using no core), as a DMA link would, since device and host memory
   /// are the same RAM here. 0 (the default): off, a copy takes its memcpy's time. Read per copy.
   double host_link_bytes_per_s = 0;
-  /// Copies of loop slices smaller than this many bytes are coalesced by schedule_offloads
+  /// Copies of loop slices smaller than this many bytes are coalesced by the offload stages
   /// (memory/coalesce_slice_copies.h): k slices per copy, so a copy never pays an engine round
   /// trip for a few bytes. 0: never coalesce. Read at compile time.
   int64_t offload_coalesce_bytes = 4096;
   /// The most device memory, in bytes, that reloads started ahead of their first reader may hold
-  /// at once (schedule_offloads' bounded lookahead: a reload starts later rather than exceed it).
+  /// at once (place_copies' bounded lookahead: a reload starts later rather than exceed it).
   /// 0: unbounded. Read at compile time.
   int64_t offload_prefetch_bytes = int64_t(256) << 20;
   /// Makes every copy between memory kinds synchronous: the compute thread waits at each start

@@ -64,6 +64,7 @@ std::string options_key(const CompileOptions& opts) {
   std::string k = "donated:";
   for (bool d : opts.donated) k += d ? '1' : '0';
   if (opts.spmd) k += " spmd";  // collectives and axis_index call the runtime
+  k += " " + opts.offload.key();  // the offload stages' tunables
   return k;
 }
 

@@ -23,7 +23,6 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
-#include "core/profiler_hooks.h"
 
 namespace minijax {
 
@@ -484,36 +483,53 @@ const HostTarget& host_target() {
   return h;
 }
 
-ObjectCode compile_to_object(const kir::Module& m, bool keep_ir, CodegenReport* report) {
-  auto t0 = Clock::now();
-  std::unique_ptr<llvm::TargetMachine> tm = make_target_machine();
+struct LlvmModule::Impl {
+  std::unique_ptr<llvm::TargetMachine> tm;
   llvm::LLVMContext ctx;
-  std::unique_ptr<llvm::Module> mod = translate(ctx, m, tm.get());
-  auto t1 = Clock::now();
-  optimize(*mod, tm.get());
-  auto t2 = Clock::now();
-  if (report && keep_ir) {
-    report->llvm_ir.clear();
-    llvm::raw_string_ostream os(report->llvm_ir);
-    mod->print(os, nullptr);
-  }
-  ObjectCode obj;
+  std::unique_ptr<llvm::Module> mod;
+};
+
+LlvmModule::~LlvmModule() = default;
+
+std::unique_ptr<LlvmModule> translate_to_llvm(const kir::Module& m) {
+  auto out = std::make_unique<LlvmModule>();
+  out->impl = std::make_unique<LlvmModule::Impl>();
+  out->impl->tm = make_target_machine();
+  out->impl->mod = translate(out->impl->ctx, m, out->impl->tm.get());
+  return out;
+}
+
+void optimize_llvm(LlvmModule& m) { optimize(*m.impl->mod, m.impl->tm.get()); }
+
+std::string llvm_ir_text(const LlvmModule& m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.impl->mod->print(os, nullptr);
+  return s;
+}
+
+ObjectCode emit_object(LlvmModule& m) {
   llvm::SmallVector<char, 0> buf;
   {
     llvm::raw_svector_ostream os(buf);
     llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    if (m.impl->tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       throw CompileError("LLVM cannot emit object code for " + host_target().triple);
-    pm.run(*mod);
+    pm.run(*m.impl->mod);
   }
+  ObjectCode obj;
   obj.bytes.assign(buf.begin(), buf.end());
-  if (profiler::detail::tracing()) {
-    namespace pd = profiler::detail;
-    const int64_t t3 = pd::now_ns();
-    pd::record("compile", "llvm_translate", pd::to_ns(t0), pd::to_ns(t1));
-    pd::record("compile", "llvm_optimize", pd::to_ns(t1), pd::to_ns(t2), pd::Args().add("level", "O2").take());
-    pd::record("compile", "llvm_codegen", pd::to_ns(t2), t3, pd::Args().add("object_bytes", int64_t(buf.size())).take());
-  }
+  return obj;
+}
+
+ObjectCode compile_to_object(const kir::Module& m, bool keep_ir, CodegenReport* report) {
+  auto t0 = Clock::now();
+  std::unique_ptr<LlvmModule> mod = translate_to_llvm(m);
+  auto t1 = Clock::now();
+  optimize_llvm(*mod);
+  auto t2 = Clock::now();
+  if (report && keep_ir) report->llvm_ir = llvm_ir_text(*mod);
+  ObjectCode obj = emit_object(*mod);
   if (report) {
     report->translate_seconds = std::chrono::duration<double>(t1 - t0).count();
     report->optimize_seconds = std::chrono::duration<double>(t2 - t1).count();

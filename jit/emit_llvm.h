@@ -2,6 +2,7 @@
 // host CPU and compiled to an object file. One of the two files that include LLVM headers.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,26 @@ struct CodegenReport {
   std::string llvm_ir;         ///< the optimized LLVM IR (only when asked for)
   double translate_seconds = 0, optimize_seconds = 0, codegen_seconds = 0;
 };
+
+/// An LLVM module being compiled, with its own LLVMContext and target machine for the host CPU:
+/// what the pipeline's llvm_translate, llvm_optimize and llvm_codegen stages hand each other.
+class LlvmModule {
+ public:
+  ~LlvmModule();
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+/// The llvm_translate stage: `m` as LLVM IR, verified. Throws CompileError naming the KIR
+/// function (and through its comment the equation) with LLVM's message.
+std::unique_ptr<LlvmModule> translate_to_llvm(const kir::Module& m);
+/// The llvm_optimize stage: LLVM's O2 pipeline for the host CPU (host_target()), with loop and
+/// SLP vectorization. No fast-math flags are set: results are IEEE-exact per operation.
+void optimize_llvm(LlvmModule& m);
+/// The module's LLVM IR as text.
+std::string llvm_ir_text(const LlvmModule& m);
+/// The llvm_codegen stage: the module's object code. CompileError when LLVM cannot emit it.
+ObjectCode emit_object(LlvmModule& m);
 
 /// Translates `m` to LLVM IR, verifies it (CompileError with the function, its comment and
 /// LLVM's message on failure), runs LLVM's O2 pipeline for the host CPU (host_target()) and

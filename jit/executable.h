@@ -13,6 +13,7 @@
 #include "jit/lower/program.h"
 #include "jit/orc.h"
 #include "memory/memory_analysis.h"
+#include "memory/offload_options.h"
 #include "memory/plan_buffers.h"
 
 namespace minijax {
@@ -30,6 +31,17 @@ struct CompileOptions {
   /// An SPMD program, run on every device of a mesh at once (jit/runtime/execute_spmd.h): its
   /// collectives over several devices go through the communicator. False: one device.
   bool spmd = false;
+  /// The offload stages' tunables (the API fills them from config()); part of the cache keys.
+  OffloadOptions offload;
+};
+
+/// Where the program after each stage is written (CompileOptions::dump_dir): one folder per
+/// traced program, <dir>/<name>-<16 hex digits of a hash of the traced program>, with one file
+/// <NN>-<stage>.txt per stage of jit/pipeline.cc that rewrites it, numbered across the phases.
+/// Empty `folder`: no dumps.
+struct DumpState {
+  std::string folder;
+  int next = 0;
 };
 
 /// Seconds spent in each stage of one compilation.

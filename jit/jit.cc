@@ -13,13 +13,12 @@
 #include "memory/offload_report.h"
 #include "memory/plan_buffers.h"
 
-#include "core/dce.h"
+#include "core/config.h"
 #include "core/errors.h"
 #include "core/profiler_hooks.h"
 #include "core/staging.h"
 #include "core/views/collectives.h"
 #include "core/views/memory_ops.h"
-#include "sharding/partition_spmd.h"
 #include "sharding/plan_reshard.h"
 #include "sharding/reshard_api.h"
 #include "sharding/sharding_dot.h"
@@ -160,42 +159,42 @@ Sharding output_sharding(const PropagationResult& prop, const Jaxpr& j, size_t k
 std::shared_ptr<const LoweredProgram> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
                                              const std::vector<std::optional<Sharding>>& in,
                                              const std::vector<std::optional<Sharding>>& out_given,
-                                             const std::shared_ptr<const Mesh>& mesh,
+                                             const std::shared_ptr<const Mesh>& mesh, const JitOptions& opts,
                                              std::source_location loc) {
-  // Dead equations (e.g. the zeros relu's derivative builds and drops) are removed before
-  // propagation: they would get shardings, maybe reshards, and buffers on every device. Every
-  // input stays (one per operand) and every output is used.
-  auto live = std::make_shared<ClosedJaxpr>(*jaxpr);
-  live->jaxpr = std::make_shared<Jaxpr>(
-      dce_jaxpr(*jaxpr->jaxpr, std::vector<bool>(jaxpr->jaxpr->outvars.size(), true), true).first);
-  const Jaxpr& j = *live->jaxpr;
+  // The lower phase: dead equations (e.g. the zeros relu's derivative builds and drops) go
+  // before propagation, which would give them shardings, maybe reshards, and buffers on every
+  // device; every input stays (one per operand) and every output is used. Outputs are reduced
+  // by propagation itself (no partial sums unless an out_sharding asks).
+  const ShardingRequest request{mesh, in, out_given, loc};
+  Compilation c = start_compilation(*jaxpr->jaxpr, compile_options(opts, {}, true), &request);
+  run_phase(c, StagePhase::lower);
   auto low = std::make_shared<LoweredProgram>();
   low->mesh = mesh;
+  auto live = std::make_shared<ClosedJaxpr>(*jaxpr);
+  live->jaxpr = std::make_shared<Jaxpr>(std::move(c.global));
   low->jaxpr = live;
   low->num_consts = num_consts;
-  // Outputs are reduced by propagation itself (no partial sums unless an out_sharding asks).
-  {
-    profiler::detail::Scope trace("compile", "propagate_shardings");
-    low->propagation = propagate_shardings(j, in, out_given, *mesh, loc);
-  }
-  {
-    profiler::detail::Scope trace("compile", "partition_spmd");
-    low->program = partition_spmd(j, low->propagation, *mesh, loc);
-  }
+  low->propagation = std::move(c.propagation);
+  low->program = std::move(c.program);
+  low->dump = c.dump;
+  const Jaxpr& j = *live->jaxpr;
   for (auto& v : j.invars) low->in_shardings.push_back(low->propagation.of(v));
   for (size_t k = 0; k < j.outvars.size(); ++k)
     low->out_shardings.push_back(output_sharding(low->propagation, j, k, mesh));
   return low;
 }
 
-std::shared_ptr<const LoweredProgram> lower_unsharded(const ClosedJaxprPtr& jaxpr, size_t num_consts) {
+std::shared_ptr<const LoweredProgram> lower_unsharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
+                                                      const JitOptions& opts) {
+  Compilation c = start_compilation(*jaxpr->jaxpr, compile_options(opts, {}, false));
+  run_phase(c, StagePhase::lower);
   auto live = std::make_shared<ClosedJaxpr>(*jaxpr);
-  live->jaxpr = std::make_shared<Jaxpr>(
-      dce_jaxpr(*jaxpr->jaxpr, std::vector<bool>(jaxpr->jaxpr->outvars.size(), true), true).first);
+  live->jaxpr = std::make_shared<Jaxpr>(c.program);
   auto low = std::make_shared<LoweredProgram>();
   low->jaxpr = live;
   low->num_consts = num_consts;
-  low->program = *live->jaxpr;
+  low->program = std::move(c.program);
+  low->dump = c.dump;
   return low;
 }
 
@@ -346,6 +345,9 @@ CompileOptions compile_options(const JitOptions& opts, const std::vector<bool>& 
   co.dump_dir = opts.dump_dir;
   co.keep_llvm_ir = opts.keep_llvm_ir;
   co.spmd = spmd;
+  co.offload.coalesce_bytes = config().offload_coalesce_bytes;
+  co.offload.prefetch_bytes = config().offload_prefetch_bytes;
+  co.offload.host_link_bytes_per_s = config().host_link_bytes_per_s;
   return co;
 }
 
@@ -354,6 +356,19 @@ std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, co
   check_cache_bounds(loc);  // a negative bound names the user's line
   check_max_fusion_equations(loc);
   std::shared_ptr<const Executable> exe = compile_executable(*jaxpr->jaxpr, compile_options(opts, donated, false));
+  check_compiled_capacity(*exe, 1, loc);
+  return exe;
+}
+
+std::shared_ptr<const Executable> compile_unsharded(const LoweredProgram& low, const JitOptions& opts,
+                                                    const std::vector<bool>& donated, std::source_location loc) {
+  check_cache_bounds(loc);  // a negative bound names the user's line
+  check_max_fusion_equations(loc);
+  Compilation c;
+  c.options = compile_options(opts, donated, false);
+  c.program = low.program;
+  c.dump = low.dump;
+  std::shared_ptr<const Executable> exe = compile_lowered(std::move(c));
   check_compiled_capacity(*exe, 1, loc);
   return exe;
 }

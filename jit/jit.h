@@ -160,6 +160,8 @@ struct LoweredProgram {
   Jaxpr program;                       ///< the SPMD program (local shapes, collectives)
   std::vector<Sharding> in_shardings;  ///< per invar of `jaxpr` (constants then arguments)
   std::vector<Sharding> out_shardings; ///< per output: the sharding each output is returned in
+  /// Where the lower phase's dumps went (JitOptions::dump_dir), so compile() continues there.
+  DumpState dump;
 
   /// The global program annotated with its shardings and reshards (propagation.text), then the
   /// SPMD program, then one line per collective of the SPMD program (bodies included) with the
@@ -209,14 +211,17 @@ std::vector<std::optional<Sharding>> resolve_shardings(
 
 /// Propagates and partitions `jaxpr` (constvars converted to invars) for the resolved in/out
 /// shardings on `mesh`; dead equations removed first.
+/// The pipeline's lower phase (jit/pipeline.h); dumps under opts.dump_dir.
 std::shared_ptr<const LoweredProgram> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
                                                     const std::vector<std::optional<Sharding>>& in,
                                                     const std::vector<std::optional<Sharding>>& out,
-                                                    const std::shared_ptr<const Mesh>& mesh,
+                                                    const std::shared_ptr<const Mesh>& mesh, const JitOptions& opts,
                                                     std::source_location loc);
 
-/// The unpartitioned LoweredProgram of `jaxpr`: dead equations removed, no mesh.
-std::shared_ptr<const LoweredProgram> lower_unsharded(const ClosedJaxprPtr& jaxpr, size_t num_consts);
+/// The unpartitioned LoweredProgram of `jaxpr`: the pipeline's lower phase without a mesh (dead
+/// equations removed); dumps under opts.dump_dir.
+std::shared_ptr<const LoweredProgram> lower_unsharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
+                                                      const JitOptions& opts);
 
 /// ShardingError at `loc` when `mesh` names a device id at or beyond num_devices(), naming the
 /// id and the count.
@@ -275,6 +280,11 @@ CompileOptions compile_options(const JitOptions& opts, const std::vector<bool>& 
 
 std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
                                                  const std::vector<bool>& donated, std::source_location loc);
+
+/// The compiled program of an unsharded lowering (its program after the lower phase), as
+/// compile_traced.
+std::shared_ptr<const Executable> compile_unsharded(const LoweredProgram& low, const JitOptions& opts,
+                                                    const std::vector<bool>& donated, std::source_location loc);
 
 /// ResourceExhaustedError at `loc` when `exe`'s predicted peak of device memory exceeds
 /// config().device_memory_bytes (naming the peak, the capacity and the largest device buffer),

@@ -262,7 +262,7 @@ std::shared_ptr<const Executable> Jit<F>::prepare(Entry& e, const CallArgs& ca) 
     auto out =
         detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, names, s.loc);
     if (mesh) {
-      e.spmd = detail::lower_sharded(e.traced->jaxpr, e.traced->consts.size(), in, out, mesh, s.loc);
+      e.spmd = detail::lower_sharded(e.traced->jaxpr, e.traced->consts.size(), in, out, mesh, s.opts, s.loc);
       e.spmd_exe = detail::compile_sharded(*e.spmd, s.opts, e.donated, s.loc);
     } else {
       exe = detail::compile_traced(e.traced->jaxpr, s.opts, e.donated, s.loc);
@@ -394,8 +394,8 @@ auto Jit<F>::lower_impl(const A&... args) const {
       detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, names, s.loc);
   Lowered<R> low;
   std::shared_ptr<const LoweredProgram> lp =
-      mesh ? detail::lower_sharded(e->traced->jaxpr, e->traced->consts.size(), in, out, mesh, s.loc)
-           : detail::lower_unsharded(e->traced->jaxpr, e->traced->consts.size());
+      mesh ? detail::lower_sharded(e->traced->jaxpr, e->traced->consts.size(), in, out, mesh, s.opts, s.loc)
+           : detail::lower_unsharded(e->traced->jaxpr, e->traced->consts.size(), s.opts);
   static_cast<LoweredProgram&>(low) = *lp;
   if (mesh) low.spmd = lp;
   low.consts = e->traced->consts;
@@ -419,7 +419,7 @@ Compiled<R> Lowered<R>::compile(std::source_location loc) const {
       c.spmd_ = detail::compile_sharded(*spmd, options, donated, loc);
       c.exe_ = detail::executable_of(*c.spmd_);
     } else {
-      c.exe_ = detail::compile_traced(jaxpr, options, donated, loc);
+      c.exe_ = detail::compile_unsharded(*this, options, donated, loc);
     }
   });
   return c;

@@ -107,7 +107,11 @@ std::shared_ptr<const SpmdExecutable> compile_sharded(const LoweredProgram& low,
                                                       const std::vector<bool>& donated, std::source_location loc) {
   check_cache_bounds(loc);  // a negative bound names the user's line
   check_max_fusion_equations(loc);
-  std::shared_ptr<const Executable> exe = compile_executable(low.program, compile_options(opts, donated, true));
+  Compilation c;
+  c.options = compile_options(opts, donated, true);
+  c.program = low.program;
+  c.dump = low.dump;
+  std::shared_ptr<const Executable> exe = compile_lowered(std::move(c));
   check_compiled_capacity(*exe, low.mesh->num_devices(), loc);
   std::vector<size_t> where = site_equations(low.program, exe->collective_sites);
   return bind_spmd_executable(std::move(exe), low.mesh, std::move(where), loc);

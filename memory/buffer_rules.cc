@@ -40,7 +40,7 @@ const bool registered = [] {
                         none_in_place});
   // bitcast_convert_type: the same row-major bytes under another dtype (and shape, 4 <-> 8 bytes).
   register_buffer_rule("bitcast_convert_type", view_of_first());
-  // copy_done returns the destination copy_start allocated (memory/schedule_offloads.h); its
+  // copy_done returns the destination copy_start allocated (memory/split_copies.h); its
   // second operand, the source, is only kept alive until the copy completes.
   register_buffer_rule("copy_done", view_of_first());
   // copy_update_start writes its update into a slice of its first operand, in place (the result

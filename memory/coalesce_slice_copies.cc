@@ -2,6 +2,7 @@
 // config().offload_coalesce_bytes (the outer scan over chunks, the inner scan over k iterations).
 #include "memory/coalesce_slice_copies.h"
 
+#include "core/views/control_flow.h"
 #include "memory/offload_loops.h"
 
 namespace minijax {
@@ -113,6 +114,20 @@ std::vector<Eqn> coalesce_slice_copies(const Eqn& scan, int64_t coalesce_bytes) 
   out.back().params.set("unroll", int64_t(1));
   out.insert(out.end(), after.begin(), after.end());
   return out;
+}
+
+Jaxpr coalesce_slice_copies(const Jaxpr& j, int64_t coalesce_bytes) {
+  Jaxpr r = j;
+  r.eqns.clear();
+  for (const Eqn& e : j.eqns) {
+    Eqn n = offload::with_bodies(e, [&](const Jaxpr& b) { return coalesce_slice_copies(b, coalesce_bytes); });
+    if (!ScanParams::is(n)) {
+      r.eqns.push_back(std::move(n));
+      continue;
+    }
+    for (Eqn& c : coalesce_slice_copies(n, coalesce_bytes)) r.eqns.push_back(std::move(c));
+  }
+  return r;
 }
 
 }  // namespace minijax

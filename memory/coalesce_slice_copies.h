@@ -1,5 +1,5 @@
 // minijax host offload, coalescing: a scan whose per-iteration host copies are tiny becomes a scan
-// over chunks of k iterations, so each copy moves k slices. Part of schedule_offloads; core/ only.
+// over chunks of k iterations, so each copy moves k slices. An offload stage; core/ only.
 #pragma once
 #include <vector>
 
@@ -7,7 +7,7 @@
 
 namespace minijax {
 
-/// Takes a scan equation after schedule_offloads split its body's device_puts (copy_start /
+/// Takes a scan equation after split_copies split its body's device_puts (copy_start /
 /// copy_done pairs) and returns the equations that replace it. When the slices the body reloads
 /// from or offloads to stacked host buffers (memory/offload_loops.h, SliceCopies) are smaller than
 /// `coalesce_bytes`, the scan of length T becomes an outer scan of length T / k whose body runs
@@ -23,6 +23,10 @@ namespace minijax {
 /// (Allen & Kennedy, "Optimizing Compilers for Modern Architectures", 2001, §5.6), applied to
 /// XLA's sub-chunk host copies that fail in the reference (docs/offload.md).
 std::vector<Eqn> coalesce_slice_copies(const Eqn& scan, int64_t coalesce_bytes);
+
+/// The offload stage coalesce_slice_copies (after split_copies): every scan of `j`, bodies first,
+/// through coalesce_slice_copies(scan, coalesce_bytes) above.
+Jaxpr coalesce_slice_copies(const Jaxpr& j, int64_t coalesce_bytes);
 
 /// The k coalesce_slice_copies uses for a scan of `length` iterations moving `slice_bytes` per
 /// copy (1: no coalescing).

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <unordered_set>
+#include <variant>
 
 #include "core/errors.h"
 #include "core/fusion.h"
@@ -236,6 +237,26 @@ Eqn copy_done(const Var& h, const std::vector<Atom>& sources, const Var& out) {
   std::vector<Atom> in{h};
   in.insert(in.end(), sources.begin(), sources.end());
   return Eqn{&CopyDoneParams::primitive(), std::move(in), {out}, CopyDoneParams{}.to_params(), {}};
+}
+
+Eqn with_bodies(const Eqn& e, const std::function<Jaxpr(const Jaxpr&)>& f) {
+  Eqn n = e;
+  for (const auto& [key, value] : e.params.items()) {
+    if (auto* b = std::get_if<ClosedJaxprPtr>(&value)) {
+      auto c = std::make_shared<ClosedJaxpr>(**b);
+      c->jaxpr = std::make_shared<Jaxpr>(f(*(*b)->jaxpr));
+      n.params.set(key, ClosedJaxprPtr(c));
+    } else if (auto* bs = std::get_if<std::vector<ClosedJaxprPtr>>(&value)) {
+      std::vector<ClosedJaxprPtr> out;
+      for (const auto& b : *bs) {
+        auto c = std::make_shared<ClosedJaxpr>(*b);
+        c->jaxpr = std::make_shared<Jaxpr>(f(*b->jaxpr));
+        out.push_back(c);
+      }
+      n.params.set(key, std::move(out));
+    }
+  }
+  return n;
 }
 
 bool is_copy_start(const Eqn& e) { return CopyParams::is(e); }

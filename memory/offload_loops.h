@@ -1,7 +1,8 @@
 // minijax host offload in loops: what a scan moves between memory kinds one slice per iteration,
-// and the equation builders the loop rewrites of schedule_offloads share. Compile time; core/ only.
+// and the equation builders the loop rewrites of the offload stages share. Compile time; core/ only.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -21,7 +22,7 @@ struct ScanParts {
 };
 ScanParts scan_parts(const Eqn& scan);
 
-/// The slices a scan body moves between memory kinds, found after schedule_offloads split every
+/// The slices a scan body moves between memory kinds, found after split_copies split every
 /// device_put into copy_start / copy_done:
 /// - a *reload*: an xs of a host kind whose body value is read only by copy_start to `device`
 ///   (directly or through optimization_barrier), each finished by a copy_done;
@@ -63,6 +64,10 @@ Eqn allocate_buffer(const Var& out);
 /// `h = <start>[copy's params](operands)` and `b = copy_done(h, sources...)`.
 Eqn copy_eqn(const CopyParams& copy, std::vector<Atom> operands, const Var& out);
 Eqn copy_done(const Var& h, const std::vector<Atom>& sources, const Var& out);
+
+/// The equation with f applied to each of its bodies (the offload stages recurse with it, bodies
+/// first or last as each needs).
+Eqn with_bodies(const Eqn& e, const std::function<Jaxpr(const Jaxpr&)>& f);
 
 /// Whether `e` starts an asynchronous copy (copy_start, copy_slice_start, copy_update_start).
 bool is_copy_start(const Eqn& e);

@@ -9,7 +9,7 @@
 
 namespace minijax {
 
-/// One copy site of a program after schedule_offloads: a copy_start, copy_slice_start or
+/// One copy site of a program after the offload stages: a copy_start, copy_slice_start or
 /// copy_update_start equation, wherever it is nested.
 struct OffloadCopy {
   std::string primitive;
@@ -37,7 +37,7 @@ struct OffloadReport {
   std::string str() const;
 };
 
-/// The report of `program` (after schedule_offloads).
+/// The report of `program` (after the offload stages).
 OffloadReport offload_report(const Jaxpr& program);
 
 }  // namespace minijax

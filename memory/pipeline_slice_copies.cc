@@ -148,4 +148,18 @@ std::vector<Eqn> pipeline_slice_copies(const Eqn& scan) {
   return Pipeline(scan, std::move(found)).run();
 }
 
+Jaxpr pipeline_slice_copies(const Jaxpr& j) {
+  Jaxpr r = j;
+  r.eqns.clear();
+  for (const Eqn& e : j.eqns) {
+    Eqn n = with_bodies(e, [](const Jaxpr& b) { return pipeline_slice_copies(b); });
+    if (!ScanParams::is(n)) {
+      r.eqns.push_back(std::move(n));
+      continue;
+    }
+    for (Eqn& p : pipeline_slice_copies(n)) r.eqns.push_back(std::move(p));
+  }
+  return r;
+}
+
 }  // namespace minijax

@@ -1,5 +1,5 @@
 // minijax host offload, pipelining: a scan's per-iteration copies to and from stacked host buffers
-// overlap the next iteration (prefetch, deferred completion). Part of schedule_offloads; core/ only.
+// overlap the next iteration (prefetch, deferred completion). An offload stage; core/ only.
 #pragma once
 #include <vector>
 
@@ -7,7 +7,7 @@
 
 namespace minijax {
 
-/// Takes a scan equation after schedule_offloads split its body's device_puts (and after
+/// Takes a scan equation after split_copies split its body's device_puts (and after
 /// coalesce_slice_copies) and returns the equations that replace it, computing the same values.
 /// With `row` the stacked row of the current iteration (carried: length − 1 − i when reversed):
 /// - each *reloaded* stacked host xs R (memory/offload_loops.h, SliceCopies) becomes a loop
@@ -23,10 +23,14 @@ namespace minijax {
 ///   untouched until the done); the first iteration's previous row is outside R (nothing
 ///   copied), and the last slice is copied after the loop.
 /// Scans without such slices are returned unchanged. Placement inside the body is left to
-/// schedule_offloads. Source: software pipelining of loop-carried transfers (XLA memory-space
+/// place_copies. Source: software pipelining of loop-carried transfers (XLA memory-space
 /// assignment's cross-iteration prefetch, xla/service/memory_space_assignment; double
 /// buffering), with the host buffer written as XLA's host offloader writes it (a dynamic update
 /// slice into a loop-carried host allocation, xla/service/host_offloader.cc).
 std::vector<Eqn> pipeline_slice_copies(const Eqn& scan);
+
+/// The offload stage pipeline_slice_copies (after coalesce_slice_copies): every scan of `j`,
+/// bodies first, through pipeline_slice_copies(scan) above.
+Jaxpr pipeline_slice_copies(const Jaxpr& j);
 
 }  // namespace minijax

@@ -1,5 +1,5 @@
 // minijax memory and scheduling primitives: device_put (copy between memory kinds), the
-// asynchronous copies memory/schedule_offloads makes of it (copy_start, copy_slice_start,
+// asynchronous copies the offload stages (memory/) make of it (copy_start, copy_slice_start,
 // copy_update_start, each finished by copy_done), allocate_buffer, and optimization_barrier
 // (identity the compiler must not look through). Owns their rules and binders.
 #include <cstring>
@@ -172,7 +172,7 @@ Registrar reg([] {
   }
   // The halves of a device_put exist only after fusion, in the compiler: no autodiff or
   // batching ever meets them.
-  const char* internal = "compiler-internal: made by memory/schedule_offloads after autodiff, batching and fusion";
+  const char* internal = "compiler-internal: made by the offload stages (memory/) after autodiff, batching and fusion";
   auto internal_copy = [internal](const char* name, auto shape, auto impl) {
     auto& p = get_or_create_primitive(name);
     set_classes(p, OpClass::other, CostClass::data_movement, FusionClass::normal);

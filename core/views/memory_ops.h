@@ -25,7 +25,7 @@ struct DevicePutParams {
 };
 DevicePutParams device_put_params(const Eqn& e);
 
-/// The starts of an asynchronous copy (memory/schedule_offloads), each finished by copy_done:
+/// The starts of an asynchronous copy (made by the offload stages, memory/), each finished by copy_done:
 /// copy_start[memory_kind, slices?](x), copy_slice_start[memory_kind, axis, slices?,
 /// pipelined?](x, i), copy_update_start[axis, slices?, pipelined?](r, u, i).
 struct CopyParams {

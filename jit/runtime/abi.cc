@@ -141,7 +141,7 @@ extern "C" void mj_rt_gemm(int32_t dtype, int32_t trans_a, int32_t trans_b, int6
 }
 
 // A copy between memory kinds runs on the device's copy engine (so config().host_link_bytes_per_s
-// applies and the engine counts it); the program waits for it here, until schedule_offloads
+// applies and the engine counts it); the program waits for it here, until the offload stages
 // splits copies into copy_start / copy_done (docs/offload.md). Within one kind: a memcpy.
 extern "C" void mj_rt_copy(void* dst, int32_t dst_kind, const void* src, int32_t src_kind, int64_t nbytes) {
   using namespace minijax;

@@ -44,7 +44,7 @@ void mj_rt_gemm(int32_t dtype, int32_t trans_a, int32_t trans_b, int64_t m, int6
                 void* C, int64_t ldc, int64_t stride_c, int64_t batch);
 /// Copies `nbytes` bytes from `src` (memory kind `src_kind`, a minijax MemoryKind: 0 device,
 /// 1 pinned_host, 2 unpinned_host) to `dst` (kind `dst_kind`): a device_put (or a
-/// sharding_constraint) across memory kinds, left synchronous (schedule_offloads splits the
+/// sharding_constraint) across memory kinds, left synchronous (split_copies splits the
 /// device_puts it sees): the copy runs on the calling device's copy engine (emulated link
 /// included) and this call waits for it; within one kind, a memcpy. The buffers must not
 /// overlap. nbytes <= 0: nothing.

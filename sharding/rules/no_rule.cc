@@ -22,7 +22,7 @@ Registrar reg([] {
       "propagate_shardings and partition_spmd first), so propagation never meets it";
   for (const char* n : {"copy_start", "copy_done", "copy_slice_start", "copy_update_start", "allocate_buffer"})
     t[n] =
-        "a compiler-internal copy (or loop buffer) that memory/schedule_offloads makes after "
+        "a compiler-internal copy (or loop buffer) that the offload stages (memory/) make after "
         "fusion (after partitioning), so propagation never meets it";
   t["custom_lin"] =
       "an autodiff-internal placeholder for a custom VJP's linear part that exists only while "

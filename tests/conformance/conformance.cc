@@ -78,15 +78,15 @@ const std::vector<std::pair<std::string, std::string>>& exemptions() {
       {"axis_index", "device coordinate: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
       {"fusion", "compiler-internal kernel made by jit/fuse after autodiff (takes a jaxpr; no JVP, "
                  "transpose or batching by design): tests/jit/test_fuse.cc"},
-      {"copy_start", "compiler-internal half of device_put made by memory/schedule_offloads after "
+      {"copy_start", "compiler-internal half of device_put made by the offload stages (memory/) after "
                      "fusion: tests/memory/test_schedule_offloads.cc"},
-      {"copy_done", "compiler-internal half of device_put made by memory/schedule_offloads after "
+      {"copy_done", "compiler-internal half of device_put made by the offload stages (memory/) after "
                     "fusion: tests/memory/test_schedule_offloads.cc"},
-      {"copy_slice_start", "compiler-internal slice copy made by memory/schedule_offloads after "
+      {"copy_slice_start", "compiler-internal slice copy made by the offload stages (memory/) after "
                            "fusion: tests/memory/test_schedule_offloads.cc"},
-      {"copy_update_start", "compiler-internal slice copy made by memory/schedule_offloads after "
+      {"copy_update_start", "compiler-internal slice copy made by the offload stages (memory/) after "
                             "fusion: tests/memory/test_schedule_offloads.cc"},
-      {"allocate_buffer", "compiler-internal loop buffer made by memory/schedule_offloads after "
+      {"allocate_buffer", "compiler-internal loop buffer made by the offload stages (memory/) after "
                           "fusion: tests/memory/test_schedule_offloads.cc"},
       {"debug_callback", "takes a host function and has no results (an effect): eager, jit, scan, vmap, "
                          "grad and sharded jit in tests/jit/test_debug.cc"},
@@ -114,7 +114,7 @@ const std::vector<std::pair<std::string, std::string>>& sharded_exemptions() {
     v.emplace_back("debug_callback", "takes a host function and has no results (exempt from the unsharded suite "
                                      "too); a sharded jit calling it in tests/jit/test_debug.cc");
     for (const char* n : {"copy_start", "copy_done", "copy_slice_start", "copy_update_start", "allocate_buffer"})
-      v.emplace_back(n, "compiler-internal copy (or loop buffer) of memory/schedule_offloads, made after partitioning and fusion "
+      v.emplace_back(n, "compiler-internal copy (or loop buffer) of the offload stages (memory/), made after partitioning and fusion "
                         "(exempt from the unsharded suite too); tests/memory/test_schedule_offloads.cc");
     v.emplace_back("fusion",
                    "compiler-internal kernel made by jit/fuse after partitioning, so propagation "

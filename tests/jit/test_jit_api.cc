@@ -432,9 +432,17 @@ TEST(JitApi, DumpDirHoldsOneParsableFilePerPass) {
                     mj::JitOptions{.name = "dumped", .dump_dir = dir.string()});
   Array a = ramp({4, 3}), b = ramp({3, 2});
   EXPECT_TRUE(bit_equal(jf(a, b), mj::matmul(a * a * 1.25, b) + 2.0));
-  const std::vector<std::string> want = {"00-traced.txt", "01-dce.txt", "02-inline_calls.txt", "03-simplify.txt",
-                                         "04-pack_dot_operands.txt", "05-fuse.txt", "06-schedule_offloads.txt",
-                                         "07-rename_body_variables.txt"};
+  const std::vector<std::string> want = {"00-traced.txt",
+                                         "01-dce.txt",
+                                         "02-inline_calls.txt",
+                                         "03-simplify.txt",
+                                         "04-pack_dot_operands.txt",
+                                         "05-fuse.txt",
+                                         "06-split_copies.txt",
+                                         "07-coalesce_slice_copies.txt",
+                                         "08-pipeline_slice_copies.txt",
+                                         "09-place_copies.txt",
+                                         "10-rename_body_variables.txt"};
   // One folder per compiled signature, named after the jit: a second signature gets its own.
   const auto folders = sorted_files(dir);
   ASSERT_EQ(folders.size(), 1u);

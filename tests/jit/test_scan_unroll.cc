@@ -235,7 +235,7 @@ TEST(ScanUnrollCompiled, ForiLoopUnroll) {
       << text;
 }
 
-// Offloaded loops (memory/schedule_offloads.h) unroll too: grad of scan(checkpoint(step)) with a
+// Offloaded loops (memory/split_copies.h) unroll too: grad of scan(checkpoint(step)) with a
 // named value offloaded to pinned_host, unroll 3. Each copy is a whole iteration, so the host
 // copies, carried row indices and prefetches stay in order. With coalescing off the forward loop
 // writes one host row per iteration and the backward loop prefetches the next; with it (rows of

@@ -176,7 +176,7 @@ TEST(UpdateLowering, DevicePutAcrossMemoryKindsCopiesThroughTheRuntime) {
   };
   Array x = uniform({1000}, 24);
   std::string text = expect_jit_matches("round trip", f, x);
-  // schedule_offloads split both copies: started on the copy engine, waited for at their done.
+  // split_copies split both copies: started on the copy engine, waited for at their done.
   EXPECT_NE(text.find("[runtime call] copy_start: mj_rt_copy_start device -> pinned_host, 4000 B"), std::string::npos) << text;
   EXPECT_NE(text.find("[runtime call] copy_start: mj_rt_copy_start pinned_host -> device"), std::string::npos) << text;
   EXPECT_NE(text.find("[runtime call] copy_done: mj_rt_copy_done"), std::string::npos) << text;

@@ -7,6 +7,7 @@
 #include "core/dce.h"
 #include "jit/fuse.h"
 #include "jit/inline_calls.h"
+#include "jit/pipeline.h"
 #include "jit/simplify.h"
 
 namespace memtest {
@@ -18,6 +19,18 @@ mj::Jaxpr fused(F f, const A&... args) {
   mj::Jaxpr j = mj::convert_constvars_jaxpr(*cj.jaxpr);
   j = mj::dce_jaxpr(j, std::vector<bool>(j.outvars.size(), true), true).first;
   return mj::fuse(mj::simplify(mj::inline_calls(j)));
+}
+
+/// The offload stages of jit/pipeline.cc on a fused program (split_copies, coalesce_slice_copies,
+/// pipeline_slice_copies, place_copies), tuned as the API tunes them: from config().
+inline mj::Jaxpr schedule_offloads(mj::Jaxpr j) {
+  mj::CompileOptions opts;
+  opts.offload.coalesce_bytes = mj::config().offload_coalesce_bytes;
+  opts.offload.prefetch_bytes = mj::config().offload_prefetch_bytes;
+  opts.offload.host_link_bytes_per_s = mj::config().host_link_bytes_per_s;
+  for (const char* stage : {"split_copies", "coalesce_slice_copies", "pipeline_slice_copies", "place_copies"})
+    j = mj::run_stage(stage, j, opts);
+  return j;
 }
 
 /// Peak bytes of a call, device memory (device 0) and host memory (pinned_host + unpinned_host).

@@ -1,4 +1,4 @@
-// Review of the host-offload work (schedule_offloads, pipelining, the "# host offload" report):
+// Review of the host-offload work (the offload stages, pipelining, the "# host offload" report):
 // programs whose compiled results or reports disagreed with eager / the copy engine at the commit
 // under review (85ab6d8), kept as regression tests. Each test states what it expects and why.
 #include <gtest/gtest.h>
@@ -9,7 +9,6 @@
 
 #include "core/config.h"
 #include "jit/runtime/copy_engine.h"
-#include "memory/schedule_offloads.h"
 #include "tests/memory/memory_helpers.h"
 
 namespace {
@@ -50,7 +49,7 @@ TEST(OffloadReview, RoundTripThroughHostAtTopLevelMatchesEager) {
 // comes before the reload's copy_done).
 TEST(OffloadReview, ScheduledRoundTripIsAValidJaxpr) {
   auto f = [](const Array& q) { return to_device(to_host(q)) * 2.0; };
-  mj::Jaxpr s = mj::schedule_offloads(memtest::fused(f, mj::ones({1024})));
+  mj::Jaxpr s = memtest::schedule_offloads(memtest::fused(f, mj::ones({1024})));
   EXPECT_NO_THROW(mj::verify_jaxpr(s)) << s;
 }
 

@@ -9,7 +9,6 @@
 #include "core/config.h"
 #include "jit/runtime/copy_engine.h"
 #include "memory/coalesce_slice_copies.h"
-#include "memory/schedule_offloads.h"
 #include "tests/memory/memory_helpers.h"
 
 namespace {
@@ -58,7 +57,7 @@ TEST(ScheduleOffloads, SplitsEachCopyAndPlacesItsHalves) {
   mj::config().host_link_bytes_per_s = 1e9;  // a 16 KiB copy: 16 us, about one 64^3 matmul
   mj::Jaxpr j = fused(offload_program, x, w);
   ASSERT_EQ(count(j, "device_put"), 2u) << j;
-  mj::Jaxpr s = mj::schedule_offloads(j);
+  mj::Jaxpr s = memtest::schedule_offloads(j);
   EXPECT_NO_THROW(mj::verify_jaxpr(s)) << s;
   EXPECT_EQ(count(s, "device_put"), 0u) << s;
   ASSERT_EQ(count(s, "copy_start"), 2u) << s;
@@ -368,7 +367,7 @@ TEST(ScheduleOffloadsConfig, APrefetchBudgetBelowTheCopyRemovesTheLookahead) {
   mj::config().host_link_bytes_per_s = 1e9;
   const mj::Jaxpr j = fused(program, xh, w);
   auto reload_gap = [&] {
-    mj::Jaxpr s = mj::schedule_offloads(j);
+    mj::Jaxpr s = memtest::schedule_offloads(j);
     return index_of(s, "copy_done") - index_of(s, "copy_start");  // equations from start to done
   };
   const size_t with_default = reload_gap();

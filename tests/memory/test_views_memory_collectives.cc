@@ -13,7 +13,6 @@
 #include "core/parser.h"
 #include "core/views/collectives.h"
 #include "core/views/memory_ops.h"
-#include "memory/schedule_offloads.h"
 #include "sharding/partition_spmd.h"
 #include "sharding/propagate_shardings.h"
 #include "sharding/sharded_array.h"
@@ -137,7 +136,7 @@ TEST(ViewsMemory, TracedMemoryOpsRoundTrip) {
   EXPECT_TRUE(has(round_trip(*constrained.jaxpr), "sharding_constraint")) << *constrained.jaxpr;
 }
 
-// The copies schedule_offloads makes: copy_start/copy_done of a top-level device_put, and the
+// The copies the offload stages make: copy_start/copy_done of a top-level device_put, and the
 // loop's slice copies (coalesced `slices`, `pipelined`) with allocate_buffer, as in
 // tests/memory/test_schedule_offloads.cc's seed.
 TEST(ViewsMemory, ScheduledOffloadsRoundTripAndParse) {
@@ -154,8 +153,8 @@ TEST(ViewsMemory, ScheduledOffloadsRoundTripAndParse) {
     return mj::sum(mj::scan(mj::checkpoint(step, {.policy = policy}), p, mj::zeros({2, 0}, mj::f32)).first);
   };
   std::set<std::string> seen;
-  for (const mj::Jaxpr& j : {mj::schedule_offloads(memtest::fused(top, mj::ones({64}))),
-                             mj::schedule_offloads(memtest::fused(mj::grad(loss), mj::ones({3})))}) {
+  for (const mj::Jaxpr& j : {memtest::schedule_offloads(memtest::fused(top, mj::ones({64}))),
+                             memtest::schedule_offloads(memtest::fused(mj::grad(loss), mj::ones({3})))}) {
     for (auto& s : round_trip(j)) seen.insert(s);
     for (auto& s : round_trip_parsed(j)) seen.insert(s);
   }

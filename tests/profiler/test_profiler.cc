@@ -192,8 +192,9 @@ TEST(Profiler, KernelsOfAKnownProgramRunInAsTextOrderWithTheirGemm) {
   std::filesystem::remove(path);
 }
 
-// Tracing and compiling inside the trace: the jit's trace, then every pass of jit/pipeline.cc by
-// its dump name, LLVM's stages and the load, in order, inside the compile event.
+// Tracing and compiling inside the trace: the jit's trace, then the stages of jit/pipeline.cc's
+// table by name, in order: the lower phase's inside the lower event, the rest inside the compile
+// event.
 TEST(Profiler, TracingAndEveryCompilePassAreEventsInPipelineOrder) {
   StopGuard guard;
   const std::string path = trace_reader::temp_path("compile");
@@ -217,10 +218,21 @@ TEST(Profiler, TracingAndEveryCompilePassAreEventsInPipelineOrder) {
   for (auto& e : within(t, compiles[0], "compile"))
     if (e.name != compiles[0].name) passes.push_back(e.name);
   const std::vector<std::string> want = {
-      "dce", "inline_calls", "simplify", "pack_dot_operands", "fuse", "schedule_offloads", "rename_body_variables",
-      "plan_buffers", "memory_analysis, cost_analysis", "lower", "llvm_translate", "llvm_optimize", "llvm_codegen",
-      "load"};
+      "inline_calls", "simplify", "pack_dot_operands", "fuse", "split_copies", "coalesce_slice_copies",
+      "pipeline_slice_copies", "place_copies", "rename_body_variables", "plan_buffers", "memory_analysis",
+      "cost_analysis", "lower", "llvm_translate", "llvm_optimize", "llvm_codegen", "load"};
   EXPECT_EQ(passes, want);
+  // The lower phase (dead code; a sharded jit's propagation and partitioning) is its own event
+  // before the compile event, as jit(f).lower is.
+  std::vector<Event> lowers;
+  for (auto& e : t.select("compile"))
+    if (e.name == "lower traced_in_profile") lowers.push_back(e);
+  ASSERT_EQ(lowers.size(), 1u);
+  EXPECT_LE(lowers[0].end(), compiles[0].ts);
+  std::vector<std::string> lower_stages;
+  for (auto& e : within(t, lowers[0], "compile"))
+    if (e.name != lowers[0].name) lower_stages.push_back(e.name);
+  EXPECT_EQ(lower_stages, std::vector<std::string>{"dce"});
   ASSERT_EQ(t.select("call").size(), 1u);
   EXPECT_LE(compiles[0].end(), t.select("call")[0].ts);
   std::filesystem::remove(path);

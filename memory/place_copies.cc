@@ -1,21 +1,17 @@
-// minijax compiler pass schedule_offloads: device_puts between memory kinds split into
-// asynchronous copies, loops' slice copies coalesced and pipelined, every copy's halves placed.
-#include "memory/schedule_offloads.h"
+// minijax offload stage place_copies (memory/place_copies.h): every copy's start and done placed
+// among the equations that compute, by a constant-rate time model of both.
+#include "memory/place_copies.h"
 
 #include <algorithm>
 #include <unordered_map>
 #include <variant>
 
 #include "core/config.h"
-#include "core/lax.h"
-#include "core/primitive.h"
 #include "core/verify.h"
 #include "core/views/array_ops.h"
 #include "core/views/control_flow.h"
 #include "core/views/memory_ops.h"
-#include "memory/coalesce_slice_copies.h"
 #include "memory/offload_loops.h"
-#include "memory/pipeline_slice_copies.h"
 
 namespace minijax {
 
@@ -23,79 +19,17 @@ namespace {
 
 using offload::copy_destination_kind;
 using offload::is_copy_start;
+using offload::with_bodies;
 
 constexpr double kFlopsPerSecond = 100e9;  // one device (two cores, AVX2/AVX-512 GEMM): the estimate
 constexpr double kBytesPerSecond = 10e9;  // memory traffic, and a copy without an emulated link
 
-double copy_seconds(int64_t bytes) {
-  const double bw = config().host_link_bytes_per_s > 0 ? config().host_link_bytes_per_s : kBytesPerSecond;
-  return double(bytes) / bw;
-}
-
 bool is_var(const Atom& a) { return std::holds_alternative<Var>(a); }
 
-// The equation with f applied to each of its bodies.
-Eqn with_bodies(const Eqn& e, const std::function<Jaxpr(const Jaxpr&)>& f) {
-  Eqn n = e;
-  for (const auto& [key, value] : e.params.items()) {
-    if (auto* b = std::get_if<ClosedJaxprPtr>(&value)) {
-      auto c = std::make_shared<ClosedJaxpr>(**b);
-      c->jaxpr = std::make_shared<Jaxpr>(f(*(*b)->jaxpr));
-      n.params.set(key, ClosedJaxprPtr(c));
-    } else if (auto* bs = std::get_if<std::vector<ClosedJaxprPtr>>(&value)) {
-      std::vector<ClosedJaxprPtr> out;
-      for (const auto& b : *bs) {
-        auto c = std::make_shared<ClosedJaxpr>(*b);
-        c->jaxpr = std::make_shared<Jaxpr>(f(*b->jaxpr));
-        out.push_back(c);
-      }
-      n.params.set(key, std::move(out));
-    }
-  }
-  return n;
-}
-
-// ---- 1. every device_put of a variable between memory kinds: copy_start + copy_done ----------
-Jaxpr split_copies(const Jaxpr& j) {
-  Jaxpr r = j;
-  r.eqns.clear();
-  for (const Eqn& e : j.eqns) {
-    const bool between_kinds = DevicePutParams::is(e) && e.inputs.size() == 1 && is_var(e.inputs[0]) &&
-                               atom_aval(e.inputs[0]).memory_kind != e.outputs.at(0).aval().memory_kind;
-    if (!between_kinds) {
-      r.eqns.push_back(with_bodies(e, split_copies));
-      continue;
-    }
-    const Var& b = e.outputs[0];
-    Var h(b.aval());
-    r.eqns.push_back(offload::copy_eqn(CopyParams::start(b.aval().memory_kind),
-                                       {e.inputs[0]}, h));
-    r.eqns.push_back(offload::copy_done(h, {e.inputs[0]}, b));
-  }
-  return r;
-}
-
-// ---- 2. loops: slice copies coalesced, then pipelined across iterations (bodies first) ---------
-Jaxpr rewrite_loops(const Jaxpr& j) {
-  Jaxpr r = j;
-  r.eqns.clear();
-  for (const Eqn& e : j.eqns) {
-    Eqn n = with_bodies(e, rewrite_loops);
-    if (!ScanParams::is(n)) {
-      r.eqns.push_back(std::move(n));
-      continue;
-    }
-    for (const Eqn& c : coalesce_slice_copies(n, config().offload_coalesce_bytes))
-      for (Eqn& p : pipeline_slice_copies(c)) r.eqns.push_back(std::move(p));
-  }
-  return r;
-}
-
-// ---- 3. placement of every copy's halves among the equations that compute -------------------
 // Slots: slot s is just before the s-th computing equation of the scope (slot n: the end).
 class Placer {
  public:
-  explicit Placer(const Jaxpr& j) : j_(j) {}
+  Placer(const Jaxpr& j, const OffloadOptions& opts) : j_(j), opts_(opts) {}
   Jaxpr run();
 
  private:
@@ -105,7 +39,12 @@ class Placer {
   size_t place_done(const Eqn& e);
   size_t prefetch_budget_slot(size_t from, size_t done, int64_t bytes) const;
 
+  double copy_seconds(int64_t bytes) const {
+    return double(bytes) / (opts_.host_link_bytes_per_s > 0 ? opts_.host_link_bytes_per_s : kBytesPerSecond);
+  }
+
   const Jaxpr& j_;
+  const OffloadOptions& opts_;
   std::vector<size_t> compute_;                              // indices of computing equations
   std::vector<double> secs_;                                 // their estimated seconds
   std::unordered_map<Var, size_t, VarHash> avail_;           // the first slot a value exists in
@@ -138,7 +77,7 @@ size_t Placer::first_reader(const Var& v) const {
 // The earliest slot >= `from` such that no slot in [s, done) would hold more than the budget of
 // reload bytes in flight with this one added.
 size_t Placer::prefetch_budget_slot(size_t from, size_t done, int64_t bytes) const {
-  const int64_t budget = config().offload_prefetch_bytes;
+  const int64_t budget = opts_.prefetch_bytes;
   if (budget <= 0) return from;
   size_t s = done;
   while (s > from) {
@@ -227,10 +166,10 @@ Jaxpr Placer::run() {
   return r;
 }
 
-Jaxpr place_copies(const Jaxpr& j) {
+Jaxpr place_in_scope(const Jaxpr& j, const OffloadOptions& opts) {
   Jaxpr bodies = j;
-  for (Eqn& e : bodies.eqns) e = with_bodies(e, place_copies);
-  return Placer(bodies).run();
+  for (Eqn& e : bodies.eqns) e = with_bodies(e, [&](const Jaxpr& b) { return place_in_scope(b, opts); });
+  return Placer(bodies, opts).run();
 }
 
 double bytes_of(const Atom& a) { return double(atom_aval(a).nbytes()); }
@@ -238,7 +177,6 @@ double bytes_of(const Atom& a) { return double(atom_aval(a).nbytes()); }
 }  // namespace
 
 double offload_estimate_seconds(const Eqn& e) {
-  const std::string& name = e.primitive->name;
   if (AllocateBufferParams::is(e) || ReshapeParams::is(e) || SqueezeParams::is(e) || ExpandDimsParams::is(e) ||
       OptimizationBarrierParams::is(e) || is_copy_start(e) || CopyDoneParams::is(e))
     return 0;  // no work on the device (views, allocations, copies on the engine)
@@ -262,10 +200,11 @@ double offload_estimate_seconds(const Eqn& e) {
   return bytes / kBytesPerSecond;
 }
 
-Jaxpr schedule_offloads(const Jaxpr& j) {
-  Jaxpr r = place_copies(rewrite_loops(split_copies(j)));
+Jaxpr place_copies(const Jaxpr& j, const OffloadOptions& opts) {
+  Jaxpr r = place_in_scope(j, opts);
   if (config().verify_jaxprs) verify_jaxpr(r);  // every value bound before its use, bodies too
   return r;
 }
 
 }  // namespace minijax
+
