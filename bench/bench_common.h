@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/jaxpr.h"
-#include "jit/dot_layout.h"
+#include "jit/passes/dot_layout.h"
 
 namespace mjbench {
 
@@ -84,8 +84,8 @@ class Environment {
 std::vector<double> time_memcpy_2threads(size_t bytes, int warmup, int reps, bool evict = false);
 
 /// One GEMM call of a program: C = op(A) op(B), `batch` times with batch strides, `repeat` times
-/// per program run (the trip count of enclosing scans). What jit/lower/dot.cc calls, as a
-/// jit/dot_layout.h layout.
+/// per program run (the trip count of enclosing scans). What jit/codegen/lower/dot.cc calls, as a
+/// jit/passes/dot_layout.h layout.
 struct GemmCall {
   minijax::GemmLayout layout;
   int64_t repeat = 1;

@@ -5,7 +5,7 @@
 // Times are per call, measured over batches of C calls (steady clock, median over B batches):
 //   call          jf(x, y) and mj::block_until_ready on the result (signature lookup, argument
 //                 checks, output buffer, the entry call, the result Array);
-//   entry         the executable's entry function alone (Executable::entry on ready pointers):
+//   entry         the executable's entry function alone (LoadedExecutable::entry on ready pointers):
 //                 the kernel's own time;
 //   overhead      call - entry. Target ≤ 2 µs.
 // The thread CPU time per call is reported next to each wall time.
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
         arena_mem[k].resize(size_t(exe.plan.arena_bytes[k]));
         arenas[k] = arena_mem[k].data();
       }
-    auto entry = per_call(calls, batches, [&] { exe.entry(ins.data(), outs.data(), arenas.data()); });
+    auto entry = per_call(calls, batches, [&] { exe.loaded.entry(ins.data(), outs.data(), arenas.data()); });
     const double overhead = call.wall.median - entry.wall.median;
     put(j, "add_call", call);
     put(j, "add_entry", entry);

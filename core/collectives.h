@@ -20,6 +20,9 @@ using AxisNames = std::vector<std::string>;
 /// has an empty or repeated name (naming `primitive` and the call site `loc`).
 Param axis_name_param(const AxisNames& names, const std::string& primitive = "collective",
                       std::source_location loc = std::source_location::current());
+/// The `axis_name` parameter as printed: `x` for one axis, `('x', 'y')` for several (for error
+/// messages). ValueError as axis_name_param.
+std::string axis_names_str(const AxisNames& names);
 /// The axis names of a collective equation's `axis_name` parameter (ValueError if absent or of
 /// another type).
 AxisNames axis_names_of(const Params& params);
@@ -36,7 +39,7 @@ namespace detail {
 // Collectives are equations of ONE SPMD program: the shapes are per-device (local) shapes, the
 // shape rules know nothing of meshes (params carry the axis names and the group size
 // `axis_size`), and the values exist only when the program runs on every device of a mesh under
-// run_spmd (jit/runtime/reference_executor.h). Called eagerly, they throw ValueError ("collective
+// run_spmd (jit/reference/reference_executor.h). Called eagerly, they throw ValueError ("collective
 // X runs only under the SPMD executor"). Shape-rule errors are ShapeError/ValueError naming the
 // primitive, the operand avals, the axis and the call site.
 namespace lax {

@@ -68,13 +68,13 @@ struct Config {
   /// first. 0: unbounded. Negative: ValueError at the next compile. The default, 4096, is
   /// far above any sample's working set (a few dozen signatures).
   int64_t compilation_cache_max_entries = 4096;
-  /// The most equations in one fused kernel (jit/fuse.h): a longer elementwise chain is split
+  /// The most equations in one fused kernel (jit/passes/fuse.h): a longer elementwise chain is split
   /// into kernels of at most this many equations, so code generation's time and stack stay
   /// bounded. Default 500: compiling an elementwise chain costs the same per equation whether
   /// its kernels hold 125 or 20,000 equations (measured, docs/compiler.md "Long programs"), while
   /// very small kernels cost (many functions slow LLVM down) and each split costs one store and
   /// reload of an intermediate array; 500 keeps both small. (The emitter's recursion is bounded
-  /// separately: at most 128 index-changing equations per kernel, jit/fuse.h.)
+  /// separately: at most 128 index-changing equations per kernel, jit/passes/fuse.h.)
   /// Must be >= 1; otherwise ValueError at the next compile.
   int64_t max_fusion_equations = 500;
   /// The most nested levels of tracing (a traced function calling closed_call, jit, checkpoint,

@@ -37,7 +37,7 @@ struct ScanOptions {
   /// How many iterations the compiled loop runs per trip (jax.lax.scan's `unroll`): an int k >= 0
   /// or a bool. scan records it in the equation's `unroll` param as JAX binds it: true becomes
   /// max(length, 1), false becomes 1, an int is kept (0 included); a negative int is a
-  /// ValueError naming scan and the value. The compiler (jit/lower/program.cc) emits a scan of
+  /// ValueError naming scan and the value. The compiler (jit/codegen/lower/program.cc) emits a scan of
   /// length L with unroll k (k = L when k is 0 or larger than L) as a native loop of ⌊L/k⌋ trips
   /// whose body is k copies of the scan body, iterations t·k … t·k + k − 1, then L mod k copies
   /// for the last iterations, straight-line; when k ≥ L there is no loop, only L copies (JAX's

@@ -21,7 +21,7 @@ struct DebugCallbackObject final : ParamObject {
   std::string str() const override { return name; }
 };
 
-/// One debug_callback call site of a compiled program (Executable::host_callbacks): the host
+/// One debug_callback call site of a compiled program (LoadedExecutable::host_callbacks): the host
 /// function and its operands' avals as the program holds them (local shards in an SPMD program).
 struct HostCallbackSite {
   debug::FlatCallback fn;

@@ -1,5 +1,5 @@
 // minijax `fusion` primitive: one compiler kernel (a group of fused equations) as one equation.
-// Owns its declaration; rules in core/control_flow/fusion.cc, structure made by jit/fuse.h.
+// Owns its declaration; rules in core/control_flow/fusion.cc, structure made by jit/passes/fuse.h.
 #pragma once
 #include <string>
 
@@ -8,7 +8,7 @@
 
 namespace minijax {
 
-/// The `fusion` primitive (compiler-internal, made by jit/fuse.h; its contract for the lowering
+/// The `fusion` primitive (compiler-internal, made by jit/passes/fuse.h; its contract for the lowering
 /// is docs/compiler.md, "Fusion"). Params:
 /// - `jaxpr` (ClosedJaxprPtr without constvars or consts): the fused equations; its invars are
 ///   the fusion's operands, its outvars its results;

@@ -66,6 +66,11 @@ struct Eqn {
   std::vector<Var> outputs;
   Params params;
   Effects effects;
+  /// A collective's (or axis_index's) stable site id in an SPMD program: given by
+  /// number_collective_sites (sharding/number_collective_sites.h) after partition_spmd, carried by
+  /// every later pass with the equation, and read by lowering into the program's site table; -1
+  /// elsewhere. Not printed (the text of a program is unchanged by it).
+  int32_t site = -1;
 };
 
 /// A jaxpr: `{ lambda constvars ; invars . let eqns in (outvars) }`.

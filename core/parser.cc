@@ -34,7 +34,8 @@ bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 
 class Parser {
  public:
-  Parser(const std::string& s, std::source_location loc) : s_(s), loc_(loc) {}
+  Parser(const std::string& s, std::source_location loc, const ParamObjectParser* reader = nullptr)
+      : s_(s), loc_(loc), reader_(reader) {}
 
   ClosedJaxpr top(const std::vector<Array>& consts) {
     ws();
@@ -350,6 +351,13 @@ class Parser {
         {"float0", DType::float0}, {"token", DType::token}};
     if (auto it = np_dtypes.find(t); it != np_dtypes.end()) return it->second;
     if (t == "device" || t == "pinned_host" || t == "unpinned_host") return memory_kind_from_name(t);
+    if (reader_ && *reader_) {  // this text's own reader (detail::parse_jaxpr_with), before the registry
+      try {
+        if (auto o = (*reader_)(key, t)) return o;
+      } catch (const ValueError& e) {
+        fail(e.message(), at);
+      }
+    }
     std::vector<ParamObjectParser> parsers;
     {
       std::lock_guard<std::mutex> g(object_parsers_mu());
@@ -367,14 +375,16 @@ class Parser {
     return t;
   }
 
-  // The raw text of a param value: up to `]` or whitespace followed by `key=` at depth 0.
+  // The raw text of a param value: up to `]` or whitespace followed by `key=` at depth 0, unless
+  // a ',' comes before the whitespace: a printed sharding's `[{"x"}, {}], memory_kind=pinned_host`
+  // goes on after its comma (no printed value ends with one).
   std::string raw_value() {
     size_t b = pos_;
     int depth = 0;
     while (pos_ < s_.size()) {
       char c = s_[pos_];
       if (depth == 0 && c == ']') break;
-      if (depth == 0 && std::isspace(static_cast<unsigned char>(c))) {
+      if (depth == 0 && std::isspace(static_cast<unsigned char>(c)) && !(pos_ > b && s_[pos_ - 1] == ',')) {
         size_t p = pos_;
         while (p < s_.size() && std::isspace(static_cast<unsigned char>(s_[p]))) ++p;
         if (p >= s_.size() || s_[p] == ']') break;
@@ -539,6 +549,7 @@ class Parser {
 
   const std::string& s_;
   std::source_location loc_;  // the user's call of parse_jaxpr, named by every error
+  const ParamObjectParser* reader_;  // detail::parse_jaxpr_with's reader, or null
   std::string unknown_param_;  // the first param a typed view does not know, thrown after parsing
   size_t pos_ = 0;
   std::map<std::string, ClosedJaxprPtr> shared_;
@@ -557,6 +568,14 @@ ClosedJaxpr parse_jaxpr(const std::string& text, const std::vector<Array>& const
 }
 
 namespace detail {
+ClosedJaxpr parse_jaxpr_with(const std::string& text, const ParamObjectParser& reader, std::source_location loc) {
+  Parser p(text, loc, &reader);
+  ClosedJaxpr j = p.top({});
+  verify_jaxpr(j, loc);
+  p.refuse_unknown_params();
+  return j;
+}
+
 ClosedJaxpr parse_jaxpr_unchecked(const std::string& text, const std::vector<Array>& consts,
                                   std::source_location loc) {
   Parser p(text, loc);

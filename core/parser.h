@@ -28,8 +28,9 @@ namespace minijax {
 /// output avals must be what its primitive's shape rule gives, or nothing would stop a jaxpr
 /// that declares `b:f32[4] = sin a` of an `a:f32[3]` from running. Text whose params
 /// a shape rule cannot read is refused too: a sharding_constraint's printed sharding
-/// (`sharding=[{"x"}]`) has no reader, since the text does not carry the mesh, so a printed jaxpr
-/// holding a constraint does not parse (ShapeError naming the param and the equation).
+/// (`sharding=[{"x"}]`) has no reader here, since the text does not carry the mesh, so a printed
+/// jaxpr holding a constraint does not parse (ShapeError naming the param and the equation);
+/// sharding/parse_sharded.h's parse_sharded_jaxpr reads it under a `# mesh:` header.
 /// A param that does not fit its primitive's typed view (core/views/: missing, of another type,
 /// or unknown to the view) is a ValueError naming the primitive, the param, the line and the
 /// column; an unknown param is refused after the type check.
@@ -51,6 +52,17 @@ ClosedJaxpr parse_jaxpr_unchecked(const std::string& text, const std::vector<Arr
 /// A parser for the printed form of some ParamObject kind: returns the object for `text` (the
 /// printed value of param `key`), or nullptr if the text is not of its kind.
 using ParamObjectParser = std::function<ParamObjectPtr(const std::string& key, const std::string& text)>;
+
+namespace detail {
+/// parse_jaxpr (no consts) with `reader` tried on every param value that is not of a built-in
+/// kind, before the registered parsers: the reader of params whose meaning depends on context the
+/// jaxpr does not print, e.g. sharding/parse_sharded.h's reader of `sharding=` params against the
+/// `# mesh:` header's mesh (core cannot know meshes). A ValueError the reader throws is rethrown as
+/// a ValueError with its message after "parse_jaxpr: line L, column C: " (the param value's
+/// position). Otherwise the same checks and errors as parse_jaxpr, at `loc`.
+ClosedJaxpr parse_jaxpr_with(const std::string& text, const ParamObjectParser& reader,
+                             std::source_location loc = std::source_location::current());
+}  // namespace detail
 /// Registers a ParamObject parser (tried in registration order, after the built-in kinds).
 void register_param_object_parser(ParamObjectParser p);
 

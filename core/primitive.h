@@ -43,14 +43,14 @@ inline constexpr int64_t kNotMapped = std::numeric_limits<int64_t>::min();
 using DceRule = std::function<std::pair<std::vector<bool>, std::optional<Eqn>>(
     const std::vector<bool>& used_outputs, const Eqn& eqn)>;
 
-/// How a primitive's outputs relate to its operands, for the compiler's fusion (jit/fuse.h):
+/// How a primitive's outputs relate to its operands, for the compiler's fusion (jit/passes/fuse.h):
 /// `elementwise`: out[i] = f(ins[i]) with rank-0 operands combining with any shape (lax's scalar
 /// rule); `index_map`: each output element is an operand element at a computed index, or a value
 /// computed from the index (broadcast_in_dim, transpose, slice, iota, gather...); `reduction`:
 /// reduce_* and argmax/argmin over static axes; `other`: everything else (never fused).
 enum class OpClass { other, elementwise, index_map, reduction };
 
-/// What cost_analysis (jit/cost_analysis.h) counts for one equation of the primitive.
+/// What cost_analysis (jit/passes/cost_analysis.h) counts for one equation of the primitive.
 enum class CostClass {
   unset,           ///< not declared: the registry-wide test (tests/jit/test_fuse.cc) fails
   arithmetic,      ///< one flop per output element and output (add, mul, compare, select...)
@@ -61,7 +61,7 @@ enum class CostClass {
   custom,          ///< the whole cost from Primitive::cost (dot_general, cumsum, loops, calls)
 };
 
-/// How the compiler's fusion (jit/fuse.h) treats a producer of the primitive.
+/// How the compiler's fusion (jit/passes/fuse.h) treats a producer of the primitive.
 enum class FusionClass {
   unset,      ///< not declared: the registry-wide test fails
   normal,     ///< fused where its class allows
@@ -116,16 +116,16 @@ struct Primitive {
   Effects effects;
   /// Prunes the bodies of primitives with sub-jaxprs (pjit, scan, cond...); see DceRule.
   DceRule dce;
-  /// Set where the primitive is defined (core/primitives/*.cc); read by jit/fuse.
+  /// Set where the primitive is defined (core/primitives/*.cc); read by jit/passes/fuse.
   OpClass op_class = OpClass::other;
   /// Cost-analysis class and, for CostClass::custom, its rule.
   CostClass cost_class = CostClass::unset;
   CostRule cost;
-  /// Fusion class of a producer (jit/fuse.cc).
+  /// Fusion class of a producer (jit/passes/fuse.cc).
   FusionClass fusion_class = FusionClass::unset;
   /// Removed by inline_calls before lowering (plain calls and the checkpoint_name tag).
   bool inlined = false;
-  /// Never merged by CSE (jit/simplify.cc), as optimization_barrier: what keeps a rematerialized
+  /// Never merged by CSE (jit/passes/simplify.cc), as optimization_barrier: what keeps a rematerialized
   /// computation apart from the forward pass.
   bool never_merged = false;
   /// Set by the primitive's typed view (core/views/), if it has one.

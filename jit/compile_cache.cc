@@ -24,6 +24,7 @@
 #include "core/config.h"
 #include "core/errors.h"
 #include "core/views/control_flow.h"
+#include "jit/pipeline.h"
 
 namespace minijax {
 
@@ -83,6 +84,23 @@ void body_const_ids(const Jaxpr& j, std::string& out) {
       else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v))
         for (auto& c : *cjs) one(c);
     }
+}
+
+// The stable site ids of an SPMD program's collectives (Eqn::site, not printed), in pre-order: the
+// executable's site table holds them, so two programs printed alike but numbered differently
+// (a collective the passes removed from one) do not share it.
+void site_ids(const Jaxpr& j, std::string& out) {
+  for (const Eqn& e : j.eqns) {
+    if (e.site >= 0) out += std::to_string(e.site) + ",";
+    for (auto& [k, v] : e.params.items()) {
+      if (auto* cj = std::get_if<ClosedJaxprPtr>(&v)) {
+        if (*cj && (*cj)->jaxpr) site_ids(*(*cj)->jaxpr, out);
+      } else if (auto* cjs = std::get_if<std::vector<ClosedJaxprPtr>>(&v)) {
+        for (auto& c : *cjs)
+          if (c && c->jaxpr) site_ids(*c->jaxpr, out);
+      }
+    }
+  }
 }
 
 // The GNU build id the linker wrote into the loaded ELF object that contains address `inside`
@@ -274,8 +292,12 @@ CompileError codegen_error(const std::string& what, const Executable& exe) {
                       : what.rfind("kir:", 0) == 0            ? "lower (KIR to LLVM IR)"
                                                               : "LLVM code generation and loading";
   std::string eqn = failing_equation(exe.program, what);
-  return CompileError("jit '" + exe.name + "': compiling failed in pass '" + stage +
-                      "' (after dce, inline_calls, simplify, pack_dot_operands, fuse, rename_body_variables, plan_buffers, lower)" +
+  std::string after;  // the stages that ran before LLVM's: jit/pipeline.cc's table up to `lower`
+  for (const Stage& s : pipeline_stages()) {
+    if (s.phase == StagePhase::codegen && std::string(s.name) != "lower") break;
+    after += (after.empty() ? "" : ", ") + std::string(s.name);
+  }
+  return CompileError("jit '" + exe.name + "': compiling failed in pass '" + stage + "' (after " + after + ")" +
                       (eqn.empty() ? std::string() : ", equation `" + eqn + "`") + ": " + what);
 }
 
@@ -325,7 +347,7 @@ namespace {
 size_t executable_bytes(const Executable& exe, const std::string& key) {
   size_t n = key.size() + exe.kernels.size() + exe.llvm_ir.size();
   if (exe.object) n += exe.object->code_bytes();
-  for (const Array& c : exe.hoisted_consts) n += size_t(c.aval().nbytes());
+  for (const Array& c : exe.loaded.hoisted_consts) n += size_t(c.aval().nbytes());
   return n;
 }
 
@@ -359,10 +381,14 @@ std::shared_ptr<const Executable> cached_executable(Executable exe, const Compil
   // Hoisted constants are inputs (the code does not hold them), but the executable this slot
   // keeps does: keyed by their identities too.
   std::string hoisted_ids;
-  for (const Array& c : exe.hoisted_consts) hoisted_ids += std::to_string(reinterpret_cast<uintptr_t>(c.impl())) + ",";
+  for (const Array& c : exe.loaded.hoisted_consts) hoisted_ids += std::to_string(reinterpret_cast<uintptr_t>(c.impl())) + ",";
   std::string key = to_string(exe.program) + "\n" + options_key(opts) + (opts.keep_llvm_ir ? "\nir" : "") +
                     (const_ids.empty() ? "" : "\nconsts:" + const_ids) +
                     (hoisted_ids.empty() ? "" : "\nhoisted:" + hoisted_ids);
+  if (opts.spmd) {
+    key += "\nsites:";
+    site_ids(exe.program, key);
+  }
   // The disk holds object code only: no LLVM IR to show (keep_llvm_ir) and no body constants.
   const bool use_disk = !config().compilation_cache_dir.empty() && !opts.keep_llvm_ir && const_ids.empty();
   std::shared_ptr<Slot> slot;

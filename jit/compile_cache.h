@@ -6,7 +6,7 @@
 #include <string>
 
 #include "jit/caches.h"
-#include "jit/emit_llvm.h"
+#include "jit/codegen/emit_llvm.h"
 #include "jit/executable.h"
 
 namespace minijax {

@@ -1,5 +1,5 @@
-// minijax executables: what compiling one program produces (the program after the passes, its
-// buffer plan, kernels, loaded object code and analyses) and the options compiling takes.
+// minijax executables: what compiling one program produces (its compile report and the loaded
+// executable the runtime runs) and the options compiling takes.
 #pragma once
 #include <map>
 #include <memory>
@@ -10,8 +10,9 @@
 #include "core/debug_callback.h"
 #include "core/jaxpr.h"
 #include "core/profiler_hooks.h"
-#include "jit/lower/program.h"
-#include "jit/orc.h"
+#include "jit/codegen/lower/program.h"
+#include "jit/codegen/orc.h"
+#include "jit/runtime/loaded_executable.h"
 #include "memory/memory_analysis.h"
 #include "memory/offload_options.h"
 #include "memory/plan_buffers.h"
@@ -50,38 +51,34 @@ struct CompileTimes {
   bool cache_hit = false;  ///< loaded from the persistent cache (no optimization or codegen)
 };
 
-/// A compiled program.
-struct Executable {
+/// What compiling one program reports: the program after every pass, its buffer plan, how each
+/// equation was lowered, the kernels' KIR and LLVM IR, the analyses and the stages' times
+/// (Compiled::as_text, memory_analysis, cost_analysis read it; the runtime never does).
+struct CompileReport {
   std::string name;
   Jaxpr program;                         ///< after every pass: what the code computes
   BufferPlan plan;
   std::vector<lower::LoweredEqn> lowered;
   std::string kernels;                   ///< the KIR module as text
   std::string llvm_ir;                   ///< when CompileOptions::keep_llvm_ir
-  std::shared_ptr<LoadedObject> object;
-  using Entry = void (*)(void** args, void** outs, void** arenas);
-  Entry entry = nullptr;
-  std::vector<ShapedArray> in_avals, out_avals;
-  /// Array constants of inlined call bodies (inline_calls): the program's trailing inputs after
-  /// the caller's (program.invars has in_avals.size() + hoisted_consts.size()); the executors
-  /// pass them, read-only, on every call.
-  std::vector<Array> hoisted_consts;
-  /// CompileOptions::spmd: the collective and axis_index equations the code calls the runtime
-  /// for (mj_rt_collective / mj_rt_axis_index name their index here), in site order.
-  bool spmd = false;
-  std::vector<Eqn> collective_sites;
-  /// The kernel call sites of the entry function (mj_rt_kernel_begin/end name their index here):
-  /// each kernel's name and its profiler event args, in emission order.
-  std::vector<profiler::detail::KernelSite> kernel_sites;
-  /// The debug_callback sites of the entry function (mj_rt_host_callback names their index
-  /// here): each host function and its operands' avals, in emission order.
-  std::vector<HostCallbackSite> host_callbacks;
   CompiledMemoryStats memory;
   std::map<std::string, double> cost;
   CompileTimes times;
+};
+
+/// A compiled program: its compile report and the loaded executable the runtime runs
+/// (jit/runtime/loaded_executable.h).
+struct Executable : CompileReport {
+  LoadedExecutable loaded;
+  std::shared_ptr<LoadedObject> object;  ///< the loaded object code (loaded.code holds it too)
   /// Its entry in the cache budget while the process-wide executable cache keeps it
   /// (jit/compile_cache.h); callers touch it at every use so eviction is least recently used.
   mutable detail::CacheNode cache_node;
 };
+
+/// The loaded part of `exe`, sharing its lifetime (what the executors take).
+inline std::shared_ptr<const LoadedExecutable> loaded_of(const std::shared_ptr<const Executable>& exe) {
+  return exe ? std::shared_ptr<const LoadedExecutable>(exe, &exe->loaded) : nullptr;
+}
 
 }  // namespace minijax

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "core/views/control_flow.h"
-#include "jit/cost_analysis.h"
-#include "jit/fuse.h"
+#include "jit/passes/cost_analysis.h"
+#include "jit/passes/fuse.h"
 #include "jit/pipeline.h"
 #include "jit/runtime/execute.h"
 #include "memory/memory_analysis.h"
@@ -176,6 +176,7 @@ std::shared_ptr<const LoweredProgram> lower_sharded(const ClosedJaxprPtr& jaxpr,
   low->num_consts = num_consts;
   low->propagation = std::move(c.propagation);
   low->program = std::move(c.program);
+  low->site_eqn_index = std::move(c.site_eqn_index);
   low->dump = c.dump;
   const Jaxpr& j = *live->jaxpr;
   for (auto& v : j.invars) low->in_shardings.push_back(low->propagation.of(v));
@@ -335,7 +336,7 @@ void wait_ready(const std::vector<Array>& leaves) {
 std::vector<Array> run_compiled(const Executable& exe, const std::vector<Array>& consts,
                                 const std::vector<Array>& leaves, const std::string& name,
                                 const uint32_t* first_leaf, size_t nargs, std::source_location loc) {
-  return execute(exe, consts, leaves, loc, InputNames{name, consts.size(), first_leaf, nargs});
+  return execute(exe.loaded, consts, leaves, loc, InputNames{name, consts.size(), first_leaf, nargs});
 }
 
 CompileOptions compile_options(const JitOptions& opts, const std::vector<bool>& donated, bool spmd) {
@@ -360,16 +361,17 @@ std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, co
   return exe;
 }
 
-std::shared_ptr<const Executable> compile_unsharded(const LoweredProgram& low, const JitOptions& opts,
-                                                    const std::vector<bool>& donated, std::source_location loc) {
+std::shared_ptr<const Executable> compile_lowering(const LoweredProgram& low, const JitOptions& opts,
+                                                   const std::vector<bool>& donated, bool spmd,
+                                                   std::source_location loc) {
   check_cache_bounds(loc);  // a negative bound names the user's line
   check_max_fusion_equations(loc);
   Compilation c;
-  c.options = compile_options(opts, donated, false);
+  c.options = compile_options(opts, donated, spmd);
   c.program = low.program;
   c.dump = low.dump;
   std::shared_ptr<const Executable> exe = compile_lowered(std::move(c));
-  check_compiled_capacity(*exe, 1, loc);
+  check_compiled_capacity(*exe, low.mesh ? low.mesh->num_devices() : 1, loc);
   return exe;
 }
 
@@ -423,7 +425,7 @@ std::vector<Array> run_pjit_compiled(const ClosedJaxprPtr& body, const std::stri
   Jaxpr j = body->consts.empty() ? *body->jaxpr : convert_constvars_jaxpr(*body->jaxpr);
   CompileOptions co;
   co.name = name;
-  return execute(*compile_executable(j, co), operands);
+  return execute(compile_executable(j, co)->loaded, operands);
 }
 
 const bool pjit_executor_installed = [] {

@@ -30,7 +30,7 @@
 #include "jit/caches.h"
 #include "jit/executable.h"
 #include "jit/runtime/execute.h"
-#include "jit/runtime/reference_executor.h"
+#include "jit/reference/reference_executor.h"
 #include "sharding/mesh.h"
 #include "sharding/partition_spec.h"
 #include "sharding/propagate_shardings.h"
@@ -158,6 +158,9 @@ struct LoweredProgram {
   size_t num_consts = 0;
   PropagationResult propagation;
   Jaxpr program;                       ///< the SPMD program (local shapes, collectives)
+  /// Per stable collective site id of `program` (Eqn::site): the index of its top-level
+  /// equation holding it (number_collective_sites), for the compiled run's statistics.
+  std::vector<size_t> site_eqn_index;
   std::vector<Sharding> in_shardings;  ///< per invar of `jaxpr` (constants then arguments)
   std::vector<Sharding> out_shardings; ///< per output: the sharding each output is returned in
   /// Where the lower phase's dumps went (JitOptions::dump_dir), so compile() continues there.
@@ -281,10 +284,12 @@ CompileOptions compile_options(const JitOptions& opts, const std::vector<bool>& 
 std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
                                                  const std::vector<bool>& donated, std::source_location loc);
 
-/// The compiled program of an unsharded lowering (its program after the lower phase), as
-/// compile_traced.
-std::shared_ptr<const Executable> compile_unsharded(const LoweredProgram& low, const JitOptions& opts,
-                                                    const std::vector<bool>& donated, std::source_location loc);
+/// The compiled program of a lowering: the pipeline's compile and codegen phases on its program
+/// after the lower phase (`spmd`: a sharded lowering's SPMD program, CompileOptions::spmd), with
+/// inputs `donated`, capacity-checked on the lowering's devices (check_compiled_capacity).
+std::shared_ptr<const Executable> compile_lowering(const LoweredProgram& low, const JitOptions& opts,
+                                                   const std::vector<bool>& donated, bool spmd,
+                                                   std::source_location loc);
 
 /// ResourceExhaustedError at `loc` when `exe`'s predicted peak of device memory exceeds
 /// config().device_memory_bytes (naming the peak, the capacity and the largest device buffer),
@@ -292,12 +297,13 @@ std::shared_ptr<const Executable> compile_unsharded(const LoweredProgram& low, c
 /// compile() (capacities may change between compilations of a cached program).
 void check_compiled_capacity(const Executable& exe, size_t num_devices, std::source_location loc);
 
-/// A sharded lowering compiled: its SPMD program compiled once (CompileOptions::spmd, the
-/// executable cache shared with every call) with inputs `donated`, capacity-checked, and bound
-/// to its mesh. ResourceExhaustedError as check_compiled_capacity; ShardingError for a
-/// collective whose axes do not fit the mesh.
+/// A sharded lowering compiled (compile_lowering with spmd; the executable cache shared with
+/// every call) and its loaded executable bound to its mesh; `*exe`, when given, receives the
+/// compiled program (Compiled's analyses and text). ResourceExhaustedError as
+/// check_compiled_capacity; ShardingError for a collective whose axes do not fit the mesh.
 std::shared_ptr<const SpmdExecutable> compile_sharded(const LoweredProgram& low, const JitOptions& opts,
-                                                      const std::vector<bool>& donated, std::source_location loc);
+                                                      const std::vector<bool>& donated, std::source_location loc,
+                                                      std::shared_ptr<const Executable>* exe = nullptr);
 
 /// Runs `spmd` (compiled from `lowered`) on every device of its mesh: each operand (constants
 /// then leaves) put onto its input sharding, the call enqueued (execute_spmd: it returns before
@@ -312,9 +318,6 @@ std::vector<Array> run_sharded(const std::shared_ptr<const LoweredProgram>& lowe
 /// `run` with its compiled call waited for and the communicator's counts copied into
 /// stats.collectives (a call that failed: returned as it is); other runs unchanged.
 std::shared_ptr<const SpmdRun> finished_run(const std::shared_ptr<const SpmdRun>& run);
-
-/// The compiled SPMD program of `spmd` (for Compiled's analyses and text).
-const std::shared_ptr<const Executable>& executable_of(const SpmdExecutable& spmd);
 
 /// The text of Compiled::as_text: the program after the passes, the kernels (KIR), the buffer
 /// plan, how each equation was lowered, memory and cost; the optimized LLVM IR when asked.
@@ -388,7 +391,7 @@ class Compiled {
     if (!low_.spmd) return detail::compiled_text(*exe_, llvm_ir);
     return low_.as_text() + "\n" + detail::compiled_text(*exe_, llvm_ir);
   }
-  /// JAX's keys: "flops", "transcendentals", "bytes accessed" (jit/cost_analysis.h). Sharded:
+  /// JAX's keys: "flops", "transcendentals", "bytes accessed" (jit/passes/cost_analysis.h). Sharded:
   /// one device's share, counted on the compiled SPMD program (local shapes, collectives' bytes).
   std::map<std::string, double> cost_analysis() const { return exe_->cost; }
   /// The planner's prediction (memory/memory_analysis.h). Sharded: one device's.

@@ -416,10 +416,9 @@ Compiled<R> Lowered<R>::compile(std::source_location loc) const {
   c.low_.loc = loc;  // the Compiled's own errors name the line that made it
   detail::at_user_line("compile '" + options.name + "': ", loc, [&] {
     if (spmd) {
-      c.spmd_ = detail::compile_sharded(*spmd, options, donated, loc);
-      c.exe_ = detail::executable_of(*c.spmd_);
+      c.spmd_ = detail::compile_sharded(*spmd, options, donated, loc, &c.exe_);
     } else {
-      c.exe_ = detail::compile_unsharded(*this, options, donated, loc);
+      c.exe_ = detail::compile_lowering(*this, options, donated, false, loc);
     }
   });
   return c;

@@ -12,21 +12,22 @@
 #include "core/errors.h"
 #include "core/profiler_hooks.h"
 #include "jit/compile_cache.h"
-#include "jit/cost_analysis.h"
-#include "jit/emit_llvm.h"
-#include "jit/fuse.h"
-#include "jit/inline_calls.h"
-#include "jit/orc.h"
-#include "jit/pack_dot_operands.h"
-#include "jit/rename_body_variables.h"
+#include "jit/passes/cost_analysis.h"
+#include "jit/codegen/emit_llvm.h"
+#include "jit/passes/fuse.h"
+#include "jit/passes/inline_calls.h"
+#include "jit/codegen/orc.h"
+#include "jit/passes/pack_dot_operands.h"
+#include "jit/passes/rename_body_variables.h"
 #include "jit/runtime/abi.h"
-#include "jit/simplify.h"
+#include "jit/passes/simplify.h"
 #include "memory/coalesce_slice_copies.h"
 #include "memory/memory_analysis.h"
 #include "memory/pipeline_slice_copies.h"
 #include "memory/place_copies.h"
 #include "memory/plan_buffers.h"
 #include "memory/split_copies.h"
+#include "sharding/number_collective_sites.h"
 #include "sharding/partition_spmd.h"
 
 namespace minijax {
@@ -70,8 +71,10 @@ void run_partition_spmd(Compilation& c) {
   c.program = partition_spmd(c.global, c.propagation, *c.sharding->mesh, c.sharding->loc);
 }
 
+void run_number_collective_sites(Compilation& c) { c.site_eqn_index = number_collective_sites(c.program); }
+
 // inline_calls with the array constants of inlined bodies as trailing inputs of the program
-// (their values in exe.hoisted_consts).
+// (their values in exe.loaded.hoisted_consts).
 void run_inline_calls(Compilation& c) {
   ClosedJaxpr cj;
   cj.jaxpr = std::make_shared<Jaxpr>(std::move(c.program));
@@ -79,7 +82,7 @@ void run_inline_calls(Compilation& c) {
   c.program = *r.jaxpr;
   c.program.invars.insert(c.program.invars.end(), c.program.constvars.begin(), c.program.constvars.end());
   c.program.constvars.clear();
-  c.exe.hoisted_consts = r.consts;
+  c.exe.loaded.hoisted_consts = r.consts;
 }
 
 void run_simplify(Compilation& c) { c.program = simplify(c.program); }
@@ -96,7 +99,7 @@ void run_rename_body_variables(Compilation& c) { c.program = rename_body_variabl
 // analyze_liveness of each scope, then placement; the hoisted constants are never donated.
 void run_plan_buffers(Compilation& c) {
   std::vector<bool> donated = c.options.donated;
-  if (!c.exe.hoisted_consts.empty()) donated.resize(c.program.invars.size(), false);
+  if (!c.exe.loaded.hoisted_consts.empty()) donated.resize(c.program.invars.size(), false);
   c.exe.plan = plan_buffers(c.program, donated);
 }
 
@@ -108,9 +111,10 @@ void run_lower(Compilation& c) {
   CodegenState& g = *c.codegen;
   auto t = Clock::now();
   g.kir.name = c.options.name;
-  exe.spmd = c.options.spmd;
-  exe.lowered = lower::lower_program(g.kir, exe.program, exe.plan, c.options.spmd ? &exe.collective_sites : nullptr,
-                                     &exe.kernel_sites, &exe.host_callbacks);
+  LoadedExecutable& loaded = exe.loaded;
+  loaded.spmd = c.options.spmd;
+  exe.lowered = lower::lower_program(g.kir, exe.program, exe.plan, loaded.spmd ? &loaded.collective_sites : nullptr,
+                                     &loaded.kernel_sites, &loaded.host_callbacks);
   exe.kernels = kir::to_string(g.kir);
   exe.times.lower = seconds_since(t);
 }
@@ -139,16 +143,27 @@ void run_llvm_codegen(Compilation& c) {
   store_persistent(c.exe, c.options, g.object);
 }
 
+// The object code loaded, and the loaded executable (all the runtime reads) assembled from the
+// report: the entry point, the buffer plan's arenas, outputs and donation, the predicted peak.
 void run_load(Compilation& c) {
   const CodegenState& g = *c.codegen;
-  c.exe.times.cache_hit = g.cached != nullptr;
+  Executable& exe = c.exe;
+  exe.times.cache_hit = g.cached != nullptr;
   auto t = Clock::now();
-  c.exe.object = load_object(g.cached ? *g.cached : g.object, runtime_symbols(), c.options.name);
-  c.exe.entry = reinterpret_cast<Executable::Entry>(c.exe.object->lookup(lower::kEntryName));
-  c.exe.times.load = seconds_since(t);
+  exe.object = load_object(g.cached ? *g.cached : g.object, runtime_symbols(), c.options.name);
+  LoadedExecutable& loaded = exe.loaded;
+  loaded.name = exe.name;
+  loaded.entry = reinterpret_cast<LoadedExecutable::Entry>(exe.object->lookup(lower::kEntryName));
+  loaded.code = exe.object;
+  loaded.arena_bytes = exe.plan.arena_bytes;
+  loaded.outputs = exe.plan.outputs;
+  loaded.donated = exe.plan.donated;
+  loaded.predicted_device_peak_bytes = exe.memory.peak_bytes(MemoryKind::device);
+  exe.times.load = seconds_since(t);
 }
 
 bool sharded(const Compilation& c) { return c.sharding != nullptr; }
+bool spmd(const Compilation& c) { return c.options.spmd; }
 bool not_in_persistent_cache(const Compilation& c) { return !c.codegen->cached; }
 
 }  // namespace
@@ -159,6 +174,7 @@ const std::vector<Stage>& pipeline_stages() {
       {"dce", P::lower, run_dce, true},
       {"propagate_shardings", P::lower, run_propagate_shardings, false, sharded},
       {"partition_spmd", P::lower, run_partition_spmd, true, sharded},
+      {"number_collective_sites", P::lower, run_number_collective_sites, false, spmd},
       {"inline_calls", P::compile, run_inline_calls, true},
       {"simplify", P::compile, run_simplify, true},
       {"pack_dot_operands", P::compile, run_pack_dot_operands, true},
@@ -219,6 +235,26 @@ Jaxpr run_stage(const std::string& name, const Jaxpr& program, const CompileOpti
   return std::move(c.program);
 }
 
+Compilation run_sharded_stage(const std::string& name, const Jaxpr& program, const ShardingRequest& sharding,
+                              const CompileOptions& options) {
+  const Stage* s = find_stage(name);
+  if (!s) throw ValueError("run_sharded_stage: no stage named '" + name + "' (jit/pipeline.cc)");
+  if (s->phase != StagePhase::lower)
+    throw ValueError("run_sharded_stage: stage '" + name +
+                     "' does not run on a global sharded program (the lower phase's stages do)");
+  if (!sharding.mesh) throw ValueError("run_sharded_stage: stage '" + name + "' given a ShardingRequest without a mesh");
+  Compilation c;
+  c.options = options;
+  c.program = program;
+  c.sharding = &sharding;
+  for (const Stage& before : pipeline_stages()) {  // the sharded stages whose results `name` reads
+    if (&before == s) break;
+    if (before.phase == StagePhase::lower && before.applies && before.applies(c)) before.run(c);
+  }
+  s->run(c);
+  return c;
+}
+
 Compilation start_compilation(const Jaxpr& traced, const CompileOptions& options, const ShardingRequest* sharding) {
   Compilation c;
   c.options = options;
@@ -251,8 +287,8 @@ void name_compile_event(profiler::detail::Scope& trace, const Compilation& c) {
 std::shared_ptr<const Executable> compile_and_generate(Compilation c) {
   auto t0 = Clock::now();
   c.exe.name = c.options.name;
-  c.exe.in_avals = c.program.in_avals();
-  c.exe.out_avals = c.program.out_avals();
+  c.exe.loaded.in_avals = c.program.in_avals();
+  c.exe.loaded.out_avals = c.program.out_avals();
   run_phase(c, StagePhase::compile);
   c.exe.program = std::move(c.program);
   c.exe.times.passes = seconds_since(t0);

@@ -41,6 +41,9 @@ struct Compilation {
   /// partition_spmd and Lowered's text read).
   Jaxpr global;
   PropagationResult propagation;
+  /// An SPMD program's collective sites: per stable site id (Eqn::site), the top-level equation
+  /// holding it (number_collective_sites).
+  std::vector<size_t> site_eqn_index;
   /// What the compile and codegen phases produce.
   Executable exe;
   std::shared_ptr<CodegenState> codegen;
@@ -63,6 +66,7 @@ struct Stage {
 };
 
 /// The whole ordered list of stages: dce; propagate_shardings, partition_spmd (sharded only);
+/// number_collective_sites (SPMD programs only: each collective's stable site id);
 /// inline_calls; simplify; pack_dot_operands; fuse; split_copies; coalesce_slice_copies;
 /// pipeline_slice_copies; place_copies; rename_body_variables; plan_buffers; memory_analysis;
 /// cost_analysis; lower; llvm_translate; llvm_optimize; llvm_codegen; load.
@@ -81,6 +85,21 @@ void run_phase(Compilation& c, StagePhase phase);
 /// rewrite a program or needs a mesh (propagate_shardings, partition_spmd).
 Jaxpr run_stage(const std::string& name, const Jaxpr& program, const CompileOptions& options = {});
 
+/// Runs the stage named `name` of the lower phase (dce, propagate_shardings, partition_spmd, ...)
+/// on the global `program` (no constvars) with `sharding`'s mesh and in/out shardings (one per
+/// invar / outvar), after the stages of the lower phase before it that run only for some
+/// compilations (`applies`) and apply to this one, whose results it reads (partition_spmd:
+/// propagate_shardings first; dce and propagate_shardings: nothing before).
+/// For pass tests from text of sharded programs (tests/passes/). Returns the Compilation:
+/// `program` after the stage (dce's pruned program, partition_spmd's per-device program),
+/// `global` and `propagation` once propagate_shardings ran (`propagation.text`: the program
+/// annotated with every variable's sharding and the reshards); its `sharding` points at
+/// `sharding`, which must outlive it. ValueError naming the stage when no stage has that name,
+/// it is not of the lower phase, or `sharding` has no mesh; what the stages throw
+/// (ShardingError from propagation and partitioning, at sharding.loc).
+Compilation run_sharded_stage(const std::string& name, const Jaxpr& program, const ShardingRequest& sharding,
+                              const CompileOptions& options = {});
+
 /// Starts a compilation of `traced` (a jaxpr without constvars: f's constants are leading
 /// invars): its dump folder made when options.dump_dir is set (IOError when it cannot be), the
 /// traced program written as <NN>-traced.txt.
@@ -90,7 +109,9 @@ Compilation start_compilation(const Jaxpr& traced, const CompileOptions& options
 /// The compile phase on `c` (after its lower phase), then the codegen phase through the
 /// process-wide executable cache: an equal program compiled before (by any jit) with equal
 /// options is shared, and code generation is skipped. Throws CompileError when LLVM rejects the
-/// code (naming the kernel and its equation), ValueError naming a primitive no rule lowers.
+/// code (naming the kernel and its equation), ValueError naming a primitive no rule lowers, and
+/// the internal ValueError of an SPMD program (options.spmd) whose collectives were not numbered
+/// by the lower phase (number_collective_sites).
 std::shared_ptr<const Executable> compile_lowered(Compilation c);
 
 /// Every phase on `traced`, unsharded: start_compilation, the lower phase, compile_lowered.

@@ -1,59 +1,15 @@
 // minijax sharded jit, compiled: the SPMD program of a sharded lowering compiled once and bound to
 // its mesh, its calls on every device (execute_spmd), and the capacity checks compile() makes.
-#include <limits>
-#include <variant>
 
 #include "core/config.h"
 #include "core/errors.h"
-#include "core/views/collectives.h"
-#include "jit/fuse.h"
 #include "jit/jit.h"
-#include "jit/pipeline.h"
 #include "jit/runtime/execute_spmd.h"
 #include "sharding/sharded_array.h"
 
 namespace minijax::detail {
 
 namespace {
-
-bool is_site(const Eqn& e) {
-  const auto kind = CollectiveParams::kind_of(e);
-  if (!kind) return false;
-  return *kind == CollectiveParams::Kind::axis_index || collective_params(e).axis_size > 1;
-}
-
-// The collective sites of `j` in pre-order (bodies where they appear), each with the index of
-// the top-level equation holding it.
-void list_sites(const Jaxpr& j, size_t top, bool at_top, std::vector<std::pair<std::string, size_t>>& out) {
-  for (size_t i = 0; i < j.eqns.size(); ++i) {
-    const Eqn& e = j.eqns[i];
-    const size_t where = at_top ? i : top;
-    if (is_site(e)) out.emplace_back(e.primitive->name, where);
-    for (const auto& [key, value] : e.params.items()) {
-      if (auto* b = std::get_if<ClosedJaxprPtr>(&value)) list_sites(*(*b)->jaxpr, where, false, out);
-      if (auto* bs = std::get_if<std::vector<ClosedJaxprPtr>>(&value))
-        for (const auto& b : *bs) list_sites(*b->jaxpr, where, false, out);
-    }
-  }
-}
-
-// For each of the executable's sites, the top-level equation of the lowered SPMD program that
-// holds it: the compiler's passes keep the collectives' order, so the sites are matched in order
-// by primitive (one a pass removed is skipped); SIZE_MAX for a site left unmatched.
-std::vector<size_t> site_equations(const Jaxpr& program, const std::vector<Eqn>& sites) {
-  std::vector<std::pair<std::string, size_t>> listed;
-  list_sites(program, 0, true, listed);
-  std::vector<size_t> out(sites.size(), std::numeric_limits<size_t>::max());
-  size_t at = 0;
-  for (size_t s = 0; s < sites.size(); ++s) {
-    size_t k = at;
-    while (k < listed.size() && listed[k].first != sites[s].primitive->name) ++k;
-    if (k == listed.size()) break;
-    out[s] = listed[k].second;
-    at = k + 1;
-  }
-  return out;
-}
 
 // The largest buffer of the compiled program in device memory (host = false) or in a host memory
 // (an input, an output or a temporary of the top level), for capacity errors:
@@ -104,17 +60,11 @@ void check_compiled_capacity(const Executable& exe, size_t num_devices, std::sou
 }
 
 std::shared_ptr<const SpmdExecutable> compile_sharded(const LoweredProgram& low, const JitOptions& opts,
-                                                      const std::vector<bool>& donated, std::source_location loc) {
-  check_cache_bounds(loc);  // a negative bound names the user's line
-  check_max_fusion_equations(loc);
-  Compilation c;
-  c.options = compile_options(opts, donated, true);
-  c.program = low.program;
-  c.dump = low.dump;
-  std::shared_ptr<const Executable> exe = compile_lowered(std::move(c));
-  check_compiled_capacity(*exe, low.mesh->num_devices(), loc);
-  std::vector<size_t> where = site_equations(low.program, exe->collective_sites);
-  return bind_spmd_executable(std::move(exe), low.mesh, std::move(where), loc);
+                                                      const std::vector<bool>& donated, std::source_location loc,
+                                                      std::shared_ptr<const Executable>* exe) {
+  std::shared_ptr<const Executable> compiled = compile_lowering(low, opts, donated, true, loc);
+  if (exe) *exe = compiled;
+  return bind_spmd_executable(loaded_of(compiled), low.mesh, low.site_eqn_index, loc);
 }
 
 std::vector<Array> run_sharded(const std::shared_ptr<const LoweredProgram>& lowered,
@@ -134,7 +84,7 @@ std::vector<Array> run_sharded(const std::shared_ptr<const LoweredProgram>& lowe
     for (size_t p = 0; p < n; ++p) dev[p].push_back(std::move(shards[p]));
   }
   std::shared_ptr<SpmdCall> call = execute_spmd(spmd, dev, loc, names);
-  const Executable& exe = *spmd->exe;
+  const LoadedExecutable& exe = *spmd->exe;
   const std::vector<ShapedArray> out_avals = low.jaxpr->jaxpr->out_avals();
   auto r = std::make_shared<SpmdRun>();
   r->lowered = lowered;
@@ -165,7 +115,5 @@ std::shared_ptr<const SpmdRun> finished_run(const std::shared_ptr<const SpmdRun>
   r->call = nullptr;
   return r;
 }
-
-const std::shared_ptr<const Executable>& executable_of(const SpmdExecutable& spmd) { return spmd.exe; }
 
 }  // namespace minijax::detail

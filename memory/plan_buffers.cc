@@ -440,7 +440,7 @@ void ScopePlanner::body_destinations(const BodySpec& spec) {
     if (auto* v = std::get_if<Var>(&j_.outvars[o]); v && parent_.count(v->id())) {
       int carry = classes_.at(find(*v)).carry;
       // A ys (no carry destination) reading a carry buffer is copied before any carry's copy
-      // (jit/lower/program.cc end_copies), so only a carry reading another carry's buffer stages.
+      // (jit/codegen/lower/program.cc end_copies), so only a carry reading another carry's buffer stages.
       c.staged = carry >= 0 && spec.out_carry[o] >= 0 && overwritten.count(carry) && carry != spec.out_carry[o];
     }
     if (c.staged) staging_.push_back({&atom_aval(j_.outvars[o]), sp.end_copies.size()});
@@ -454,7 +454,7 @@ void ScopePlanner::top_outputs() {
     OutputPlan& op = plan_.outputs[k];
     if (auto* lit = std::get_if<Literal>(&j_.outvars[k])) {
       op.kind = OutputPlan::literal;
-      op.lit = *lit;
+      op.value = lit->value;
       continue;
     }
     Class& c = cls(std::get<Var>(j_.outvars[k]));

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/jaxpr.h"
+#include "core/output_plan.h"
 
 namespace minijax {
 
@@ -46,20 +47,6 @@ struct Location {
   bool reversed = false;
   const Eqn* loop = nullptr;
   Literal literal;
-};
-
-/// What the runtime hands back for each program output.
-struct OutputPlan {
-  enum Kind : uint8_t {
-    fresh,          ///< a new buffer the program writes (allocated before the call)
-    donated_param,  ///< the buffer of donated input `index`, which the program overwrites
-    param,          ///< input `index`'s buffer unchanged (the output is that input or a view)
-    same_as,        ///< the same buffer as output `index`
-    literal,        ///< a scalar constant
-  };
-  Kind kind = fresh;
-  int index = 0;
-  Literal lit;
 };
 
 /// A copy the executor makes at the end of a body (loop iteration or cond branch): body outvar

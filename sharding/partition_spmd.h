@@ -11,7 +11,7 @@ namespace minijax {
 
 /// Partitions `jaxpr` for `mesh` given its propagated shardings (propagate_shardings on the same
 /// jaxpr and mesh). The result is one SPMD program, identical on every device (device-dependent
-/// values come only from axis_index), to run with run_spmd (jit/runtime/reference_executor.h):
+/// values come only from axis_index), to run with run_spmd (jit/reference/reference_executor.h):
 /// its invars are the jaxpr's constvars then invars, each with its local (per-device shard)
 /// aval; its outputs are the local shards of the outputs in their propagated shardings (after
 /// the output reshards). Local shapes: dim d of a value of global shape S with sharding s has

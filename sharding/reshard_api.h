@@ -26,7 +26,7 @@ ReshardPlan reshard_plan(const Sharding& src, const Sharding& dst, const ShapedA
                          std::source_location loc = std::source_location::current());
 
 /// Traffic of one collective equation on `mesh`, per mesh position (device_ids order), under
-/// run_spmd's model (jit/runtime/reference_executor.h): all_gather (n−1)·operand;
+/// run_spmd's model (jit/reference/reference_executor.h): all_gather (n−1)·operand;
 /// reduce_scatter and all_to_all (n−1)·operand/n; all_reduce two-phase (all_reduce_pieces:
 /// (n−1)·piece[r] + (E − piece[r])); collective_permute the operand from each source to its
 /// target (no self-transfer); ragged_all_to_all its size operands' rows when they are rows of

@@ -63,7 +63,7 @@ key_context = re.compile(r'(\b(set|has|add)\(\s*|\bparam_\w+\([^()]*,\s*|\bkey\s
 # The printed name of an enumerator: `case Kind::x: return "x";`.
 enum_name = re.compile(r'case\s+[\w:]*::(\w+)\s*:\s*return\s*$')
 # Another vocabulary that shares a word with a primitive: LLVM's intrinsics (llvm.sqrt) and basic
-# block names, and the names of the outlined math functions (jit/lower/transcendentals.h).
+# block names, and the names of the outlined math functions (jit/codegen/lower/transcendentals.h).
 other_vocabulary = re.compile(r'\b(intrinsic|call_outlined|BasicBlock::Create)\([^()]*$')
 
 # A value of all_reduce's `reduction` param ("sum", "max", "min"), compared with it.

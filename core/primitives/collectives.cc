@@ -174,7 +174,7 @@ std::vector<ShapedArray> axis_index_shape(const std::vector<ShapedArray>& in, co
 ImplRule refuse(const std::string& name) {
   return [name](const std::vector<Array>&, const Params& p, const std::vector<ShapedArray>&) -> std::vector<Array> {
     throw ValueError("collective " + name + " over axis " + axes_str(p) +
-                     " runs only under the SPMD executor (jit/runtime/reference_executor.h: run_spmd), "
+                     " runs only under the SPMD executor (jit/reference/reference_executor.h: run_spmd), "
                      "not eagerly on one array");
   };
 }
@@ -204,6 +204,8 @@ Params with_axes(const std::string& prim, const AxisNames& axes, int64_t axis_si
 
 }  // namespace
 
+std::string axis_names_str(const AxisNames& names) { return param_to_string(axis_name_param(names)); }
+
 Param axis_name_param(const AxisNames& names, const std::string& primitive, std::source_location loc) {
   if (names.empty()) throw ValueError(primitive + ": a collective needs at least one axis name", loc);
   std::set<std::string> seen;
@@ -228,7 +230,7 @@ bool is_collective(const std::string& name) { return collective_names().count(na
 
 void detail::refuse_eager_collective(const std::string& primitive, const Params& params, std::source_location loc) {
   throw ValueError("collective " + primitive + " over axis " + axes_str(params) +
-                       " runs only under the SPMD executor (jit/runtime/reference_executor.h: run_spmd), "
+                       " runs only under the SPMD executor (jit/reference/reference_executor.h: run_spmd), "
                        "not eagerly on one array",
                    loc);
 }

@@ -13,6 +13,7 @@
 #include "core/dtype.h"
 #include "core/errors.h"
 #include "core/primitive.h"
+#include "core/primitives/elementwise_scalar.h"
 
 namespace minijax::elementwise {
 
@@ -76,41 +77,6 @@ constexpr bool accepts_type() {
   else return fl || in || bo;
 }
 
-/// The type arithmetic is done in: float for bf16 (compute in float, store rounded), else T.
-template <class T>
-using Compute = std::conditional_t<std::is_same_v<T, bfloat16>, float, T>;
-
-template <class T>
-inline Compute<T> load(T v) {
-  if constexpr (std::is_same_v<T, bfloat16>) return float(v);
-  else return v;
-}
-template <class T, class C>
-inline T store(C v) {
-  if constexpr (std::is_same_v<T, bfloat16>) return bfloat16(float(v));
-  else return static_cast<T>(v);
-}
-
-/// max(a, b) on a compute value (Compute<T>), propagating NaN as XLA's max does: a NaN operand
-/// (the first, when both are) is the result; otherwise the larger.
-template <class C>
-inline C nan_max(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
-  }
-  return a > b ? a : b;
-}
-/// min(a, b), propagating NaN as nan_max does.
-template <class C>
-inline C nan_min(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
-  }
-  return a < b ? a : b;
-}
-
 /// Throws TypeError unless the operand's dtype is in the class.
 inline void check_dtype(const ShapedArray& a, Accept acc, const char* which = "operand") {
   if (!accepts(acc, a.dtype))
@@ -143,29 +109,6 @@ inline void check_same_memory_kind(const std::vector<ShapedArray>& in) {
 /// scalar rule); weak iff both weak. `bool_out` gives a bool, not weak, result (comparisons).
 ShapedArray binary_out_aval(const std::vector<ShapedArray>& in, Accept acc,
                             bool bool_out = false);
-
-// ---- wrapping integer arithmetic (two's complement, as XLA; no signed-overflow UB) ----------------
-template <class C>
-inline C wrap_add(C a, C b) {
-  if constexpr (std::is_same_v<C, int32_t>) return int32_t(uint32_t(a) + uint32_t(b));
-  else return C(a + b);
-}
-template <class C>
-inline C wrap_sub(C a, C b) {
-  if constexpr (std::is_same_v<C, int32_t>) return int32_t(uint32_t(a) - uint32_t(b));
-  else return C(a - b);
-}
-template <class C>
-inline C wrap_mul(C a, C b) {
-  if constexpr (std::is_same_v<C, int32_t>) return int32_t(uint32_t(a) * uint32_t(b));
-  else return C(a * b);
-}
-template <class C>
-inline C wrap_neg(C a) {
-  if constexpr (std::is_same_v<C, int32_t>) return int32_t(0u - uint32_t(a));
-  else if constexpr (std::is_same_v<C, uint32_t>) return 0u - a;
-  else return -a;
-}
 
 /// out[i] = f(x[i]) for the element types accepted by A; out has x's dtype. f receives and
 /// returns Compute<T>.

@@ -110,7 +110,7 @@ double as_double(T v) {
 
 // ---- the summation order ------------------------------------------------------------------------
 // reduce_sum's one fixed order, shared bit for bit with the compiled reduction kernels
-// (jit/lower/kernels.cc reduce_point; docs/compiler.md, "Numerics"). Every addition is in the
+// (jit/codegen/lower/kernels.cc reduce_point; docs/compiler.md, "Numerics"). Every addition is in the
 // accumulator type SumAcc (the dtype itself; f32 for bf16, rounded to bf16 once at the end; u32,
 // wrapping, for i32/u32). Each row of the innermost reduced axis (n elements, in order) runs in
 // blocks of 128: element i of a block is added into accumulator i % 16 (16 accumulators from +0,

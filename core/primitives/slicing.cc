@@ -346,7 +346,7 @@ std::vector<Array> pad_impl(const std::vector<Array>& a, const Params& p,
 // indices, updates) adds updates[i..., r...] into operand[indices[i...], r...] (its transpose).
 // `mode` (lax::GatherScatterMode) decides an index outside [0, n): CLIP clamps it, FILL_OR_DROP
 // fills that row (gather) or drops that update (scatter_add), PROMISE_IN_BOUNDS raises IndexError
-// here (eager) while compiled code clamps (jit/lower/index_ops.cc, updates.cc).
+// here (eager) while compiled code clamps (jit/codegen/lower/index_ops.cc, updates.cc).
 
 Shape row_slice_sizes(const Shape& x) {
   Shape s = x;

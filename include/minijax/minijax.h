@@ -49,7 +49,7 @@
 #include "core/collectives.h"
 #include "jit/runtime/memory_stats.h"
 #include "jit/runtime/profiler.h"
-#include "jit/runtime/reference_executor.h"
+#include "jit/reference/reference_executor.h"
 #include "jit/jit.h"
 #include "io/npy.h"
 #include "io/npz.h"

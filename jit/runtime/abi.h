@@ -67,7 +67,7 @@ void mj_rt_copy_slice_start(void* dst, int32_t dst_kind, const void* src, int32_
 /// thread's runtime error.
 void mj_rt_copy_done(void* dst);
 /// ragged_all_to_all on a group of one device (XLA RaggedAllToAll with axis_size 1; the SPMD
-/// executor's rule in jit/runtime/reference_executor.cc): `out` (out_rows rows of row_bytes
+/// executor's rule in jit/reference/reference_executor.cc): `out` (out_rows rows of row_bytes
 /// bytes) already holds the `output` operand; rows [in_off[0], in_off[0] + send[0]) of `in`
 /// (in_rows rows) are copied to rows starting at out_off[0]. Records a ValueError-style message
 /// (take_runtime_error) and copies nothing when recv[0] != send[0] or the rows fall outside a

@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "core/errors.h"
-#include "core/primitives/elementwise_family.h"
+#include "core/primitives/elementwise_scalar.h"
 #include "sharding/plan_reshard.h"
 
 namespace minijax::detail {

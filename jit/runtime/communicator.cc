@@ -13,9 +13,7 @@
 
 #include "core/collectives.h"
 #include "core/errors.h"
-#include "core/primitive.h"
 #include "core/profiler_hooks.h"
-#include "core/views/collectives.h"
 #include "jit/runtime/collective_transfers.h"
 
 namespace minijax {
@@ -91,50 +89,6 @@ std::string CollectiveOp::str() const {
     case CollectiveKind::ragged_all_to_all: return s + " output=" + shape_str(output_shape);
   }
   return s;
-}
-
-CollectiveOp collective_op_of(const Eqn& e) {
-  using View = CollectiveParams::Kind;
-  const std::optional<View> view = CollectiveParams::kind_of(e);
-  if (!view || *view == View::axis_index || e.inputs.empty())
-    throw ValueError("collective_op_of: equation " + (e.primitive ? e.primitive->name : std::string("<none>")) +
-                     " is not a collective that moves data");
-  const CollectiveParams p = collective_params(e);
-  const ShapedArray& x = atom_aval(e.inputs[0]);
-  CollectiveOp op;
-  op.dtype = x.dtype;
-  op.shape = x.shape;
-  switch (p.kind) {
-    case View::all_gather:
-      op.kind = CollectiveKind::all_gather;
-      op.gather_dimension = p.gather_dimension;
-      op.tiled = p.tiled;
-      break;
-    case View::all_reduce:
-      op.kind = CollectiveKind::all_reduce;
-      op.reduction = p.reduction;
-      break;
-    case View::reduce_scatter:
-      op.kind = CollectiveKind::reduce_scatter;
-      op.scatter_dimension = p.scatter_dimension;
-      break;
-    case View::all_to_all:
-      op.kind = CollectiveKind::all_to_all;
-      op.split_dimension = p.split_dimension;
-      op.concat_dimension = p.concat_dimension;
-      break;
-    case View::collective_permute:
-      op.kind = CollectiveKind::collective_permute;
-      op.source_target_pairs = p.source_target_pairs;
-      break;
-    case View::ragged_all_to_all:
-      op.kind = CollectiveKind::ragged_all_to_all;
-      if (e.inputs.size() != 6) throw ValueError("collective_op_of: ragged_all_to_all takes 6 operands");
-      op.output_shape = atom_aval(e.inputs[1]).shape;
-      break;
-    case View::axis_index: break;
-  }
-  return op;
 }
 
 // ---- counters and the hook ----------------------------------------------------------------------

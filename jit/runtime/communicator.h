@@ -10,7 +10,6 @@
 
 #include "core/aval.h"
 #include "core/dtype.h"
-#include "core/jaxpr.h"
 #include "jit/runtime/event.h"
 
 namespace minijax {
@@ -25,7 +24,7 @@ const char* collective_kind_name(CollectiveKind k);
 /// One collective as one participant sees it: the kind, the element type, the participant's
 /// local operand shape, and the parameters of core/collectives.h. Every participant of one
 /// collective must give the same description (the ragged size tables aside, which are each
-/// device's own); the result is bitwise what run_spmd (jit/runtime/reference_executor.h)
+/// device's own); the result is bitwise what run_spmd (jit/reference/reference_executor.h)
 /// computes for the equivalent equation, reductions applied in rank order 0..n-1.
 struct CollectiveOp {
   CollectiveKind kind = CollectiveKind::all_gather;
@@ -52,11 +51,6 @@ struct CollectiveOp {
   std::string str() const;
 };
 
-/// The CollectiveOp of a collective equation of an SPMD program (its params and its operands'
-/// avals); the ragged index tables are left empty (they are run-time values: the caller fills
-/// them). ValueError for axis_index or a non-collective equation.
-CollectiveOp collective_op_of(const Eqn& e);
-
 /// A host buffer: `bytes` bytes at `data`.
 struct ConstBufferRef {
   const void* data = nullptr;
@@ -78,7 +72,7 @@ struct CollectiveBuffers {
 /// What the communicator moved for one device since the last reset_collective_stats(): bytes it
 /// sent to other devices, bytes it received from them, and messages it sent (one per sender,
 /// receiver and transfer phase with a non-zero byte count). Copies to itself count nothing.
-/// The counts follow run_spmd's traffic model exactly (CollectiveStats in reference_executor.h,
+/// The counts follow run_spmd's traffic model exactly (CollectiveStats in jit/runtime/collective_stats.h,
 /// collective_traffic in sharding/reshard_api.h) because they are counted at each copy of that
 /// model's transfers: all_reduce as a reduce-scatter of all_reduce_pieces then an all-gather of
 /// the reduced pieces (a rank-0 operand: every device sends its value to the n-1 others).

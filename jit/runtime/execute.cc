@@ -27,7 +27,7 @@ struct Inputs {
 };
 
 // Checks every input and returns its buffer (raw: the caller's Arrays keep them alive).
-std::vector<Buffer*> check_inputs(const Executable& exe, const Inputs& in, const std::string& fn,
+std::vector<Buffer*> check_inputs(const LoadedExecutable& exe, const Inputs& in, const std::string& fn,
                                   const InputNames& names, std::source_location loc) {
   const size_t n_in = exe.in_avals.size();
   auto what = [&](size_t i) { return names(i) + " (" + in[i].aval().str() + ")"; };
@@ -55,7 +55,7 @@ std::vector<Buffer*> check_inputs(const Executable& exe, const Inputs& in, const
     bufs[i] = b;
   }
   for (size_t i = 0; i < n_in; ++i)
-    if (exe.plan.donated[i])
+    if (exe.donated[i])
       for (size_t j = 0; j < n_in; ++j)
         if (j != i && bufs[j] == bufs[i])
           throw ValueError(fn + ": " + what(i) + " is donated and its buffer is also passed as " + names(j) +
@@ -95,7 +95,7 @@ std::string InputNames::operator()(size_t input) const {
   return "input " + std::to_string(input);
 }
 
-std::vector<Array> execute(const Executable& exe, std::span<const Array> consts, std::span<const Array> leaves,
+std::vector<Array> execute(const LoadedExecutable& exe, std::span<const Array> consts, std::span<const Array> leaves,
                            std::source_location loc, const InputNames& names) {
   const Inputs in{consts, leaves};
   const std::string fn = "jit '" + std::string(names.function.empty() ? std::string_view(exe.name) : names.function) + "'";
@@ -106,7 +106,7 @@ std::vector<Array> execute(const Executable& exe, std::span<const Array> consts,
   // releases its claims, so the caller's Arrays stay readable.
   DonationClaims claims;
   for (size_t i = 0; i < n_in; ++i)
-    if (exe.plan.donated[i] && !claims.claim(in_bufs[i]))
+    if (exe.donated[i] && !claims.claim(in_bufs[i]))
       throw ValueError(fn + ": " + names(i) + " (" + in[i].aval().str() +
                            ") was donated to another call and cannot be read",
                        loc);
@@ -118,7 +118,7 @@ std::vector<Array> execute(const Executable& exe, std::span<const Array> consts,
   std::vector<std::shared_ptr<Buffer>> out_bufs(n_out);
   std::vector<void*> out_ptrs(n_out, nullptr);
   for (size_t k = 0; k < n_out; ++k) {
-    const OutputPlan& op = exe.plan.outputs[k];
+    const OutputPlan& op = exe.outputs[k];
     const ShapedArray& av = exe.out_avals[k];
     switch (op.kind) {
       case OutputPlan::fresh: out_bufs[k] = new_buffer(av.nbytes(), av.memory_kind); break;
@@ -134,7 +134,7 @@ std::vector<Array> execute(const Executable& exe, std::span<const Array> consts,
       case OutputPlan::same_as: out_bufs[k] = out_bufs[size_t(op.index)]; break;
       case OutputPlan::literal: {
         out_bufs[k] = new_buffer(av.nbytes(), av.memory_kind);
-        std::memcpy(out_bufs[k]->data(), op.lit.value.raw_data(), size_t(av.nbytes()));
+        std::memcpy(out_bufs[k]->data(), op.value.raw_data(), size_t(av.nbytes()));
         break;
       }
     }
@@ -143,8 +143,8 @@ std::vector<Array> execute(const Executable& exe, std::span<const Array> consts,
   std::shared_ptr<Buffer> arenas[3];
   void* arena_ptrs[3] = {nullptr, nullptr, nullptr};
   for (size_t k = 0; k < 3; ++k)
-    if (exe.plan.arena_bytes[k] > 0) {
-      arenas[k] = new_buffer(exe.plan.arena_bytes[k], MemoryKind(k));
+    if (exe.arena_bytes[k] > 0) {
+      arenas[k] = new_buffer(exe.arena_bytes[k], MemoryKind(k));
       arena_ptrs[k] = arenas[k]->data();
     }
   claims.commit();  // the program may overwrite donated inputs from here on
@@ -163,19 +163,19 @@ std::vector<Array> execute(const Executable& exe, std::span<const Array> consts,
   // Donated inputs are consumed: an output in a donated input's buffer takes its bytes over (the
   // caller's Array then throws when read); a donated input no output reuses is invalidated too.
   bool any_donated = false;
-  for (size_t i = 0; i < n_in; ++i) any_donated |= bool(exe.plan.donated[i]);
+  for (size_t i = 0; i < n_in; ++i) any_donated |= bool(exe.donated[i]);
   if (any_donated) {
     std::vector<std::shared_ptr<Buffer>> taken(n_in);
     for (size_t k = 0; k < n_out; ++k) {
-      const OutputPlan& op = exe.plan.outputs[k];
-      const OutputPlan& src_plan = op.kind == OutputPlan::same_as ? exe.plan.outputs[size_t(op.index)] : op;
+      const OutputPlan& op = exe.outputs[k];
+      const OutputPlan& src_plan = op.kind == OutputPlan::same_as ? exe.outputs[size_t(op.index)] : op;
       if (src_plan.kind != OutputPlan::donated_param) continue;
       const size_t src = size_t(src_plan.index);
       if (!taken[src]) taken[src] = Buffer::take(*in_bufs[src]);
       out_bufs[k] = taken[src];
     }
     for (size_t i = 0; i < n_in; ++i)
-      if (exe.plan.donated[i] && !taken[i]) in_bufs[i]->mark_donated();
+      if (exe.donated[i] && !taken[i]) in_bufs[i]->mark_donated();
   }
   std::vector<Array> outs;
   outs.reserve(n_out);
@@ -183,7 +183,7 @@ std::vector<Array> execute(const Executable& exe, std::span<const Array> consts,
   return outs;
 }
 
-std::vector<Array> execute(const Executable& exe, const std::vector<Array>& args, std::source_location loc) {
+std::vector<Array> execute(const LoadedExecutable& exe, const std::vector<Array>& args, std::source_location loc) {
   return execute(exe, std::span<const Array>(args), {}, loc, InputNames{});
 }
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/array.h"
-#include "jit/executable.h"
+#include "jit/runtime/loaded_executable.h"
 
 namespace minijax {
 
@@ -48,7 +48,7 @@ struct InputNames {
   std::string operator()(size_t input) const;
 };
 
-/// The bytes of hoisted constant `c` (Executable::hoisted_consts: a concrete Array), which the
+/// The bytes of hoisted constant `c` (LoadedExecutable::hoisted_consts: a concrete Array), which the
 /// executors pass after the caller's inputs; the program only reads them.
 void* hoisted_data(const Array& c);
 
@@ -61,11 +61,11 @@ void* hoisted_data(const Array& c);
 /// both devices), a donated input that is also passed as another input, or an input donated to
 /// an earlier call. Nothing runs when a check fails. Runs on the calling thread; large kernels
 /// use the oneTBB pool.
-std::vector<Array> execute(const Executable& exe, std::span<const Array> consts, std::span<const Array> leaves,
+std::vector<Array> execute(const LoadedExecutable& exe, std::span<const Array> consts, std::span<const Array> leaves,
                            std::source_location loc, const InputNames& names);
 
 /// execute with every input in `args` (inputs named "input i").
-std::vector<Array> execute(const Executable& exe, const std::vector<Array>& args,
+std::vector<Array> execute(const LoadedExecutable& exe, const std::vector<Array>& args,
                            std::source_location loc = std::source_location::current());
 
 }  // namespace minijax

@@ -67,7 +67,7 @@ CallOrder& call_order() {
 // dispatched calls, from a handler registered with atexit. Handlers and static destructors run in
 // the reverse order of their registration, so a drain runs before the destructors of what was
 // constructed before it was registered, and after those of what came later. Two per compiled
-// program (keyed by its Executable, which the compile caches share, so bounded by the
+// program (keyed by its LoadedExecutable, which the compile caches share, so bounded by the
 // compilations, not by the calls nor by Lowered::compile() calls that hit a cache):
 //  - at its first dispatch, after the GEMM libraries made on this thread what they create at
 //    their first call (initialize_gemm_libraries): before this, a program that exited during its
@@ -82,9 +82,9 @@ CallOrder& call_order() {
 // (An executable freed and another compiled at its address gets no drains of its own: the earlier
 // ones still drain every call, only their place among the destructors is older.)
 enum class DrainMoment { kFirstDispatch, kFirstCompletion };
-void register_exit_drain(const Executable& exe, DrainMoment moment) {
+void register_exit_drain(const LoadedExecutable& exe, DrainMoment moment) {
   static auto* mu = new std::mutex();  // never destroyed: used from device threads
-  static auto* registered = new std::set<std::pair<const Executable*, DrainMoment>>();
+  static auto* registered = new std::set<std::pair<const LoadedExecutable*, DrainMoment>>();
   {
     std::lock_guard<std::mutex> g(*mu);
     if (!registered->insert({&exe, moment}).second) return;
@@ -124,7 +124,7 @@ std::vector<std::vector<std::shared_ptr<Buffer>>> check_inputs(const SpmdExecuta
                                                                const std::vector<std::vector<Array>>& inputs,
                                                                const std::string& fn, const InputNames& names,
                                                                std::source_location loc) {
-  const Executable& exe = *s.exe;
+  const LoadedExecutable& exe = *s.exe;
   const size_t n = s.mesh->num_devices(), n_in = exe.in_avals.size();
   if (inputs.size() != n)
     throw ValueError(fn + ": inputs for " + std::to_string(inputs.size()) + " devices, but " + s.mesh->str() +
@@ -157,7 +157,7 @@ std::vector<std::vector<std::shared_ptr<Buffer>>> check_inputs(const SpmdExecuta
       bufs[p].push_back(std::move(b));
     }
     for (size_t i = 0; i < n_in; ++i)
-      if (exe.plan.donated[i])
+      if (exe.donated[i])
         for (size_t j = 0; j < n_in; ++j)
           if (j != i && bufs[p][j] == bufs[p][i])
             throw ValueError(fn + ": " + names(i) + " is donated and its buffer is also passed as " + names(j) +
@@ -170,12 +170,12 @@ std::vector<std::vector<std::shared_ptr<Buffer>>> check_inputs(const SpmdExecuta
 // ResourceExhaustedError when what the call allocates on a device (temporaries, fresh outputs)
 // does not fit beside the bytes in use there.
 void check_capacity(const SpmdExecutable& s, const std::string& fn, std::source_location loc) {
-  const Executable& exe = *s.exe;
-  int64_t new_bytes[3] = {exe.plan.arena_bytes[0], exe.plan.arena_bytes[1], exe.plan.arena_bytes[2]};
+  const LoadedExecutable& exe = *s.exe;
+  int64_t new_bytes[3] = {exe.arena_bytes[0], exe.arena_bytes[1], exe.arena_bytes[2]};
   std::string largest = "temporaries (arena)";
-  int64_t largest_bytes = exe.plan.arena_bytes[0];
+  int64_t largest_bytes = exe.arena_bytes[0];
   for (size_t k = 0; k < exe.out_avals.size(); ++k) {
-    const OutputPlan& op = exe.plan.outputs[k];
+    const OutputPlan& op = exe.outputs[k];
     if (op.kind != OutputPlan::fresh && op.kind != OutputPlan::literal) continue;
     const ShapedArray& av = exe.out_avals[k];
     new_bytes[size_t(av.memory_kind)] += av.nbytes();
@@ -188,7 +188,7 @@ void check_capacity(const SpmdExecutable& s, const std::string& fn, std::source_
     throw ResourceExhaustedError(fn + ": " + where + " has " + std::to_string(in_use) + " B in use and the call " +
                                      "needs " + std::to_string(need) + " B more (largest buffer: " + largest + ", " +
                                      std::to_string(largest_bytes) + " B; planned peak " +
-                                     std::to_string(exe.memory.peak_bytes(MemoryKind::device)) +
+                                     std::to_string(exe.predicted_device_peak_bytes) +
                                      " B per device), past its capacity of " + std::to_string(cap) +
                                      " B (config().device_memory_bytes / host_memory_bytes); nothing ran",
                                  loc);
@@ -211,24 +211,24 @@ void check_capacity(const SpmdExecutable& s, const std::string& fn, std::source_
 // Position p's fresh outputs, literal outputs and arenas (allocation may throw
 // ResourceExhaustedError: nothing is donated yet).
 void allocate_buffers(CallState& st, size_t p) {
-  const Executable& exe = *st.spmd->exe;
+  const LoadedExecutable& exe = *st.spmd->exe;
   const int dev = st.spmd->mesh->device_ids[p];
   std::vector<std::shared_ptr<Buffer>>& out = st.call->outputs[p];
   out.resize(exe.out_avals.size());
   for (size_t k = 0; k < out.size(); ++k) {
-    const OutputPlan& op = exe.plan.outputs[k];
+    const OutputPlan& op = exe.outputs[k];
     const ShapedArray& av = exe.out_avals[k];
     const bool hoisted = op.kind == OutputPlan::param && size_t(op.index) >= exe.in_avals.size();
     if (op.kind != OutputPlan::fresh && op.kind != OutputPlan::literal && !hoisted) continue;
     out[k] = std::make_shared<Buffer>(size_t(av.nbytes()), av.memory_kind, dev, Init::uninitialized);
-    if (op.kind == OutputPlan::literal) std::memcpy(out[k]->data(), op.lit.value.raw_data(), size_t(av.nbytes()));
+    if (op.kind == OutputPlan::literal) std::memcpy(out[k]->data(), op.value.raw_data(), size_t(av.nbytes()));
     else if (hoisted) std::memcpy(out[k]->data(), st.work[p].in_ptrs[size_t(op.index)], size_t(av.nbytes()));
     else out[k]->set_ready_event(st.call->done);
   }
   DeviceWork& w = st.work[p];
   for (size_t k = 0; k < 3; ++k)
-    if (exe.plan.arena_bytes[k] > 0) {
-      auto a = std::make_shared<Buffer>(size_t(exe.plan.arena_bytes[k]), MemoryKind(k), dev, Init::uninitialized);
+    if (exe.arena_bytes[k] > 0) {
+      auto a = std::make_shared<Buffer>(size_t(exe.arena_bytes[k]), MemoryKind(k), dev, Init::uninitialized);
       w.arena_ptrs[k] = a->data();
       w.keep.push_back(std::move(a));
     }
@@ -237,11 +237,11 @@ void allocate_buffers(CallState& st, size_t p) {
 // Position p's remaining outputs: inputs returned, donated inputs whose bytes an output takes
 // over (the caller's Array is consumed), repeats; then every donated input is marked consumed.
 void bind_outputs(CallState& st, size_t p, const std::vector<std::shared_ptr<Buffer>>& in) {
-  const Executable& exe = *st.spmd->exe;
+  const LoadedExecutable& exe = *st.spmd->exe;
   std::vector<std::shared_ptr<Buffer>>& out = st.call->outputs[p];
   std::vector<std::shared_ptr<Buffer>> taken(in.size());
   for (size_t k = 0; k < out.size(); ++k) {
-    const OutputPlan& op = exe.plan.outputs[k];
+    const OutputPlan& op = exe.outputs[k];
     if (op.kind == OutputPlan::param && size_t(op.index) < in.size()) out[k] = in[size_t(op.index)];
     if (op.kind == OutputPlan::same_as) out[k] = out[size_t(op.index)];
     if (op.kind == OutputPlan::donated_param) {
@@ -255,7 +255,7 @@ void bind_outputs(CallState& st, size_t p, const std::vector<std::shared_ptr<Buf
     st.work[p].out_ptrs.push_back(out[k]->data());
   }
   for (size_t i = 0; i < in.size(); ++i)
-    if (exe.plan.donated[i] && !taken[i]) in[i]->mark_donated();
+    if (exe.donated[i] && !taken[i]) in[i]->mark_donated();
 }
 
 // The per-collective traffic of the devices, merged into CollectiveStats (by execution order).
@@ -267,8 +267,9 @@ void merge_traffic(CallState& st) {
     const int32_t site = st.work[0].ctx.traffic[k].site;
     const CollectiveSite& s = st.spmd->sites[size_t(site)];
     CollectiveStats cs;
-    cs.eqn_index = size_t(site) < st.spmd->site_eqn_index.size() ? st.spmd->site_eqn_index[size_t(site)]
-                                                                 : std::numeric_limits<size_t>::max();
+    const size_t id = size_t(s.site_id);  // the stable id: its top-level equation
+    cs.eqn_index = s.site_id >= 0 && id < st.spmd->site_eqn_index.size() ? st.spmd->site_eqn_index[id]
+                                                                          : std::numeric_limits<size_t>::max();
     cs.primitive = s.primitive;
     cs.axes = s.axes;
     cs.bytes_sent.resize(n);
@@ -333,7 +334,7 @@ void run_on_device(const std::shared_ptr<CallState>& st, size_t p) {
 
 }  // namespace
 
-std::shared_ptr<const SpmdExecutable> bind_spmd_executable(std::shared_ptr<const Executable> exe,
+std::shared_ptr<const SpmdExecutable> bind_spmd_executable(std::shared_ptr<const LoadedExecutable> exe,
                                                            std::shared_ptr<const Mesh> mesh,
                                                            std::vector<size_t> site_eqn_index,
                                                            std::source_location loc) {
@@ -348,7 +349,7 @@ std::shared_ptr<const SpmdExecutable> bind_spmd_executable(std::shared_ptr<const
 std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutable>& spmd,
                                        const std::vector<std::vector<Array>>& inputs, std::source_location loc,
                                        const InputNames& names) {
-  const Executable& exe = *spmd->exe;
+  const LoadedExecutable& exe = *spmd->exe;
   initialize_gemm_libraries();  // before the drain (register_exit_drain); before any claim: may throw
   register_exit_drain(exe, DrainMoment::kFirstDispatch);
   const std::string fn = fn_name(*spmd, names);
@@ -364,7 +365,7 @@ std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutabl
   DonationClaims claims;
   for (size_t p = 0; p < n; ++p)
     for (size_t i = 0; i < n_in; ++i)
-      if (exe.plan.donated[i] && !claims.claim(in[p][i].get()))
+      if (exe.donated[i] && !claims.claim(in[p][i].get()))
         throw ValueError(fn + ": " + names(i) + " was donated to another call and cannot be read", loc);
   auto st = std::make_shared<CallState>();
   st->spmd = spmd;
@@ -379,6 +380,7 @@ std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutabl
     w.ctx.device_id = spmd->mesh->device_ids[p];
     w.ctx.position = p;
     w.ctx.sites = &spmd->sites;
+    w.ctx.program = &exe.name;
     for (auto& b : in[p]) {
       w.in_ptrs.push_back(b->data());
       if (!b->ready().is_ready() || b->ready().error()) w.wait_for.push_back(b->ready());

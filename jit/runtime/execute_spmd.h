@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "core/array.h"
-#include "jit/executable.h"
+#include "jit/runtime/collective_stats.h"
 #include "jit/runtime/execute.h"
-#include "jit/runtime/reference_executor.h"
+#include "jit/runtime/loaded_executable.h"
 #include "jit/runtime/spmd_context.h"
 #include "sharding/mesh.h"
 
@@ -18,17 +18,18 @@ namespace minijax {
 
 /// A program compiled with CompileOptions::spmd, bound to the mesh it runs on.
 struct SpmdExecutable {
-  std::shared_ptr<const Executable> exe;
+  std::shared_ptr<const LoadedExecutable> exe;
   std::shared_ptr<const Mesh> mesh;
-  std::vector<CollectiveSite> sites;  ///< exe->collective_sites on mesh
-  /// Per site: the index of the top-level equation of the SPMD program (before the compiler's
-  /// passes) holding it, for CollectiveStats::eqn_index; SIZE_MAX when unknown.
+  std::vector<CollectiveSite> sites;  ///< exe->collective_sites (the site table) on mesh
+  /// Per stable site id (CollectiveSite::site_id): the index of the top-level equation of the
+  /// SPMD program (after partitioning, before the compiler's passes) holding it, for
+  /// CollectiveStats::eqn_index (number_collective_sites' result); SIZE_MAX for an id it lacks.
   std::vector<size_t> site_eqn_index;
 };
 
 /// Binds `exe` (compiled with spmd) to `mesh`. ShardingError at `loc` for a site whose axes do
 /// not fit the mesh (bind_collective_sites).
-std::shared_ptr<const SpmdExecutable> bind_spmd_executable(std::shared_ptr<const Executable> exe,
+std::shared_ptr<const SpmdExecutable> bind_spmd_executable(std::shared_ptr<const LoadedExecutable> exe,
                                                            std::shared_ptr<const Mesh> mesh,
                                                            std::vector<size_t> site_eqn_index,
                                                            std::source_location loc);

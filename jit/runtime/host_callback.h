@@ -9,7 +9,7 @@
 
 namespace minijax {
 
-/// Installs `sites` (Executable::host_callbacks) for mj_rt_host_callback on the calling thread
+/// Installs `sites` (LoadedExecutable::host_callbacks) for mj_rt_host_callback on the calling thread
 /// while the object lives (the previous table is restored after: a callback may run another
 /// jitted function). The first exception a callback throws is kept, later callbacks of the run
 /// are skipped, and rethrow_if_failed() rethrows it unchanged after the program returns.

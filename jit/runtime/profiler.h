@@ -52,7 +52,7 @@ class TraceAnnotation {
 
 namespace detail {
 
-/// For the executors: the kernel sites (Executable::kernel_sites) of the program the calling
+/// For the executors: the kernel sites (LoadedExecutable::kernel_sites) of the program the calling
 /// thread runs, which mj_rt_kernel_begin/end name their events from, for the life of the scope
 /// (the previous ones are restored after). Costs two thread-local stores.
 class KernelSitesScope {

@@ -6,9 +6,7 @@
 
 #include "core/collectives.h"
 #include "core/errors.h"
-#include "core/primitive.h"
 #include "core/profiler_hooks.h"
-#include "core/views/collectives.h"
 #include "sharding/collective_groups.h"
 
 namespace minijax {
@@ -21,19 +19,19 @@ void set_spmd_context(SpmdDeviceContext* ctx) { tls_context = ctx; }
 
 int current_device_id() { return tls_context ? tls_context->device_id : 0; }
 
-std::vector<CollectiveSite> bind_collective_sites(const std::vector<Eqn>& sites, const Mesh& mesh,
+std::vector<CollectiveSite> bind_collective_sites(const std::vector<CollectiveSiteSpec>& sites, const Mesh& mesh,
                                                   std::source_location loc) {
   std::vector<CollectiveSite> out;
-  for (const Eqn& e : sites) {
+  for (const CollectiveSiteSpec& spec : sites) {
     CollectiveSite s;
-    const CollectiveParams c = collective_params(e);
-    s.primitive = e.primitive->name;
-    s.axes = c.axis_name;
-    s.is_axis_index = !c.moves_data();
+    s.site_id = spec.site_id;
+    s.primitive = spec.primitive;
+    s.axes = spec.axes;
+    s.is_axis_index = spec.is_axis_index;
     CollectiveGroups g = collective_groups(mesh, s.axes);
-    if (!s.is_axis_index && c.axis_size != g.size)
-      throw ShardingError(s.primitive + ": axis_size=" + std::to_string(c.axis_size) +
-                              " but the axes " + param_to_string(axis_name_param(c.axis_name)) + " of " + mesh.str() +
+    if (!s.is_axis_index && spec.axis_size != g.size)
+      throw ShardingError(s.primitive + ": axis_size=" + std::to_string(spec.axis_size) +
+                              " but the axes " + axis_names_str(spec.axes) + " of " + mesh.str() +
                               " hold " + std::to_string(g.size) + " devices",
                           loc);
     s.context = mesh.device_ids;
@@ -46,9 +44,9 @@ std::vector<CollectiveSite> bind_collective_sites(const std::vector<Eqn>& sites,
     }
     for (size_t pos = 0; pos < mesh.num_devices(); ++pos) s.rank[pos] = int32_t(g.rank[pos]);
     if (!s.is_axis_index) {
-      s.op = collective_op_of(e);
-      for (auto& in : e.inputs) s.operand_bytes.push_back(atom_aval(in).nbytes());
-      s.result_bytes = e.outputs.at(0).aval().nbytes();
+      s.op = spec.op;
+      s.operand_bytes = spec.operand_bytes;
+      s.result_bytes = spec.result_bytes;
     }
     out.push_back(std::move(s));
   }
@@ -92,14 +90,31 @@ void trace_site(profiler::detail::Scope& trace, const CollectiveSite& s, const S
   trace.set_args(a.take());
 }
 
+// The site `site` of the calling device's program, or null after recording the internal error of
+// a site outside the program's table (the communicator is aborted, so every device's run fails).
+const CollectiveSite* site_or_fail(SpmdDeviceContext& ctx, int32_t site) {
+  if (site >= 0 && size_t(site) < ctx.sites->size()) return &(*ctx.sites)[size_t(site)];
+  if (!ctx.error) {
+    const std::string program = ctx.program ? *ctx.program : std::string();
+    ctx.error = std::make_exception_ptr(Error("internal error: collective site " + std::to_string(site) +
+                                              " is not in the site table of program '" + program + "' (" +
+                                              std::to_string(ctx.sites->size()) +
+                                              " sites): the compiled code and its table disagree"));
+    communicator().abort(ctx.error);
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 extern "C" void mj_rt_collective(int32_t site, void* out, const void* in0, const void* in1, const void* in2,
                                  const void* in3, const void* in4, const void* in5) {
   SpmdDeviceContext* ctx = tls_context;
-  if (!ctx || !ctx->sites || size_t(site) >= ctx->sites->size()) return;
+  if (!ctx || !ctx->sites) return;
   if (ctx->error) return;  // an earlier collective failed: the run's result is discarded
-  const CollectiveSite& s = (*ctx->sites)[size_t(site)];
+  const CollectiveSite* found = site_or_fail(*ctx, site);
+  if (!found) return;
+  const CollectiveSite& s = *found;
   const void* in[6] = {in0, in1, in2, in3, in4, in5};
   profiler::detail::Scope trace("collective", "collective");
   try {
@@ -120,6 +135,7 @@ extern "C" void mj_rt_collective(int32_t site, void* out, const void* in0, const
 
 extern "C" int32_t mj_rt_axis_index(int32_t site) {
   SpmdDeviceContext* ctx = tls_context;
-  if (!ctx || !ctx->sites || size_t(site) >= ctx->sites->size()) return 0;
-  return (*ctx->sites)[size_t(site)].rank[ctx->position];
+  if (!ctx || !ctx->sites) return 0;
+  const CollectiveSite* s = site_or_fail(*ctx, site);
+  return s ? s->rank[ctx->position] : 0;
 }

@@ -8,15 +8,17 @@
 #include <vector>
 
 #include "core/collectives.h"
-#include "core/jaxpr.h"
+#include "jit/runtime/collective_site.h"
 #include "jit/runtime/communicator.h"
 #include "sharding/mesh.h"
 
 namespace minijax {
 
-/// One collective (or axis_index) equation of a compiled SPMD program, bound to a mesh: what the
-/// communicator is asked to do and, per mesh position, the group it joins and its rank there.
+/// One collective (or axis_index) site of a compiled SPMD program (CollectiveSiteSpec), bound to a
+/// mesh: what the communicator is asked to do and, per mesh position, the group it joins and its
+/// rank there.
 struct CollectiveSite {
+  int32_t site_id = -1;   ///< the equation's stable site id (CollectiveSiteSpec::site_id)
   std::string primitive;  ///< "all_gather", ..., "axis_index"
   AxisNames axes;
   bool is_axis_index = false;
@@ -28,9 +30,10 @@ struct CollectiveSite {
   int64_t result_bytes = 0;
 };
 
-/// The sites of `sites` (Executable::collective_sites) on `mesh`, in order. Throws ShardingError
-/// at `loc` naming the mesh for an axis the mesh lacks or an axis_size other than the group size.
-std::vector<CollectiveSite> bind_collective_sites(const std::vector<Eqn>& sites, const Mesh& mesh,
+/// The sites of `sites` (the program's site table, LoadedExecutable::collective_sites) on `mesh`,
+/// in order. Throws ShardingError at `loc` naming the mesh for an axis the mesh lacks or an
+/// axis_size other than the group size.
+std::vector<CollectiveSite> bind_collective_sites(const std::vector<CollectiveSiteSpec>& sites, const Mesh& mesh,
                                                   std::source_location loc);
 
 /// What one device measured of one collective it ran: the site and the bytes and messages its
@@ -47,6 +50,7 @@ struct SpmdDeviceContext {
   int device_id = 0;
   size_t position = 0;  ///< mesh position (device_ids order)
   const std::vector<CollectiveSite>* sites = nullptr;
+  const std::string* program = nullptr;  ///< the program's name, for the error of a site missing from `sites`
   std::vector<SiteTraffic> traffic;  ///< filled by the collectives, in execution order
   std::exception_ptr error;          ///< the first collective failure (the communicator is aborted)
 };
@@ -65,9 +69,11 @@ extern "C" {
 /// result in `out`; in0..in5 are the operands' addresses (ragged_all_to_all: input, output and
 /// the four i32 index tables; others: in0). A failure (participants disagreeing, ragged sizes
 /// outside the buffers, an abort) is kept in the context and aborts the communicator so every
-/// other device's wait ends; `out` is then left as it was.
+/// other device's wait ends; `out` is then left as it was. A site index outside the program's
+/// table is such a failure too (an internal error naming the site and the program).
 void mj_rt_collective(int32_t site, void* out, const void* in0, const void* in1, const void* in2, const void* in3,
                       const void* in4, const void* in5);
-/// The calling device's rank along axis_index site `site`'s axes (0 outside an SPMD run).
+/// The calling device's rank along axis_index site `site`'s axes (0 outside an SPMD run; a site
+/// outside the program's table: 0, and the run fails with the internal error naming it).
 int32_t mj_rt_axis_index(int32_t site);
 }

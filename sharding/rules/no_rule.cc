@@ -18,7 +18,7 @@ Registrar reg([] {
         "a per-device SPMD collective (emitted by partitioning or written in manual per-device "
         "code); global-view sharding propagation does not pass through it";
   t["fusion"] =
-      "a compiler-internal kernel that jit/fuse makes after partitioning (the pass pipeline runs "
+      "a compiler-internal kernel that jit/passes/fuse makes after partitioning (the pass pipeline runs "
       "propagate_shardings and partition_spmd first), so propagation never meets it";
   for (const char* n : {"copy_start", "copy_done", "copy_slice_start", "copy_update_start", "allocate_buffer"})
     t[n] =

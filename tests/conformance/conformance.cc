@@ -76,7 +76,7 @@ const std::vector<std::pair<std::string, std::string>>& exemptions() {
       {"collective_permute", "collective: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
       {"ragged_all_to_all", "collective: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
       {"axis_index", "device coordinate: runs only under run_spmd; tests/sharding/test_collectives_executor.cc"},
-      {"fusion", "compiler-internal kernel made by jit/fuse after autodiff (takes a jaxpr; no JVP, "
+      {"fusion", "compiler-internal kernel made by jit/passes/fuse after autodiff (takes a jaxpr; no JVP, "
                  "transpose or batching by design): tests/jit/test_fuse.cc"},
       {"copy_start", "compiler-internal half of device_put made by the offload stages (memory/) after "
                      "fusion: tests/memory/test_schedule_offloads.cc"},
@@ -117,7 +117,7 @@ const std::vector<std::pair<std::string, std::string>>& sharded_exemptions() {
       v.emplace_back(n, "compiler-internal copy (or loop buffer) of the offload stages (memory/), made after partitioning and fusion "
                         "(exempt from the unsharded suite too); tests/memory/test_schedule_offloads.cc");
     v.emplace_back("fusion",
-                   "compiler-internal kernel made by jit/fuse after partitioning, so propagation "
+                   "compiler-internal kernel made by jit/passes/fuse after partitioning, so propagation "
                    "never meets it (exempt from the unsharded suite too); tests/jit/test_fuse.cc");
     v.emplace_back("sharding_constraint",
                    "its sharding names its own mesh, so on the suite's other meshes the program is "

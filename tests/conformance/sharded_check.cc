@@ -120,7 +120,7 @@ std::string run_compiled_draw(const mj::Jaxpr& program, const std::shared_ptr<co
     mj::CompileOptions co;
     co.name = "sharded_conformance";
     co.spmd = true;
-    auto spmd = mj::bind_spmd_executable(mj::compile_executable(program, co), mesh, {}, std::source_location::current());
+    auto spmd = mj::bind_spmd_executable(mj::loaded_of(mj::compile_executable(program, co)), mesh, {}, std::source_location::current());
     std::vector<std::vector<Array>> dev(mesh->num_devices());
     for (size_t a = 0; a < globals.size(); ++a) {
       auto shards = mj::local_shards(globals[a], in[a]);

@@ -11,7 +11,7 @@
 #include "core/bodies.h"
 #include "core/parser.h"
 #include "core/views/control_flow.h"
-#include "jit/fuse.h"
+#include "jit/passes/fuse.h"
 
 namespace {
 using mj::Array;

@@ -412,7 +412,7 @@ TEST(ApiSurface, MemoryAnalysisHostFieldsForPinnedHostInsideJit) {
 }
 
 TEST(ApiSurface, CostAnalysisCountsAScanBodyOncePerIteration) {
-  // jit/cost_analysis.h: a scan body counts `length` times. Body: tanh(c * 2 + x) on f32[8]:
+  // jit/passes/cost_analysis.h: a scan body counts `length` times. Body: tanh(c * 2 + x) on f32[8]:
   // 2 flops and 1 transcendental per element, so 10 iterations: 160 flops, 80 transcendentals.
   auto f = [](const Array& c0, const Array& xs) {
     return mj::scan([](const Array& c, const Array& x) { return std::pair{mj::tanh(c * 2.0 + x), mj::None{}}; }, c0,

@@ -13,8 +13,9 @@
 #include <minijax/minijax.h>
 
 #include "core/collectives.h"
+#include "jit/codegen/lower/program.h"
 #include "jit/runtime/communicator.h"
-#include "jit/runtime/reference_executor.h"
+#include "jit/reference/reference_executor.h"
 #include "sharding/collective_groups.h"
 #include "sharding/reshard_api.h"
 
@@ -75,7 +76,9 @@ CommRun run_comm(Communicator& comm, const ClosedJaxpr& j, const Mesh& m, const 
   for (size_t p = 0; p < n; ++p) {
     threads.emplace_back([&, p] {
       try {
-        CollectiveOp op = collective_op_of(e);
+        Eqn numbered = e;  // a site id, as number_collective_sites gives one
+        numbered.site = 0;
+        CollectiveOp op = lower::describe_collective_site(numbered).op;
         CollectiveBuffers b;
         b.send.push_back({args[p][0].raw_data(), args[p][0].aval().nbytes()});
         if (op.kind == CollectiveKind::ragged_all_to_all) {

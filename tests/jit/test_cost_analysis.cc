@@ -14,10 +14,10 @@ using mj::Array;
 
 constexpr double B = 128, D = 784, H = 512, C = 10;
 
-// 2·m·n·k for an [m, k] x [k, n] product (jit/cost_analysis.h, XLA's HloCostAnalysis).
+// 2·m·n·k for an [m, k] x [k, n] product (jit/passes/cost_analysis.h, XLA's HloCostAnalysis).
 constexpr double gemm(double m, double n, double k) { return 2 * m * n * k; }
 
-// The step's flops by hand, with the conventions of jit/cost_analysis.h: 1 flop per output element
+// The step's flops by hand, with the conventions of jit/passes/cost_analysis.h: 1 flop per output element
 // of an elementwise arithmetic operation (compares, selects and converts included; broadcasts,
 // transposes and iota free; sqrt, exp, log and pow are transcendentals, not flops); a reduction
 // costs n_in - n_out.

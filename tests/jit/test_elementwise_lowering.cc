@@ -1,4 +1,4 @@
-// Tests of the elemental lowering of the non-transcendental elementwise primitives (jit/lower/elementwise*.cc):
+// Tests of the elemental lowering of the non-transcendental elementwise primitives (jit/codegen/lower/elementwise*.cc):
 // compiled by mj::jit equal to eager bit for bit on random inputs and edge cases, by-hand results.
 #include <gtest/gtest.h>
 

@@ -13,9 +13,9 @@
 #include "core/bodies.h"
 #include "core/fusion.h"
 #include "core/parser.h"
-#include "jit/fuse.h"
-#include "jit/inline_calls.h"
-#include "jit/simplify.h"
+#include "jit/passes/fuse.h"
+#include "jit/passes/inline_calls.h"
+#include "jit/passes/simplify.h"
 #include "pass_helpers.h"
 #include "samples/fashion_mnist_mlp_lib.h"
 

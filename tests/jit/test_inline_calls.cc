@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "jit/inline_calls.h"
+#include "jit/passes/inline_calls.h"
 #include "pass_helpers.h"
 
 namespace {

@@ -20,7 +20,7 @@
 
 #include "core/parser.h"
 #include "jit/compile_cache.h"
-#include "jit/lower/lowering.h"
+#include "jit/codegen/lower/lowering.h"
 
 namespace {
 
@@ -109,7 +109,7 @@ TEST(JitApi, CompilesOnTheFirstCallOfASignatureOnly) {
   // The executable the calls ran is the one lower/compile finds (shared process-wide).
   auto comp = jf.lower(x).compile();
   ASSERT_NE(comp.executable(), nullptr);
-  EXPECT_NE(comp.executable()->entry, nullptr);
+  EXPECT_NE(comp.executable()->loaded.entry, nullptr);
   EXPECT_EQ(mj::compilation_cache_stats().generated, before + 1);
   EXPECT_TRUE(bit_equal(y1, x * x * 3.5 + x));
   EXPECT_TRUE(bit_equal(comp(x), y1));
@@ -134,7 +134,7 @@ TEST(JitApi, CachedCallOverheadWith21Leaves) {
   void* outs[1] = {o.mutable_data<float>()};
   void* arenas[3] = {nullptr, nullptr, nullptr};
   t0 = C::now();
-  for (int i = 0; i < n; ++i) exe.entry(ins.data(), outs, arenas);
+  for (int i = 0; i < n; ++i) exe.loaded.entry(ins.data(), outs, arenas);
   const double per_kernel = std::chrono::duration<double>(C::now() - t0).count() / n;
   std::printf("[ measured ] cached call with 21 leaves: %.2f us per call, kernel %.3f us, caller overhead %.2f us\n",
               per_call * 1e6, per_kernel * 1e6, (per_call - per_kernel) * 1e6);

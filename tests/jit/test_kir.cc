@@ -5,9 +5,9 @@
 #include <cmath>
 #include <vector>
 
-#include "jit/emit_llvm.h"
-#include "jit/kir.h"
-#include "jit/orc.h"
+#include "jit/codegen/emit_llvm.h"
+#include "jit/codegen/kir.h"
+#include "jit/codegen/orc.h"
 #include "minijax/minijax.h"
 
 namespace minijax {
@@ -40,10 +40,17 @@ Module saxpy_module(int lanes) {
   return m;
 }
 
+// The object code of `m`: the pipeline's three LLVM stages (translate, optimize, codegen).
+ObjectCode object_of(const Module& m) {
+  std::unique_ptr<LlvmModule> l = translate_to_llvm(m);
+  optimize_llvm(*l);
+  return emit_object(*l);
+}
+
 // Compiles and loads saxpy_module's `m` and runs its kernel over n = 0, 1, 15, 16, 17, 100, 103
 // (empty, tail only, one vector and the tail around it); `what` names the variant in failures.
 void expect_saxpy_computes(const Module& m, const std::string& what) {
-  auto lib = load_object(compile_to_object(m), {}, "saxpy");
+  auto lib = load_object(object_of(m), {}, "saxpy");
   using Fn = void (*)(const float*, const float*, float*, int64_t);
   auto fn = reinterpret_cast<Fn>(lib->lookup("kernel"));
   for (int64_t n : {0, 1, 15, 16, 17, 100, 103}) {
@@ -95,7 +102,7 @@ TEST(Kir, ValueUsedOutsideItsBlockIsACompileError) {
   b.ret();
   m.functions.push_back(std::move(f));
   try {
-    compile_to_object(m);
+    object_of(m);
     FAIL() << "expected CompileError";
   } catch (const CompileError& e) {
     EXPECT_NE(std::string(e.what()).find("outside the block"), std::string::npos) << e.what();
@@ -113,7 +120,7 @@ TEST(Kir, RuntimeSymbolsResolveAndMissingOnesThrow) {
   Builder b(f);
   b.ret(b.call("mj_test_twice", kF64, {b.arg(0)}));
   m.functions.push_back(std::move(f));
-  auto obj = compile_to_object(m);
+  auto obj = object_of(m);
   static double (*twice)(double) = [](double x) { return 2 * x; };
   auto lib = load_object(obj, {{"mj_test_twice", reinterpret_cast<void*>(twice)}}, "calls");
   auto fn = reinterpret_cast<double (*)(double)>(lib->lookup("calls"));

@@ -12,7 +12,7 @@
 #include "autodiff/partial_eval.h"
 #include "core/dce.h"
 #include "core/parser.h"
-#include "jit/inline_calls.h"
+#include "jit/passes/inline_calls.h"
 #include "jit/long_program_helpers.h"
 #include "jit/lowering_helpers.h"
 #include "small_stack.h"

@@ -1,4 +1,4 @@
-// The lowering strategy of every primitive of the registry (jit/lower/strategy.h): printed one per
+// The lowering strategy of every primitive of the registry (jit/codegen/lower/strategy.h): printed one per
 // line, and a failure naming each primitive the compiler has no lowering for.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include <minijax/minijax.h>
 
-#include "jit/lower/strategy.h"
+#include "jit/codegen/lower/strategy.h"
 
 namespace {
 

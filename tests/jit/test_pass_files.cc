@@ -1,5 +1,5 @@
-// minijax pass tests from text: each tests/passes/<stage>/<case>.jaxpr holds an input jaxpr and,
-// after a line "# expected", the printed program the stage gives; one gtest per file.
+// minijax pass tests from text: each tests/passes/<stage>/<case>.jaxpr holds an input jaxpr (under
+// an optional `# mesh:` header) and, after a line "# expected", what the stage gives; one gtest per file.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,8 +11,8 @@
 
 #include <minijax/minijax.h>
 
-#include "core/parser.h"
 #include "jit/pipeline.h"
+#include "sharding/parse_sharded.h"
 
 namespace {
 
@@ -25,8 +25,29 @@ std::string trimmed(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
-// One file: the input before the line "# expected" (lines starting with '#' are comments), the
-// expected text after it. The file's stage is the name of its folder.
+// What `stage` gives for `parsed`: without a mesh, the program after the stage alone; with one,
+// after run_sharded_stage (partition_spmd runs after propagate_shardings), the program or, for
+// propagate_shardings (which leaves the program as it is), the annotated program it gives.
+std::string stage_output(const std::string& stage, const mj::ShardedJaxpr& parsed) {
+  if (!parsed.mesh) return mj::to_string(mj::run_stage(stage, *parsed.jaxpr.jaxpr));
+  const mj::ShardingRequest request{parsed.mesh, parsed.in_shardings, parsed.out_shardings,
+                                    std::source_location::current()};
+  mj::Compilation c = mj::run_sharded_stage(stage, *parsed.jaxpr.jaxpr, request);
+  return stage == "propagate_shardings" ? c.propagation.text : mj::to_string(c.program);
+}
+
+// Whether `file` has a `# mesh:` header line (a sharded program).
+bool has_mesh_header(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line))
+    if (trimmed(line).rfind("# mesh:", 0) == 0) return true;
+  return false;
+}
+
+// One file: the input before the line "# expected" (lines starting with '#' are comments, the
+// `# mesh:`, `# in_shardings:` and `# out_shardings:` ones its header), the expected text after
+// it. The file's stage is the name of its folder.
 class PassFile : public testing::Test {
  public:
   explicit PassFile(fs::path file) : file_(std::move(file)) {}
@@ -43,14 +64,12 @@ class PassFile : public testing::Test {
         after = true;
         continue;
       }
-      if (!after && line.rfind('#', 0) == 0) continue;  // a comment
-      (after ? expected : input) += line + "\n";
+      (after ? expected : input) += line + "\n";  // the input's comments too: parse errors name file lines
     }
     ASSERT_TRUE(after) << file_ << ": no line '# expected' (the stage's output follows it)";
     ASSERT_FALSE(trimmed(expected).empty()) << file_ << ": nothing after '# expected'";
-    const mj::ClosedJaxpr parsed = mj::parse_jaxpr(input);
-    const mj::Jaxpr out = mj::run_stage(stage, *parsed.jaxpr);
-    EXPECT_EQ(trimmed(mj::to_string(out)), trimmed(expected)) << file_ << " (stage " << stage << ")";
+    const mj::ShardedJaxpr parsed = mj::parse_sharded_jaxpr(input);
+    EXPECT_EQ(trimmed(stage_output(stage, parsed)), trimmed(expected)) << file_ << " (stage " << stage << ")";
   }
 
  private:
@@ -73,16 +92,42 @@ class PassFile : public testing::Test {
   return true;
 }();
 
-// Every stage that rewrites a program on its own has at least two files.
+// Every stage that rewrites a program on its own has at least two files; the sharded stages
+// (propagate_shardings, partition_spmd) and dce have two of a sharded program (a `# mesh:` header).
 TEST(PassFiles, EveryProgramStageHasTwoFiles) {
   const fs::path root = fs::path(MINIJAX_SOURCE_DIR) / "tests" / "passes";
+  const std::vector<std::string> on_sharded = {"dce", "propagate_shardings", "partition_spmd"};
   for (const mj::Stage& s : mj::pipeline_stages()) {
-    if (!s.rewrites_program || s.applies) continue;  // the sharded stages need a mesh
-    int n = 0;
+    const bool lower = std::find(on_sharded.begin(), on_sharded.end(), s.name) != on_sharded.end();
+    if (!lower && (!s.rewrites_program || s.applies)) continue;
+    int n = 0, sharded = 0;
     if (fs::is_directory(root / s.name))
-      for (const auto& e : fs::directory_iterator(root / s.name)) n += e.path().extension() == ".jaxpr";
+      for (const auto& e : fs::directory_iterator(root / s.name))
+        if (e.path().extension() == ".jaxpr") {
+          ++n;
+          sharded += has_mesh_header(e.path());
+        }
     EXPECT_GE(n, 2) << "tests/passes/" << s.name << "/ holds " << n << " .jaxpr files";
+    if (lower) {
+      EXPECT_GE(sharded, 2) << "tests/passes/" << s.name << "/ holds " << sharded << " files with a `# mesh:` header";
+    }
   }
+}
+
+// run_sharded_stage runs only the lower phase's stages, on a ShardingRequest with a mesh.
+TEST(PassFiles, RunShardedStageRefusesOtherStages) {
+  const mj::ShardedJaxpr parsed = mj::parse_sharded_jaxpr("# mesh: data=4\n{ lambda ; a:f32[8]. let b:f32[8] = sin a in (b,) }");
+  const mj::ShardingRequest request{parsed.mesh, parsed.in_shardings, parsed.out_shardings,
+                                    std::source_location::current()};
+  EXPECT_THROW(mj::run_sharded_stage("simplify", *parsed.jaxpr.jaxpr, request), mj::ValueError);
+  EXPECT_THROW(mj::run_sharded_stage("no_such_stage", *parsed.jaxpr.jaxpr, request), mj::ValueError);
+  const mj::ShardingRequest no_mesh{nullptr, {}, {}, std::source_location::current()};
+  EXPECT_THROW(mj::run_sharded_stage("dce", *parsed.jaxpr.jaxpr, no_mesh), mj::ValueError);
+  // partition_spmd after propagate_shardings: with no sharding given all is replicated, so the
+  // local program keeps the whole f32[8].
+  const mj::Compilation c = mj::run_sharded_stage("partition_spmd", *parsed.jaxpr.jaxpr, request);
+  EXPECT_EQ(c.program.in_avals().at(0).shape, (mj::Shape{8})) << mj::to_string(c.program);
+  EXPECT_FALSE(c.propagation.text.empty());
 }
 
 }  // namespace

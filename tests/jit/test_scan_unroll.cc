@@ -1,4 +1,4 @@
-// minijax tests of compiled scan unrolling (ScanOptions::unroll, jit/lower/program.cc): the loop's
+// minijax tests of compiled scan unrolling (ScanOptions::unroll, jit/codegen/lower/program.cc): the loop's
 // structure in as_text(), and compiled results equal to eager for every unroll, under grad too.
 #include <gtest/gtest.h>
 

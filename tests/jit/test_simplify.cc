@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/views/array_ops.h"
-#include "jit/simplify.h"
+#include "jit/passes/simplify.h"
 #include "pass_helpers.h"
 
 namespace {

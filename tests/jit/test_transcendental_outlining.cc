@@ -1,4 +1,4 @@
-// minijax tests of outlined transcendentals (jit/lower/transcendentals_outline.cc): one module function
+// minijax tests of outlined transcendentals (jit/codegen/lower/transcendentals_outline.cc): one module function
 // per function, type and lane count whatever the number of uses, and compiled == eager through it.
 #include <gtest/gtest.h>
 

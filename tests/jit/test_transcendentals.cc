@@ -1,4 +1,4 @@
-// Tests of the vectorized transcendentals (jit/lower/transcendentals.h) through mj::jit: max ulp error
+// Tests of the vectorized transcendentals (jit/codegen/lower/transcendentals.h) through mj::jit: max ulp error
 // vs f64 libm over 2^24 (f32) / 2^20 (f64) inputs and special values, compiled vs eager, the code.
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 
 #include <minijax/minijax.h>
 
-#include "jit/emit_llvm.h"
-#include "jit/lower/transcendentals.h"
+#include "jit/codegen/emit_llvm.h"
+#include "jit/codegen/lower/transcendentals.h"
 
 namespace {
 

@@ -50,8 +50,8 @@ bool bit_equal(const Array& a, const Array& b) {
 // ==== UserPrograms: programs that once compiled wrongly ===========================================================
 
 // A product with a zero-size contracting dim is a [4, 5] array of zeros (eager; lax.dot_general).
-// Compiled: ValueError "reached the GEMM call unpacked" (jit/dot_layout.cc gemm_layout rejects
-// ld = 0 for k = 0, so the k == 0 path of jit/lower/dot.cc is never reached).
+// Compiled: ValueError "reached the GEMM call unpacked" (jit/passes/dot_layout.cc gemm_layout rejects
+// ld = 0 for k = 0, so the k == 0 path of jit/codegen/lower/dot.cc is never reached).
 TEST(UserProgramRegression, MatmulWithZeroContractionDim) {
   auto f = [](const Array& a, const Array& b) { return mj::matmul(a, b); };
   Array a = mj::ones({4, 0}), b = mj::ones({0, 5});

@@ -5,10 +5,10 @@
 #include <minijax/minijax.h>
 
 #include "core/dce.h"
-#include "jit/fuse.h"
-#include "jit/inline_calls.h"
+#include "jit/passes/fuse.h"
+#include "jit/passes/inline_calls.h"
 #include "jit/pipeline.h"
-#include "jit/simplify.h"
+#include "jit/passes/simplify.h"
 
 namespace memtest {
 

@@ -59,7 +59,7 @@ class RnnOffloadGates : public ::testing::Test {
 // from the saved carry h (the sigmoids and tanh under offload_gates), or copied back from the
 // pinned_host stack (the gates h @ w_hh + b_hh). A copy is a memcpy, bit for bit. A recomputed
 // value is the same primitive on the same operand bits: the compiler contracts no multiply-add
-// into an FMA and reassociates nothing (jit/emit_llvm.cc: FPOpFusion::Strict, no fast math),
+// into an FMA and reassociates nothing (jit/codegen/emit_llvm.cc: FPOpFusion::Strict, no fast math),
 // so a fusion rounds each operation as the forward pass did, whatever it is fused with; the
 // GEMMs are the same single-threaded oneDNN sgemm calls on the same shapes (split into tasks by
 // shape only, jit/runtime/gemm.h). The cotangent equations are the

@@ -18,7 +18,7 @@
 #include "core/control_flow.h"
 #include "core/errors.h"
 #include "core/lax.h"
-#include "jit/runtime/reference_executor.h"
+#include "jit/reference/reference_executor.h"
 #include "sharding/boxes.h"
 #include "sharding/partition_spec.h"
 #include "sharding/partition_spmd.h"

@@ -9,7 +9,7 @@
 #include <minijax/minijax.h>
 
 #include "core/collectives.h"
-#include "jit/runtime/reference_executor.h"
+#include "jit/reference/reference_executor.h"
 
 namespace {
 using namespace minijax;

@@ -426,7 +426,7 @@ HandWritten compile_hand_written(const std::function<std::vector<Array>(const st
   co.name = "hand_written";
   co.spmd = true;
   auto exe = mj::compile_executable(*cj.jaxpr, co);
-  return {mj::bind_spmd_executable(exe, mesh, {}, std::source_location::current()), mesh};
+  return {mj::bind_spmd_executable(mj::loaded_of(exe), mesh, {}, std::source_location::current()), mesh};
 }
 
 }  // namespace

@@ -19,7 +19,7 @@
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/staging.h"
-#include "jit/runtime/reference_executor.h"
+#include "jit/reference/reference_executor.h"
 #include "rule_samples.h"
 #include "sharding/boxes.h"
 #include "sharding/partition_spmd.h"

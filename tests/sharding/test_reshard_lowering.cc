@@ -14,7 +14,7 @@
 #include "core/errors.h"
 #include "core/lax.h"
 #include "jit/jit.h"
-#include "jit/runtime/reference_executor.h"
+#include "jit/reference/reference_executor.h"
 #include "sharding/boxes.h"
 #include "sharding/partition_spmd.h"
 #include "sharding/plan_reshard.h"

@@ -9,7 +9,7 @@
 
 #include "core/api.h"
 #include "core/lax.h"
-#include "jit/runtime/reference_executor.h"
+#include "jit/reference/reference_executor.h"
 #include "sharding/boxes.h"
 #include "sharding/partition_spmd.h"
 #include "sharding/propagate_shardings.h"

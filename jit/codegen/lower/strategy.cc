@@ -1,0 +1,19 @@
+// minijax lowering strategy table (jit/codegen/lower/strategy.h): the rule tables of jit/codegen/lower/ and the
+// primitives inline_calls removes (Primitive::inlined), looked up in that order of precedence.
+#include "jit/codegen/lower/strategy.h"
+
+#include "core/primitive.h"
+#include "jit/codegen/lower/lowering.h"
+#include "jit/codegen/lower/program.h"
+
+namespace minijax::lower {
+
+std::string lowering_strategy(const std::string& primitive) {
+  if (reduction_rules().count(primitive)) return "reduction";
+  if (elemental_rules().count(primitive)) return "fused loop";
+  if (auto it = program_rules().find(primitive); it != program_rules().end()) return it->second.strategy;
+  if (auto* p = find_primitive(primitive); p && p->inlined) return "inlined";
+  return "";
+}
+
+}  // namespace minijax::lower

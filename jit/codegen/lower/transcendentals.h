@@ -1,0 +1,248 @@
+// minijax vectorized transcendental functions emitted as KIR (exp, log, sin, erf, pow, ...) and the
+// VMath helper they are written with; lane-count generic, no libm calls, no per-element branches.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "jit/codegen/kir.h"
+
+namespace minijax::lower::math {
+
+/// Emits floating-point code for one type `t` (f32 or f64, any lane count) into a Builder: splatted
+/// constants, fused multiply-add (the hardware FMA when the host has one, otherwise a multiply and
+/// an add: no libm call either way), selects, bit manipulation of the IEEE encoding and exact
+/// two-term arithmetic. Integers are the same-width type (i32 for f32, i64 for f64).
+class VMath {
+ public:
+  VMath(kir::Builder& b, kir::Type t);
+
+  kir::Builder& b;
+  kir::Type t;   ///< the float type
+  kir::Type it;  ///< the integer type of the same width and lanes
+  kir::Type mt;  ///< the mask type (i1 lanes)
+  bool is_f64() const { return t.s == kir::Scalar::f64; }
+  int lanes() const { return t.lanes; }
+  /// Mantissa bits (23 / 52), exponent bias (127 / 1023).
+  int mant_bits() const { return is_f64() ? 52 : 23; }
+  int bias() const { return is_f64() ? 1023 : 127; }
+
+  // ---- constants ------------------------------------------------------------------------------
+  kir::Value c(double v);        ///< float constant (v rounded to t's precision)
+  kir::Value ci(int64_t v);      ///< integer constant of type it
+  kir::Value from_bits_c(uint64_t bits);  ///< float constant from its encoding
+
+  // ---- float arithmetic -----------------------------------------------------------------------
+  kir::Value add(kir::Value a, kir::Value x) { return b.fadd(a, x); }
+  kir::Value sub(kir::Value a, kir::Value x) { return b.fsub(a, x); }
+  kir::Value mul(kir::Value a, kir::Value x) { return b.fmul(a, x); }
+  kir::Value div(kir::Value a, kir::Value x) { return b.fdiv(a, x); }
+  kir::Value neg(kir::Value a) { return b.fneg(a); }
+  /// a * x + y: fused (one rounding) when the host has FMA, else two roundings.
+  kir::Value mad(kir::Value a, kir::Value x, kir::Value y);
+  /// a * x + y with one rounding always (llvm.fma; only where exactness is required).
+  kir::Value fma_exact(kir::Value a, kir::Value x, kir::Value y);
+  kir::Value abs(kir::Value a);
+  kir::Value sqrt(kir::Value a);
+  kir::Value copysign(kir::Value mag, kir::Value sign);
+  /// Round to nearest even for |a| < 2^(mant_bits - 1) (adding and subtracting 1.5 * 2^mant).
+  kir::Value rint_small(kir::Value a);
+  /// Round to nearest even for any a (values >= 2^mant_bits are integers already; NaN, inf kept).
+  kir::Value rint(kir::Value a);
+  /// Horner's rule: cs[0] + x * (cs[1] + x * (...)), with mad.
+  kir::Value poly(kir::Value x, const std::vector<double>& cs);
+  /// Piecewise polynomial: per lane the coefficients of piece i where sel[i-1] is set (later
+  /// pieces win); piece 0 elsewhere. All pieces have cs[0].size() coefficients.
+  kir::Value poly_pieces(kir::Value x, const std::vector<kir::Value>& sel,
+                         const std::vector<std::vector<double>>& cs);
+
+  // ---- comparisons and selects ----------------------------------------------------------------
+  kir::Value lt(kir::Value a, kir::Value x) { return b.fcmp(kir::Pred::folt, a, x); }
+  kir::Value le(kir::Value a, kir::Value x) { return b.fcmp(kir::Pred::fole, a, x); }
+  kir::Value gt(kir::Value a, kir::Value x) { return b.fcmp(kir::Pred::fogt, a, x); }
+  kir::Value ge(kir::Value a, kir::Value x) { return b.fcmp(kir::Pred::foge, a, x); }
+  kir::Value eq(kir::Value a, kir::Value x) { return b.fcmp(kir::Pred::foeq, a, x); }
+  kir::Value isnan(kir::Value a) { return b.fcmp(kir::Pred::funo, a, a); }
+  /// |a| == inf.
+  kir::Value isinf(kir::Value a);
+  /// The sign bit of a is set (true for -0 and negative NaNs).
+  kir::Value signbit(kir::Value a);
+  kir::Value sel(kir::Value m, kir::Value a, kir::Value x) { return b.select(m, a, x); }
+  kir::Value mand(kir::Value m, kir::Value n) { return b.binop(kir::Op::And, m, n); }
+  kir::Value mor(kir::Value m, kir::Value n) { return b.binop(kir::Op::Or, m, n); }
+  kir::Value mnot(kir::Value m);
+  /// min(max(a, lo), hi) where NaN becomes lo (for values fed to int conversions).
+  kir::Value clamp_nan_low(kir::Value a, double lo, double hi);
+
+  // ---- integers and the encoding --------------------------------------------------------------
+  kir::Value bits(kir::Value a) { return b.cast(kir::Op::Bitcast, it, a); }
+  kir::Value from_bits(kir::Value i) { return b.cast(kir::Op::Bitcast, t, i); }
+  kir::Value iadd(kir::Value a, kir::Value x) { return b.add(a, x); }
+  kir::Value isub(kir::Value a, kir::Value x) { return b.sub(a, x); }
+  kir::Value iand(kir::Value a, kir::Value x) { return b.binop(kir::Op::And, a, x); }
+  kir::Value ior(kir::Value a, kir::Value x) { return b.binop(kir::Op::Or, a, x); }
+  kir::Value ishl(kir::Value a, int s) { return b.binop(kir::Op::Shl, a, ci(s)); }
+  kir::Value iashr(kir::Value a, int s) { return b.binop(kir::Op::AShr, a, ci(s)); }
+  kir::Value ilshr(kir::Value a, int s) { return b.binop(kir::Op::LShr, a, ci(s)); }
+  /// Integer-valued float (in range) to int / int to float.
+  kir::Value to_int(kir::Value a) { return b.cast(kir::Op::FPToSI, it, a); }
+  kir::Value to_float(kir::Value i) { return b.cast(kir::Op::SIToFP, t, i); }
+  /// 2^k for integer k in the normal exponent range.
+  kir::Value pow2i(kir::Value k);
+  /// x * 2^k for integer k in [-2 (bias - 1), 2 bias] by two exact scalings (one final rounding,
+  /// so subnormal and overflowing results are rounded correctly).
+  kir::Value ldexp(kir::Value x, kir::Value k);
+
+  // ---- exact two-term arithmetic (Dekker, Knuth; "Handbook of Floating-Point Arithmetic") -------
+  /// s + e == a + x exactly (Knuth's TwoSum, 6 operations, no ordering condition).
+  void two_sum(kir::Value a, kir::Value x, kir::Value& s, kir::Value& e);
+  /// p + e == a * x exactly (FMA when present, else Veltkamp/Dekker splitting).
+  void two_prod(kir::Value a, kir::Value x, kir::Value& p, kir::Value& e);
+
+  /// Whether `mad` fuses and `two_prod` uses FMA: the host has FMA, unless overridden.
+  static bool host_has_fma();
+  /// For tests: -1 (default) uses the host's answer, 0 emits the code for hosts without FMA, 1 the
+  /// code with FMA. Affects code emitted afterwards (compile different programs to compare).
+  static void set_fma_override(int v);
+};
+
+/// Floating-point type conversion helpers (lanes kept).
+kir::Value to_f64(kir::Builder& b, kir::Value x);
+kir::Value to_f32(kir::Builder& b, kir::Value x);
+
+/// True when some lane of the i1 vector m is set (a scalar i1; log2(lanes) shuffles).
+kir::Value any_lane(kir::Builder& b, kir::Value m);
+
+// ---- the functions ---------------------------------------------------------------------------------
+// Each takes and returns an f32 or f64 value of any lane count (the _f32/_f64 forms throw ValueError
+// for another type; the unsuffixed forms dispatch on it) and emits straight-line code: selects, no
+// per-element branches, no calls (sin/cos/tan add one branch per vector for huge arguments). Errors
+// are relative to the exact value, measured by tests/jit/test_transcendentals.cc over 2^24 f32
+// inputs (reference: f64 libm) and 2^20 f64 inputs (reference: long double libm) plus the special
+// values; the bracket gives the maximum found with FMA (f32 / f64). All are within 4 ulp. Special
+// values follow C99 Annex F (as glibc), signed zeros included. Polynomial coefficients are our own
+// minimax fits (Remez exchange, weighted relative error, mpmath at 50 digits); each table in the
+// .cc files states its interval and bound. bf16 arrays use the f32 forms.
+
+/// e^x [1.01 / 1.02 ulp]. Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2 (Cody & Waite,
+/// "Software Manual for the Elementary Functions", 1980), 1 + r + r^2 P(r), and 2^k applied in two
+/// exact scalings so that subnormal results are rounded once. Overflow to inf, underflow to 0.
+kir::Value exp_f32(kir::Builder& b, kir::Value x);
+kir::Value exp_f64(kir::Builder& b, kir::Value x);
+/// Natural log [0.92 / 0.83 ulp]. x = m 2^e, m in [sqrt(1/2), sqrt(2)) read from the encoding
+/// (subnormals scaled by 2^23 / 2^54 first), f = m - 1 exact. f32: log1p(f) = f + f^2 Q(f); f64:
+/// fdlibm's arrangement with s = f / (2 + f) (e_log.c, Sun Microsystems 1993). log(0) = -inf,
+/// log(x < 0) = NaN.
+kir::Value log_f32(kir::Builder& b, kir::Value x);
+kir::Value log_f64(kir::Builder& b, kir::Value x);
+/// log(1 + x) [1.66 / 0.83 ulp]: u = 1 + x rounded, its rounding error c recovered exactly
+/// (Fast2Sum with the larger operand first), log(u) + c / u.
+kir::Value log1p_f32(kir::Builder& b, kir::Value x);
+kir::Value log1p_f64(kir::Builder& b, kir::Value x);
+/// e^x - 1 [1.42 / 1.81 ulp]: x = k ln2 + r, expm1(r) = r + r^2 P(r), 2^k expm1(r) + (2^k - 1)
+/// in one rounding (Tang, "Table-driven implementation of the expm1 function", ACM TOMS 18(2),
+/// 1992, without the table).
+kir::Value expm1_f32(kir::Builder& b, kir::Value x);
+kir::Value expm1_f64(kir::Builder& b, kir::Value x);
+/// tanh [1.32 / 1.28 ulp]: x + x^3 T(x^2) for |x| < 0.625, else 1 - 2 / (expm1(2|x|) + 2) with the
+/// sign of x (|x| clamped to 20, where tanh rounds to 1).
+kir::Value tanh_f32(kir::Builder& b, kir::Value x);
+kir::Value tanh_f64(kir::Builder& b, kir::Value x);
+/// The logistic function [2.40 / 2.24 ulp] in eager's stable form: e = exp(-|x|); x >= 0:
+/// 1 / (1 + e), else e / (1 + e).
+kir::Value logistic(kir::Builder& b, kir::Value x);
+/// sin, cos, tan [0.50 / 0.78, 0.50 / 0.82, 0.50 / 2.16 ulp] for every finite x (inf, NaN: NaN).
+/// f32 is computed in f64 and rounded once. x 2/pi = k + f: Cody-Waite with pi/2 in two parts (33 +
+/// 53 bits) for |x| < 2^19 (f32) or four 27-bit parts and two-term sums for |x| < 2^26 (f64); larger
+/// lanes (computed only when the vector has one) use an exact chunked product with the bits of 2/pi
+/// in the manner of Payne & Hanek ("Radian reduction for trigonometric functions", SIGNUM 1983):
+/// the 26-bit chunks that matter for x's exponent (a 48-entry table), times x split in halves, each
+/// product exact and reduced mod 4 exactly, summed in three terms; f times pi/2 as a two-term r.
+/// That rare path is the runtime function mj_rt_trig_reduce (kTrigReduceRuntime, one call per
+/// vector holding such a lane), so it adds no code to the kernels; a module whose code calls it
+/// declares it (define_outlined_functions does so).
+/// Minimax polynomials for sin and cos on |r| <= pi/4, the quadrant k mod 4 selecting and negating;
+/// tan = sin / cos or -cos / sin.
+kir::Value sin_f32(kir::Builder& b, kir::Value x);
+kir::Value cos_f32(kir::Builder& b, kir::Value x);
+kir::Value tan_f32(kir::Builder& b, kir::Value x);
+kir::Value sin_f64(kir::Builder& b, kir::Value x);
+kir::Value cos_f64(kir::Builder& b, kir::Value x);
+kir::Value tan_f64(kir::Builder& b, kir::Value x);
+/// atan2(y, x) [0.50 / 1.77 ulp] (C's argument order: the angle of the point (x, y)):
+/// t = min(|x|,|y|) / max(|x|,|y|) in [0, 1], atan(t) = t + t^3 A(t^2), the octant added as
+/// 0, pi/2 or pi in two parts with the sign of y. f32 is computed in f64.
+kir::Value atan2_f32(kir::Builder& b, kir::Value y, kir::Value x);
+kir::Value atan2_f64(kir::Builder& b, kir::Value y, kir::Value x);
+/// erf [1.09 / 1.01 ulp]. |x| < 1 (f32) / 0.8 (f64): x + x P(x^2); beyond: 1 - exp(h(|x|) - x^2)
+/// with the sign of x, h(a) = log(erfc(a) e^(a^2)) a minimax polynomial on [1, 4] (f32) or three
+/// pieces on [0.8, 6] (f64, with a^2 as an exact two-term product and exp of a two-term argument).
+kir::Value erf_f32(kir::Builder& b, kir::Value x);
+kir::Value erf_f64(kir::Builder& b, kir::Value x);
+/// erfc(x) for x >= 0 with relative accuracy (f64; used by erf_inv's Newton steps): 1 - erf(x) for
+/// x < 0.8, exp(h(x) - x^2) on [0.8, 6]; x > 6 is evaluated at 6 (erfc(6) = 2.2e-17).
+kir::Value erfc_pos_f64(kir::Builder& b, kir::Value x);
+/// The inverse of erf [2.25 / 1.54 ulp] on (-1, 1); ±1: ±inf; |x| > 1 and NaN: NaN. f32: Mike
+/// Giles' single-precision polynomials in w = -log(1 - x^2) ("Approximating the erfinv function",
+/// GPU Computing Gems, 2011; eager's erf_inv uses the same) evaluated in f64. f64: that start (and
+/// our own fit for w >= 16), then two Newton steps on erf(y) = |x| written as erfc(y) = 1 - |x|
+/// (exact) for |x| >= 1/2, so the tail keeps full accuracy.
+kir::Value erf_inv_f32(kir::Builder& b, kir::Value x);
+kir::Value erf_inv_f64(kir::Builder& b, kir::Value x);
+/// x^y [0.50 / 1.05 ulp] with C99's special cases (pow(x, ±0) = 1, pow(1, y) = 1, pow(-1, ±inf) = 1,
+/// negative x: NaN unless y is an integer, sign from odd integers, zeros and infinities by the
+/// sign of y). f32: exp(y log|x|) in f64. f64: log|x| as a two-term value (relative error 2^-68;
+/// the head of the log((1+s)/(1-s)) series in two-term arithmetic, as in SLEEF's logk, Shibata &
+/// Petrogalli, IEEE TPDS 2020), y log|x| as an exact product plus a correction, exp of the two-term
+/// argument.
+kir::Value pow_f32(kir::Builder& b, kir::Value x, kir::Value y);
+kir::Value pow_f64(kir::Builder& b, kir::Value x, kir::Value y);
+
+/// Type-dispatching forms (f32 or f64 operands).
+kir::Value exp(kir::Builder& b, kir::Value x);
+kir::Value log(kir::Builder& b, kir::Value x);
+kir::Value log1p(kir::Builder& b, kir::Value x);
+kir::Value expm1(kir::Builder& b, kir::Value x);
+kir::Value tanh(kir::Builder& b, kir::Value x);
+kir::Value sin(kir::Builder& b, kir::Value x);
+kir::Value cos(kir::Builder& b, kir::Value x);
+kir::Value tan(kir::Builder& b, kir::Value x);
+kir::Value erf(kir::Builder& b, kir::Value x);
+kir::Value erf_inv(kir::Builder& b, kir::Value x);
+kir::Value atan2(kir::Builder& b, kir::Value y, kir::Value x);
+kir::Value pow(kir::Builder& b, kir::Value x, kir::Value y);
+
+// ---- outlined functions: one definition per module ---------------------------------------------------
+// A fusion kernel calls each transcendental through a module function of its own (one per function,
+// float type and lane count) instead of inlining the code at every use: LLVM then optimizes and
+// compiles each function's code once per module, however many equations use it, so a kernel's
+// compile time grows with its equations by a call each rather than by the function's whole code.
+
+/// The runtime function sin, cos and tan call for huge arguments (jit/runtime/trig_reduction.h).
+inline constexpr const char* kTrigReduceRuntime = "mj_rt_trig_reduce";
+
+/// Whether `fn` ("exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
+/// "erf_inv", "pow", "atan2") is one of the functions call_outlined handles.
+bool is_outlined_function(const std::string& fn);
+
+/// Emits a call of module function `mj_math_<fn>_<f32|f64>x<lanes>` on args (one operand, two for
+/// pow and atan2, all of one f32 or f64 type) and returns its result. The function is defined
+/// later by define_outlined_functions. ValueError for an unknown fn, a non-float type or operands
+/// of different types.
+kir::Value call_outlined(kir::Builder& b, const std::string& fn, const std::vector<kir::Value>& args);
+
+/// Defines in `m` every `mj_math_*` function its functions call that it does not define yet, with
+/// the code of the functions above (so the same results, bit for bit, as inline code). A function
+/// called from one place is always inlined (the code is then that of inline emission); one called
+/// from several places is never inlined, so LLVM optimizes and compiles its code once. Declares
+/// mj_rt_trig_reduce when some function calls it. Call once, after the module's last kernel.
+void define_outlined_functions(kir::Module& m);
+
+// ---- building blocks shared by the implementation files ---------------------------------------------
+/// exp(hi + lo) for a two-term argument (|lo| < 2^-30; f64): e^r (1 + d) with d = lo - k ln2_lo;
+/// overflow and underflow as exp (a clamped hi drops lo).
+kir::Value exp_dd_f64(kir::Builder& b, kir::Value hi, kir::Value lo);
+/// log(x) as hi + lo (x > 0 finite, f64), relative error about 2^-68 (see pow_f64).
+void log_dd_f64(kir::Builder& b, kir::Value x, kir::Value& hi, kir::Value& lo);
+
+}  // namespace minijax::lower::math
