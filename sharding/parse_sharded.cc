@@ -5,7 +5,6 @@
 #include <cctype>
 #include <climits>
 #include <cstring>
-#include <set>
 #include <sstream>
 
 #include "core/device.h"
@@ -196,8 +195,11 @@ void read_ids(Cursor& c, std::vector<int>& ids, int depth = 0) {
   }
 }
 
-// The mesh of a `# mesh:` body; what does not parse or fit is a bare ValueError (header_fail adds
-// the line).
+// The mesh of a `# mesh:` body: the axes (`name=size` or JAX's `'name': size`) and an optional
+// device order (`devices=[...]` / `device_ids=[...]`). This checks what only the header asks, that
+// every size divides the device count (the listed devices', else the process's); Mesh and
+// make_mesh check the rest (sizes, names, repeated or negative devices, the product) and throw
+// ShardingError. What does not parse is a bare ValueError (header_fail adds the line).
 std::shared_ptr<const Mesh> read_mesh(const std::string& body, std::source_location loc) {
   Cursor c{body};
   const bool wrapped = c.word("Mesh");
@@ -206,47 +208,30 @@ std::shared_ptr<const Mesh> read_mesh(const std::string& body, std::source_locat
   std::vector<std::string> names;
   std::optional<std::vector<int>> ids;
   do {
-    const char q = c.peek();
-    const std::string name = q == '\'' || q == '"' ? c.quoted(q) : c.ident();
-    if (!c.eat('=') && !c.eat(':')) c.fail("expected '=' and the size of axis '" + name + "'");
-    if ((name == "devices" || name == "device_ids") && c.peek() == '[') {
+    const size_t at = c.i;
+    if ((c.word("device_ids") || c.word("devices")) && (c.eat('=') || c.eat(':')) && c.peek() == '[') {
       if (ids) c.fail("the device order is given twice");
       read_ids(c, ids.emplace());
       continue;
     }
-    const int64_t size = c.integer();
-    if (size < 1) throw ValueError("axis '" + name + "' has size " + std::to_string(size) + "; sizes must be >= 1");
-    for (auto& n : names)
-      if (n == name) throw ValueError("axis '" + name + "' is named twice");
-    shape.push_back(size);
-    names.push_back(name);
+    c.i = at;  // an axis (which may be named like the device order's key)
+    const char q = c.peek();
+    names.push_back(q == '\'' || q == '"' ? c.quoted(q) : c.ident());
+    if (!c.eat('=') && !c.eat(':')) c.fail("expected '=' and the size of axis '" + names.back() + "'");
+    shape.push_back(c.integer());
   } while (c.eat(','));
   if (wrapped) c.need(')', "closing Mesh(");
   if (!c.at_end()) c.fail("unexpected text after the mesh");
   if (names.empty()) throw ValueError("the mesh has no axes");
   const int64_t count = ids ? int64_t(ids->size()) : num_devices(loc);
-  const std::string of = ids ? "the listed devices" : "the process's devices; list the mesh's devices with devices=[...] for another count";
-  std::set<int> seen;
-  for (int d : ids ? *ids : std::vector<int>{}) {
-    if (d < 0) throw ValueError("device id " + std::to_string(d) + " is negative");
-    if (!seen.insert(d).second) throw ValueError("device " + std::to_string(d) + " appears twice in the device order");
-  }
-  int64_t prod = 1;
-  for (size_t k = 0; k < shape.size(); ++k) {
-    if (count % shape[k] != 0)
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] >= 1 && count % shape[k] != 0)
       throw ValueError("axis '" + names[k] + "' has size " + std::to_string(shape[k]) +
-                       ", which does not divide the device count " + std::to_string(count) + " (" + of + ")");
-    prod *= shape[k];
-    if (prod > count) break;
-  }
-  if (ids ? prod != count : prod > count)
-    throw ValueError("the axis sizes hold " + std::to_string(prod) + " devices but there are " +
-                     std::to_string(count) + " (" + of + ")");
-  if (!ids) {
-    ids.emplace(size_t(prod));
-    for (size_t k = 0; k < ids->size(); ++k) (*ids)[k] = int(k);
-  }
-  return std::make_shared<const Mesh>(std::move(*ids), std::move(shape), std::move(names), loc);
+                       ", which does not divide the device count " + std::to_string(count) + " (" +
+                       (ids ? "the listed devices"
+                            : "the process's devices; list the mesh's devices with devices=[...] for another count") +
+                       ")");
+  return std::make_shared<const Mesh>(ids ? Mesh(std::move(*ids), shape, names, loc) : make_mesh(shape, names, loc));
 }
 
 // Blanks the comment lines of `text` (keeping its line numbers) and collects the header lines.
@@ -316,14 +301,19 @@ std::vector<std::optional<Sharding>> fit_entries(const HeaderLine& h, std::optio
   return std::move(*v);
 }
 
+// A whole text as one sharding (nothing after it).
+Sharding read_whole_sharding(const std::string& text, const std::shared_ptr<const Mesh>& mesh) {
+  Cursor c{text};
+  Sharding s = read_sharding(c, mesh);
+  if (!c.at_end()) c.fail("unexpected text after the sharding");
+  return s;
+}
+
 }  // namespace
 
 Sharding parse_sharding(const std::string& text, const std::shared_ptr<const Mesh>& mesh, std::source_location loc) {
   try {
-    Cursor c{text};
-    Sharding s = read_sharding(c, mesh);
-    if (!c.at_end()) c.fail("unexpected text after the sharding");
-    return s;
+    return read_whole_sharding(text, mesh);
   } catch (const ValueError& e) {
     throw ValueError("parse_sharding: '" + text + "': " + e.message(), loc);
   }
@@ -352,10 +342,7 @@ ShardedJaxpr parse_sharded_jaxpr(const std::string& text, std::source_location l
   const ParamObjectParser reader = [mesh](const std::string& key, const std::string& t) -> ParamObjectPtr {
     if (key != "sharding" || t.empty() || t[0] != '[') return nullptr;
     try {
-      Cursor c{t};
-      Sharding s = read_sharding(c, mesh);
-      if (!c.at_end()) c.fail("unexpected text after the sharding");
-      return sharding_param(std::move(s));
+      return sharding_param(read_whole_sharding(t, mesh));
     } catch (const ValueError& e) {
       throw ValueError("parameter 'sharding' (" + t + "): " + e.message());
     }

@@ -154,7 +154,7 @@ TEST(ParseSharded, BadHeadersNameTheirLine) {
       [&] { (void)mj::parse_sharded_jaxpr("# case\n# mesh: x=4, devices=[0, 1, 2, 3, 4, 5]" + body); },
       {"line 2", "size 4", "does not divide the device count 6"});
   expect_error<mj::ValueError>([&] { (void)mj::parse_sharded_jaxpr("# mesh: x=4, y=4" + body); },
-                               {"line 1", "hold 16 devices"});
+                               {"line 1", "needs 16 devices"});
   // A repeated or negative device.
   expect_error<mj::ValueError>([&] { (void)mj::parse_sharded_jaxpr("# mesh: x=4, devices=[0, 1, 1, 2]" + body); },
                                {"line 1", "device 1 appears twice"});
@@ -165,7 +165,7 @@ TEST(ParseSharded, BadHeadersNameTheirLine) {
                                {"line 1", "expected an integer"});
   expect_error<mj::ValueError>([&] { (void)mj::parse_sharded_jaxpr("# mesh: x=0" + body); }, {"line 1", ">= 1"});
   expect_error<mj::ValueError>([&] { (void)mj::parse_sharded_jaxpr("# mesh: x=2, x=2" + body); },
-                               {"line 1", "named twice"});
+                               {"line 1", "axis name 'x' appears twice"});
   expect_error<mj::ValueError>([&] { (void)mj::parse_sharded_jaxpr("# mesh: x=4\n# mesh: x=2" + body); },
                                {"line 2", "a second `# mesh:` line"});
   // Shardings without a mesh, a wrong number of entries, a sharding that does not fit its invar.
