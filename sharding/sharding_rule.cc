@@ -7,6 +7,8 @@
 
 #include "core/errors.h"
 #include "core/primitive.h"
+#include "core/primitive_facts.h"
+#include "sharding/propagate_shardings.h"
 
 namespace minijax {
 namespace {
@@ -132,5 +134,20 @@ void check_factor_rule(const FactorRule& rule, const std::vector<ShapedArray>& i
   for (int f : rule.need_replication_factors)
     if (f < 0 || f >= nf) fail("need-replication factor id out of range");
 }
+
+namespace {
+
+// A fact every primitive must have (core/primitive_facts.h): propagation reads each equation's factor
+// rule, so a primitive has one, declares why it has none, or has bodies that propagation enters.
+Registrar require_sharding_rule([] {
+  detail::require_fact({"no sharding rule (sharding_rules()), no declared reason (no_sharding_rule_reasons()) "
+                        "and no bodies that propagation enters",
+                        [](const Primitive& p) {
+                          return sharding_rules().count(p.name) != 0 || no_sharding_rule_reasons().count(p.name) != 0 ||
+                                 propagation_enters_bodies(p.name);
+                        }});
+});
+
+}  // namespace
 
 }  // namespace minijax

@@ -3,6 +3,7 @@
 #include "jit/codegen/lower/strategy.h"
 
 #include "core/primitive.h"
+#include "core/primitive_facts.h"
 #include "jit/codegen/lower/lowering.h"
 #include "jit/codegen/lower/program.h"
 
@@ -15,5 +16,17 @@ std::string lowering_strategy(const std::string& primitive) {
   if (auto* p = find_primitive(primitive); p && p->inlined) return "inlined";
   return "";
 }
+
+namespace {
+
+// A fact every primitive must have (core/primitive_facts.h): the compiler cannot compile a program
+// that holds a primitive without a lowering.
+Registrar require_lowering([] {
+  minijax::detail::require_fact(
+      {"no lowering (no elemental, reduction or program rule in jit/codegen/lower/, and not inlined)",
+       [](const Primitive& p) { return !lowering_strategy(p.name).empty(); }});
+});
+
+}  // namespace
 
 }  // namespace minijax::lower
