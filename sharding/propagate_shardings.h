@@ -1,5 +1,5 @@
-// minijax sharding propagation: gives every variable of a jaxpr a Sharding (factor-based, as
-// OpenXLA Shardy) and places the reshards that conflicts need where they cost least.
+// minijax sharding propagation: every variable of a jaxpr gets a Sharding (OpenXLA Shardy's
+// docs/propagation.md), and each reshard a conflict needs is placed where it costs least.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -29,7 +29,8 @@ namespace minijax {
 // reuses it at no cost (ReshardPlacement::shared_with), so e.g. two dynamic_slices with traced
 // indices on a sharded dim gather their operand once.
 //
-// Algorithm (Shardy, docs/propagation.md "Factor propagation"): each equation's sharding rule
+// Algorithm (Shardy's docs/propagation.md, "Propagate shardings along factors", with user
+// priorities as its "Conflict resolution hierarchy" orders them): each equation's sharding rule
 // (sharding/sharding_rule.h) maps its dims to factors. For an equation, each operand and result
 // sharding is projected onto the factors (the axes of a dim are dealt to its factors major
 // first, splitting an axis into sub-axes by gcd where a factor takes only part of it); per
