@@ -7,7 +7,7 @@
 #               registers (the folders' googletest binaries, the docs' blocks, the fuzz corpus
 #               replays, the install consumer, the public-API list check)
 #   ubsan       UndefinedBehaviorSanitizer over the whole suite
-#   asan+ubsan  both in one build (what .ci/run uses, over core autodiff jit)
+#   asan+ubsan  both in one build (what .ci/run uses, over core autodiff jit jit/runtime)
 #   tsan        ThreadSanitizer over the runtime's tests (devices, copy engines, communicator,
 #               executors) with OMP_NUM_THREADS=1: libgomp is not instrumented, and its barriers
 #               look like races to tsan; oneTBB's task hand-offs, also uninstrumented, are told
@@ -15,6 +15,8 @@
 #               (which says why)
 #   FOLDER...   test folders (tests/<folder>, also their CTest label) to build and run instead of
 #               the mode's default; e.g. `tools/sanitize.sh asan+ubsan core autodiff jit`
+#               (a nested folder's binary is named with `_` for `/`: jit/runtime is
+#               minijax_jit_runtime_tests, its label jit/runtime)
 #   Every mode skips the tests labelled `long` (tests/long/; tools/long_tests.sh runs them).
 #
 # Compiler: clang-19 (Debian's clang-19, runtimes in libclang-rt-19-dev), the same toolchain as
@@ -48,12 +50,12 @@ whole_suite=0
 tsan_filter=""
 if [ ${#folders[@]} -eq 0 ]; then
   if [ "$mode" = tsan ]; then
-    # The runtime: the allocator's locks and events, copy engines, the communicator (tests/jit),
-    # the multi-device executor's device queues and collective sites (tests/sharding), and
-    # offloaded programs whose copies run on the copy engines (tests/memory), and the profiler,
-    # which records events from all of those threads (tests/profiler).
-    folders=(jit sharding memory profiler)
-    tsan_filter="^(Allocator|Event|CopyEngine|Communicator|CompiledSpmd|CompiledSpmdChild|ShardedJit|CollectivesExecutor|ReshardLowering|OffloadReview|SeedOffloadMemory|OffloadNamedCarryMemory|OffloadCapacity|Profiler)\\."
+    # The runtime: the allocator's locks and events, copy engines, the communicator
+    # (tests/jit/runtime), the multi-device executor's device queues and collective sites
+    # (tests/sharding), and offloaded programs whose copies run on the copy engines (tests/memory),
+    # and the profiler, which records events from all of those threads (tests/profiler).
+    folders=(jit/runtime sharding memory profiler)
+    tsan_filter="^(Allocator|Event|CopyEngine|Communicator|CompiledSpmd|CompiledSpmdChild|ShardedJit|CollectivesExecutor|ReshardLowering|OffloadPlacement|OffloadPipelining|OffloadReport|SeedOffloadMemory|OffloadNamedCarryMemory|OffloadCapacity|Profiler)\\."
   else
     whole_suite=1
   fi
@@ -62,7 +64,7 @@ targets=(minijax)
 labels=()
 for f in "${folders[@]}"; do
   [ -d "tests/$f" ] || { echo "sanitize.sh: no test folder tests/$f" >&2; exit 2; }
-  targets+=("minijax_${f}_tests")
+  targets+=("minijax_${f//\//_}_tests")
   labels+=("$f")
 done
 # The fuzz targets' corpus replays (label fuzz) run in every mode but tsan: one small binary each.

@@ -38,7 +38,7 @@ inline Array F(const Array& r, const Array& x) { return mj::astype(r, x.dtype())
 /// The default output: float results enter through x * sum(r); an int/bool result r scales
 /// sin(x) and, as the predicate of a select (r itself if bool of x's shape, else a bool made from
 /// it), becomes a residual of the program's JVP — so under jvp of jvp or jvp of grad it is an
-/// operand of the staged tangent call, the case the reproduction fails on.
+/// operand of the staged tangent call, the case test_float0.cc checks on jitted functions.
 inline Array mix(const Array& x, const V& rs) {
   Array acc = mj::sin(x);
   for (auto& r : rs) {

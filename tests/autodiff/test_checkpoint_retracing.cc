@@ -1,4 +1,4 @@
-// Tests that mj::checkpoint / remat traces once per signature (issue 22, item 6): JAX's
+// Tests that mj::checkpoint / remat traces once per signature, as JAX's
 // api_test.py test_remat_retracing and test_remat_static_argnums_retracing, sharing across
 // objects of one callable, per-trace scoping of an object's own cache, and thread safety.
 #include <gtest/gtest.h>

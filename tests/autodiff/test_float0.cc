@@ -1,5 +1,5 @@
 // minijax float0 under jit: forward over forward and forward over reverse of jitted functions
-// with int/bool intermediates (issue 22 item 3), float0 zeros in linearize, literals and add_any.
+// with int/bool intermediates, float0 zeros in linearize, literals and add_any.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -22,8 +22,9 @@ void expect_vals(const Array& a, const std::vector<double>& want, const char* wh
 }
 bool has_float0(const mj::ClosedJaxpr& j) { return mj::to_string(j).find("float0") != std::string::npos; }
 
-// The issue's first reproduction. f(v) = |v| written as where(v > 0, v, -v): df/dv = sign(v),
-// d2f/dv2 = 0, so jvp(v -> jvp(f, v, x).second, x, x) = (sign(x) x, 0) = (|x|, 0).
+// A bool intermediate under forward over forward of a jit. f(v) = |v| written as
+// where(v > 0, v, -v): df/dv = sign(v), d2f/dv2 = 0, so
+// jvp(v -> jvp(f, v, x).second, x, x) = (sign(x) x, 0) = (|x|, 0).
 TEST(Float0, ForwardOverForwardOfJitWithABoolIntermediate) {
   auto f = mj::jit([](const Array& v) { return mj::where(v > 0, v, -v); });
   for (double s : {1.5, -1.5}) {
@@ -44,9 +45,9 @@ TEST(Float0, ForwardOverForwardOfJitWithABoolIntermediate) {
   EXPECT_FALSE(has_float0(j)) << mj::to_string(j);
 }
 
-// The issue's second reproduction: f(w) = where(s > 0, s^2, s) with s = sum(w). By hand: for
-// s > 0, grad f = 2 s 1 and the Hessian is 2 11^T (so H v = 2 sum(v) 1); for s < 0, grad f = 1
-// and H = 0.
+// A bool intermediate under forward over reverse of a jit: f(w) = where(s > 0, s^2, s) with
+// s = sum(w). By hand: for s > 0, grad f = 2 s 1 and the Hessian is 2 11^T (so H v = 2 sum(v) 1);
+// for s < 0, grad f = 1 and H = 0.
 Array where_sum(const Array& w) {
   Array s = mj::sum(w);
   return mj::where(s > 0.0, s * s, s);

@@ -24,9 +24,10 @@ Fn program(const Float0Entry& e, bool jitted) {
 // While installed, call equations bound on concrete operands (what grad or jvp of a jit binds)
 // are checked and then evaluated by eval_jaxpr instead of being compiled: each distinct
 // program costs the compiler about 0.3 s, far beyond this sweep's budget (the compiler's handling
-// of every primitive is the conformance suite's, tests/conformance/compiled_check.cc; the issue's
-// reproductions in test_float0.cc run compiled). The check is what the fix guarantees: the body
-// that would be compiled has no float0 variable or literal, and prints (the compile-cache key).
+// of every primitive is the conformance suite's, tests/conformance/compiled_check.cc; the
+// hand-written cases in test_float0.cc run compiled). The check is what makes compiling the call
+// safe: the body that would be compiled has no float0 variable or literal, and prints (the
+// compile-cache key).
 class CheckedCalls {
  public:
   CheckedCalls() : saved_(mj::pjit_executor()) {

@@ -1,4 +1,4 @@
-// Tests of JAX API spellings added for issue 22 item 7: stop_gradient of a pytree and the
+// Tests of JAX API spellings: stop_gradient of a pytree and the
 // checkpoint policy aliases checkpoint_dots / checkpoint_dots_with_no_batch_dims.
 #include <gtest/gtest.h>
 

@@ -1,19 +1,45 @@
-// Tests of the remat policies: decisions, printing and identity, errors, and the structure of
-// the linear jaxpr each one produces (what is saved, recomputed or offloaded).
+// Tests of the remat policies: decisions, printing and identity, errors (a custom policy's at the
+// user's line), a custom offloading policy's gradient against float64 central differences, and
+// the structure of the linear jaxpr each one produces (what is saved, recomputed or offloaded).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <minijax/minijax.h>
 #include <string>
+
+#include "finite_differences.h"
 
 namespace {
 
 namespace cp = mj::checkpoint_policies;
 using mj::Array;
+using fdtest::expect_close;
+using fdtest::fd_grad;
+using fdtest::rnd64;
 
 const mj::Primitive& P(const char* n) { return mj::primitive(n); }
 mj::Params named(const std::string& n) { return mj::Params{{"name", n}}; }
 bool saves(const mj::PolicyPtr& p, const char* prim, const mj::Params& ps = {}) {
   return std::holds_alternative<mj::Saveable>((*p)(P(prim), {}, ps));
+}
+
+// The file name of a call site, without its directory.
+std::string base_name(const char* path) {
+  std::string s(path);
+  return s.substr(s.find_last_of('/') + 1);
+}
+
+// A checkpointed sin(sin(x)) under `policy`, summed: grad asks the policy about both sins.
+std::function<Array(const Array&)> checkpointed_loss(const mj::PolicyPtr& policy) {
+  return [policy](const Array& x) {
+    auto body = mj::checkpoint([](const Array& a) { return mj::sin(mj::sin(a)); },
+                               {.policy = policy});
+    return mj::sum(body(x));
+  };
+}
+
+mj::PolicyDecision offload_to(mj::MemoryKind src, mj::MemoryKind dst) {
+  return mj::Offloadable{src, dst};
 }
 
 TEST(Policies, Decisions) {
@@ -101,6 +127,70 @@ TEST(Policies, Errors) {
   auto both = cp::save_from_both_policies(offl, cp::dots_saveable());
   auto g = mj::checkpoint([](const Array& v) { return mj::sin(mj::sin(v)); }, {.policy = both});
   EXPECT_THROW(mj::grad([&](const Array& v) { return mj::sum(g(v)); })(mj::ones({2}, mj::f32)), mj::ValueError);
+}
+
+// A custom policy returning an invalid Offloadable is reported when grad asks it, naming the
+// policy and the equation, at the user's line that made the policy (the equations of a body
+// carry no source location).
+TEST(Policies, InvalidCustomPolicyDecisionReportsTheUsersLine) {
+  const int line = __LINE__ + 1;
+  auto bad_kind = cp::custom("bad_kind", [](const mj::Primitive&, const std::vector<mj::ShapedArray>&, const mj::Params&) { return offload_to(mj::MemoryKind::device, mj::MemoryKind(42)); });
+  const int same_line = __LINE__ + 1;
+  auto same = cp::custom("same_kind", [](const mj::Primitive&, const std::vector<mj::ShapedArray>&, const mj::Params&) { return offload_to(mj::MemoryKind::device, mj::MemoryKind::device); });
+  Array x = rnd64({3}, 1);
+  try {
+    mj::grad(checkpointed_loss(bad_kind))(x);
+    FAIL() << "an Offloadable with an unknown memory kind was accepted";
+  } catch (const mj::ValueError& e) {
+    EXPECT_NE(e.message().find("bad_kind"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("unknown memory kind"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("sin(f64[3])"), std::string::npos) << e.what();
+    EXPECT_EQ(base_name(e.where().file_name()), "test_policies.cc") << e.what();
+    EXPECT_EQ(int(e.where().line()), line) << e.what();
+  }
+  try {
+    mj::grad(checkpointed_loss(same))(x);
+    FAIL() << "an Offloadable from device to device was accepted";
+  } catch (const mj::ValueError& e) {
+    EXPECT_NE(e.message().find("same_kind"), std::string::npos) << e.what();
+    EXPECT_EQ(base_name(e.where().file_name()), "test_policies.cc") << e.what();
+    EXPECT_EQ(int(e.where().line()), same_line) << e.what();
+  }
+}
+
+// An empty callback, and a callback that offloads inside save_from_both_policies, are
+// reported at the user's line too.
+TEST(Policies, CustomAndSaveFromBothErrorsReportTheUsersLine) {
+  const int empty_line = __LINE__ + 2;
+  try {
+    cp::custom("empty", nullptr);
+    FAIL() << "an empty callback was accepted";
+  } catch (const mj::ValueError& e) {
+    EXPECT_EQ(base_name(e.where().file_name()), "test_policies.cc") << e.what();
+    EXPECT_EQ(int(e.where().line()), empty_line) << e.what();
+  }
+  auto offloads = cp::custom("offloads", [](const mj::Primitive&, const std::vector<mj::ShapedArray>&, const mj::Params&) { return offload_to(mj::MemoryKind::device, mj::MemoryKind::pinned_host); });
+  const int both_line = __LINE__ + 1;
+  auto both = cp::save_from_both_policies(cp::dots_saveable(), offloads);
+  try {
+    mj::grad(checkpointed_loss(both))(rnd64({3}, 2));
+    FAIL() << "save_from_both_policies accepted an Offloadable decision";
+  } catch (const mj::ValueError& e) {
+    EXPECT_NE(e.message().find("save_from_both_policies(dots_saveable, offloads)"),
+              std::string::npos) << e.what();
+    EXPECT_EQ(base_name(e.where().file_name()), "test_policies.cc") << e.what();
+    EXPECT_EQ(int(e.where().line()), both_line) << e.what();
+  }
+}
+
+// A valid custom offloading policy still differentiates correctly: d/dx sum(sin(sin(x))) =
+// cos(sin(x)) cos(x), checked against finite differences.
+TEST(Policies, ValidCustomOffloadPolicyGradient) {
+  auto offloads = cp::custom("offload_all", [](const mj::Primitive&, const std::vector<mj::ShapedArray>&, const mj::Params&) { return offload_to(mj::MemoryKind::device, mj::MemoryKind::pinned_host); });
+  auto f = checkpointed_loss(offloads);
+  Array x = rnd64({4}, 3);
+  expect_close(mj::grad(f)(x), fd_grad([](const Array& a) { return mj::sum(mj::sin(mj::sin(a))); }, x),
+               1e-7);
 }
 
 // The linear jaxpr of grad(sum(checkpoint(f))) for f = sin(W @ x) (x fixed, W differentiated).

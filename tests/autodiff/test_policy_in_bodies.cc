@@ -45,8 +45,8 @@ std::vector<double> fd_grad(const std::function<Array(const Array&)>& f, const A
   return g;
 }
 
-// The reproduction: dots_saveable around a scan of h -> sin(dot(h, w)) saves the stacked
-// dot outputs (JAX saves them; before, only w and a constant were listed).
+// dots_saveable around a scan of h -> sin(dot(h, w)) saves the stacked dot outputs, as JAX does
+// (not only w and a constant).
 TEST(PolicyInBodies, DotsSaveableAroundAScanSavesTheStackedDots) {
   auto f = mj::checkpoint(
       [](const Array& w) {

@@ -1,9 +1,10 @@
 // Case test for docs/cases/grad-of-scan-memory.md: grad of a scan whose body closes over a large
 // constant z: d loss/dx = 2n, and what saved_residuals() says is kept with and without checkpoint.
 //
-// The gradient is checked eagerly and under jit. Checked by the offload/memory issue (not here):
-// peak device memory measured by the allocator and reported by memory_analysis() (growing with n
-// without checkpoint, independent of n with checkpoint(body, nothing_saveable)).
+// The gradient is checked eagerly and under jit. Checked in tests/memory/test_offload_memory.cc
+// (GradOfScanMemory), not here: peak device memory measured by the allocator and reported by
+// memory_analysis() (growing with n without checkpoint, independent of n with checkpoint(body,
+// nothing_saveable)).
 #include <gtest/gtest.h>
 
 #include <cmath>

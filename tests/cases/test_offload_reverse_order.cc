@@ -2,8 +2,9 @@
 // named value "h" must read the host rows back last-first in the backward pass (n = 1..7, both
 // directions), checked against a hand-written float64 recurrence and the published PyTorch values.
 //
-// Checked by the compiler issue (not here): the compiled backward loop's host-buffer offsets
-// (start at the last row, stride -1 row) and the copies in as_text().
+// Checked on the compiled program in tests/memory/test_schedule_offloads.cc
+// (ScheduleOffloadsLoops), not here: the compiled backward loop's reads of the host rows (values
+// equal eager's for every small length, forward and reverse) and the copies in as_text().
 #include <gtest/gtest.h>
 
 #include <cmath>

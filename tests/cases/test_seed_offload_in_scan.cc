@@ -1,11 +1,13 @@
 // Case test for docs/cases/seed-offload-in-scan.md: grad of scan(checkpoint(step)) with the named
 // residual "save_remat" offloaded to pinned_host; gradient, residual list and the staged programs.
 //
-// Checked by the compiler issue (not here; the IR level has no compiled program): that as_text()
-// shows the per-iteration host copies (one row to pinned_host per forward iteration, one row back
-// per backward iteration) overlapped with compute; the copy coalescing of 12-byte rows; and the
-// scaled-up measurement (length 1000, width 4096): device peak not growing with the length
-// beyond the stacked carry (length x width x 4 bytes), host memory holding the named residual.
+// Checked on the compiled program, not here (the IR level has none): in
+// tests/memory/test_schedule_offloads.cc, that as_text() shows the host copies (one row to
+// pinned_host per forward iteration, one row back per backward iteration) overlapped with compute,
+// and the copy coalescing of 12-byte rows; in tests/memory/test_offload_memory.cc
+// (SeedOffloadMemory), the scaled-up measurement (lengths 100 and 1000, width 4096): device peak
+// not growing with the length beyond the stacked carry (length x width x 4 bytes), host memory
+// holding the named residual.
 #include <gtest/gtest.h>
 
 #include <cmath>

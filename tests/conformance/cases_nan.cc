@@ -1,5 +1,5 @@
 // minijax conformance cases with NaN and infinities: select_n (NaN in the selected and the
-// unselected case), clamp (NaN operand and NaN bounds), max/min, relu and where (issue 23).
+// unselected case), clamp (NaN operand and NaN bounds), max/min, relu and where.
 #include <limits>
 
 #include "conformance.h"

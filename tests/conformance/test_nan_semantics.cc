@@ -1,5 +1,5 @@
 // NaN and ±Inf through the public elementwise functions, eagerly and compiled, against JAX's
-// semantics (issue 23): relu, clamp/clip, select_n/where (and their gradients), and the others.
+// semantics: relu, clamp/clip, select_n/where (and their gradients), and the others.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -116,8 +116,8 @@ TEST(Errors, ShapeOpsNameBothShapes) {
 TEST(Errors, OutOfRangeIndicesNameOperandIndicesAndPosition) {
   Array x = mj::ones({2, 3});
   Array idx = mj::astype(mj::array({0.f, 5.f}), mj::i32);
-  // Changed on purpose by issue 23: take gives the fill value for an out-of-range index (no
-  // IndexError); lax::gather's default PROMISE_IN_BOUNDS mode still names the broken promise.
+  // take gives the fill value for an out-of-range index (no IndexError, as JAX's default mode
+  // "fill"); lax::gather's default PROMISE_IN_BOUNDS mode names the broken promise.
   EXPECT_MJ_ERROR(IndexError, mj::lax::gather(x, idx), "gather(f32[2,3], i32[2])", "index 5", "(1,)", "size 2");
   EXPECT_MJ_ERROR(ValueError, mj::take(x, idx, 0, "raise"), "take", "\"raise\"", "not supported");
   EXPECT_MJ_ERROR(ValueError, mj::take(x, idx, 0, "nearest"), "take", "\"nearest\"");

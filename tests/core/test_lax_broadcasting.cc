@@ -1,5 +1,5 @@
 // Tests of lax's binary broadcasting (JAX's _try_broadcast_shapes: equal ranks, dims equal or 1)
-// and of jnp.remainder / mod / fmod (issue 22 item 7).
+// and of jnp.remainder / mod / fmod.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -244,8 +244,8 @@ TEST(Scan, CarryTypeChangeIsATypeErrorNamingBothAvalsAndLeaf) {
 }
 
 // JAX raises ValueError for both ("scan got values with different leading axis sizes", "scan got
-// `length` argument of 5 which disagrees with leading axis sizes [3]"); issue 22 changed these
-// from ShapeError.
+// `length` argument of 5 which disagrees with leading axis sizes [3]"); so does minijax (a
+// ValueError, not a ShapeError).
 TEST(Scan, XsLengthMismatchIsAValueErrorNamingTheLengths) {
   auto body = [](const Array& c, const std::pair<Array, Array>& x) { return std::pair{c, x.first}; };
   try {

@@ -201,8 +201,8 @@ TEST(Slicing, GatherOutOfRangeIsIndexError) {
     EXPECT_NE(m.find("test_slicing.cc"), std::string::npos) << m;
     EXPECT_EQ(int(e.where().line()), line);
   }
-  // Changed on purpose by issue 23: take no longer raises IndexError. Its default mode "fill"
-  // counts -1 from the end once: row 3 of counting({4, 2}) = {6, 7}.
+  // take raises no IndexError for -1: its default mode "fill" counts -1 from the end once:
+  // row 3 of counting({4, 2}) = {6, 7}.
   EXPECT_EQ(vals<float>(mj::take(x, arr<int32_t>({1}, {-1}), 0)), (std::vector<float>{6, 7}));
   EXPECT_THROW(lax::scatter_add(x, arr<int32_t>({1}, {4}), counting({1, 2})), mj::IndexError);
   // Staging does not look at index values.

@@ -43,7 +43,7 @@ const char* class_name(OpClass c) {
 }
 
 TEST(OpClass, EveryPrimitiveHasItsClass) {
-  // The classification of the compiler's issue, by hand from each primitive's definition.
+  // The op classes of docs/compiler.md, by hand from each primitive's definition.
   std::map<std::string, OpClass> want;
   for (const char* n : {"neg", "sin", "cos", "tan", "exp", "log", "log1p", "expm1", "tanh", "logistic",
                         "sqrt", "rsqrt", "erf", "erf_inv", "floor", "ceil", "round", "abs", "sign", "not",

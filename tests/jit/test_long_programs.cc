@@ -1,4 +1,4 @@
-// minijax tests: long programs (issue 23, item 1) compile and run on a 1 MB thread stack.
+// minijax tests: long programs compile and run on a 1 MB thread stack.
 // Owns the default-suite checks: a 20,000-equation chain, a 10,000-deep nest of closed_calls
 // through every pass, the tracing depth, and max_fusion_equations; the 100,000-equation chain is tests/long.
 #include <gtest/gtest.h>
@@ -55,7 +55,7 @@ TEST(LongPrograms, TwentyThousandEquationChainCompilesRunsAndEqualsEager) {
     EXPECT_TRUE(lowtest::bit_equal(got, want)) << got << "\n" << want;
     const float* g = got.data<float>();
     for (int i = 0; i < 16; ++i) EXPECT_NEAR(g[i], chain_closed_form(0.5, links), kChainTolerance) << i;
-    // The issue's reproduction: 8,000 links and a sum.
+    // A chain of 8,000 links reduced by a sum.
     auto r = mj::jit([](const Array& x) { return mj::sum(chain(x, 8000)); })(x);
     EXPECT_NEAR(r.item<float>(), 16 * chain_closed_form(0.5, 8000), 16 * kChainTolerance);
   });

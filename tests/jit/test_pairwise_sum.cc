@@ -37,9 +37,9 @@ const double kU32 = std::ldexp(1.0, -24);  // unit roundoff of f32
 
 Array sum_all(const Array& x) { return mj::sum(x); }
 
-// 2^28 ones (1 GiB, an argument buffer, not a broadcast): exact, eagerly and compiled. With the
-// sum of the previous compiled kernels (blocks of 2048 added one after another) this one was
-// also exact; the 2^40 ones stalled at 2^35.
+// 2^28 ones (1 GiB, an argument buffer, not a broadcast): exact, eagerly and compiled. (A sum of
+// blocks of 2048 added one after another is exact here too; it stalls at 2^35 on 2^40 ones, more
+// than this test can allocate.)
 TEST(PairwiseSum, TwoTo28OnesEagerAndCompiled) {
   const int64_t n = int64_t(1) << 28;
   Array x = mj::ones({n}, mj::f32);

@@ -104,8 +104,8 @@ std::string axis_name(std::optional<int64_t> a) { return a ? std::to_string(*a) 
 
 // ---- take ---------------------------------------------------------------------------------------
 
-// The reproduction: take with -1 under jit returned row 0 (compiled code clamped), while
-// eager raised IndexError. Now both give the last row (fill mode counts -1 from the end).
+// take with -1, eagerly and under jit: both give the last row (fill mode counts -1 from the end;
+// the compiled code does not clamp it to row 0, and eager raises no IndexError).
 TEST(TakeModes, NegativeIndexUnderJitIsTheLastRow) {
   Array x = mj::array({{0.f, 1.f}, {10.f, 11.f}, {20.f, 21.f}});
   Array idx = mj::array({-1.0}, {1}, mj::i32);

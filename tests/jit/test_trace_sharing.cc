@@ -1,4 +1,4 @@
-// Tests of the trace cache shared by jit objects of one callable (issue 22, item 6; JAX's
+// Tests of the trace cache shared by jit objects of one callable (JAX's
 // api_test.py test_jit_global_cache): captureless lambdas, empty function objects, function
 // pointers and hashable callables are traced once for every Jit; capturing lambdas per object.
 #include <gtest/gtest.h>

@@ -62,7 +62,7 @@ TEST(UpdateLowering, DynamicUpdateSliceOfADonatedInputIsInPlace) {
   EXPECT_TRUE(bit_equal(y, y_copy));
 }
 
-// The benchmark: a scan writing element i of an f32[200000] carry. The update is made in
+// A scan writing element i of an f32[200000] carry in iteration i. The update is made in
 // place of the carry (the plan puts the body's dynamic_update_slice result in the scan's carry
 // buffer), so an iteration costs O(1) and no temporary holds a copy of the carry.
 TEST(UpdateLowering, ScanWritingOneElementPerIterationUpdatesTheCarryInPlace) {

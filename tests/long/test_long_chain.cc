@@ -1,5 +1,5 @@
 // minijax long tests (CTest label `long`, run by tools/long_tests.sh, not by .ci/run): programs
-// too long for the default suite. Owns the 100,000-equation elementwise chain (issue 23, item 1).
+// too long for the default suite. Owns the 100,000-equation elementwise chain.
 #include <gtest/gtest.h>
 
 #include <minijax/minijax.h>

@@ -72,7 +72,7 @@ TEST(MemoryKindsJit, IdentityJitHostToDeviceAndViceVersa) {
   expect_shards(arr_host, MemoryKind::pinned_host);
 }
 
-// The form: a one-device mesh with P(), and the layout changing with the memory kind
+// On one device: a one-device mesh with P(), and the layout changing with the memory kind
 // (P("x", "y") on the host -> replicated on the device: the gather runs in device memory).
 TEST(MemoryKindsJit, OutShardingMovesMemoryOnOneDeviceAndWithALayoutChange) {
   mj::Mesh one = mj::make_mesh({1}, {"x"});

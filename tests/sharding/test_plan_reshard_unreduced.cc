@@ -1,5 +1,6 @@
 // Tests of the resharding planner for partial sums (unreduced sources): reduce_scatter and
-// all_reduce at the bounds, and the cheapest intermediate, against brute-force volumes.
+// all_reduce at their bounds ((k-1)/k and 2(k-1)/k of a device's partial sums received per
+// device), and the cheapest intermediate, against brute-force volumes.
 #include <gtest/gtest.h>
 
 #include <algorithm>

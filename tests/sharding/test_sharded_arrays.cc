@@ -1,5 +1,7 @@
 // Tests of sharded Arrays (sharding/sharded_array.h): device_put to a sharding, shards and
-// gathering, with_sharding_constraint and its primitive under transforms, propagation and SPMD.
+// gathering, with_sharding_constraint and its primitive under transforms, propagation and SPMD;
+// and the sharding API's bad input (jit's and reshard_plan's specs, meshes, uneven shards, the
+// device count): a ShardingError naming the spec, the shape and the user's call site.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -13,6 +15,8 @@
 #include "sharding/propagate_shardings.h"
 
 using minijax::Array;
+using minijax::NamedSharding;
+using minijax::P;
 using minijax::ShapedArray;
 using minijax::Sharding;
 
@@ -21,6 +25,19 @@ namespace {
 std::shared_ptr<const mj::Mesh> mesh8() {
   return std::make_shared<const mj::Mesh>(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, mj::Shape{8},
                                           std::vector<std::string>{"data"});
+}
+
+// Mesh (4, 2) over devices 0..7 with axes "x" and "y".
+std::shared_ptr<const mj::Mesh> mesh42() {
+  return std::make_shared<const mj::Mesh>(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, mj::Shape{4, 2},
+                                          std::vector<std::string>{"x", "y"});
+}
+
+// f32 array of `shape` with element k (row-major) = scale * k.
+Array ramp(mj::Shape shape, float scale) {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return mj::reshape(mj::arange(0, double(n), 1, mj::DType::f32) * scale, shape);
 }
 
 // i32 array with element [i, j] = 100 * i + j (the expected value of every element below is
@@ -366,4 +383,80 @@ TEST(ShardingBadInput, EachThrowsShardingErrorNamingSpecShapeAndCallSite) {
   })(ramp_f32({8, 4}));
   expect_sharding_error(__LINE__, [&] { mj::propagate_shardings(*cj.jaxpr, {}, {}, *m42); },
                         {"[{\"data\"}, {}]", "f32[8,4]", "Mesh('data': 8)", "Mesh('a': 4, 'b': 2)"});
+}
+
+// Bad specs given to jit and reshard_plan: the error names the spec, the array's shape (not only
+// its rank) and the user's call site (the jit(...) line for jit, as the jit's documentation says).
+TEST(ShardingBadInput, JitAndReshardPlanSpecErrorsNameTheShape) {
+  auto m = mesh42();
+  Array a = ramp({8, 64}, 1.f);
+  auto twice = [](const Array& x) { return x * 2.0; };
+  expect_sharding_error(
+      __LINE__, [&] { auto jf = mj::jit(twice, {.in_shardings = {NamedSharding{m, P("z")}}});
+                          jf(a); },
+      {"P('z')", "f32[8,64]", "in_shardings entry 0", "'z'"});
+  expect_sharding_error(
+      __LINE__, [&] { auto jf = mj::jit(twice, {.in_shardings = {NamedSharding{m, P("x", "y", mj::None{})}}});
+                          jf(a); },
+      {"P('x', 'y', None)", "f32[8,64]", "more than the rank"});
+  expect_sharding_error(
+      __LINE__, [&] { auto jf = mj::jit(twice, {.out_shardings = {NamedSharding{m, P("y", "y")}}});
+                          jf.lower(a); },
+      {"P('y', 'y')", "f32[8,64]", "out_shardings entry 0", "twice"});
+  expect_sharding_error(
+      __LINE__, [&] { mj::reshard_plan(NamedSharding{m, P("x")}, NamedSharding{m, P("w")},
+                                           mj::ShapedArray{{8, 8}, mj::DType::f32}); },
+      {"P('w')", "f32[8,8]", "target"});
+}
+
+// The sharding API's bad input through the public API (a mesh shape that does not match its
+// devices, an unknown axis, an axis used twice, a spec longer than the rank, shardings on two
+// meshes, uneven shards under jit), each naming the spec, the shape (where there is an array) and
+// this file's line.
+TEST(ShardingBadInput, BadInputListNamesSpecShapeAndCallSite) {
+  auto m = mesh42();
+  auto m8 = std::make_shared<const mj::Mesh>(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, mj::Shape{8},
+                                             std::vector<std::string>{"d"});
+  Array a = ramp({8, 64}, 1.f);
+  expect_sharding_error(__LINE__, [&] { mj::Mesh(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, mj::Shape{4, 4}, {"x", "y"}); },
+                        {"[4,4]", "8"});
+  expect_sharding_error(__LINE__, [&] { mj::device_put(a, NamedSharding{m, P("q")}); },
+                        {"P('q')", "f32[8,64]", "'q'"});
+  expect_sharding_error(__LINE__, [&] { mj::device_put(a, NamedSharding{m, P({"x", "x"})}); },
+                        {"P(('x', 'x'))", "f32[8,64]", "twice"});
+  expect_sharding_error(__LINE__, [&] { mj::with_sharding_constraint(a, NamedSharding{m, P("x", "y", "x")}); },
+                        {"P('x', 'y', 'x')", "f32[8,64]"});
+  expect_sharding_error(
+      __LINE__, [&] { auto jf = mj::jit([](const Array& u, const Array& w) { return u + w; },
+                                            {.in_shardings = {NamedSharding{m, P("x")}, NamedSharding{m8, P("d")}}});
+                          jf(a, a); },
+      {"Mesh('d': 8)", "Mesh('x': 4, 'y': 2)", "P('d')"});
+  // docs/cases/uneven-shards.md under jit: 17 rows over 8 devices are rejected, naming 17, 8
+  // and the spec.
+  Array u = mj::reshape(mj::arange(17 * 16), {17, 16});
+  expect_sharding_error(
+      __LINE__, [&] { auto jf = mj::jit([](const Array& t) { return t + 1; }, {.in_shardings = {NamedSharding{m8, P("d")}}});
+                          jf(u); },
+      {"17", "8", "\"d\"", "input 0"});
+  // The same uneven sharding asked by a constraint inside the function: propagation moves it back
+  // to the argument (t * 2 is elementwise), and the error says which input and why it has it.
+  expect_sharding_error(
+      __LINE__, [&] { auto jf = mj::jit([&](const Array& t) { return mj::with_sharding_constraint(t * 2, NamedSharding{m8, P("d")}); },
+                                        {.out_shardings = {NamedSharding{m8, P()}}});
+                      jf(u); },
+      {"17", "8", "\"d\"", "input 0 (its given or propagated sharding)"});
+}
+
+// The device count N is set by MINIJAX_NUM_DEVICES or mj::config before first use. Here N is
+// already fixed (this binary's other tests use devices()), so a different config count must throw
+// at the next devices() call, naming the call site, and the same count must not.
+TEST(ShardingBadInput, ConfigDeviceCountCannotChangeAfterFirstUse) {
+  const int n = mj::num_devices();
+  mj::config().num_cpu_devices = n;
+  EXPECT_EQ(mj::devices().size(), size_t(n));
+  mj::config().num_cpu_devices = n + 1;
+  expect_sharding_error(__LINE__, [&] { mj::devices(); },
+                        {"num_cpu_devices = " + std::to_string(n + 1), std::to_string(n) + " devices"});
+  mj::config().num_cpu_devices = 0;
+  EXPECT_EQ(mj::num_devices(), n);
 }

@@ -1,5 +1,5 @@
 // Tests that a value resharded the same way for several consumers is resharded once: two
-// dynamic_slices with traced indices on a sharded dim (issue 4, item 3).
+// dynamic_slices with traced indices on a sharded dim.
 #include <gtest/gtest.h>
 
 #include <memory>
