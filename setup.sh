@@ -22,6 +22,7 @@ PACKAGES=(
   libclang-rt-19-dev     # its sanitizer and libFuzzer runtimes
   graphviz               # `dot`: the test rendering mj::to_dot's graphs to SVG
   universal-ctags        # tools/long_functions.sh (the lint test): every library function's length
+  clang-format-19        # tools/format_drift.sh: the library's lines .clang-format would change
 )
 
 missing=()
