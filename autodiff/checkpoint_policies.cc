@@ -29,7 +29,7 @@ bool Policy::equals(const ParamObject& o) const {
   return p && by_value_ && p->by_value_ && p->printed_ == printed_;
 }
 
-std::string describe_equation(const Primitive& p, const std::vector<ShapedArray>& avals,
+std::string detail::describe_equation(const Primitive& p, const std::vector<ShapedArray>& avals,
                               const Params& params) {
   std::string s = p.name;
   std::string ps;
@@ -68,16 +68,16 @@ PolicyDecision Policy::operator()(const Primitive& p, const std::vector<ShapedAr
   PolicyDecision d = decide_(p, avals, params);
   if (d.valueless_by_exception())
     throw ValueError("remat policy " + printed_ + " returned an invalid decision for equation " +
-                     describe_equation(p, avals, params), loc_);
+                     detail::describe_equation(p, avals, params), loc_);
   if (auto* off = std::get_if<Offloadable>(&d)) {
     for (MemoryKind k : {off->src, off->dst})
       if (std::string missing = missing_kind(k); !missing.empty())
         throw ValueError("remat policy " + printed_ + " returned Offloadable " + (k == off->dst ? "to " : "from ") +
-                         missing + ", for equation " + describe_equation(p, avals, params), loc_);
+                         missing + ", for equation " + detail::describe_equation(p, avals, params), loc_);
     if (off->src == off->dst)
       throw ValueError("remat policy " + printed_ + " returned Offloadable from " +
                        memory_kind_name(off->src) + " to the same memory kind for equation " +
-                       describe_equation(p, avals, params), loc_);
+                       detail::describe_equation(p, avals, params), loc_);
   }
   return d;
 }
@@ -129,7 +129,7 @@ MemoryKind MemoryKindArg::resolve(const char* fn) const {
   return kind;
 }
 
-PolicyPtr policy_from_params(const Params& params) {
+PolicyPtr detail::policy_from_params(const Params& params) {
   const CallParams c = checkpoint_params(params);
   if (!c.policy) return checkpoint_policies::nothing_saveable();
   auto p = std::dynamic_pointer_cast<const Policy>(*c.policy);
@@ -296,7 +296,7 @@ PolicyPtr save_from_both_policies(PolicyPtr a, PolicyPtr b, std::source_location
           if (std::holds_alternative<Offloadable>(*d))
             throw ValueError(printed + ": the policies must return only Saveable or Recompute (JAX: "
                              "booleans), got Offloadable for equation " +
-                             describe_equation(prim, avals, params), loc);
+                             detail::describe_equation(prim, avals, params), loc);
         return from_bool(std::holds_alternative<Saveable>(x) || std::holds_alternative<Saveable>(y));
       }, true, false, std::set<std::string>{}, loc);
 }

@@ -68,9 +68,11 @@ struct MemoryKindArg {
   MemoryKind resolve(const char* fn) const;
 };
 
+namespace detail {
 /// The printed form of one equation for error messages: `prim[params](avals)`.
 std::string describe_equation(const Primitive& p, const std::vector<ShapedArray>& avals,
                               const Params& params);
+}  // namespace detail
 
 namespace checkpoint_policies {
 
@@ -122,7 +124,9 @@ PolicyPtr custom(std::string name, SaveablePolicy fn,
 
 }  // namespace checkpoint_policies
 
+namespace detail {
 /// The policy stored in a checkpoint equation's params (`policy`; None = nothing_saveable).
 PolicyPtr policy_from_params(const Params& params);
+}  // namespace detail
 
 }  // namespace minijax

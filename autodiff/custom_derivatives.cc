@@ -352,7 +352,7 @@ std::pair<std::vector<Array>, std::vector<int64_t>> custom_vjp_call_batch(
     return out;
   };
   const std::string& name = c.name.value();
-  auto outs = custom_vjp_call(batched_call(c.jaxpr), bfwd, bbwd, b, name,
+  auto outs = detail::custom_vjp_call(batched_call(c.jaxpr), bfwd, bbwd, b, name,
                               fobj->name, bobj->name, fobj->loc);
   return {outs, std::vector<int64_t>(outs.size(), 0)};
 }
@@ -452,6 +452,7 @@ std::vector<Array> custom_jvp_call(const FlatFn& fun, const CustomJvpFlatRule& j
   return minijax::bind(p, operands, ps.to_params(), loc);
 }
 
+namespace detail {
 std::vector<Array> custom_vjp_call(const FlatFn& fun, const CustomFwdFlat& fwd,
                                    const CustomBwdFlat& bwd, const std::vector<Array>& args,
                                    const std::string& name, const std::string& fwd_name,
@@ -470,6 +471,7 @@ std::vector<Array> custom_vjp_call(const FlatFn& fun, const CustomFwdFlat& fwd,
   operands.insert(operands.end(), args.begin(), args.end());
   return minijax::bind(p, operands, ps.to_params(), loc);
 }
+}  // namespace detail
 
 namespace {
 

@@ -58,6 +58,7 @@ std::vector<Array> custom_jvp_call(const FlatFn& fun, const CustomJvpFlatRule& j
                                    const std::string& jvp_name,
                                    std::source_location loc = std::source_location::current());
 
+namespace detail {
 /// Binds custom_vjp_call for the flat function `fun` on `args` with the flat fwd/bwd passes
 /// (JAX's custom_vjp.__call__). Errors as custom_jvp_call; TypeError when fwd's outputs differ
 /// from fun's or bwd returns cotangents of the wrong number/avals; forward mode (jvp, jacfwd,
@@ -68,7 +69,6 @@ std::vector<Array> custom_vjp_call(const FlatFn& fun, const CustomFwdFlat& fwd,
                                    const std::string& bwd_name,
                                    std::source_location loc = std::source_location::current());
 
-namespace detail {
 
 template <class... A>
 std::tuple<A...> unflatten_args(const std::tuple<A...>& like, const std::vector<Array>& leaves,
@@ -221,7 +221,7 @@ class CustomVjpFunction {
     };
     std::string fwd_name = name_ == "<lambda>" ? name_ : name_ + "_fwd";
     std::string bwd_name = name_ == "<lambda>" ? name_ : name_ + "_bwd";
-    auto outs = custom_vjp_call(flat_fun, flat_fwd, flat_bwd, leaves, name_, fwd_name, bwd_name, loc);
+    auto outs = detail::custom_vjp_call(flat_fun, flat_fwd, flat_bwd, leaves, name_, fwd_name, bwd_name, loc);
     return tree_unflatten(**out_like, outs, loc);
   }
 

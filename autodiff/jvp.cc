@@ -3,6 +3,7 @@
 #include "autodiff/jvp.h"
 
 #include "core/lax.h"
+#include "core/lax_params.h"
 
 namespace minijax {
 

@@ -5,6 +5,7 @@
 #include "autodiff/jvp.h"
 #include "core/config.h"
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/views/array_ops.h"
 
 namespace minijax {

@@ -2,6 +2,7 @@
 // Owns the trace-level batching engine; the per-primitive rules live in autodiff/rules/.
 #include "autodiff/vmap.h"
 
+#include "autodiff/batching.h"
 #include "autodiff/batching_util.h"
 #include "core/pjit.h"
 

@@ -1,5 +1,6 @@
 // minijax bench: the shared helpers of bench/bench_common.h — environment record, statistics,
 // JSON, the memcpy and dnnl_sgemm floors, the GEMM list of a compiled program, argument parsing.
+#include "core/lax_params.h"
 #include "core/views/control_flow.h"
 #include "core/bodies.h"
 #include "bench/bench_common.h"

@@ -38,6 +38,7 @@
 #include "core/config.h"
 #include "jit/compile_cache.h"
 #include "jit/jit.h"
+#include "jit/sharded_call.h"
 #include "samples/fashion_mnist_mlp_lib.h"
 
 namespace {

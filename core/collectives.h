@@ -15,20 +15,6 @@ namespace minijax {
 /// first: the rank of a device in its group is row-major over these axes' coordinates).
 using AxisNames = std::vector<std::string>;
 
-/// The `axis_name` parameter: a plain string for one axis (printed `axis_name=x`, as JAX), a
-/// tuple object for several (printed `axis_name=('x', 'y')`). ValueError if `names` is empty,
-/// has an empty or repeated name (naming `primitive` and the call site `loc`).
-Param axis_name_param(const AxisNames& names, const std::string& primitive = "collective",
-                      std::source_location loc = std::source_location::current());
-/// The `axis_name` parameter as printed: `x` for one axis, `('x', 'y')` for several (for error
-/// messages). ValueError as axis_name_param.
-std::string axis_names_str(const AxisNames& names);
-/// The axis names of a collective equation's `axis_name` parameter (ValueError if absent or of
-/// another type).
-AxisNames axis_names_of(const Params& params);
-/// Whether `name` is one of the collective primitives above (axis_index included).
-bool is_collective(const std::string& name);
-
 namespace detail {
 /// Throws the ValueError of a collective bound eagerly (outside the SPMD executor), naming the
 /// primitive, its axes and the call site.

@@ -184,21 +184,6 @@ struct DotOptions {
 /// Source: jax/_src/lax/lax.py dot_general, _dot_general_dtype_rule, canonicalize_precision.
 Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dims,
                   const DotOptions& options, SL loc = SL::current());
-/// dot_general's `dimension_numbers` parameter: one object printed as JAX prints it,
-/// `(([1], [0]), ([], []))`, and read back by the jaxpr parser.
-Param dot_dimension_numbers_param(const DotDimensionNumbers& dims);
-/// The dimension numbers of a dot_general equation's params; ValueError if absent or malformed.
-DotDimensionNumbers dot_dimension_numbers(const Params& params);
-/// A dot_general equation's full params: dimension_numbers, precision=None and
-/// preferred_element_type.
-Params dot_general_params(const DotDimensionNumbers& dims, DType preferred_element_type);
-/// The same with a precision (nullopt: None).
-Params dot_general_params(const DotDimensionNumbers& dims,
-                          const std::optional<std::pair<Precision, Precision>>& precision,
-                          DType preferred_element_type);
-/// The precision of a dot_general equation's params: nullopt for None; ValueError if malformed.
-std::optional<std::pair<Precision, Precision>> dot_precision(const Params& params);
-
 namespace detail {
 /// TypeError unless `out` is a preferred_element_type allowed for operands of `in` (DotOptions).
 void check_preferred_element_type(DType in, DType out);
@@ -227,13 +212,6 @@ struct PadConfig {
 };
 Array pad(const Array& x, const Array& padding_value, const std::vector<PadConfig>& config,
           SL loc = SL::current());
-/// pad's `padding_config` parameter: the (low, high, interior) triples stored as one flat int
-/// vector inside a ParamObject that prints as JAX's nested tuples `((1, 2, 0), (0, 0, 1))` and
-/// parses back (core/parser.h); for rank 0, the empty int tuple `()`.
-Param padding_config_param(const std::vector<PadConfig>& config);
-/// The triples of a pad equation's `padding_config` (the object above, or a flat int vector of
-/// length 3 * rank as a parser may produce). Throws ValueError if missing or malformed.
-std::vector<PadConfig> padding_config(const Params& params);
 /// JAX's lax.GatherScatterMode: what gather and scatter_add do with an index outside [0, n) of
 /// the operand's dim 0 (n rows).
 /// - CLIP: the index is clamped into [0, n - 1] (gather reads, scatter_add adds at the edge row).
@@ -303,7 +281,5 @@ std::vector<Array> optimization_barrier(const std::vector<Array>& xs, SL loc = S
 Array scalar(double v, DType d, bool weak = false);
 /// A concrete array of the given aval filled with v.
 Array full(const Shape& shape, double v, DType d, bool weak = false);
-/// zeros of aval a (symbolic-zero instantiation); float0 avals give a float0 array.
-Array zeros_like_aval(const ShapedArray& a);
 
 }  // namespace minijax::lax

@@ -2,6 +2,7 @@
 // Owns the per-thread stack, the dynamic trace, the eval trace and raising values between levels.
 #include "core/trace.h"
 
+#include "core/collective_params.h"
 #include "core/collectives.h"
 #include "core/config.h"
 #include "core/errors.h"

@@ -1,47 +1,46 @@
-// minijax jit: resolving shardings, lowering (propagate + partition), run_spmd, the constrained pjit
-// under a trace, and the non-template parts of compiled execution (signatures, texts, runs).
+// minijax jit: the non-template core of Jit (JitCore: the per-signature entries, tracing once,
+// compiling once, running or staging), Lowered's and Compiled's calls, signatures and texts.
 #include "jit/jit.h"
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <sstream>
+#include <thread>
+#include <unordered_map>
 
 #include "core/views/control_flow.h"
 #include "jit/passes/cost_analysis.h"
 #include "jit/passes/fuse.h"
 #include "jit/pipeline.h"
 #include "jit/runtime/execute.h"
+#include "jit/sharded_call.h"
 #include "memory/memory_analysis.h"
 #include "memory/offload_report.h"
 #include "memory/plan_buffers.h"
 
 #include "core/config.h"
 #include "core/errors.h"
+#include "core/float_checks.h"
 #include "core/profiler_hooks.h"
 #include "core/staging.h"
 #include "core/views/collectives.h"
 #include "core/views/memory_ops.h"
+#include "sharding/collective_traffic.h"
 #include "sharding/plan_reshard.h"
 #include "sharding/reshard_api.h"
+#include "sharding/sharded_array.h"
 #include "sharding/sharding_dot.h"
 
 namespace minijax {
 
-namespace {
-// The NamedSharding a ShapeDtypeStruct's abstract Array carries (read back by resolve_shardings).
-struct ShapeDtypeShardingParam final : ParamObject {
-  explicit ShapeDtypeShardingParam(NamedSharding s) : sharding(std::move(s)) {}
-  NamedSharding sharding;
-  std::string str() const override { return sharding.str(); }
-  bool equals(const ParamObject& o) const override {
-    auto* q = dynamic_cast<const ShapeDtypeShardingParam*>(&o);
-    return q && q->sharding.str() == sharding.str();
-  }
-};
-}  // namespace
 
 ShapeDtypeStruct::operator Array() const {
   checked_nbytes(shape, dtype);  // ShapeError for a negative dim or a size that overflows int64
   ShapedArray aval{shape, dtype, weak_type, sharding ? sharding->memory_kind : MemoryKind::device};
-  ParamObjectPtr sh = sharding ? std::make_shared<ShapeDtypeShardingParam>(*sharding) : nullptr;
+  ParamObjectPtr sh = sharding ? std::make_shared<detail::ShapeDtypeShardingParam>(*sharding) : nullptr;
   return Array(std::make_shared<AbstractArray>(std::move(aval), std::move(sh)));
 }
 
@@ -54,12 +53,6 @@ std::vector<bool> CallArgs::donated_leaves() const {
 }
 
 namespace detail {
-
-std::map<std::string, double> spmd_cost_analysis(const LoweredProgram& low) { return cost_analysis(low.program); }
-
-CompiledMemoryStats spmd_memory_analysis(const LoweredProgram& low) {
-  return memory_analysis(low.program, plan_buffers(low.program, std::vector<bool>(low.program.invars.size(), false)));
-}
 
 }  // namespace detail
 
@@ -75,191 +68,6 @@ void check_not_abstract(const std::vector<Array>& leaves, const uint32_t* first_
                           "pass an Array",
                       loc);
     }
-}
-
-std::vector<std::optional<Sharding>> resolve_shardings(
-    const std::vector<std::optional<NamedSharding>>& given, const std::vector<ShapedArray>& avals,
-    const std::vector<Array>& values, size_t num_consts, const char* what,
-    std::shared_ptr<const Mesh>& mesh, const InputNames& names, std::source_location loc) {
-  const size_t leaves = avals.size() - num_consts;
-  std::vector<std::optional<Sharding>> out(avals.size());
-  auto same_mesh = [&](const Sharding& s, size_t i, const std::string& shown) {
-    if (mesh && !(*mesh == *s.mesh))
-      throw ShardingError(std::string("jit: ") + what + " entry " + std::to_string(i) + " (" +
-                              shown + ") is on " + s.mesh->str() +
-                              ", but another sharding of the call is on " + mesh->str() +
-                              "; one program runs on one mesh",
-                          loc);
-    if (!mesh) mesh = s.mesh;
-  };
-  if (given.empty() && values.empty()) return out;
-  if (given.size() > 1 && given.size() != leaves)
-    throw ShardingError(std::string("jit: ") + what + " has " + std::to_string(given.size()) +
-                            " entries but the function has " + std::to_string(leaves) +
-                            " flattened leaves (give one per leaf, or one for all)",
-                        loc);
-  for (size_t i = 0; i < leaves; ++i) {
-    const std::optional<NamedSharding> none;
-    const std::optional<NamedSharding>& ns =
-        given.empty() ? none : given.size() == 1 ? given[0] : given[i];
-    const ShapedArray& aval = avals[num_consts + i];
-    if (ns) {
-      Sharding s;
-      try {
-        s = to_sharding(*ns, int64_t(aval.shape.size()), loc);
-        s.check(aval.shape, loc);
-      } catch (const ShardingError& e) {  // name the leaf and its shape (the spec is in e)
-        throw ShardingError(std::string("jit: ") + what + " entry " + std::to_string(i) + " for a " +
-                                aval.str() + " leaf: " + e.message(),
-                            loc);
-      }
-      same_mesh(s, i, ns->str());
-      // An input sharding says where the argument already is (JAX's in_shardings never move
-      // memory): another memory kind than the argument's is the caller's mistake.
-      if (std::string_view(what) == "in_shardings" && s.memory_kind != aval.memory_kind)
-        throw ValueError("jit '" + std::string(names.function) + "': in_shardings entry " + std::to_string(i) +
-                             " (" + ns->str() + ") puts " + names(num_consts + i) + " in " +
-                             memory_kind_name(s.memory_kind) + " memory, but " + names(num_consts + i) +
-                             " is a " + aval.str() + " in " + memory_kind_name(aval.memory_kind) +
-                             " memory (memory kinds passed to jit must match the argument's, as in JAX; "
-                             "device_put the argument to the sharding first)",
-                         loc);
-      out[num_consts + i] = std::move(s);
-    } else if (i < values.size() && values[i].is_abstract()) {
-      if (auto* p = dynamic_cast<const ShapeDtypeShardingParam*>(
-              static_cast<const AbstractArray*>(values[i].impl())->sharding().get())) {
-        Sharding s = to_sharding(p->sharding, int64_t(aval.shape.size()), loc);
-        s.check(aval.shape, loc);
-        same_mesh(s, i, "the ShapeDtypeStruct's sharding " + p->sharding.str());
-        out[num_consts + i] = std::move(s);
-      }
-    } else if (i < values.size() && values[i].is_sharded()) {
-      Sharding s = values[i].sharding(loc).sharding;
-      same_mesh(s, i, "the argument's own sharding " + s.str());
-      out[num_consts + i] = std::move(s);
-    }
-  }
-  return out;
-}
-
-namespace {
-
-// The sharding a program output is returned in: the output reshard's target if one was placed
-// there, else the output variable's sharding; a literal output is replicated.
-Sharding output_sharding(const PropagationResult& prop, const Jaxpr& j, size_t k,
-                         const std::shared_ptr<const Mesh>& mesh) {
-  for (auto& r : prop.reshards)
-    if (r.on_output && r.index == k) return r.to;
-  if (auto* v = std::get_if<Var>(&j.outvars[k])) return prop.of(*v);
-  return Sharding::replicated_on(mesh, int64_t(j.out_avals()[k].shape.size()));
-}
-
-}  // namespace
-
-std::shared_ptr<const LoweredProgram> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
-                                             const std::vector<std::optional<Sharding>>& in,
-                                             const std::vector<std::optional<Sharding>>& out_given,
-                                             const std::shared_ptr<const Mesh>& mesh, const JitOptions& opts,
-                                             std::source_location loc) {
-  // The lower phase: dead equations (e.g. the zeros relu's derivative builds and drops) go
-  // before propagation, which would give them shardings, maybe reshards, and buffers on every
-  // device; every input stays (one per operand) and every output is used. Outputs are reduced
-  // by propagation itself (no partial sums unless an out_sharding asks).
-  const ShardingRequest request{mesh, in, out_given, loc};
-  Compilation c = start_compilation(*jaxpr->jaxpr, compile_options(opts, {}, true), &request);
-  run_phase(c, StagePhase::lower);
-  auto low = std::make_shared<LoweredProgram>();
-  low->mesh = mesh;
-  auto live = std::make_shared<ClosedJaxpr>(*jaxpr);
-  live->jaxpr = std::make_shared<Jaxpr>(std::move(c.global));
-  low->jaxpr = live;
-  low->num_consts = num_consts;
-  low->propagation = std::move(c.propagation);
-  low->program = std::move(c.program);
-  low->site_eqn_index = std::move(c.site_eqn_index);
-  low->dump = c.dump;
-  const Jaxpr& j = *live->jaxpr;
-  for (auto& v : j.invars) low->in_shardings.push_back(low->propagation.of(v));
-  for (size_t k = 0; k < j.outvars.size(); ++k)
-    low->out_shardings.push_back(output_sharding(low->propagation, j, k, mesh));
-  return low;
-}
-
-std::shared_ptr<const LoweredProgram> lower_unsharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
-                                                      const JitOptions& opts) {
-  Compilation c = start_compilation(*jaxpr->jaxpr, compile_options(opts, {}, false));
-  run_phase(c, StagePhase::lower);
-  auto live = std::make_shared<ClosedJaxpr>(*jaxpr);
-  live->jaxpr = std::make_shared<Jaxpr>(c.program);
-  auto low = std::make_shared<LoweredProgram>();
-  low->jaxpr = live;
-  low->num_consts = num_consts;
-  low->program = std::move(c.program);
-  low->dump = c.dump;
-  return low;
-}
-
-void check_mesh_devices(const Mesh& mesh, std::source_location loc) {
-  const int count = num_devices(loc);
-  for (int id : mesh.device_ids)
-    if (id >= count)
-      throw ShardingError("jit: " + mesh.str() + " names device " + std::to_string(id) + ", but there are " +
-                              std::to_string(count) + " devices (ids 0.." + std::to_string(count - 1) +
-                              "; config().num_cpu_devices sets the count before first use)",
-                          loc);
-}
-
-SpmdRun run_lowered(const std::shared_ptr<const LoweredProgram>& lowered, const std::vector<Array>& operands,
-                    std::source_location loc) {
-  const LoweredProgram& low = *lowered;
-  if (!low.mesh)
-    throw ShardingError("jit: run_lowered on an unpartitioned Lowered (no sharding given, no mesh)", loc);
-  const size_t n = low.mesh->num_devices();
-  check_mesh_devices(*low.mesh, loc);
-  if (operands.size() != low.in_shardings.size())
-    throw ValueError("jit: " + std::to_string(operands.size()) + " operands for a program of " +
-                         std::to_string(low.in_shardings.size()) + " inputs",
-                     loc);
-  std::vector<std::vector<Array>> dev(n);
-  for (size_t k = 0; k < operands.size(); ++k) {
-    std::vector<Array> shards = local_shards(operands[k], low.in_shardings[k], loc);
-    for (size_t p = 0; p < n; ++p) dev[p].push_back(std::move(shards[p]));
-  }
-  SpmdRun run;
-  run.lowered = lowered;
-  run.outputs = run_spmd(low.program, *low.mesh, dev, &run.stats);
-  return run;
-}
-
-std::pair<ClosedJaxprPtr, std::vector<Array>> constrained_body(
-    const ClosedJaxprPtr& body, const std::vector<std::optional<Sharding>>& in,
-    const std::vector<std::optional<Sharding>>& out, std::source_location loc) {
-  const Jaxpr& j = *body->jaxpr;
-  ClosedJaxpr cj = trace_to_jaxpr(
-      [&](const std::vector<Array>& ins) {
-        std::vector<Array> args = ins;
-        for (size_t i = 0; i < args.size(); ++i)
-          if (in[i]) args[i] = with_sharding_constraint(args[i], *in[i], loc);
-        std::vector<Array> outs = eval_jaxpr(*body, args);
-        for (size_t k = 0; k < outs.size(); ++k)
-          if (out[k]) outs[k] = with_sharding_constraint(outs[k], *out[k], loc);
-        return outs;
-      },
-      j.in_avals(), loc);
-  auto wrapped = std::make_shared<ClosedJaxpr>();
-  wrapped->jaxpr = std::make_shared<Jaxpr>(convert_constvars_jaxpr(*cj.jaxpr));
-  return {wrapped, cj.consts};
-}
-
-std::vector<Array> sharded_outputs(const LoweredProgram& low, SpmdRun& run, std::source_location loc) {
-  std::vector<Array> outs;
-  const std::vector<ShapedArray> out_avals = low.jaxpr->jaxpr->out_avals();
-  for (size_t k = 0; k < low.out_shardings.size(); ++k) {
-    std::vector<Array> shards;
-    for (auto& dev : run.outputs) shards.push_back(dev[k]);
-    outs.push_back(make_sharded_array(out_avals[k], low.out_shardings[k], std::move(shards), loc));
-  }
-  return outs;
 }
 
 bool executes_now(const std::vector<Array>& a, const std::vector<Array>& b, std::source_location loc) {
@@ -288,9 +96,9 @@ void append_leaf_signature(Signature& sig, const std::vector<Array>& leaves, std
     if (!l.defined()) throw ValueError("jit: an argument leaf is an empty (default-constructed) Array", loc);
     const ShapedArray& av = l.aval();
     // A ShapeDtypeStruct's sharding counts as the sharding of an Array laid out that way.
-    const ShapeDtypeShardingParam* sds = nullptr;
+    const detail::ShapeDtypeShardingParam* sds = nullptr;
     if (l.is_abstract())
-      sds = dynamic_cast<const ShapeDtypeShardingParam*>(static_cast<const AbstractArray*>(l.impl())->sharding().get());
+      sds = dynamic_cast<const detail::ShapeDtypeShardingParam*>(static_cast<const AbstractArray*>(l.impl())->sharding().get());
     const bool sharded = sds || l.is_sharded();
     sig.words.push_back(uint64_t(av.dtype) | uint64_t(av.weak_type) << 8 | uint64_t(av.memory_kind) << 9 |
                         uint64_t(sharded) << 12 | uint64_t(av.shape.size()) << 16);
@@ -315,7 +123,7 @@ std::string signature_text(const std::vector<std::string>& structures, const std
     if (l.weak_type()) r += "{weak}";
     if (l.is_sharded()) r += " @ " + l.sharding(loc).str();
     if (l.is_abstract())
-      if (auto* p = dynamic_cast<const ShapeDtypeShardingParam*>(static_cast<const AbstractArray*>(l.impl())->sharding().get()))
+      if (auto* p = dynamic_cast<const detail::ShapeDtypeShardingParam*>(static_cast<const AbstractArray*>(l.impl())->sharding().get()))
         r += " @ " + p->sharding.str();
   }
   return r + "]";
@@ -437,32 +245,6 @@ const bool pjit_executor_installed = [] {
 
 }  // namespace detail
 
-std::string collectives_text(const SpmdStats& stats, const Jaxpr& program) {
-  std::string out;
-  for (auto& c : stats.collectives) {
-    // Where: the top-level equation; one holding the collective in a body is named as
-    // spmd_collectives_text names it (`eqn 1 closed_call reshard_ragged /`).
-    // A compiled site the matcher could not place (SIZE_MAX) is named by its primitive alone.
-    std::string where = c.eqn_index < program.eqns.size() ? "eqn " + std::to_string(c.eqn_index) : "(site)";
-    if (c.eqn_index < program.eqns.size()) {
-      const Eqn& e = program.eqns[c.eqn_index];
-      if (!CollectiveParams::is(e)) {
-        where += " " + e.primitive->name;
-        if (is_pjit(*e.primitive) || is_closed_call(*e.primitive))
-          if (auto name = call_params(e).name) where += " " + *name;
-        where += " /";
-      }
-    }
-    CollectiveTraffic t;
-    t.primitive = c.primitive;
-    t.axes = c.axes;
-    t.bytes_sent = c.bytes_sent;
-    t.bytes_received = c.bytes_received;
-    out += collective_line(where, t);
-  }
-  return out;
-}
-
 std::string LoweredProgram::as_text() const {
   std::ostringstream os;
   if (!mesh) {
@@ -480,5 +262,410 @@ std::string to_dot(const LoweredProgram& lowered, DotOptions opts) {
   const Jaxpr& j = *lowered.jaxpr->jaxpr;
   return lowered.mesh ? to_dot(j, lowered.propagation, std::move(opts)) : to_dot(j, opts);
 }
+
+// ---- JitCore: the non-template part of Jit --------------------------------------------------------
+
+namespace detail {
+
+namespace {
+
+/// fn(), where a ResourceExhaustedError raised at a line of the library (the allocator's, inside
+/// tracing, lowering or compiling) is thrown again at the user's `loc` with `what` before its
+/// message (e.g. "jit 'f': compile: "), keeping its type. Errors at the user's own lines (inside
+/// f) and every other error pass unchanged.
+template <class Fn>
+decltype(auto) at_user_line(const std::string& what, std::source_location loc, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const ResourceExhaustedError& e) {
+    if (!is_library_location(e.where())) throw;
+    rethrow_at(e, what, loc);
+    throw;
+  }
+}
+
+/// One signature of a Jit: its trace, and what it compiled to.
+struct Entry {
+  // The trace (jaxpr with constvars converted: invars = consts + leaves, consts, out_like):
+  // this Jit's own, or a reference to the shared cache's.
+  CachedTracePtr traced;
+  std::vector<bool> donated;  // per program input
+  std::shared_ptr<const LoweredProgram> spmd;
+  std::shared_ptr<const SpmdExecutable> spmd_exe;  // spmd compiled
+  // Unsharded: the executable, owned by the process-wide cache (which may evict it; the next
+  // call compiles it again). Guarded by prepare_mu.
+  std::weak_ptr<const Executable> exe;
+  CacheNode node;  // this entry in the cache budget (kind "jit trace")
+  std::vector<StaticKey> statics;
+  bool ready = false;
+  std::thread::id maker;  // the thread tracing a placeholder
+  // The sharded lowering or the executable, made once: a mutex and a flag, not std::call_once,
+  // so that a compile that throws (RESOURCE_EXHAUSTED) leaves the next call free to try again
+  // (ThreadSanitizer's pthread_once never releases a once whose function threw: a hang).
+  std::mutex prepare_mu;
+  bool prepared = false;
+};
+
+}  // namespace
+
+struct JitCore::State : std::enable_shared_from_this<JitCore::State> {
+  State(JitOptions o, std::source_location l, CallableId id) : opts(std::move(o)), loc(l), fn(std::move(id)) {}
+  JitOptions opts;
+  std::source_location loc;
+  CallableId fn;  // f's identity in the shared trace cache (empty: not shared)
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::unordered_map<Signature, std::vector<std::shared_ptr<Entry>>, SignatureHash> cache;
+  std::atomic<int> traces{0};
+  std::shared_ptr<const SpmdRun> last;
+
+  InputNames names(const Entry& e, const CallArgs& ca) const {
+    return InputNames{opts.name, e.traced->consts.size(), ca.first_leaf.data(), ca.nargs};
+  }
+  CachedTracePtr trace(const CallArgs& ca, TraceFn fn);
+  std::shared_ptr<Entry> make_entry(const CallArgs& ca, TraceFn fn);
+  std::shared_ptr<Entry> entry_for(const CallArgs& ca, TraceFn fn);
+  void join_budget(const Signature& sig, const std::shared_ptr<Entry>& e);
+  /// Compiles e once (sharded: its SPMD executable); returns the unsharded executable (compiled
+  /// again when the executable cache evicted it), null for a sharded entry.
+  std::shared_ptr<const Executable> prepare(Entry& e, const CallArgs& ca);
+  std::vector<Array> bind_traced(const Entry& e, const CallArgs& ca);
+};
+
+CachedTracePtr JitCore::State::trace(const CallArgs& ca, TraceFn fn) {
+  std::vector<ShapedArray> avals;
+  avals.reserve(ca.leaves.size());
+  for (auto& a : ca.leaves) avals.push_back(a.aval());
+  ++traces;
+  std::any out_like;
+  ClosedJaxpr cj;
+  profiler::detail::Scope trace_event("tracing", "trace");
+  if (trace_event.active()) {
+    trace_event.set_name("trace jit '" + opts.name + "'");
+    trace_event.set_args(trace_event_args(avals, loc));
+  }
+  try {
+    cj = fn(avals, out_like);
+  } catch (const ConcretizationError& err) {
+    throw ConcretizationError(err.message() + " (while tracing jit function '" + opts.name + "')", err.where());
+  }
+  return make_cached_trace(cj, std::move(out_like));
+}
+
+std::shared_ptr<Entry> JitCore::State::make_entry(const CallArgs& ca, TraceFn fn) {
+  auto e = std::make_shared<Entry>();
+  if (this->fn.type) {
+    // The shared cache: keyed by f's identity, the signature, the static values and which
+    // arguments are static (Jits of one f may differ in static_argnums).
+    TraceKey key;
+    key.kind = "jit";
+    key.fn = this->fn;
+    key.sig = ca.sig;
+    key.sig.words.push_back(ca.static_mask);
+    key.sig.finish();
+    key.statics = ca.statics;
+    e->traced = shared_traces().get(key, [&] { return trace(ca, fn); });
+  } else {
+    e->traced = trace(ca, fn);
+  }
+  e->donated.assign(e->traced->consts.size(), false);
+  const std::vector<bool> donated = ca.donated_leaves();
+  e->donated.insert(e->donated.end(), donated.begin(), donated.end());
+  e->statics = ca.statics;
+  e->ready = true;
+  return e;
+}
+
+std::shared_ptr<Entry> JitCore::State::entry_for(const CallArgs& ca, TraceFn fn) {
+  std::unique_lock<std::mutex> g(mu);
+  for (;;) {
+    auto it = cache.find(ca.sig);
+    std::shared_ptr<Entry> found;
+    if (it != cache.end())
+      for (auto& e : it->second)
+        if (e->statics == ca.statics) found = e;
+    if (!found) break;
+    if (found->ready) {
+      found->node.touch();
+      return found;
+    }
+    if (found->maker == std::this_thread::get_id()) {
+      // f calls this Jit with the signature being traced: never wait for oneself (unkept).
+      g.unlock();
+      return make_entry(ca, fn);
+    }
+    cv.wait(g);  // another thread traces this signature; a failure removes its placeholder
+  }
+  // Traced once per signature: a placeholder makes concurrent callers of it wait.
+  auto placeholder = std::make_shared<Entry>();
+  placeholder->statics = ca.statics;
+  placeholder->maker = std::this_thread::get_id();
+  cache[ca.sig].push_back(placeholder);
+  g.unlock();
+  std::shared_ptr<Entry> made;
+  std::exception_ptr error;
+  try {
+    made = make_entry(ca, fn);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  g.lock();
+  auto& bucket = cache[ca.sig];
+  auto it = std::find(bucket.begin(), bucket.end(), placeholder);
+  // Kept unless its constants are tracers of an enclosing trace (valid for this call only).
+  const bool kept = made && made->traced->cacheable();
+  if (kept) {
+    join_budget(ca.sig, made);
+    *it = made;
+  } else {
+    bucket.erase(it);
+  }
+  if (bucket.empty()) cache.erase(ca.sig);
+  cv.notify_all();
+  g.unlock();
+  if (error) std::rethrow_exception(error);
+  if (kept) enforce_cache_budget();
+  return made;
+}
+
+void JitCore::State::join_budget(const Signature& sig, const std::shared_ptr<Entry>& e) {
+  std::weak_ptr<State> weak = weak_from_this();
+  const Entry* raw = e.get();
+  e->node.join("jit trace", 0, [weak, sig, raw] {
+    std::shared_ptr<State> st = weak.lock();
+    if (!st) return;  // the Jit is gone, and its entries with it
+    std::shared_ptr<Entry> gone;  // freed after the lock is released
+    std::lock_guard<std::mutex> g(st->mu);
+    auto it = st->cache.find(sig);
+    if (it == st->cache.end()) return;
+    auto pos = std::find_if(it->second.begin(), it->second.end(), [&](auto& x) { return x.get() == raw; });
+    if (pos == it->second.end()) return;
+    gone = std::move(*pos);
+    it->second.erase(pos);
+    if (it->second.empty()) st->cache.erase(it);
+  });
+}
+
+std::shared_ptr<const Executable> JitCore::State::prepare(Entry& e, const CallArgs& ca) {
+  std::lock_guard<std::mutex> lock(e.prepare_mu);
+  if (e.prepared) {
+    if (e.spmd) return nullptr;
+    if (std::shared_ptr<const Executable> exe = e.exe.lock()) return exe;
+    // Evicted from the executable cache: compiled again (or found there, compiled by another Jit).
+    std::shared_ptr<const Executable> exe = compile_traced(e.traced->jaxpr, opts, e.donated, loc);
+    e.exe = exe;
+    return exe;
+  }
+  std::shared_ptr<const Executable> exe;
+  std::vector<ShapedArray> in_avals = e.traced->jaxpr->jaxpr->in_avals();
+  std::vector<ShapedArray> out_avals = e.traced->jaxpr->jaxpr->out_avals();
+  std::shared_ptr<const Mesh> mesh;
+  auto in = resolve_shardings(opts.in_shardings, in_avals, ca.leaves, e.traced->consts.size(), "in_shardings", mesh,
+                              names(e, ca), loc);
+  auto out = resolve_shardings(opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, names(e, ca), loc);
+  if (mesh) {
+    e.spmd = lower_sharded(e.traced->jaxpr, e.traced->consts.size(), in, out, mesh, opts, loc);
+    e.spmd_exe = compile_sharded(*e.spmd, opts, e.donated, loc);
+  } else {
+    exe = compile_traced(e.traced->jaxpr, opts, e.donated, loc);
+    e.exe = exe;
+  }
+  e.prepared = true;
+  return exe;
+}
+
+std::vector<Array> JitCore::State::bind_traced(const Entry& e, const CallArgs& ca) {
+  std::vector<ShapedArray> in_avals = e.traced->jaxpr->jaxpr->in_avals();
+  std::vector<ShapedArray> out_avals = e.traced->jaxpr->jaxpr->out_avals();
+  std::shared_ptr<const Mesh> mesh;
+  auto in = resolve_shardings(opts.in_shardings, in_avals, {}, e.traced->consts.size(), "in_shardings", mesh,
+                              names(e, ca), loc);
+  auto out = resolve_shardings(opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, names(e, ca), loc);
+  std::vector<Array> operands;
+  ClosedJaxprPtr body = e.traced->jaxpr;
+  if (mesh) {
+    auto [wrapped, consts] = constrained_body(e.traced->jaxpr, in, out, loc);
+    body = wrapped;
+    operands = consts;
+  }
+  operands.insert(operands.end(), e.traced->consts.begin(), e.traced->consts.end());
+  operands.insert(operands.end(), ca.leaves.begin(), ca.leaves.end());
+  return bind_call(pjit_p(), body, opts.name, operands, loc);
+}
+
+JitCore::JitCore(JitOptions opts, std::source_location loc, CallableId fn)
+    : s_(std::make_shared<State>(std::move(opts), loc, std::move(fn))) {}
+
+const JitOptions& JitCore::options() const { return s_->opts; }
+
+std::source_location JitCore::loc() const { return s_->loc; }
+
+JitCallResult JitCore::call(const CallArgs& ca, TraceFn trace, RerunFn rerun) const {
+  State& s = *s_;
+  check_not_abstract(ca.leaves, ca.first_leaf.data(), ca.nargs, s.opts.name, s.loc);
+  std::shared_ptr<Entry> e =
+      at_user_line("jit '" + s.opts.name + "': trace: ", s.loc, [&] { return s.entry_for(ca, trace); });
+  JitCallResult r;
+  r.out_like = &e->traced->out_like;
+  if (!executes_now(ca.leaves, e->traced->consts, s.loc)) {
+    r.outs = s.bind_traced(*e, ca);
+    r.staged = true;
+    r.keep = std::move(e);
+    return r;
+  }
+  // Held for the whole call: clear_caches() or an eviction meanwhile frees nothing this call uses.
+  std::shared_ptr<const Executable> exe =
+      at_user_line("jit '" + s.opts.name + "': compile: ", s.loc, [&] { return s.prepare(*e, ca); });
+  e->node.touch();
+  e->traced->node.touch();
+  if (e->spmd) {
+    std::vector<Array> operands = e->traced->consts;
+    operands.insert(operands.end(), ca.leaves.begin(), ca.leaves.end());
+    std::shared_ptr<SpmdRun> run;
+    r.outs = run_sharded(e->spmd, e->spmd_exe, operands, s.names(*e, ca), &run, s.loc);
+    std::lock_guard<std::mutex> g(s.mu);
+    s.last = run;
+  } else {
+    exe->cache_node.touch();
+    r.outs = run_compiled(*exe, e->traced->consts, ca.leaves, s.opts.name, ca.first_leaf.data(), ca.nargs, s.loc);
+  }
+  if (float_checks_on()) {
+    std::function<void()> again = [&] { rerun(); };
+    check_jit_outputs(r.outs, s.opts.name, ca.donate_mask != 0, again, s.loc);
+  }
+  r.keep = std::move(e);
+  return r;
+}
+
+SpmdRun JitCore::run_spmd_shards(const CallArgs& ca, TraceFn trace) const {
+  State& s = *s_;
+  std::shared_ptr<Entry> e = s.entry_for(ca, trace);
+  if (!executes_now(ca.leaves, e->traced->consts, s.loc))
+    throw ShardingError("jit '" + s.opts.name + "': run_spmd_shards needs concrete arguments", s.loc);
+  s.prepare(*e, ca);
+  if (!e->spmd)
+    throw ShardingError("jit '" + s.opts.name + "': no in_shardings or out_shardings given, nothing to partition",
+                        s.loc);
+  std::vector<Array> operands = e->traced->consts;
+  operands.insert(operands.end(), ca.leaves.begin(), ca.leaves.end());
+  SpmdRun run = run_lowered(e->spmd, operands, s.loc);
+  std::lock_guard<std::mutex> g(s.mu);
+  s.last = std::make_shared<SpmdRun>(run);
+  return run;
+}
+
+LoweredCall JitCore::lower(const CallArgs& ca, TraceFn trace, DescribeFn describe) const {
+  State& s = *s_;
+  // C++ gives no call site to a function whose parameters end in a pack: errors name the jit's.
+  return at_user_line("jit '" + s.opts.name + "': lower: ", s.loc, [&] {
+    std::shared_ptr<Entry> e = s.entry_for(ca, trace);
+    for (auto& c : e->traced->consts)
+      if (!c.is_concrete())
+        throw ShardingError("jit '" + s.opts.name + "': lower needs concrete closed-over values", s.loc);
+    std::vector<ShapedArray> in_avals = e->traced->jaxpr->jaxpr->in_avals();
+    std::vector<ShapedArray> out_avals = e->traced->jaxpr->jaxpr->out_avals();
+    std::shared_ptr<const Mesh> mesh;
+    auto in = resolve_shardings(s.opts.in_shardings, in_avals, ca.leaves, e->traced->consts.size(), "in_shardings",
+                                mesh, s.names(*e, ca), s.loc);
+    auto out =
+        resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, s.names(*e, ca), s.loc);
+    LoweredCall low;
+    std::shared_ptr<const LoweredProgram> lp =
+        mesh ? lower_sharded(e->traced->jaxpr, e->traced->consts.size(), in, out, mesh, s.opts, s.loc)
+             : lower_unsharded(e->traced->jaxpr, e->traced->consts.size(), s.opts);
+    static_cast<LoweredProgram&>(low) = *lp;
+    if (mesh) low.spmd = lp;
+    low.consts = e->traced->consts;
+    low.out_like = e->traced->out_like;
+    low.donated = e->donated;
+    low.statics = ca.statics;
+    low.signature = ca.sig;
+    low.signature_text = describe();
+    low.options = s.opts;
+    low.loc = s.loc;
+    return low;
+  });
+}
+
+std::shared_ptr<const SpmdRun> JitCore::last_run() const {
+  std::shared_ptr<const SpmdRun> last;
+  {
+    std::lock_guard<std::mutex> g(s_->mu);
+    last = s_->last;
+  }
+  std::shared_ptr<const SpmdRun> done = finished_run(last);
+  std::lock_guard<std::mutex> g(s_->mu);
+  if (s_->last == last) s_->last = done;  // kept: later calls of last_run() return this object
+  return done;
+}
+
+int JitCore::trace_count() const { return s_->traces.load(); }
+
+void JitCore::clear_cache() const {
+  std::vector<std::shared_ptr<Entry>> dropped;  // freed after the lock is released
+  {
+    std::lock_guard<std::mutex> g(s_->mu);
+    for (auto& [sig, entries] : s_->cache)
+      for (auto& e : entries)
+        if (e->ready) dropped.push_back(e);
+    for (auto it = s_->cache.begin(); it != s_->cache.end();) {
+      std::erase_if(it->second, [](const std::shared_ptr<Entry>& e) { return e->ready; });
+      it = it->second.empty() ? s_->cache.erase(it) : std::next(it);
+    }
+    for (auto& e : dropped) e->node.leave();
+  }
+  if (s_->fn.type) shared_traces().clear("jit", s_->fn);
+}
+
+size_t JitCore::cache_size() const {
+  std::lock_guard<std::mutex> g(s_->mu);
+  size_t n = 0;
+  for (auto& [sig, entries] : s_->cache) n += entries.size();
+  return n;
+}
+
+void compile_lowered_call(const LoweredCall& low, std::source_location loc, std::shared_ptr<const Executable>* exe,
+                          std::shared_ptr<const SpmdExecutable>* spmd) {
+  at_user_line("compile '" + low.options.name + "': ", loc, [&] {
+    if (low.spmd) {
+      *spmd = compile_sharded(*low.spmd, low.options, low.donated, loc, exe);
+    } else {
+      *exe = compile_lowering(low, low.options, low.donated, false, loc);
+    }
+  });
+}
+
+std::vector<Array> call_compiled(const LoweredCall& low, const std::shared_ptr<const Executable>& exe,
+                                 const std::shared_ptr<const SpmdExecutable>& spmd, const CallArgs& ca,
+                                 DescribeFn describe) {
+  const std::string& name = low.options.name;
+  check_not_abstract(ca.leaves, ca.first_leaf.data(), ca.nargs, name, low.loc);
+  if (!(ca.sig == low.signature) || !(ca.statics == low.statics))
+    throw TypeError("compiled '" + name + "' was lowered for arguments " + low.signature_text + " and called with " +
+                        describe() + " (lower and compile again for another signature)",
+                    low.loc);
+  if (!executes_now(ca.leaves, low.consts, low.loc))
+    throw TypeError("compiled '" + name + "' was called under a trace (grad, vmap, jit, make_jaxpr) or on "
+                        "traced values: a Compiled runs concrete Arrays only; call the jit function itself "
+                        "inside transformations",
+                    low.loc);
+  std::vector<Array> outs;
+  if (low.spmd) {
+    std::vector<Array> operands = low.consts;
+    operands.insert(operands.end(), ca.leaves.begin(), ca.leaves.end());
+    outs = run_sharded(low.spmd, spmd, operands, InputNames{name, low.consts.size(), ca.first_leaf.data(), ca.nargs},
+                       nullptr, low.loc);
+  } else {
+    outs = run_compiled(*exe, low.consts, ca.leaves, name, ca.first_leaf.data(), ca.nargs, low.loc);
+  }
+  if (float_checks_on()) check_jit_outputs(outs, name, ca.donate_mask != 0, nullptr, low.loc);
+  return outs;
+}
+
+std::map<std::string, double> executable_cost(const Executable& exe) { return exe.cost; }
+
+CompiledMemoryStats executable_memory(const Executable& exe) { return exe.memory; }
+
+}  // namespace detail
 
 }  // namespace minijax

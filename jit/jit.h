@@ -1,40 +1,31 @@
 // minijax jit: JAX's staged API — jit(f)(args), jit(f).lower(args).compile() — with static and
-// donated arguments, shardings, the per-signature cache and compiled execution on the devices.
+// donated arguments and shardings: the templates that flatten and unflatten pytrees over JitCore.
 #pragma once
 #include <any>
-#include <atomic>
 #include <array>
-#include <condition_variable>
 #include <cstdint>
-#include <functional>
-#include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <source_location>
 #include <string>
-#include <string_view>
-#include <thread>
 #include <type_traits>
-#include <typeinfo>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/api.h"
-#include "core/jaxpr.h"
 #include "core/call_signature.h"
+#include "core/jaxpr.h"
+#include "core/staging.h"
 #include "core/to_dot.h"
 #include "core/trace_cache.h"
 #include "jit/caches.h"
 #include "jit/executable.h"
-#include "jit/runtime/execute.h"
-#include "jit/reference/reference_executor.h"
+#include "jit/runtime/collective_stats.h"
+#include "memory/memory_analysis.h"
 #include "sharding/mesh.h"
 #include "sharding/partition_spec.h"
 #include "sharding/propagate_shardings.h"
-#include "sharding/sharded_array.h"
 #include "sharding/sharding.h"
 
 namespace minijax {
@@ -199,49 +190,6 @@ std::string collectives_text(const SpmdStats& stats, const Jaxpr& program);
 
 namespace detail {
 
-/// The sharding each operand is given: from `given` (one per leaf, or one for all, or empty),
-/// else the sharding of the leaf's value in `values` when it is a sharded Array, else nullopt.
-/// Operands 0..num_consts-1 (f's constants) get nullopt. Throws ShardingError at `loc` for a
-/// count other than 0, 1 or the number of leaves, a spec that does not fit its leaf, or two
-/// shardings on different meshes; ValueError naming the function, the argument (`names`) and
-/// both memory kinds for an `in_shardings` entry in another memory kind than its argument's aval
-/// (as JAX: in_shardings never move memory; out_shardings do). `mesh` receives the common mesh
-/// (if any).
-std::vector<std::optional<Sharding>> resolve_shardings(
-    const std::vector<std::optional<NamedSharding>>& given, const std::vector<ShapedArray>& avals,
-    const std::vector<Array>& values, size_t num_consts, const char* what,
-    std::shared_ptr<const Mesh>& mesh, const InputNames& names, std::source_location loc);
-
-/// Propagates and partitions `jaxpr` (constvars converted to invars) for the resolved in/out
-/// shardings on `mesh`; dead equations removed first.
-/// The pipeline's lower phase (jit/pipeline.h); dumps under opts.dump_dir.
-std::shared_ptr<const LoweredProgram> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
-                                                    const std::vector<std::optional<Sharding>>& in,
-                                                    const std::vector<std::optional<Sharding>>& out,
-                                                    const std::shared_ptr<const Mesh>& mesh, const JitOptions& opts,
-                                                    std::source_location loc);
-
-/// The unpartitioned LoweredProgram of `jaxpr`: the pipeline's lower phase without a mesh (dead
-/// equations removed); dumps under opts.dump_dir.
-std::shared_ptr<const LoweredProgram> lower_unsharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
-                                                      const JitOptions& opts);
-
-/// ShardingError at `loc` when `mesh` names a device id at or beyond num_devices(), naming the
-/// id and the count.
-void check_mesh_devices(const Mesh& mesh, std::source_location loc);
-
-/// Puts each operand onto its propagated input sharding and runs the SPMD program with run_spmd.
-SpmdRun run_lowered(const std::shared_ptr<const LoweredProgram>& lowered, const std::vector<Array>& operands,
-                    std::source_location loc);
-
-/// Under a trace: the body of the pjit a sharded jit binds, its inputs and outputs constrained.
-std::pair<ClosedJaxprPtr, std::vector<Array>> constrained_body(
-    const ClosedJaxprPtr& body, const std::vector<std::optional<Sharding>>& in,
-    const std::vector<std::optional<Sharding>>& out, std::source_location loc);
-
-/// The outputs of a sharded run as sharded Arrays in their out shardings.
-std::vector<Array> sharded_outputs(const LoweredProgram& low, SpmdRun& run, std::source_location loc);
-
 /// Whether the current trace is the eval trace and every value in `a` and `b` (a call's leaves
 /// and its function's constants) is concrete: then a jitted call executes; otherwise it is
 /// staged as one pjit equation.
@@ -264,60 +212,6 @@ void append_leaf_signature(Signature& sig, const std::vector<Array>& leaves, std
 /// weak types and shardings) for error messages.
 std::string signature_text(const std::vector<std::string>& structures, const std::vector<Array>& leaves,
                            std::source_location loc);
-
-/// Executes an unsharded executable on the constants and leaves (concrete), with donation; errors
-/// name jit `name` and the positional argument of a leaf (`first_leaf`, `nargs`).
-std::vector<Array> run_compiled(const Executable& exe, const std::vector<Array>& consts,
-                                const std::vector<Array>& leaves, const std::string& name,
-                                const uint32_t* first_leaf, size_t nargs, std::source_location loc);
-
-/// cost_analysis of a sharded lowering's SPMD program (one device's share).
-std::map<std::string, double> spmd_cost_analysis(const LoweredProgram& low);
-/// memory_analysis of a sharded lowering's SPMD program, planned without fusion.
-CompiledMemoryStats spmd_memory_analysis(const LoweredProgram& low);
-
-/// The compiled program of a traced signature (process-wide cache; see compile_executable).
-/// The compiler's options for a jit with `opts` whose program inputs are `donated` (true for
-/// SPMD programs with `spmd`).
-CompileOptions compile_options(const JitOptions& opts, const std::vector<bool>& donated, bool spmd);
-
-std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
-                                                 const std::vector<bool>& donated, std::source_location loc);
-
-/// The compiled program of a lowering: the pipeline's compile and codegen phases on its program
-/// after the lower phase (`spmd`: a sharded lowering's SPMD program, CompileOptions::spmd), with
-/// inputs `donated`, capacity-checked on the lowering's devices (check_compiled_capacity).
-std::shared_ptr<const Executable> compile_lowering(const LoweredProgram& low, const JitOptions& opts,
-                                                   const std::vector<bool>& donated, bool spmd,
-                                                   std::source_location loc);
-
-/// ResourceExhaustedError at `loc` when `exe`'s predicted peak of device memory exceeds
-/// config().device_memory_bytes (naming the peak, the capacity and the largest device buffer),
-/// or its host peak times `num_devices` exceeds config().host_memory_bytes. Read at every
-/// compile() (capacities may change between compilations of a cached program).
-void check_compiled_capacity(const Executable& exe, size_t num_devices, std::source_location loc);
-
-/// A sharded lowering compiled (compile_lowering with spmd; the executable cache shared with
-/// every call) and its loaded executable bound to its mesh; `*exe`, when given, receives the
-/// compiled program (Compiled's analyses and text). ResourceExhaustedError as
-/// check_compiled_capacity; ShardingError for a collective whose axes do not fit the mesh.
-std::shared_ptr<const SpmdExecutable> compile_sharded(const LoweredProgram& low, const JitOptions& opts,
-                                                      const std::vector<bool>& donated, std::source_location loc,
-                                                      std::shared_ptr<const Executable>* exe = nullptr);
-
-/// Runs `spmd` (compiled from `lowered`) on every device of its mesh: each operand (constants
-/// then leaves) put onto its input sharding, the call enqueued (execute_spmd: it returns before
-/// the devices finish), the outputs returned as sharded Arrays in their out shardings, pending
-/// until the call completes (a read waits; a failure is rethrown there). `*run` (when given)
-/// receives the call's SpmdRun (its statistics through finished_run). Throws as execute_spmd,
-/// and ShardingError for a mesh naming an unknown device.
-std::vector<Array> run_sharded(const std::shared_ptr<const LoweredProgram>& lowered,
-                               const std::shared_ptr<const SpmdExecutable>& spmd, const std::vector<Array>& operands,
-                               const InputNames& names, std::shared_ptr<SpmdRun>* run, std::source_location loc);
-
-/// `run` with its compiled call waited for and the communicator's counts copied into
-/// stats.collectives (a call that failed: returned as it is); other runs unchanged.
-std::shared_ptr<const SpmdRun> finished_run(const std::shared_ptr<const SpmdRun>& run);
 
 /// The text of Compiled::as_text: the program after the passes, the kernels (KIR), the buffer
 /// plan, how each equation was lowered, memory and cost; the optimized LLVM IR when asked.
@@ -349,6 +243,93 @@ CallArgs split_args(const JitOptions& opts, std::source_location loc, const A&..
 /// The readable signature of a call (signature_text of its structures and leaves).
 template <class... A>
 std::string describe_args(const CallArgs& ca, std::source_location loc, const A&... args);
+
+/// A non-owning reference to a callable: the template part of jit hands its core the functions
+/// that need f's type (tracing, re-running); the core calls them only while that call runs.
+template <class Sig>
+class FunctionRef;
+template <class Ret, class... Args>
+class FunctionRef<Ret(Args...)> {
+ public:
+  template <class Fn>
+    requires(!std::is_same_v<std::remove_cvref_t<Fn>, FunctionRef>)
+  FunctionRef(Fn& fn)  // NOLINT(google-explicit-constructor)
+      : obj_(static_cast<void*>(&fn)),
+        call_([](void* o, Args... a) -> Ret { return (*static_cast<Fn*>(o))(std::forward<Args>(a)...); }) {}
+  Ret operator()(Args... a) const { return call_(obj_, std::forward<Args>(a)...); }
+
+ private:
+  void* obj_;
+  Ret (*call_)(void*, Args...);
+};
+
+/// Traces f on abstract leaves of `avals` (the call's static values as given) into a jaxpr, and
+/// stores f's result with abstract leaves (abstract_like) in `out_like`.
+using TraceFn = FunctionRef<ClosedJaxpr(const std::vector<ShapedArray>& avals, std::any& out_like)>;
+/// Calls f again, op by op, on the call's own arguments (debug_nans / debug_infs).
+using RerunFn = FunctionRef<void()>;
+/// The readable signature of the call (describe_args), made only for an error.
+using DescribeFn = FunctionRef<std::string()>;
+
+/// The non-template part of Lowered: the lowering and what compile() and the Compiled need.
+struct LoweredCall : LoweredProgram {
+  std::vector<Array> consts;
+  std::any out_like;
+  std::vector<bool> donated;               ///< per program input
+  std::vector<StaticKey> statics;
+  Signature signature;                     ///< CallArgs::sig of the lowered call
+  std::string signature_text;              ///< its readable form (for error messages)
+  JitOptions options;
+  std::source_location loc;
+  std::shared_ptr<const LoweredProgram> spmd;  ///< the sharded lowering (null when unsharded)
+};
+
+/// What one call of a jit gives its template part: the flat outputs, f's result structure (the
+/// trace's out_like, alive while `keep` is) and whether the call was staged (under a trace).
+struct JitCallResult {
+  std::vector<Array> outs;
+  const std::any* out_like = nullptr;
+  std::shared_ptr<const void> keep;  ///< the signature's entry, which holds its trace
+  bool staged = false;
+};
+
+/// The non-template core of Jit (jit/jit.cc): one entry per signature (traced once, through the
+/// shared trace cache when f is identifiable), compiled once (sharded: lowered, partitioned and
+/// compiled for its mesh), run or staged. Copies share one state (a Jit's copies share their
+/// cache). Thread-safe.
+class JitCore {
+ public:
+  JitCore(JitOptions opts, std::source_location loc, CallableId fn);
+  const JitOptions& options() const;
+  std::source_location loc() const;
+  /// Jit::operator() on the split arguments `ca`.
+  JitCallResult call(const CallArgs& ca, TraceFn trace, RerunFn rerun) const;
+  /// Jit::run_spmd_shards on the split arguments `ca`.
+  SpmdRun run_spmd_shards(const CallArgs& ca, TraceFn trace) const;
+  /// Jit::lower on the split arguments `ca`.
+  LoweredCall lower(const CallArgs& ca, TraceFn trace, DescribeFn describe) const;
+  std::shared_ptr<const SpmdRun> last_run() const;
+  int trace_count() const;
+  void clear_cache() const;
+  size_t cache_size() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> s_;
+};
+
+/// Lowered::compile: the executable of `low` (sharded: also bound to its mesh, `*spmd`), with
+/// capacity errors at `loc`.
+void compile_lowered_call(const LoweredCall& low, std::source_location loc, std::shared_ptr<const Executable>* exe,
+                          std::shared_ptr<const SpmdExecutable>* spmd);
+/// Compiled::operator() on the split arguments `ca`: TypeError for another signature than the
+/// lowered one (`describe` names it) or a call under a trace; the flat outputs.
+std::vector<Array> call_compiled(const LoweredCall& low, const std::shared_ptr<const Executable>& exe,
+                                 const std::shared_ptr<const SpmdExecutable>& spmd, const CallArgs& ca,
+                                 DescribeFn describe);
+/// The analyses of Compiled (the executable's).
+std::map<std::string, double> executable_cost(const Executable& exe);
+CompiledMemoryStats executable_memory(const Executable& exe);
 }  // namespace detail
 
 template <class R>
@@ -357,23 +338,12 @@ class Compiled;
 /// JAX's `jit(f).lower(args...)`: the traced (and, with shardings, partitioned) program of one
 /// signature. `as_text()` prints it; `compile()` compiles it.
 template <class R>
-struct Lowered : LoweredProgram {
+struct Lowered : detail::LoweredCall {
   /// Compiles the program (shared with jit calls of the same program: the executable cache) and
   /// returns the callable executable; a sharded program's SPMD program is compiled once and runs
   /// on every device of its mesh. Throws ResourceExhaustedError when the predicted peak exceeds
   /// a capacity (detail::check_compiled_capacity), read at every call; at `loc`.
   Compiled<R> compile(std::source_location loc = std::source_location::current()) const;
-
-  // What compile() and the Compiled need (set by Jit::lower).
-  std::vector<Array> consts;
-  std::any out_like;
-  std::vector<bool> donated;               ///< per program input
-  std::vector<detail::StaticKey> statics;
-  detail::Signature signature;             ///< CallArgs::sig of the lowered call
-  std::string signature_text;              ///< its readable form (for error messages)
-  JitOptions options;
-  std::source_location loc;
-  std::shared_ptr<const LoweredProgram> spmd;  ///< the sharded lowering (null when unsharded)
 };
 
 /// JAX's `lowered.compile()`: a compiled program, callable with arguments of the lowered
@@ -393,9 +363,9 @@ class Compiled {
   }
   /// JAX's keys: "flops", "transcendentals", "bytes accessed" (jit/passes/cost_analysis.h). Sharded:
   /// one device's share, counted on the compiled SPMD program (local shapes, collectives' bytes).
-  std::map<std::string, double> cost_analysis() const { return exe_->cost; }
+  std::map<std::string, double> cost_analysis() const { return detail::executable_cost(*exe_); }
   /// The planner's prediction (memory/memory_analysis.h). Sharded: one device's.
-  CompiledMemoryStats memory_analysis() const { return exe_->memory; }
+  CompiledMemoryStats memory_analysis() const { return detail::executable_memory(*exe_); }
   /// The executable (sharded: the SPMD program every device of the mesh runs).
   const std::shared_ptr<const Executable>& executable() const { return exe_; }
 
@@ -450,10 +420,7 @@ class Jit {
   /// TraceSharing::required for a callable that cannot be identified, both naming opts.name and
   /// the line `loc` (mj::jit's call site).
   Jit(F f, JitOptions opts, std::source_location loc)
-      : s_(std::make_shared<State>(std::move(f), std::move(opts), loc)) {
-    detail::check_callable(s_->f, "jit", s_->opts.name, loc);
-    s_->fn = detail::sharing_id(s_->f, s_->opts.share_traces, "jit", s_->opts.name, loc);
-  }
+      : f_(std::make_shared<F>(std::move(f))), core_(make_core(*f_, std::move(opts), loc)) {}
 
   /// Calls f compiled: f's result pytree, computed on device 0 (or on the mesh with shardings).
   /// Throws TypeError for a ShapeDtypeStruct argument or a static_argnums entry naming Arrays,
@@ -477,99 +444,32 @@ class Jit {
 
   /// The last sharded run (its program, per-device outputs, collectives and bytes), or nullptr;
   /// waits for a compiled call to finish (its bytes are the communicator's counts).
-  std::shared_ptr<const SpmdRun> last_run() const {
-    std::shared_ptr<const SpmdRun> last;
-    {
-      std::lock_guard<std::mutex> g(s_->mu);
-      last = s_->last;
-    }
-    std::shared_ptr<const SpmdRun> done = detail::finished_run(last);
-    std::lock_guard<std::mutex> g(s_->mu);
-    if (s_->last == last) s_->last = done;  // kept: later calls of last_run() return this object
-    return done;
-  }
+  std::shared_ptr<const SpmdRun> last_run() const { return core_.last_run(); }
   /// How many times this Jit traced f itself: once per new signature, less the signatures whose
   /// trace it took from the shared trace cache (a trace another Jit of the same callable made
   /// counts there, not here; so `jit(f)(x); auto g = jit(f); g(x);` leaves g.trace_count() 0).
-  int trace_count() const { return s_->traces.load(); }
+  int trace_count() const { return core_.trace_count(); }
   /// JAX's jitted.clear_cache(): drops this Jit's per-signature entries and the shared trace
   /// cache's traces of its callable, so the next call of each signature traces again (and counts
   /// in trace_count()). Executables stay in the process-wide cache (other Jits of the same
   /// program share them): the next compile of an equal program finds its executable there.
   /// A call running now keeps what it uses and finishes. Thread-safe.
-  void clear_cache() const {
-    std::vector<std::shared_ptr<Entry>> dropped;  // freed after the lock is released
-    {
-      std::lock_guard<std::mutex> g(s_->mu);
-      for (auto& [sig, entries] : s_->cache)
-        for (auto& e : entries)
-          if (e->ready) dropped.push_back(e);
-      for (auto it = s_->cache.begin(); it != s_->cache.end();) {
-        std::erase_if(it->second, [](const std::shared_ptr<Entry>& e) { return e->ready; });
-        it = it->second.empty() ? s_->cache.erase(it) : std::next(it);
-      }
-      for (auto& e : dropped) e->node.leave();
-    }
-    if (s_->fn.type) detail::shared_traces().clear("jit", s_->fn);
-  }
+  void clear_cache() const { core_.clear_cache(); }
   /// Number of cached signatures (static values that hash alike counted apart).
-  size_t cache_size() const {
-    std::lock_guard<std::mutex> g(s_->mu);
-    size_t n = 0;
-    for (auto& [sig, entries] : s_->cache) n += entries.size();
-    return n;
-  }
+  size_t cache_size() const { return core_.cache_size(); }
 
  private:
-  struct Entry {
-    // The trace (jaxpr with constvars converted: invars = consts + leaves, consts, out_like):
-    // this Jit's own, or a reference to the shared cache's.
-    detail::CachedTracePtr traced;
-    std::vector<bool> donated;  // per program input
-    std::shared_ptr<const LoweredProgram> spmd;
-    std::shared_ptr<const SpmdExecutable> spmd_exe;  // spmd compiled
-    // Unsharded: the executable, owned by the process-wide cache (which may evict it; the next
-    // call compiles it again). Guarded by prepare_mu.
-    std::weak_ptr<const Executable> exe;
-    detail::CacheNode node;  // this entry in the cache budget (kind "jit trace")
-    std::vector<detail::StaticKey> statics;
-    bool ready = false;
-    std::thread::id maker;  // the thread tracing a placeholder
-    // The sharded lowering or the executable, made once: a mutex and a flag, not std::call_once,
-    // so that a compile that throws (RESOURCE_EXHAUSTED) leaves the next call free to try again
-    // (ThreadSanitizer's pthread_once never releases a once whose function threw: a hang).
-    std::mutex prepare_mu;
-    bool prepared = false;
-  };
-  struct State {
-    State(F fn, JitOptions o, std::source_location l) : f(std::move(fn)), opts(std::move(o)), loc(l) {}
-    F f;
-    JitOptions opts;
-    std::source_location loc;
-    mutable std::mutex mu;
-    std::condition_variable cv;
-    std::unordered_map<detail::Signature, std::vector<std::shared_ptr<Entry>>, detail::SignatureHash> cache;
-    std::atomic<int> traces{0};
-    std::shared_ptr<const SpmdRun> last;
-    detail::CallableId fn;  // f's identity in the shared trace cache (empty: not shared)
-  };
+  static detail::JitCore make_core(const F& f, JitOptions opts, std::source_location loc) {
+    detail::check_callable(f, "jit", opts.name, loc);
+    detail::CallableId id = detail::sharing_id(f, opts.share_traces, "jit", opts.name, loc);
+    return detail::JitCore(std::move(opts), loc, std::move(id));
+  }
+  /// The tracing function of one call (detail::TraceFn): f on the rebuilt arguments.
+  template <class R, class... A>
+  auto tracer(const CallArgs& ca, const A&... args) const;
 
-  template <class R, class... A>
-  detail::CachedTracePtr trace(const CallArgs& ca, const A&... args) const;
-  template <class... A>
-  auto lower_impl(const A&... args) const;  // lower() without its capacity errors' call site
-  template <class R, class... A>
-  std::shared_ptr<Entry> make_entry(const CallArgs& ca, const A&... args) const;
-  template <class R, class... A>
-  std::shared_ptr<Entry> entry_for(const CallArgs& ca, const A&... args) const;
-  std::vector<Array> bind_traced(const Entry& e, const CallArgs& ca) const;
-  /// Compiles e once (sharded: its SPMD executable); returns the unsharded executable (compiled
-  /// again when the executable cache evicted it), null for a sharded entry.
-  std::shared_ptr<const Executable> prepare(Entry& e, const CallArgs& ca) const;
-  /// Puts a kept entry in the cache budget; its eviction removes it from this Jit.
-  void join_budget(const detail::Signature& sig, const std::shared_ptr<Entry>& e) const;
-
-  std::shared_ptr<State> s_;
+  std::shared_ptr<F> f_;  ///< shared by this Jit's copies, as the core's state is
+  detail::JitCore core_;
 };
 
 /// jit(f, options): see Jit and JitOptions.

@@ -1,12 +1,10 @@
-// minijax jit: the template definitions of jit/jit.h (argument splitting, the signature cache,
-// tracing with static arguments, execution, lower and compile). Included by jit/jit.h only.
+// minijax jit: the template definitions of jit/jit.h: splitting arguments into leaves and static
+// values, rebuilding them for f, and the pytree of outputs; the rest is JitCore's. Included by jit/jit.h only.
 #pragma once
 #include <algorithm>
 #include <optional>
-#include <thread>
 #include <tuple>
 
-#include "core/float_checks.h"
 #include "jit/jit.h"
 
 namespace minijax {
@@ -86,326 +84,69 @@ R unflatten_outputs(const std::any& out_like, const std::vector<Array>& outs) {
 }
 
 
-/// fn(), where a ResourceExhaustedError raised at a line of the library (the allocator's, inside
-/// tracing, lowering or compiling) is thrown again at the user's `loc` with `what` before its
-/// message (e.g. "jit 'f': compile: "), keeping its type. Errors at the user's own lines (inside
-/// f) and every other error pass unchanged.
-template <class Fn>
-decltype(auto) at_user_line(const std::string& what, std::source_location loc, Fn&& fn) {
-  try {
-    return fn();
-  } catch (const ResourceExhaustedError& e) {
-    if (!is_library_location(e.where())) throw;
-    rethrow_at(e, what, loc);
-    throw;
-  }
+/// The arguments of one call as f takes them: leaves from `next` (in order) in place of the
+/// traced arguments' leaves, static arguments as given.
+template <class... A>
+std::tuple<traced_t<A>...> rebuild_args(const CallArgs& ca, const Array* next, const A&... args) {
+  // Braced initialization evaluates left to right: leaves are consumed in order.
+  auto rebuild = [&]<size_t... I>(std::index_sequence<I...>) {
+    return std::tuple<traced_t<A>...>{rebuild_arg(args, ca.is_static(I), next)...};
+  };
+  return rebuild(std::index_sequence_for<A...>{});
 }
 }  // namespace detail
 
 template <class F>
 template <class R, class... A>
-detail::CachedTracePtr Jit<F>::trace(const CallArgs& ca, const A&... args) const {
-  State& s = *s_;
-  std::vector<ShapedArray> avals;
-  avals.reserve(ca.leaves.size());
-  for (auto& a : ca.leaves) avals.push_back(a.aval());
-  ++s.traces;
-  std::optional<R> out_like;
-  ClosedJaxpr cj;
-  profiler::detail::Scope trace_event("tracing", "trace");
-  if (trace_event.active()) {
-    trace_event.set_name("trace jit '" + s.opts.name + "'");
-    trace_event.set_args(detail::trace_event_args(avals, s.loc));
-  }
-  try {
-    cj = trace_to_jaxpr(
+auto Jit<F>::tracer(const CallArgs& ca, const A&... args) const {
+  return [this, &ca, &args...](const std::vector<ShapedArray>& avals, std::any& out_like) {
+    std::optional<R> out;
+    ClosedJaxpr cj = trace_to_jaxpr(
         [&](const std::vector<Array>& ins) {
-          const Array* next = ins.data();
-          // Braced initialization evaluates left to right: leaves are consumed in order.
-          auto rebuild = [&]<size_t... I>(std::index_sequence<I...>) {
-            return std::tuple<detail::traced_t<A>...>{detail::rebuild_arg(args, ca.is_static(I), next)...};
-          };
-          std::tuple<detail::traced_t<A>...> rebuilt = rebuild(std::index_sequence_for<A...>{});
-          R out = std::apply(s.f, rebuilt);
-          std::vector<Array> leaves = tree_flatten(out);
-          out_like = std::move(out);
+          std::tuple<detail::traced_t<A>...> rebuilt = detail::rebuild_args(ca, ins.data(), args...);
+          R o = std::apply(*f_, rebuilt);
+          std::vector<Array> leaves = tree_flatten(o);
+          out = std::move(o);
           return leaves;
         },
-        avals, s.loc);
-  } catch (const ConcretizationError& err) {
-    throw ConcretizationError(err.message() + " (while tracing jit function '" + s.opts.name + "')", err.where());
-  }
-  return detail::make_cached_trace(cj, detail::abstract_like(*out_like));
-}
-
-template <class F>
-template <class R, class... A>
-std::shared_ptr<typename Jit<F>::Entry> Jit<F>::make_entry(const CallArgs& ca, const A&... args) const {
-  const State& s = *s_;
-  auto e = std::make_shared<Entry>();
-  if (s.fn.type) {
-    // The shared cache: keyed by f's identity, the signature, the static values and which
-    // arguments are static (Jits of one f may differ in static_argnums).
-    detail::TraceKey key;
-    key.kind = "jit";
-    key.fn = s.fn;
-    key.sig = ca.sig;
-    key.sig.words.push_back(ca.static_mask);
-    key.sig.finish();
-    key.statics = ca.statics;
-    e->traced = detail::shared_traces().get(key, [&] { return trace<R>(ca, args...); });
-  } else {
-    e->traced = trace<R>(ca, args...);
-  }
-  e->donated.assign(e->traced->consts.size(), false);
-  const std::vector<bool> donated = ca.donated_leaves();
-  e->donated.insert(e->donated.end(), donated.begin(), donated.end());
-  e->statics = ca.statics;
-  e->ready = true;
-  return e;
-}
-
-template <class F>
-template <class R, class... A>
-std::shared_ptr<typename Jit<F>::Entry> Jit<F>::entry_for(const CallArgs& ca, const A&... args) const {
-  State& s = *s_;
-  std::unique_lock<std::mutex> g(s.mu);
-  for (;;) {
-    auto it = s.cache.find(ca.sig);
-    std::shared_ptr<Entry> found;
-    if (it != s.cache.end())
-      for (auto& e : it->second)
-        if (e->statics == ca.statics) found = e;
-    if (!found) break;
-    if (found->ready) {
-      found->node.touch();
-      return found;
-    }
-    if (found->maker == std::this_thread::get_id()) {
-      // f calls this Jit with the signature being traced: never wait for oneself (unkept).
-      g.unlock();
-      return make_entry<R>(ca, args...);
-    }
-    s.cv.wait(g);  // another thread traces this signature; a failure removes its placeholder
-  }
-  // Traced once per signature: a placeholder makes concurrent callers of it wait.
-  auto placeholder = std::make_shared<Entry>();
-  placeholder->statics = ca.statics;
-  placeholder->maker = std::this_thread::get_id();
-  s.cache[ca.sig].push_back(placeholder);
-  g.unlock();
-  std::shared_ptr<Entry> made;
-  std::exception_ptr error;
-  try {
-    made = make_entry<R>(ca, args...);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  g.lock();
-  auto& bucket = s.cache[ca.sig];
-  auto it = std::find(bucket.begin(), bucket.end(), placeholder);
-  // Kept unless its constants are tracers of an enclosing trace (valid for this call only).
-  const bool kept = made && made->traced->cacheable();
-  if (kept) {
-    join_budget(ca.sig, made);
-    *it = made;
-  } else {
-    bucket.erase(it);
-  }
-  if (bucket.empty()) s.cache.erase(ca.sig);
-  s.cv.notify_all();
-  g.unlock();
-  if (error) std::rethrow_exception(error);
-  if (kept) detail::enforce_cache_budget();
-  return made;
-}
-
-template <class F>
-void Jit<F>::join_budget(const detail::Signature& sig, const std::shared_ptr<Entry>& e) const {
-  std::weak_ptr<State> weak = s_;
-  const Entry* raw = e.get();
-  e->node.join("jit trace", 0, [weak, sig, raw] {
-    std::shared_ptr<State> st = weak.lock();
-    if (!st) return;  // the Jit is gone, and its entries with it
-    std::shared_ptr<Entry> gone;  // freed after the lock is released
-    std::lock_guard<std::mutex> g(st->mu);
-    auto it = st->cache.find(sig);
-    if (it == st->cache.end()) return;
-    auto pos = std::find_if(it->second.begin(), it->second.end(), [&](auto& x) { return x.get() == raw; });
-    if (pos == it->second.end()) return;
-    gone = std::move(*pos);
-    it->second.erase(pos);
-    if (it->second.empty()) st->cache.erase(it);
-  });
-}
-
-template <class F>
-std::shared_ptr<const Executable> Jit<F>::prepare(Entry& e, const CallArgs& ca) const {
-  const State& s = *s_;
-  const InputNames names{s.opts.name, e.traced->consts.size(), ca.first_leaf.data(), ca.nargs};
-  std::lock_guard<std::mutex> lock(e.prepare_mu);
-  if (e.prepared) {
-    if (e.spmd) return nullptr;
-    if (std::shared_ptr<const Executable> exe = e.exe.lock()) return exe;
-    // Evicted from the executable cache: compiled again (or found there, compiled by another Jit).
-    std::shared_ptr<const Executable> exe = detail::compile_traced(e.traced->jaxpr, s.opts, e.donated, s.loc);
-    e.exe = exe;
-    return exe;
-  }
-  std::shared_ptr<const Executable> exe;
-  {
-    std::vector<ShapedArray> in_avals = e.traced->jaxpr->jaxpr->in_avals();
-    std::vector<ShapedArray> out_avals = e.traced->jaxpr->jaxpr->out_avals();
-    std::shared_ptr<const Mesh> mesh;
-    auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, ca.leaves, e.traced->consts.size(), "in_shardings",
-                                        mesh, names, s.loc);
-    auto out =
-        detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, names, s.loc);
-    if (mesh) {
-      e.spmd = detail::lower_sharded(e.traced->jaxpr, e.traced->consts.size(), in, out, mesh, s.opts, s.loc);
-      e.spmd_exe = detail::compile_sharded(*e.spmd, s.opts, e.donated, s.loc);
-    } else {
-      exe = detail::compile_traced(e.traced->jaxpr, s.opts, e.donated, s.loc);
-      e.exe = exe;
-    }
-  }
-  e.prepared = true;
-  return exe;
-}
-
-template <class F>
-std::vector<Array> Jit<F>::bind_traced(const Entry& e, const CallArgs& ca) const {
-  const State& s = *s_;
-  const std::vector<Array>& leaves = ca.leaves;
-  const InputNames names{s.opts.name, e.traced->consts.size(), ca.first_leaf.data(), ca.nargs};
-  std::vector<ShapedArray> in_avals = e.traced->jaxpr->jaxpr->in_avals();
-  std::vector<ShapedArray> out_avals = e.traced->jaxpr->jaxpr->out_avals();
-  std::shared_ptr<const Mesh> mesh;
-  auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, {}, e.traced->consts.size(), "in_shardings", mesh,
-                                      names, s.loc);
-  auto out =
-      detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, names, s.loc);
-  std::vector<Array> operands;
-  ClosedJaxprPtr body = e.traced->jaxpr;
-  if (mesh) {
-    auto [wrapped, consts] = detail::constrained_body(e.traced->jaxpr, in, out, s.loc);
-    body = wrapped;
-    operands = consts;
-  }
-  operands.insert(operands.end(), e.traced->consts.begin(), e.traced->consts.end());
-  operands.insert(operands.end(), leaves.begin(), leaves.end());
-  return bind_call(pjit_p(), body, s.opts.name, operands, s.loc);
+        avals, core_.loc());
+    out_like = detail::abstract_like(*out);
+    return cj;
+  };
 }
 
 template <class F>
 template <class... A>
 auto Jit<F>::operator()(const A&... args) const {
   using R = std::decay_t<std::invoke_result_t<F&, const detail::traced_t<A>&...>>;
-  State& s = *s_;
-  CallArgs ca = detail::split_args(s.opts, s.loc, args...);
-  detail::check_not_abstract(ca.leaves, ca.first_leaf.data(), ca.nargs, s.opts.name, s.loc);
-  std::shared_ptr<Entry> e =
-      detail::at_user_line("jit '" + s.opts.name + "': trace: ", s.loc, [&] { return entry_for<R>(ca, args...); });
-  if (!detail::executes_now(ca.leaves, e->traced->consts, s.loc)) {
-    std::vector<Array> outs = bind_traced(*e, ca);
-    return tree_unflatten(std::any_cast<const R&>(e->traced->out_like), outs, s.loc);
-  }
-  // Held for the whole call: clear_caches() or an eviction meanwhile frees nothing this call uses.
-  std::shared_ptr<const Executable> exe =
-      detail::at_user_line("jit '" + s.opts.name + "': compile: ", s.loc, [&] { return prepare(*e, ca); });
-  e->node.touch();
-  e->traced->node.touch();
-  std::vector<Array> outs;
-  if (e->spmd) {
-    std::vector<Array> operands = e->traced->consts;
-    operands.insert(operands.end(), ca.leaves.begin(), ca.leaves.end());
-    std::shared_ptr<SpmdRun> run;
-    outs = detail::run_sharded(e->spmd, e->spmd_exe, operands,
-                               InputNames{s.opts.name, e->traced->consts.size(), ca.first_leaf.data(), ca.nargs}, &run,
-                               s.loc);
-    std::lock_guard<std::mutex> g(s.mu);
-    s.last = run;
-  } else {
-    exe->cache_node.touch();
-    outs = detail::run_compiled(*exe, e->traced->consts, ca.leaves, s.opts.name, ca.first_leaf.data(), ca.nargs,
-                                s.loc);
-  }
-  if (detail::float_checks_on()) {
-    // debug_nans / debug_infs: a NaN or Inf in an output re-runs f op by op on the same arguments
-    // (JAX's de-optimized re-run), whose first offending primitive throws at the user's line.
-    auto rerun = [&] {
-      const Array* next = ca.leaves.data();
-      auto rebuild = [&]<size_t... I>(std::index_sequence<I...>) {
-        return std::tuple<detail::traced_t<A>...>{detail::rebuild_arg(args, ca.is_static(I), next)...};
-      };
-      std::tuple<detail::traced_t<A>...> rebuilt = rebuild(std::index_sequence_for<A...>{});
-      (void)std::apply(s.f, rebuilt);
-    };
-    detail::check_jit_outputs(outs, s.opts.name, ca.donate_mask != 0, rerun, s.loc);
-  }
-  return detail::unflatten_outputs<R>(e->traced->out_like, outs);
+  CallArgs ca = detail::split_args(core_.options(), core_.loc(), args...);
+  auto trace = tracer<R>(ca, args...);
+  // debug_nans / debug_infs: a NaN or Inf in an output re-runs f op by op on the same arguments
+  // (JAX's de-optimized re-run), whose first offending primitive throws at the user's line.
+  auto rerun = [&] { (void)std::apply(*f_, detail::rebuild_args(ca, ca.leaves.data(), args...)); };
+  detail::JitCallResult r = core_.call(ca, trace, rerun);
+  if (r.staged) return tree_unflatten(std::any_cast<const R&>(*r.out_like), r.outs, core_.loc());
+  return detail::unflatten_outputs<R>(*r.out_like, r.outs);
 }
 
 template <class F>
 template <class... A>
 SpmdRun Jit<F>::run_spmd_shards(const A&... args) const {
   using R = std::decay_t<std::invoke_result_t<F&, const detail::traced_t<A>&...>>;
-  State& s = *s_;
-  CallArgs ca = detail::split_args(s.opts, s.loc, args...);
-  std::shared_ptr<Entry> e = entry_for<R>(ca, args...);
-  if (!detail::executes_now(ca.leaves, e->traced->consts, s.loc))
-    throw ShardingError("jit '" + s.opts.name + "': run_spmd_shards needs concrete arguments", s.loc);
-  prepare(*e, ca);
-  if (!e->spmd)
-    throw ShardingError("jit '" + s.opts.name + "': no in_shardings or out_shardings given, nothing to partition",
-                        s.loc);
-  std::vector<Array> operands = e->traced->consts;
-  operands.insert(operands.end(), ca.leaves.begin(), ca.leaves.end());
-  SpmdRun run = detail::run_lowered(e->spmd, operands, s.loc);
-  std::lock_guard<std::mutex> g(s.mu);
-  s.last = std::make_shared<SpmdRun>(run);
-  return run;
+  CallArgs ca = detail::split_args(core_.options(), core_.loc(), args...);
+  auto trace = tracer<R>(ca, args...);
+  return core_.run_spmd_shards(ca, trace);
 }
 
 template <class F>
 template <class... A>
 auto Jit<F>::lower(const A&... args) const {
-  // C++ gives no call site to a function whose parameters end in a pack: errors name the jit's.
-  return detail::at_user_line("jit '" + s_->opts.name + "': lower: ", s_->loc, [&] { return lower_impl(args...); });
-}
-
-template <class F>
-template <class... A>
-auto Jit<F>::lower_impl(const A&... args) const {
   using R = std::decay_t<std::invoke_result_t<F&, const detail::traced_t<A>&...>>;
-  State& s = *s_;
-  CallArgs ca = detail::split_args(s.opts, s.loc, args...);
-  std::shared_ptr<Entry> e = entry_for<R>(ca, args...);
-  for (auto& c : e->traced->consts)
-    if (!c.is_concrete())
-      throw ShardingError("jit '" + s.opts.name + "': lower needs concrete closed-over values", s.loc);
-  std::vector<ShapedArray> in_avals = e->traced->jaxpr->jaxpr->in_avals();
-  std::vector<ShapedArray> out_avals = e->traced->jaxpr->jaxpr->out_avals();
-  std::shared_ptr<const Mesh> mesh;
-  const InputNames names{s.opts.name, e->traced->consts.size(), ca.first_leaf.data(), ca.nargs};
-  auto in = detail::resolve_shardings(s.opts.in_shardings, in_avals, ca.leaves, e->traced->consts.size(), "in_shardings",
-                                      mesh, names, s.loc);
-  auto out =
-      detail::resolve_shardings(s.opts.out_shardings, out_avals, {}, 0, "out_shardings", mesh, names, s.loc);
+  CallArgs ca = detail::split_args(core_.options(), core_.loc(), args...);
+  auto trace = tracer<R>(ca, args...);
+  auto describe = [&] { return detail::describe_args(ca, core_.loc(), args...); };
   Lowered<R> low;
-  std::shared_ptr<const LoweredProgram> lp =
-      mesh ? detail::lower_sharded(e->traced->jaxpr, e->traced->consts.size(), in, out, mesh, s.opts, s.loc)
-           : detail::lower_unsharded(e->traced->jaxpr, e->traced->consts.size(), s.opts);
-  static_cast<LoweredProgram&>(low) = *lp;
-  if (mesh) low.spmd = lp;
-  low.consts = e->traced->consts;
-  low.out_like = e->traced->out_like;
-  low.donated = e->donated;
-  low.statics = ca.statics;
-  low.signature = ca.sig;
-  low.signature_text = detail::describe_args(ca, s.loc, args...);
-  low.options = s.opts;
-  low.loc = s.loc;
+  static_cast<detail::LoweredCall&>(low) = core_.lower(ca, trace, describe);
   return low;
 }
 
@@ -414,43 +155,16 @@ Compiled<R> Lowered<R>::compile(std::source_location loc) const {
   Compiled<R> c;
   c.low_ = *this;
   c.low_.loc = loc;  // the Compiled's own errors name the line that made it
-  detail::at_user_line("compile '" + options.name + "': ", loc, [&] {
-    if (spmd) {
-      c.spmd_ = detail::compile_sharded(*spmd, options, donated, loc, &c.exe_);
-    } else {
-      c.exe_ = detail::compile_lowering(*this, options, donated, false, loc);
-    }
-  });
+  detail::compile_lowered_call(*this, loc, &c.exe_, &c.spmd_);
   return c;
 }
 
 template <class R>
 template <class... A>
 R Compiled<R>::operator()(const A&... args) const {
-  const std::string& name = low_.options.name;
   CallArgs ca = detail::split_args(low_.options, low_.loc, args...);
-  detail::check_not_abstract(ca.leaves, ca.first_leaf.data(), ca.nargs, name, low_.loc);
-  if (!(ca.sig == low_.signature) || !(ca.statics == low_.statics))
-    throw TypeError("compiled '" + name + "' was lowered for arguments " + low_.signature_text +
-                        " and called with " + detail::describe_args(ca, low_.loc, args...) +
-                        " (lower and compile again for another signature)",
-                    low_.loc);
-  if (!detail::executes_now(ca.leaves, low_.consts, low_.loc))
-    throw TypeError("compiled '" + name + "' was called under a trace (grad, vmap, jit, make_jaxpr) or on "
-                        "traced values: a Compiled runs concrete Arrays only; call the jit function itself "
-                        "inside transformations",
-                    low_.loc);
-  std::vector<Array> outs;
-  if (low_.spmd) {
-    std::vector<Array> operands = low_.consts;
-    operands.insert(operands.end(), ca.leaves.begin(), ca.leaves.end());
-    outs = detail::run_sharded(low_.spmd, spmd_, operands,
-                               InputNames{name, low_.consts.size(), ca.first_leaf.data(), ca.nargs}, nullptr,
-                               low_.loc);
-  } else {
-    outs = detail::run_compiled(*exe_, low_.consts, ca.leaves, name, ca.first_leaf.data(), ca.nargs, low_.loc);
-  }
-  if (detail::float_checks_on()) detail::check_jit_outputs(outs, name, ca.donate_mask != 0, nullptr, low_.loc);
+  auto describe = [&] { return detail::describe_args(ca, low_.loc, args...); };
+  std::vector<Array> outs = detail::call_compiled(low_, exe_, spmd_, ca, describe);
   return detail::unflatten_outputs<R>(low_.out_like, outs);
 }
 

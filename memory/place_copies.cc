@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "core/config.h"
+#include "core/lax_params.h"
 #include "core/verify.h"
 #include "core/views/array_ops.h"
 #include "core/views/control_flow.h"

@@ -7,9 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "autodiff/grad.h"
-#include "autodiff/optimizers.h"
-#include "core/random.h"
+#include <minijax/minijax.h>
 #include "samples/common/checkpoint.h"
 #include "samples/common/idx_reader.h"
 

@@ -9,11 +9,7 @@
 #include <cstdio>
 #include <tuple>
 
-#include "autodiff/checkpoint.h"
-#include "autodiff/grad.h"
-#include "autodiff/optimizers.h"
-#include "core/control_flow.h"
-#include "core/random.h"
+#include <minijax/minijax.h>
 #include "samples/common/checkpoint.h"
 
 namespace fmnist::rnn {

@@ -1,6 +1,7 @@
 // minijax collective device groups: the groups and ranks of a collective over mesh axes
 // (collective_groups), one definition for run_spmd and collective_traffic.
 #include "sharding/collective_groups.h"
+#include "sharding/collective_traffic.h"
 
 #include <map>
 

@@ -3,6 +3,7 @@
 #include "sharding/number_collective_sites.h"
 
 #include "core/bodies.h"
+#include "core/collective_params.h"
 #include "core/views/collectives.h"
 
 namespace minijax {

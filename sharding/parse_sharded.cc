@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "core/parser.h"
 #include "sharding/sharded_array.h"
+#include "sharding/sharding_param.h"
 
 namespace minijax {
 

@@ -10,6 +10,7 @@
 #include "core/views/control_flow.h"
 #include "core/views/memory_ops.h"
 #include "sharding/sharded_array.h"
+#include "sharding/sharding_param.h"
 #include "sharding/sharding_rule.h"
 
 namespace minijax::prop_detail {

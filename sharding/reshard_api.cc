@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/bodies.h"
+#include "core/collective_params.h"
 #include "core/errors.h"
 #include "core/params.h"
 #include "core/primitive.h"
@@ -14,6 +15,7 @@
 #include "core/views/collectives.h"
 #include "core/views/control_flow.h"
 #include "sharding/collective_groups.h"
+#include "sharding/collective_traffic.h"
 
 namespace minijax {
 

@@ -10,6 +10,7 @@
 #include "core/views/memory_ops.h"
 #include "sharding/boxes.h"
 #include "sharding/plan_reshard.h"
+#include "sharding/sharding_param.h"
 
 namespace minijax {
 

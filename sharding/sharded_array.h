@@ -1,6 +1,5 @@
 // minijax sharded Arrays: the NamedSharding-facing side of per-device shard storage.
-// Owns ShardingParam (a Sharding as an opaque param/handle), ArraySharding, make_sharded_array,
-// local_shards, device_put to a sharding and with_sharding_constraint.
+// Owns ArraySharding, make_sharded_array, local_shards, device_put to a sharding and with_sharding_constraint.
 #pragma once
 #include <optional>
 #include <source_location>
@@ -14,25 +13,6 @@
 #include "sharding/sharding.h"
 
 namespace minijax {
-
-/// A Sharding as an opaque ParamObject: the handle a sharded ConcreteArray keeps and the
-/// `sharding` parameter of the sharding_constraint primitive. str() is Sharding::str() (the
-/// Shardy form without the mesh, e.g. `[{"x"}, {}]`); equals() compares the Shardings.
-class ShardingParam final : public ParamObject {
- public:
-  explicit ShardingParam(Sharding s) : s_(std::move(s)) {}
-  const Sharding& sharding() const { return s_; }
-  std::string str() const override { return s_.str(); }
-  bool equals(const ParamObject& o) const override;
-
- private:
-  Sharding s_;
-};
-
-/// A shared ShardingParam holding `s`.
-ParamObjectPtr sharding_param(Sharding s);
-/// The Sharding inside `p`. ValueError (naming `what`) when p is null or not a ShardingParam.
-const Sharding& sharding_of_param(const ParamObjectPtr& p, const char* what = "a sharding");
 
 /// What Array::sharding() returns (JAX's `x.sharding`): the Shardy Sharding always, and the
 /// NamedSharding when a PartitionSpec expresses it (to_named; not with sub-axes or priorities).

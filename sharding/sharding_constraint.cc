@@ -8,6 +8,7 @@
 #include "sharding/boxes.h"
 #include "sharding/rules/rule_builder.h"
 #include "sharding/sharded_array.h"
+#include "sharding/sharding_param.h"
 #include "sharding/sharding_rule.h"
 #include "core/lax.h"
 #include "sharding/partition_rule.h"

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-# minijax public API lister: the free functions include/minijax/minijax.h declares outside `detail`
-# and the public member functions of the classes a user calls (Array, Jit, Lowered, Compiled, Mesh, ...).
+# minijax public API lister: the free functions the public headers (those include/minijax/minijax.h includes)
+# declare outside `detail`, and the public members of the classes a user calls (Array, Jit, Lowered, ...).
 # Owns tests/api/public_functions.txt (written, or with --check compared), from clang-19's JSON AST dump.
-"""Lists every free function (and function template, operator included) that the umbrella header
-include/minijax/minijax.h declares, directly or through the project headers it includes, in
-namespace minijax or a named namespace inside it other than `detail` (and not in an anonymous
-namespace), one qualified name per line, overloads merged, sorted; and the public member functions
+"""Lists every free function (and function template, operator included) that the public headers
+declare (the project headers the umbrella header include/minijax/minijax.h includes directly; the
+headers they include in turn are internal, installed under minijax/detail/), in namespace minijax
+or a named namespace inside it other than `detail` (and not in an anonymous namespace), one
+qualified name per line, overloads merged, sorted; and the public member functions
 (constructors and member templates included; implicit, defaulted and deleted ones, destructors and
 assignment operators left out) of the classes in MEMBER_CLASSES, as `minijax::Class::member`.
 
@@ -17,12 +18,26 @@ neither a bad-input case nor an entry in tests/no_bad_input.txt.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "api", "public_functions.txt")
-PROJECT_DIRS = ("core/", "autodiff/", "sharding/", "memory/", "jit/", "io/", "include/")
+UMBRELLA = os.path.join(ROOT, "include", "minijax", "minijax.h")
+
+
+def public_headers():
+    """The headers the umbrella includes directly (paths from the source tree's root)."""
+    found = set()
+    for line in open(UMBRELLA):
+        m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+        if m:
+            found.add(m.group(1))
+    return found
+
+
+PUBLIC_HEADERS = public_headers()
 FUNCTION_KINDS = {"FunctionDecl", "FunctionTemplateDecl"}
 # The classes whose public members a user program calls directly.
 MEMBER_CLASSES = {"Array", "Jit", "LoweredProgram", "Lowered", "Compiled", "Mesh", "NamedSharding"}
@@ -66,7 +81,7 @@ class Walker:
         f = self.file[2:] if self.file.startswith("./") else self.file
         if f.startswith(ROOT + "/"):
             f = f[len(ROOT) + 1:]
-        return f.startswith(PROJECT_DIRS)
+        return f in PUBLIC_HEADERS
 
     def walk(self, node, scope):
         self.see_loc(node.get("loc"))
@@ -138,8 +153,9 @@ def main():
         if obj.get("kind") == "NamespaceDecl" and obj.get("name") == "minijax":
             w.walk(obj, [])
     text = ("# minijax's public free functions and the public members of Array, Jit, Lowered, Compiled,\n"
-            "# Mesh, NamedSharding (tools/list_public_api.py from clang-19's AST of include/minijax/minijax.h;\n"
-            "# namespaces `detail` and anonymous excluded; overloads merged).\n"
+            "# Mesh, NamedSharding, as the headers include/minijax/minijax.h includes declare them\n"
+            "# (tools/list_public_api.py from clang-19's AST; namespaces `detail` and anonymous excluded;\n"
+            "# overloads merged).\n"
             + "".join(n + "\n" for n in sorted(w.names)))
     if "--check" in sys.argv[1:]:
         old = open(OUT).read() if os.path.exists(OUT) else ""

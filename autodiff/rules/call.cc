@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "autodiff/batching.h"
 #include "autodiff/batching_util.h"
 #include "autodiff/jvp.h"
 #include "autodiff/jvp_split.h"

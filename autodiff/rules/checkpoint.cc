@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autodiff/batching.h"
 #include "autodiff/batching_util.h"
 #include "autodiff/checkpoint_policies.h"
 #include "autodiff/jvp.h"
@@ -186,7 +187,7 @@ PeCustomResult checkpoint_pe(const Eqn& e, const std::vector<bool>& in_unknowns,
                              const std::vector<bool>&, const SaveablePolicy& received) {
   ClosedJaxprPtr body = call_params(e).jaxpr;
   const Jaxpr& B = *body->jaxpr;
-  PolicyPtr own = policy_from_params(e.params);
+  PolicyPtr own = detail::policy_from_params(e.params);
   SaveablePolicy pol = received ? received : own->saveable_for(B);
   const bool nested = bool(received);
   const size_t n = B.invars.size(), nout = B.outvars.size();

@@ -4,6 +4,7 @@
 #include "autodiff/rules/linear_util.h"
 #include "core/collectives.h"
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/primitive.h"
 #include "core/trace.h"
 #include "core/views/collectives.h"

@@ -10,6 +10,7 @@
 #include "autodiff/vmap.h"
 #include "core/control_flow.h"
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/staging.h"
 #include "core/views/control_flow.h"
 

@@ -7,6 +7,7 @@
 
 #include "autodiff/batching_util.h"
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/primitive.h"
 #include "core/trace.h"
 

@@ -8,6 +8,7 @@
 // split_jvp_rule so that linearize keeps primals known (the split needs scan's pe rule).
 #include <memory>
 
+#include "autodiff/batching.h"
 #include "autodiff/batching_util.h"
 #include "autodiff/jvp.h"
 #include "autodiff/jvp_split.h"

@@ -278,7 +278,7 @@ void find_offloaded_named_carries(ScanSplit& s) {
       for (const Eqn& q : s.body.eqns)
         if (is_checkpoint(*q.primitive)) cps.push_back(&q.params);
       for (const Params* cp : cps)
-        if (PolicyPtr own = policy_from_params(*cp)) asks.push_back(own->saveable());
+        if (PolicyPtr own = detail::policy_from_params(*cp)) asks.push_back(own->saveable());
     }
     std::vector<ShapedArray> avals;
     for (auto& a : t.name_eqn->inputs) avals.push_back(atom_aval(a));

@@ -7,6 +7,7 @@
 #include "autodiff/rules/scan_partial_eval.h"
 #include "autodiff/transpose.h"
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/pjit.h"
 #include "core/staging.h"
 #include "core/views/control_flow.h"

@@ -16,6 +16,7 @@
 #include "autodiff/jvp.h"
 #include "autodiff/rules/linear_util.h"
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/primitive.h"
 #include "core/trace.h"
 #include "core/views/array_ops.h"

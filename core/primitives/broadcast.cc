@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/param_reads.h"
 #include "core/primitives/elementwise_family.h"
 #include "core/trace.h"

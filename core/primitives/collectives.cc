@@ -1,5 +1,6 @@
 // minijax collective primitives (XLA's names): shape rules on local shapes, params, printing of
 // axis names, eager impls that refuse to run outside the SPMD executor, and the lax:: binders.
+#include "core/collective_params.h"
 #include "core/collectives.h"
 #include "core/param_reads.h"
 

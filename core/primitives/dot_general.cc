@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "core/gemm.h"
+#include "core/lax_params.h"
 #include "core/param_reads.h"
 #include "core/lax.h"
 #include "core/parser.h"

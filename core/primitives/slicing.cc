@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/param_reads.h"
 #include "core/parser.h"
 #include "core/primitive.h"

@@ -1,6 +1,7 @@
 // minijax typed views of the array primitives' params (core/views/array_ops.h).
 // Owns the only name literals of these primitives outside their registrations, and their checks.
 #include "core/views/array_ops.h"
+#include "core/lax_params.h"
 #include "core/param_reads.h"
 
 #include <algorithm>

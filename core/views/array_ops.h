@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/views/view.h"
 
 namespace minijax {

@@ -1,6 +1,7 @@
 // minijax typed view of the collectives' params: reading, writing and the registry's params check.
 // The primitives' names appear here and in core/primitives/collectives.cc only.
 #include "core/views/collectives.h"
+#include "core/collective_params.h"
 #include "core/param_reads.h"
 
 #include <array>

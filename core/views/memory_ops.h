@@ -10,6 +10,7 @@
 #include "core/debug_callback.h"
 #include "core/jaxpr.h"
 #include "core/params.h"
+#include "sharding/sharding_param.h"
 
 namespace minijax {
 

@@ -7,6 +7,7 @@
 
 #include "core/bodies.h"
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/primitive.h"
 #include "core/views/array_ops.h"
 #include "jit/passes/dot_layout.h"

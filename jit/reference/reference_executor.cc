@@ -7,9 +7,11 @@
 #include <limits>
 #include <unordered_map>
 
+#include "core/collective_params.h"
 #include "core/collectives.h"
 #include "core/errors.h"
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/primitive.h"
 #include "core/trace.h"
 #include "core/views/collectives.h"

@@ -1,5 +1,5 @@
 // minijax reference SPMD executor: a jaxpr interpreter that runs ONE program on every device of a
-// mesh in lockstep, evaluating collectives across device groups. Owns run_spmd and SpmdStats.
+// mesh in lockstep, evaluating collectives across device groups. Owns run_spmd (SpmdStats: jit/runtime/collective_stats.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,17 +12,6 @@
 #include "sharding/mesh.h"
 
 namespace minijax {
-
-/// What run_spmd measured.
-struct SpmdStats {
-  /// Per device: the most bytes of shard values alive at once. Arguments are alive from the
-  /// start; an equation's outputs become alive when it runs, while its inputs still are; a value
-  /// dies after its last use (unused outputs die at once); program outputs live to the end.
-  std::vector<int64_t> peak_live_bytes;
-  /// One entry per collective equation executed, in execution order (a collective inside a loop
-  /// once per iteration).
-  std::vector<CollectiveStats> collectives;
-};
 
 /// Runs the SPMD `program` on every device of `mesh`, equation by equation in lockstep.
 /// per_device_args[p] are the arguments of the device at mesh position p (device_ids order),

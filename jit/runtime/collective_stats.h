@@ -29,4 +29,15 @@ struct CollectiveStats {
   AxisNames axes;  ///< the collective's own axis_name (also for one inside a body)
 };
 
+/// What run_spmd measured.
+struct SpmdStats {
+  /// Per device: the most bytes of shard values alive at once. Arguments are alive from the
+  /// start; an equation's outputs become alive when it runs, while its inputs still are; a value
+  /// dies after its last use (unused outputs die at once); program outputs live to the end.
+  std::vector<int64_t> peak_live_bytes;
+  /// One entry per collective equation executed, in execution order (a collective inside a loop
+  /// once per iteration).
+  std::vector<CollectiveStats> collectives;
+};
+
 }  // namespace minijax

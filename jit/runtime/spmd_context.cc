@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "core/collective_params.h"
 #include "core/collectives.h"
 #include "core/errors.h"
 #include "core/profiler_hooks.h"

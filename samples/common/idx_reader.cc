@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "core/errors.h"
+#include <minijax/minijax.h>
 
 namespace minijax::samples {
 namespace {

@@ -1,6 +1,7 @@
 // minijax sharding rules of slicing and indexing: slice, dynamic_slice, dynamic_update_slice,
 // concatenate, pad, gather and scatter_add.
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/primitive.h"
 #include "core/views/array_ops.h"
 #include "sharding/rules/rule_builder.h"

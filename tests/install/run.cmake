@@ -1,4 +1,5 @@
-# minijax consumer test driver (run by CTest with cmake -P): builds and runs tests/install/consumer.
+# minijax consumer test driver (run by CTest with cmake -P): builds and runs tests/install/consumer, and
+# checks that its program naming an internal header does not compile.
 # MODE=install: `cmake --install` the build tree into WORK_DIR/prefix, then find_package(minijax);
 # MODE=subdirectory: add_subdirectory(MINIJAX_SOURCE_DIR) (ccache makes the library rebuild cheap).
 foreach(v MODE MINIJAX_SOURCE_DIR MINIJAX_BINARY_DIR WORK_DIR)
@@ -42,3 +43,15 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "consumer (${MODE}) exited with ${rc}")
 endif()
 message(STATUS "consumer (${MODE}) built and ran")
+
+# A program naming an internal header (<minijax/core/jaxpr.h>) must not compile: the compiler stops at
+# the missing header, never building a program against the library's internals.
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build --target internal_header
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "internal_header (${MODE}) compiled: <minijax/core/jaxpr.h> is reachable by a user program")
+endif()
+if(NOT "${out}${err}" MATCHES "minijax/core/jaxpr\\.h: No such file or directory")
+  message(FATAL_ERROR "internal_header (${MODE}) failed, but not at the missing header:\n${out}${err}")
+endif()
+message(STATUS "internal_header (${MODE}) did not compile: <minijax/core/jaxpr.h> not found")

@@ -13,6 +13,7 @@
 #include "core/dce.h"
 #include "core/views/collectives.h"
 #include "jit/jit.h"
+#include "jit/sharded_call.h"
 #include "samples/fashion_mnist_mlp_lib.h"
 #include "sharding/boxes.h"
 #include "sharding/partition_spmd.h"

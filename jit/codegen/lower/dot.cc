@@ -2,6 +2,7 @@
 // flags, leading dimensions and batch strides read off the operands' row-major layouts.
 #include "core/errors.h"
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/views/array_ops.h"
 #include "jit/passes/dot_layout.h"
 #include "jit/codegen/lower/program.h"

@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/lax.h"
+#include "core/lax_params.h"
 #include "core/views/array_ops.h"
 #include "jit/codegen/lower/elementwise_util.h"
 

@@ -4,6 +4,7 @@
 // calls by site), and custom_lin (rejected as eager rejects it).
 #include <algorithm>
 
+#include "core/collective_params.h"
 #include "core/collectives.h"
 #include "core/errors.h"
 #include "core/primitive.h"
