@@ -270,22 +270,24 @@ namespace detail {
 namespace {
 
 /// fn(), where a ResourceExhaustedError raised at a line of the library (the allocator's, inside
-/// tracing, lowering or compiling) is thrown again at the user's `loc` with `what` before its
-/// message (e.g. "jit 'f': compile: "), keeping its type. Errors at the user's own lines (inside
-/// f) and every other error pass unchanged.
+/// tracing, lowering or compiling) is thrown again at the user's `loc` with "<kind> '<name>': <stage>"
+/// before its message (e.g. "jit 'f': compile: "), keeping its type. Errors at the user's own lines
+/// (inside f) and every other error pass unchanged. The prefix is made only for an error: a call
+/// allocates nothing here.
 template <class Fn>
-decltype(auto) at_user_line(const std::string& what, std::source_location loc, Fn&& fn) {
+decltype(auto) at_user_line(const char* kind, const std::string& name, const char* stage, std::source_location loc,
+                            Fn&& fn) {
   try {
     return fn();
   } catch (const ResourceExhaustedError& e) {
     if (!is_library_location(e.where())) throw;
-    rethrow_at(e, what, loc);
+    rethrow_at(e, std::string(kind) + " '" + name + "': " + stage, loc);
     throw;
   }
 }
 
 /// One signature of a Jit: its trace, and what it compiled to.
-struct Entry {
+struct alignas(64) Entry {
   // The trace (jaxpr with constvars converted: invars = consts + leaves, consts, out_like):
   // this Jit's own, or a reference to the shared cache's.
   CachedTracePtr traced;
@@ -308,7 +310,7 @@ struct Entry {
 
 }  // namespace
 
-struct JitCore::State : std::enable_shared_from_this<JitCore::State> {
+struct alignas(64) JitCore::State : std::enable_shared_from_this<JitCore::State> {
   State(JitOptions o, std::source_location l, CallableId id) : opts(std::move(o)), loc(l), fn(std::move(id)) {}
   JitOptions opts;
   std::source_location loc;
@@ -504,7 +506,7 @@ JitCallResult JitCore::call(const CallArgs& ca, TraceFn trace, RerunFn rerun) co
   State& s = *s_;
   check_not_abstract(ca.leaves, ca.first_leaf.data(), ca.nargs, s.opts.name, s.loc);
   std::shared_ptr<Entry> e =
-      at_user_line("jit '" + s.opts.name + "': trace: ", s.loc, [&] { return s.entry_for(ca, trace); });
+      at_user_line("jit", s.opts.name, "trace: ", s.loc, [&] { return s.entry_for(ca, trace); });
   JitCallResult r;
   r.out_like = &e->traced->out_like;
   if (!executes_now(ca.leaves, e->traced->consts, s.loc)) {
@@ -515,7 +517,7 @@ JitCallResult JitCore::call(const CallArgs& ca, TraceFn trace, RerunFn rerun) co
   }
   // Held for the whole call: clear_caches() or an eviction meanwhile frees nothing this call uses.
   std::shared_ptr<const Executable> exe =
-      at_user_line("jit '" + s.opts.name + "': compile: ", s.loc, [&] { return s.prepare(*e, ca); });
+      at_user_line("jit", s.opts.name, "compile: ", s.loc, [&] { return s.prepare(*e, ca); });
   e->node.touch();
   e->traced->node.touch();
   if (e->spmd) {
@@ -557,7 +559,7 @@ SpmdRun JitCore::run_spmd_shards(const CallArgs& ca, TraceFn trace) const {
 LoweredCall JitCore::lower(const CallArgs& ca, TraceFn trace, DescribeFn describe) const {
   State& s = *s_;
   // C++ gives no call site to a function whose parameters end in a pack: errors name the jit's.
-  return at_user_line("jit '" + s.opts.name + "': lower: ", s.loc, [&] {
+  return at_user_line("jit", s.opts.name, "lower: ", s.loc, [&] {
     std::shared_ptr<Entry> e = s.entry_for(ca, trace);
     for (auto& c : e->traced->consts)
       if (!c.is_concrete())
@@ -626,7 +628,7 @@ size_t JitCore::cache_size() const {
 
 void compile_lowered_call(const LoweredCall& low, std::source_location loc, std::shared_ptr<const Executable>* exe,
                           std::shared_ptr<const SpmdExecutable>* spmd) {
-  at_user_line("compile '" + low.options.name + "': ", loc, [&] {
+  at_user_line("compile", low.options.name, "", loc, [&] {
     if (low.spmd) {
       *spmd = compile_sharded(*low.spmd, low.options, low.donated, loc, exe);
     } else {
