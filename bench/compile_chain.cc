@@ -1,4 +1,4 @@
-// minijax bench: the chain case of minijax_bench_compile (issue 23 item 3) — per chain of
+// minijax bench: the chain case of minijax_bench_compile — per chain of
 // transcendental links, the cold compile time in a fresh process with the persistent cache off.
 //
 // Chains (one fused loop kernel over f32[4096] each): "sin": N links y = sin(y) * 0.999 + 0.001;

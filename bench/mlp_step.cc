@@ -7,7 +7,7 @@
 // Timed per step: one call of the jitted step (state donated) and mj::block_until_ready on the new
 // state and the loss; batches are assembled before the timed loop (16, cycled), so neither this
 // program nor the peers (bench/peers) time batch assembly. The loss is read back after timing.
-// Floor (the definition): the median time of dnnl_sgemm (the library's own OpenMP threads)
+// Floor (bench/README.md's definition): the median time of dnnl_sgemm (the library's own OpenMP threads)
 // on the GEMMs of the compiled step (read off its program: 8 for this model) plus the median time
 // of a 2-thread memcpy of 9.5 MB into a pre-faulted buffer (Adam's traffic: read p, g, m, v and
 // write p, m, v, about 19 MB read + written). Repeated, that copy runs from the last-level cache
@@ -35,7 +35,7 @@ namespace {
 using mjbench::Json;
 
 constexpr int64_t kBatch = 128;
-constexpr size_t kAdamCopyBytes = 9500000;  // the 9.5 MB
+constexpr size_t kAdamCopyBytes = 9500000;  // 9.5 MB: Adam's traffic (the floor above)
 
 // 16 batches of the bench data (bench/bench_data.h), assembled before timing.
 std::vector<std::pair<mj::Array, mj::Array>> make_batches(bool random, const std::string& dir, std::string& source) {

@@ -20,7 +20,7 @@ std::string axis_names_str(const AxisNames& names);
 /// The axis names of a collective equation's `axis_name` parameter (ValueError if absent or of
 /// another type).
 AxisNames axis_names_of(const Params& params);
-/// Whether `name` is one of the collective primitives above (axis_index included).
+/// Whether `name` is one of the collective primitives of core/collectives.h (axis_index included).
 bool is_collective(const std::string& name);
 
 }  // namespace minijax

@@ -365,7 +365,7 @@ Array flip(const Array& x, int64_t axis, SL loc = SL::current());
 /// - "clip": the index is clamped into [0, n - 1].
 /// - "wrap": the index is taken mod n (Python's mod: -1 is n - 1, n is 0).
 /// Eager and compiled code give the same values in every mode (there is no IndexError for an
-/// out-of-range index, unlike before issue 23). The gradient is a scatter_add in the same mode.
+/// out-of-range index, as in JAX). The gradient is a scatter_add in the same mode.
 /// Errors: ValueError for mode "raise" (not supported, as in JAX) or any other mode, naming it;
 /// ValueError for an axis outside [-rank, rank), naming it and the rank; TypeError for
 /// non-integer indices (naming gather and both avals); IndexError for non-empty indices into an

@@ -86,11 +86,11 @@ std::map<std::string, double> spmd_cost_analysis(const LoweredProgram& low);
 /// memory_analysis of a sharded lowering's SPMD program, planned without fusion.
 CompiledMemoryStats spmd_memory_analysis(const LoweredProgram& low);
 
-/// The compiled program of a traced signature (process-wide cache; see compile_executable).
 /// The compiler's options for a jit with `opts` whose program inputs are `donated` (true for
 /// SPMD programs with `spmd`).
 CompileOptions compile_options(const JitOptions& opts, const std::vector<bool>& donated, bool spmd);
 
+/// The compiled program of a traced signature (process-wide cache; see compile_executable).
 std::shared_ptr<const Executable> compile_traced(const ClosedJaxprPtr& jaxpr, const JitOptions& opts,
                                                  const std::vector<bool>& donated, std::source_location loc);
 

@@ -1,5 +1,5 @@
 // minijax typed views of the array primitives' params: shape ops, slicing and indexing, reductions,
-// dot_general, converts, iota and the random-bits ops (issue 25's typed params; see view.h).
+// dot_general, converts, iota and the random-bits ops (typed params; see view.h).
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -1,5 +1,5 @@
 // minijax per-collective statistics: what one collective moved on each device, as both the
-// reference executor (run_spmd) and the compiled SPMD executor report it.
+// reference executor (run_spmd) and the compiled SPMD executor report it, and SpmdStats, a run's.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -51,7 +51,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build --target inte
 if(rc EQUAL 0)
   message(FATAL_ERROR "internal_header (${MODE}) compiled: <minijax/core/jaxpr.h> is reachable by a user program")
 endif()
-if(NOT "${out}${err}" MATCHES "minijax/core/jaxpr\\.h: No such file or directory")
+if(NOT "${out}${err}" MATCHES "minijax/core/jaxpr\\.h'?:? (No such file or directory|file not found)")
   message(FATAL_ERROR "internal_header (${MODE}) failed, but not at the missing header:\n${out}${err}")
 endif()
 message(STATUS "internal_header (${MODE}) did not compile: <minijax/core/jaxpr.h> not found")
