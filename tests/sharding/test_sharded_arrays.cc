@@ -11,6 +11,8 @@
 
 #include <minijax/minijax.h>
 
+#include "sharding/sharding_values.h"
+
 #include "sharding/partition_spmd.h"
 #include "sharding/propagate_shardings.h"
 
@@ -22,22 +24,12 @@ using minijax::Sharding;
 
 namespace {
 
+using sharding_values::mesh42;
+using sharding_values::ramp;
+
 std::shared_ptr<const mj::Mesh> mesh8() {
   return std::make_shared<const mj::Mesh>(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, mj::Shape{8},
                                           std::vector<std::string>{"data"});
-}
-
-// Mesh (4, 2) over devices 0..7 with axes "x" and "y".
-std::shared_ptr<const mj::Mesh> mesh42() {
-  return std::make_shared<const mj::Mesh>(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, mj::Shape{4, 2},
-                                          std::vector<std::string>{"x", "y"});
-}
-
-// f32 array of `shape` with element k (row-major) = scale * k.
-Array ramp(mj::Shape shape, float scale) {
-  int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return mj::reshape(mj::arange(0, double(n), 1, mj::DType::f32) * scale, shape);
 }
 
 // i32 array with element [i, j] = 100 * i + j (the expected value of every element below is

@@ -11,22 +11,24 @@
 
 #include <minijax/minijax.h>
 
+#include "sharding/sharding_values.h"
+
 using minijax::Array;
 using minijax::NamedSharding;
 using minijax::P;
 
 namespace {
 
-std::shared_ptr<const mj::Mesh> mesh42() {
-  return std::make_shared<const mj::Mesh>(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, mj::Shape{4, 2},
-                                          std::vector<std::string>{"x", "y"});
-}
+using sharding_values::mesh42;
+using sharding_values::ramp;
 
-// f32 array of `shape` with element k (row-major) = scale * k.
-Array ramp(mj::Shape shape, float scale) {
-  int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return mj::reshape(mj::arange(0, double(n), 1, mj::DType::f32) * scale, shape);
+// Attention-like code over q, k, v of f32[4, 8, 16]: two heads split by reshape, transposes, two
+// batched matmuls and a softmax; f32[4, 8, 16].
+Array attention(const Array& q, const Array& k, const Array& v) {
+  auto heads = [](const Array& t) { return mj::transpose(mj::reshape(t, {4, 8, 2, 8}), {0, 2, 1, 3}); };
+  Array s = mj::matmul(heads(q), mj::transpose(heads(k), {0, 1, 3, 2})) * 0.35;
+  Array o = mj::matmul(mj::softmax(s, -1), heads(v));
+  return mj::reshape(mj::transpose(o, {0, 2, 1, 3}), {4, 8, 16});
 }
 
 // Largest elementwise |a - b| (both read back to the host; a sharded array is gathered).
@@ -86,12 +88,7 @@ TEST(ShardedJitPrograms, ScanOverReshapedShardedDimWithReductionInBody) {
 // sharded on batch, on sequence, and on batch and hidden; values equal the eager run.
 TEST(ShardedJitPrograms, AttentionWithReshapesAndTransposesMatchesEager) {
   auto m = mesh42();
-  auto attn = [](const Array& q, const Array& k, const Array& v) {
-    auto heads = [](const Array& t) { return mj::transpose(mj::reshape(t, {4, 8, 2, 8}), {0, 2, 1, 3}); };
-    Array s = mj::matmul(heads(q), mj::transpose(heads(k), {0, 1, 3, 2})) * 0.35;
-    Array o = mj::matmul(mj::softmax(s, -1), heads(v));
-    return mj::reshape(mj::transpose(o, {0, 2, 1, 3}), {4, 8, 16});
-  };
+  auto attn = [](const Array& q, const Array& k, const Array& v) { return attention(q, k, v); };
   Array q = ramp({4, 8, 16}, 0.003f), k = mj::cos(ramp({4, 8, 16}, 0.01f)), v = mj::sin(ramp({4, 8, 16}, 0.02f));
   Array expect = attn(q, k, v);
   for (P spec : {P("x"), P("x", mj::None{}, "y"), P(mj::None{}, "x", "y")}) {
@@ -155,12 +152,7 @@ TEST(ShardedJitPrograms, SumOverReshapeFactorHoldingASubAxis) {
 // "y". Values equal the eager run, and no partial sum over a sub-axis is left.
 TEST(ShardedJitPrograms, AttentionShardedOnHiddenOverBothAxes) {
   auto m = mesh42();
-  auto attn = [](const Array& q, const Array& k, const Array& v) {
-    auto heads = [](const Array& t) { return mj::transpose(mj::reshape(t, {4, 8, 2, 8}), {0, 2, 1, 3}); };
-    Array s = mj::matmul(heads(q), mj::transpose(heads(k), {0, 1, 3, 2})) * 0.35;
-    Array o = mj::matmul(mj::softmax(s, -1), heads(v));
-    return mj::reshape(mj::transpose(o, {0, 2, 1, 3}), {4, 8, 16});
-  };
+  auto attn = [](const Array& q, const Array& k, const Array& v) { return attention(q, k, v); };
   Array q = ramp({4, 8, 16}, 0.003f), k = mj::cos(ramp({4, 8, 16}, 0.01f)), v = mj::sin(ramp({4, 8, 16}, 0.02f));
   Array expect = attn(q, k, v);
   NamedSharding s{m, P(mj::None{}, mj::None{}, {"x", "y"})};
