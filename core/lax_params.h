@@ -22,6 +22,8 @@ Params dot_general_params(const DotDimensionNumbers& dims, DType preferred_eleme
 Params dot_general_params(const DotDimensionNumbers& dims,
                           const std::optional<std::pair<Precision, Precision>>& precision,
                           DType preferred_element_type);
+/// The `precision` param of a dot_general or conv_general_dilated equation: None or the pair.
+Param precision_param(const std::optional<std::pair<Precision, Precision>>& precision);
 /// The precision of a dot_general equation's params: nullopt for None; ValueError if malformed.
 std::optional<std::pair<Precision, Precision>> dot_precision(const Params& params);
 

@@ -20,6 +20,7 @@
 #include "jit/passes/pack_dot_operands.h"
 #include "jit/passes/rename_body_variables.h"
 #include "jit/runtime/abi.h"
+#include "jit/runtime/dnnl_ops.h"
 #include "jit/passes/simplify.h"
 #include "memory/coalesce_slice_copies.h"
 #include "memory/memory_analysis.h"
@@ -114,7 +115,7 @@ void run_lower(Compilation& c) {
   LoadedExecutable& loaded = exe.loaded;
   loaded.spmd = c.options.spmd;
   exe.lowered = lower::lower_program(g.kir, exe.program, exe.plan, loaded.spmd ? &loaded.collective_sites : nullptr,
-                                     &loaded.kernel_sites, &loaded.host_callbacks);
+                                     &loaded.kernel_sites, &loaded.host_callbacks, &loaded.dnnl_sites);
   exe.kernels = kir::to_string(g.kir);
   exe.times.lower = seconds_since(t);
 }
@@ -159,6 +160,12 @@ void run_load(Compilation& c) {
   loaded.outputs = exe.plan.outputs;
   loaded.donated = exe.plan.donated;
   loaded.predicted_device_peak_bytes = exe.memory.peak_bytes(MemoryKind::device);
+  // The oneDNN primitives, once per compiled program: one OpenMP team of the cores per call on
+  // one device, one thread per call on each device of an SPMD program (jit/runtime/dnnl_ops.h).
+  if (!loaded.dnnl_sites.empty()) {
+    const int threads = loaded.spmd ? 1 : dnnl_default_threads();
+    loaded.dnnl = std::make_shared<const DnnlSites>(loaded.dnnl_sites, threads);
+  }
   exe.times.load = seconds_since(t);
 }
 

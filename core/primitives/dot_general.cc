@@ -500,6 +500,12 @@ Params dot_general_params(const DotDimensionNumbers& dims,
                 {"preferred_element_type", preferred_element_type}};
 }
 
+Param precision_param(const std::optional<std::pair<Precision, Precision>>& precision) {
+  ParamObjectPtr prec;
+  if (precision) prec = std::make_shared<PrecisionParam>(*precision);
+  return prec;
+}
+
 std::optional<std::pair<Precision, Precision>> dot_precision(const Params& params) {
   if (!params.has("precision")) return std::nullopt;
   if (auto* o = std::get_if<ParamObjectPtr>(&param_at(params, "precision"))) {

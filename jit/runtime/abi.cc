@@ -1,6 +1,7 @@
-// minijax runtime ABI: the runtime functions compiled code calls (oneTBB parallel loops, GEMM
-// through core/gemm.h, copies across memory kinds on the copy engine, one-device ragged_all_to_all) and their symbol
-// table (the profiler's kernel hooks included). Errors are recorded per thread, never thrown.
+// minijax runtime ABI: the runtime functions compiled code calls (oneTBB parallel loops, GEMM through
+// core/gemm.h, copies across memory kinds on the copy engine, one-device ragged_all_to_all; oneDNN's
+// convolution and pooling are dnnl_ops.h's) and their symbol table (the profiler's kernel hooks
+// included). Errors are recorded per thread, never thrown.
 #include "jit/runtime/abi.h"
 
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "core/dtype.h"
 #include "core/gemm.h"
 #include "jit/runtime/copy_engine.h"
+#include "jit/runtime/dnnl_ops.h"
 #include "jit/runtime/gemm.h"
 #include "jit/runtime/host_callback.h"
 #include "jit/runtime/parallel_for.h"
@@ -90,6 +92,7 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"mj_rt_kernel_begin", reinterpret_cast<void*>(&mj_rt_kernel_begin)},
       {"mj_rt_kernel_end", reinterpret_cast<void*>(&mj_rt_kernel_end)},
       {"mj_rt_trig_reduce", reinterpret_cast<void*>(&mj_rt_trig_reduce)},
+      {"mj_rt_dnnl", reinterpret_cast<void*>(&mj_rt_dnnl)},
   };
   return table;
 }

@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "jit/runtime/abi.h"
+#include "jit/runtime/dnnl_ops.h"
 #include "jit/runtime/profiler.h"
 
 namespace minijax {
@@ -147,6 +148,7 @@ std::vector<Array> execute(const LoadedExecutable& exe, std::span<const Array> c
       arenas[k] = new_buffer(exe.arena_bytes[k], MemoryKind(k));
       arena_ptrs[k] = arenas[k]->data();
     }
+  DnnlScope dnnl(exe.dnnl.get());  // before the commit: making its run state may throw
   claims.commit();  // the program may overwrite donated inputs from here on
   {
     profiler::detail::KernelSitesScope sites(&exe.kernel_sites);

@@ -17,6 +17,7 @@
 #include "jit/runtime/abi.h"
 #include "jit/runtime/communicator.h"
 #include "jit/runtime/device_queue.h"
+#include "jit/runtime/dnnl_ops.h"
 #include "jit/runtime/gemm.h"
 #include "jit/runtime/profiler.h"
 
@@ -301,6 +302,7 @@ void run_on_device(const std::shared_ptr<CallState>& st, size_t p) {
       // The host functions see whole values (their operands are replicated): the mesh's first
       // device calls them, once per call of the program.
       HostCallbacksScope callbacks(st->spmd->exe->host_callbacks, p == 0);
+      DnnlScope dnnl(st->spmd->exe->dnnl.get());
       st->spmd->exe->entry(w.in_ptrs.data(), w.out_ptrs.data(), w.arena_ptrs);
       callbacks.rethrow_if_failed();
     }

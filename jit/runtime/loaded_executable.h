@@ -13,8 +13,11 @@
 #include "core/output_plan.h"
 #include "core/profiler_hooks.h"
 #include "jit/runtime/collective_site.h"
+#include "jit/runtime/dnnl_site.h"
 
 namespace minijax {
+
+class DnnlSites;
 
 /// A compiled program as the executors (jit/runtime/execute.h, execute_spmd.h) run it. Built by
 /// the pipeline's last stage (load, jit/pipeline.cc) from the compile report (jit/executable.h);
@@ -48,6 +51,11 @@ struct LoadedExecutable {
   /// The debug_callback sites of the entry function (mj_rt_host_callback names their index
   /// here): each host function and its operands' avals, in emission order.
   std::vector<HostCallbackSite> host_callbacks;
+  /// The oneDNN convolution and pooling sites of the entry function (mj_rt_dnnl names their index
+  /// here), in emission order (jit/runtime/dnnl_site.h), and their primitives, built once by load
+  /// from them (jit/runtime/dnnl_ops.h; null when there are none).
+  std::vector<DnnlSiteSpec> dnnl_sites;
+  std::shared_ptr<const DnnlSites> dnnl;
   /// memory_analysis's predicted peak of device memory per call, bytes (capacity errors name it).
   int64_t predicted_device_peak_bytes = 0;
 };

@@ -82,5 +82,7 @@ std::vector<Case> lax_cases();
 std::vector<Case> transform_cases();
 std::vector<Case> sharding_cases();
 std::vector<Case> misc_cases();
+std::vector<Case> conv_cases();
+std::vector<Case> windowed_cases();
 
 }  // namespace bad_input

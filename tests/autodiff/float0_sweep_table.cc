@@ -1,5 +1,6 @@
 // minijax float0 sweep: the table — every primitive that accepts or returns an integer or
 // boolean value, met between a float input and a float output (checked in test_float0_sweep.cc).
+#include <cmath>
 #include <numeric>
 
 #include "autodiff/float0_sweep.h"
@@ -24,6 +25,10 @@ std::vector<int64_t> all_axes(const Array& a) {
   std::iota(d.begin(), d.end(), 0);
   return d;
 }
+
+// x as a vector (rank 0 becomes [1]), and the windowed entries' padding: one element in front.
+Array flat(const Array& a) { return lax::reshape(a, {a.size()}); }
+const std::vector<std::pair<int64_t, int64_t>> kPad1{{1, 0}};
 
 using E = Float0Entry;
 V one(const Array& a) { return V{a}; }
@@ -116,6 +121,13 @@ std::vector<E> elementwise() {
          return one(lax::dot_general(a[0], a[0], {d, d, {}, {}}));
        },
        mix},
+      // x as one feature of one image, convolved with itself (a window over all of it)
+      {"conv_general_dilated", "i32", in_i,
+       [](const V& a) {
+         Array x = lax::reshape(a[0], {1, 1, a[0].size()});
+         return one(lax::conv_general_dilated(x, x, {1}, "VALID"));
+       },
+       mix},
   };
 }
 
@@ -128,6 +140,33 @@ std::vector<E> structural() {
       {"reduce_min", "i32", in_i, [](const V& a) { return one(lax::reduce_min(a[0], all_axes(a[0]))); }, mix},
       {"reduce_prod", "i32", in_i, [](const V& a) { return one(lax::reduce_prod(a[0], all_axes(a[0]))); }, mix},
       {"cumsum", "i32", in_i, [](const V& a) { return one(lax::cumsum(lax::expand_dims(a[0], {0}), 0)); }, mix},
+      // the windowed reductions over x flattened, windows of 2 with one padded element in front
+      {"reduce_window_sum", "i32", in_i, [](const V& a) { return one(lax::reduce_window_sum(flat(a[0]), {2}, {1}, kPad1)); }, mix},
+      {"reduce_window_max", "i32", in_i, [](const V& a) { return one(lax::reduce_window_max(flat(a[0]), {2}, {1}, kPad1)); }, mix},
+      {"reduce_window_min", "i32", in_i, [](const V& a) { return one(lax::reduce_window_min(flat(a[0]), {2}, {1}, kPad1)); }, mix},
+      {"select_and_gather_add", "i32", in_ii,
+       [](const V& a) {
+         return one(lax::select_and_gather_add(flat(a[1]), flat(a[0]), lax::SelectPrim::ge, {2}, {1}, kPad1));
+       },
+       mix},
+      {"select_and_scatter_add", "i32", in_ii,
+       [](const V& a) {
+         return one(lax::select_and_scatter_add(flat(a[1]), flat(a[0]), lax::SelectPrim::le, {2}, {1}, kPad1));
+       },
+       mix},
+      // the generic reduce_window over (x, I(x)) pairs (an argmax): a float and an int result;
+      // forward mode only (JAX v0.7.0 gives it no reverse-mode rule)
+      {"reduce_window", "f32_and_i32", [](const Array& x) { return V{x, I(x)}; },
+       [](const V& a) {
+         return lax::reduce_window(
+             {flat(a[0]), flat(a[1])}, {mj::scalar(-INFINITY, a[0].dtype()), mj::scalar(0, i32)},
+             [](const V& acc, const V& x) {
+               Array take = lax::gt(x[0], acc[0]);
+               return V{lax::select_n(take, {acc[0], x[0]}), lax::select_n(take, {acc[1], x[1]})};
+             },
+             {2}, {1}, kPad1);
+       },
+       mix, true, false},
       {"argmax", "", [](const Array& x) { return V{mj::stack({x, 0.5 - x * x}, -1)}; },
        [](const V& a) { return one(lax::argmax(a[0], a[0].ndim() - 1)); }, mix},
       {"argmin", "", [](const Array& x) { return V{mj::stack({x, 0.5 - x * x}, -1)}; },

@@ -63,6 +63,18 @@ const std::map<std::string, Rule>& rules() {
     // dot_general is the GEMM library's order, cumsum a running sum and scatter_add adds in update
     // order: any order, up to n deep.
     for (const char* p : {"cumsum", "dot_general", "scatter_add"}) m[p] = {Bound::sum, 0};
+    // A convolution through oneDNN (f32, bf16) sums in its own blocked order, the loop nest in
+    // the input's memory order, eager as an im2col GEMM; a window sum through oneDNN is its
+    // average times the window's size; select_and_scatter_add through oneDNN's pooling backward
+    // adds the windows' contributions in its own order: sums of any order, n deep.
+    for (const char* p : {"conv_general_dilated", "reduce_window_sum", "select_and_scatter_add"})
+      m[p] = {Bound::sum, 0};
+    // Max and min windows select an element: the same one, ties to the first, everywhere.
+    for (const char* p : {"reduce_window_max", "reduce_window_min", "select_and_gather_add"})
+      m[p] = {Bound::exact, 0};
+    // The generic body runs in window order on both sides; its own equations may be
+    // transcendentals (ulp bounds), over a few window elements.
+    m["reduce_window"] = {Bound::normwise, 16};
     m["reduce_prod"] = {Bound::product, 0};
     // Bodies of up to 4 steps of tanh(W h + x) (3-term dots) or sin/tanh of a 3-term dot: a few
     // roundings per step and per transcendental, steps contracting (|tanh'| <= 1).
@@ -86,6 +98,17 @@ int64_t summed_length(const mj::Eqn& e) {
     for (int64_t a : mj::lax::dot_dimension_numbers(e.params).lhs_contracting) len *= s[size_t(a)];
   } else if (n == "scatter_add") {
     len = mj::atom_aval(e.inputs.at(1)).size() + 1;  // every update may land on one row
+  } else if (n == "conv_general_dilated") {
+    const auto p = mj::conv_params(e);
+    const mj::Shape& r = mj::atom_aval(e.inputs.at(1)).shape;
+    len = r[size_t(p.rhs_spec[1])];  // input features per group, times the window
+    for (size_t i = 2; i < p.rhs_spec.size(); ++i) len *= r[size_t(p.rhs_spec[i])];
+    len = len * p.batch_group_count + 1;
+  } else if (n == "reduce_window_sum" || n == "select_and_scatter_add") {
+    const auto& w = n == "reduce_window_sum" ? mj::reduce_window_monoid_params(e).window
+                                             : mj::select_and_window_params(e).window;
+    for (int64_t d : w.window_dimensions) len *= d;  // a window's elements, or the windows one element is in
+    len += 1;
   }
   return len;
 }

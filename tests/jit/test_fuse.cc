@@ -127,6 +127,10 @@ TEST(PrimitiveClasses, EveryPrimitiveHasTheClassesOfItsDefinition) {
   for (const char* n : {"dot_general", "cumsum", "scatter_add", "scan", "while", "cond", "fusion", "pjit",
                         "closed_call", "checkpoint", "custom_jvp_call", "custom_vjp_call"})
     cost[n] = mj::CostClass::custom;
+  for (const char* n : {"reduce_window_sum", "reduce_window_max", "reduce_window_min", "reduce_window",
+                        "select_and_scatter_add", "select_and_gather_add"})
+    cost[n] = mj::CostClass::custom;  // one flop per window element per output (the body's for reduce_window)
+  cost["conv_general_dilated"] = mj::CostClass::custom;  // 2 flops per multiply-add that reads the input
   const std::set<std::string> inlined = {"pjit", "closed_call", "checkpoint", "custom_jvp_call",
                                          "custom_vjp_call", "name"};
   const std::set<std::string> never_merged = {"optimization_barrier"};

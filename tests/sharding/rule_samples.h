@@ -122,6 +122,28 @@ inline std::vector<Sample> samples() {
                  mj::debug::print("sample {}", a[0]);
                  return V{a[0]};
                }});
+  // conv_general_dilated: NCHW batch 2 and kernel output features 4 pass through (the input
+  // features are a reduction, spatial dims need replication); grouped NHWC: the batch only.
+  v.push_back({"convolution", {filled({2, 3, 5, 5}), filled({4, 3, 3, 3}), filled({2, 5, 5, 4}), filled({3, 3, 2, 4})},
+               [](const V& a) {
+                 lax::ConvGeneralDilatedOptions g;
+                 g.dimension_numbers = lax::ConvDimensionSpec("NHWC", "HWIO", "NHWC");
+                 g.feature_group_count = 2;
+                 return V{lax::conv_general_dilated(a[0], a[1], {1, 1}, "VALID"),
+                          lax::conv_general_dilated(a[2], a[3], {1, 1}, "SAME", g)};
+               }});
+  // The windowed reductions: pooling windows over [batch, h, w, features] (the batch and
+  // feature dims pass through), and the generic reduce_window with its scalar init values.
+  v.push_back({"windowed", {filled({2, 4, 6, 3}), filled({2, 2, 3, 3})}, [](const V& a) {
+    const std::vector<int64_t> w{1, 2, 2, 1};
+    const std::vector<std::pair<int64_t, int64_t>> none(4, {0, 0});
+    auto mul = [](const Array& p, const Array& q) { return lax::mul(p, q); };
+    return V{lax::reduce_window_sum(a[0], w, w, "VALID"), lax::reduce_window_max(a[0], w, w, "VALID"),
+             lax::reduce_window_min(a[0], w, {1, 1, 1, 1}, "SAME"),
+             lax::reduce_window(a[0], lax::full({}, 1, DType::f32), mul, w, w, "VALID"),
+             lax::select_and_gather_add(a[0], a[0], lax::SelectPrim::ge, w, w, none),
+             lax::select_and_scatter_add(a[1], a[0], lax::SelectPrim::ge, w, w, none)};
+  }});
   return v;
 }
 

@@ -195,6 +195,15 @@ int32_t ProgramEmitter::host_callback_site(const Eqn& e) {
   return it->second;
 }
 
+int32_t ProgramEmitter::dnnl_site(const Eqn& e, const DnnlSiteSpec& spec) {
+  auto [it, added] = dnnl_site_ids_.emplace(&e, int32_t(dnnl_sites.size()));
+  if (added) {
+    dnnl_sites.push_back(spec);
+    dnnl_site_eqns.push_back(&e);
+  }
+  return it->second;
+}
+
 void ProgramEmitter::emit_copy_of_scope(bool again, const std::function<void()>& emit) {
   muted_ += again;
   try {
@@ -206,12 +215,20 @@ void ProgramEmitter::emit_copy_of_scope(bool again, const std::function<void()>&
   muted_ -= again;
 }
 
+const Eqn* ProgramEmitter::producer(const Atom& a) const {
+  const Var v = atom_var(a);
+  if (!v.defined()) return nullptr;
+  auto it = producers_.find(v.id());
+  return it == producers_.end() ? nullptr : it->second;
+}
+
 void ProgramEmitter::emit_scope(const Jaxpr& j) {
   for (const Eqn& e : j.eqns) {
     // Values without bytes (float0 tangents of integers, tokens) need no code, whatever computes
     // them (fuse leaves such equations unfused).
     bool no_data = !e.outputs.empty() && !has_bodies(e.params);
     for (auto& o : e.outputs) no_data &= o.aval().nbytes() == 0;
+    for (const Var& o : e.outputs) producers_[o.id()] = &e;
     if (no_data) continue;
     auto it = program_rules().find(e.primitive->name);
     if (it == program_rules().end())
@@ -389,7 +406,8 @@ const RegisterProgramRule reg_cond("cond", "control flow", lower_cond);
 std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, const BufferPlan& plan,
                                       std::vector<CollectiveSiteSpec>* collective_sites,
                                       std::vector<profiler::detail::KernelSite>* kernel_sites,
-                                      std::vector<HostCallbackSite>* host_callbacks) {
+                                      std::vector<HostCallbackSite>* host_callbacks,
+                                      std::vector<DnnlSiteSpec>* dnnl_sites) {
   kir::Function f;
   f.name = kEntryName;
   f.params = {kir::kPtr, kir::kPtr, kir::kPtr};
@@ -404,6 +422,7 @@ std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, cons
   pe.emit_scope(program);
   if (kernel_sites) *kernel_sites = std::move(pe.kernel_sites);
   if (host_callbacks) *host_callbacks = std::move(pe.host_callbacks);
+  if (dnnl_sites) *dnnl_sites = std::move(pe.dnnl_sites);
   // Outputs the plan could not place where they are produced (an input or literal returned,
   // a value returned twice) are copied by the runtime from the plan's OutputPlan.
   b.ret();

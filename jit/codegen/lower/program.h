@@ -13,6 +13,7 @@
 #include "jit/codegen/kir.h"
 #include "jit/codegen/lower/lowering.h"
 #include "jit/runtime/collective_site.h"
+#include "jit/runtime/dnnl_site.h"
 #include "memory/plan_buffers.h"
 
 namespace minijax::lower {
@@ -64,6 +65,10 @@ class ProgramEmitter {
   /// Copies atom a (a variable or literal) to dst.
   void copy_atom(kir::Value dst, const Atom& a);
 
+  /// The equation of the program (or of a body emitted so far) whose output `a` is; nullptr for a
+  /// literal, an input or a body's invar.
+  const Eqn* producer(const Atom& a) const;
+
   /// The current iteration of the scan `loop` (an i64), while its body is being emitted.
   kir::Value iteration(const Eqn* loop) const;
   /// Runs `body` with `loop`'s iteration set to i (for loop_slice addresses).
@@ -91,6 +96,10 @@ class ProgramEmitter {
   /// ValueError when e's params hold no host function (a jaxpr parsed from text).
   int32_t host_callback_site(const Eqn& e);
 
+  /// The index in dnnl_sites of the oneDNN call of equation `e` (added, as `spec`, on its first
+  /// emission; an unrolled copy of a body calls the same site).
+  int32_t dnnl_site(const Eqn& e, const DnnlSiteSpec& spec);
+
   std::vector<LoweredEqn> lowered;  ///< in emission order (bodies' equations after their loop)
   /// An SPMD program (compiled for the devices of a mesh): its collectives over more than one
   /// device and its axis_index equations are runtime calls (mj_rt_collective, mj_rt_axis_index)
@@ -104,11 +113,18 @@ class ProgramEmitter {
   std::vector<profiler::detail::KernelSite> kernel_sites;
   /// The debug_callback sites, in emission order: each is a call mj_rt_host_callback(i, operands).
   std::vector<HostCallbackSite> host_callbacks;
+  /// The oneDNN convolution and pooling sites, in emission order: each is a call
+  /// mj_rt_dnnl(i, buffers) (jit/runtime/dnnl_ops.h), whose primitive the loaded program
+  /// creates once.
+  std::vector<DnnlSiteSpec> dnnl_sites;
+  /// The equation of each oneDNN site (parallel to dnnl_sites).
+  std::vector<const Eqn*> dnnl_site_eqns;
 
  private:
   kir::Value args_, outs_, arenas_;
   std::vector<kir::Value> arena_base_;
   std::unordered_map<const Eqn*, kir::Value> iter_;
+  std::unordered_map<uint64_t, const Eqn*> producers_;  ///< by Var id, filled by emit_scope
   std::map<std::string, int> names_;
   /// The kernel each fusion equation was emitted as (call_fusion), by equation.
   struct EmittedKernel {
@@ -121,6 +137,7 @@ class ProgramEmitter {
   std::unordered_map<const Eqn*, EmittedKernel> kernels_;
   std::unordered_map<const Eqn*, int32_t> collective_site_ids_;
   std::unordered_map<const Eqn*, int32_t> host_callback_ids_;
+  std::unordered_map<const Eqn*, int32_t> dnnl_site_ids_;
   int muted_ = 0;
 };
 
@@ -135,10 +152,11 @@ CollectiveSiteSpec describe_collective_site(const Eqn& e, const std::string& pro
 /// no rule lowers. `collective_sites`: non-null for an SPMD program (ProgramEmitter's field): it
 /// receives the table of the collective and axis_index sites the code calls the runtime for, in
 /// site order (describe_collective_site).
-/// `kernel_sites` and `host_callbacks`, when given, receive ProgramEmitter's lists.
+/// `kernel_sites`, `host_callbacks` and `dnnl_sites`, when given, receive ProgramEmitter's lists.
 std::vector<LoweredEqn> lower_program(kir::Module& m, const Jaxpr& program, const BufferPlan& plan,
                                       std::vector<CollectiveSiteSpec>* collective_sites = nullptr,
                                       std::vector<profiler::detail::KernelSite>* kernel_sites = nullptr,
-                                      std::vector<HostCallbackSite>* host_callbacks = nullptr);
+                                      std::vector<HostCallbackSite>* host_callbacks = nullptr,
+                                      std::vector<DnnlSiteSpec>* dnnl_sites = nullptr);
 
 }  // namespace minijax::lower

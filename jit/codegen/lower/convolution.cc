@@ -1,0 +1,216 @@
+// minijax convolution and pooling lowering: each conv_general_dilated, reduce_window_max/sum and
+// select_and_scatter_add equation as a oneDNN call site (mj_rt_dnnl) when a form applies, else a loop nest.
+#include <algorithm>
+
+#include "core/views/array_ops.h"
+#include "core/views/control_flow.h"
+#include "core/views/windowed.h"
+#include "jit/codegen/lower/conv_forms.h"
+#include "jit/codegen/lower/pool_forms.h"
+#include "jit/codegen/lower/program.h"
+#include "jit/codegen/lower/window_loops.h"
+#include "jit/runtime/dnnl_ops.h"
+
+namespace minijax::lower {
+
+namespace {
+
+std::string ints(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + ")";
+}
+
+// Whether `a` is produced, in the program emitted so far, by a `rev` over exactly `dims` (or by a
+// fusion whose body is that one rev): the kernel of JAX's transpose with respect to the lhs.
+bool is_spatial_rev(const ProgramEmitter& pe, const Atom& a, std::vector<int64_t> dims) {
+  const Eqn* e = pe.producer(a);
+  if (e && CallParams::is(*e) && e->inputs.size() == 1) {
+    const Jaxpr& body = *call_params(*e).jaxpr->jaxpr;
+    if (body.eqns.size() != 1 || body.outvars.size() != 1) return false;
+    e = &body.eqns[0];
+  }
+  if (!e || !RevParams::is(*e)) return false;
+  std::vector<int64_t> got = rev_params(*e).dimensions;
+  std::sort(got.begin(), got.end());
+  std::sort(dims.begin(), dims.end());
+  return got == dims;
+}
+
+// The site's buffers as a stack array, then the call mj_rt_dnnl(site, buffers).
+void call_dnnl(ProgramEmitter& pe, int32_t site, const std::vector<kir::Value>& buffers) {
+  kir::Builder& b = pe.b;
+  const kir::Value slot = b.function_stack_slot(kir::kPtr, int64_t(buffers.size()));
+  for (size_t k = 0; k < buffers.size(); ++k) b.store(slot, b.i64(int64_t(k)), buffers[k]);
+  pe.call_runtime("mj_rt_dnnl", kir::kVoid, {kir::kI32, kir::kPtr}, {b.i32(site), slot});
+}
+
+// The OpenMP team the loaded program creates its primitives for (pipeline.cc's load): one per
+// device thread in an SPMD program, the default otherwise.
+int site_threads(const ProgramEmitter& pe) { return pe.collective_sites ? 1 : 0; }
+
+// " (impl); reorder <value> <from> -> <to>, N bytes" for the note of a site.
+std::string describe_site(const ProgramEmitter& pe, const DnnlSiteSpec& spec, const std::string& weights_value) {
+  std::string s = " (" + dnnl_impl_name(spec, site_threads(pe)) + ")";
+  const DnnlWeightsReorder r = dnnl_weights_reorder(spec, site_threads(pe));
+  if (r.needed)
+    s += "; reorder " + weights_value + " " + r.from + " -> " + r.to + ", " + std::to_string(r.bytes) + " bytes" +
+         (r.after ? " (after)" : "");
+  return s;
+}
+
+std::string value_name(const Atom& a) {
+  const Var v = atom_var(a);
+  return v.defined() ? "%" + std::to_string(v.id()) + ":" + v.aval().str() : atom_aval(a).str();
+}
+
+DnnlSiteSpec conv_spec(const ConvForm& f, DType in, DType out) {
+  static const DnnlOp kOps[] = {DnnlOp::conv_forward, DnnlOp::conv_backward_data, DnnlOp::conv_backward_weights};
+  DnnlSiteSpec s;
+  s.kind = kOps[int(f.kind)];
+  s.dtype = in;
+  s.out_dtype = out;
+  s.batch = f.src.dims[0];
+  s.in_channels = f.src.dims[1];
+  s.out_channels = f.dst.dims[1];
+  s.groups = f.groups;
+  for (size_t i = 2; i < f.src.dims.size(); ++i) {
+    s.in_size.push_back(f.src.dims[i]);
+    s.out_size.push_back(f.dst.dims[i]);
+    s.kernel.push_back(f.weights.dims[i]);
+  }
+  s.strides = f.strides;
+  s.dilations = f.dilates;
+  s.padding_l = f.pad_l;
+  s.padding_r = f.pad_r;
+  s.src_strides = f.src.strides;
+  s.dst_strides = f.dst.strides;
+  s.weights_strides = f.weights.strides;
+  s.weights_any = true;
+  s.weights_flipped = f.kind == ConvFormKind::backward_data;
+  return s;
+}
+
+void lower_conv(ProgramEmitter& pe, const Eqn& e) {
+  const ConvParams p = conv_params(e);
+  const ShapedArray& lhs = atom_aval(e.inputs[0]);
+  const ShapedArray& rhs = atom_aval(e.inputs[1]);
+  const ShapedArray& out = e.outputs[0].aval();
+  const std::vector<int64_t> rhs_spatial(p.rhs_spec.begin() + 2, p.rhs_spec.end());
+  ConvForm f = classify_convolution(p, lhs.shape, rhs.shape, out.shape, lhs.dtype, out.dtype,
+                                    is_spatial_rev(pe, e.inputs[1], rhs_spatial));
+  if (f.kind != ConvFormKind::loop_nest) {
+    const DnnlSiteSpec spec = conv_spec(f, lhs.dtype, out.dtype);
+    std::string why;
+    if (dnnl_supported(spec, &why)) {
+      const int32_t site = pe.dnnl_site(e, spec);
+      const kir::Value l = pe.addr(e.inputs[0]), r = pe.addr(e.inputs[1]), o = pe.addr(e.outputs[0]);
+      // conv_forward: src, weights, dst; backward_data: diff_dst, weights, diff_src;
+      // backward_weights: src, diff_dst, diff_weights (jit/runtime/dnnl_site.h).
+      call_dnnl(pe, site, {l, r, o});
+      const Atom& weights = f.kind == ConvFormKind::backward_weights ? Atom(e.outputs[0]) : e.inputs[1];
+      pe.note(e, conv_form_name(f.kind),
+              std::string(dnnl_op_name(spec.kind)) + " " + lhs.str() + " * " + rhs.str() + " -> " + out.str() +
+                  " strides " + ints(f.strides) + " pad " + ints(f.pad_l) + "/" + ints(f.pad_r) +
+                  describe_site(pe, spec, value_name(weights)));
+      return;
+    }
+    f.reason = "oneDNN refused it: " + why;
+  }
+  emit_conv_loop_nest(pe, e, f.reason);
+}
+
+DnnlSiteSpec pool_spec(const PoolForm& f, DnnlOp op, DType dt) {
+  DnnlSiteSpec s;
+  s.kind = op;
+  s.dtype = s.out_dtype = dt;
+  s.batch = f.src.dims[0];
+  s.in_channels = s.out_channels = f.src.dims[1];
+  for (size_t i = 2; i < f.src.dims.size(); ++i) {
+    s.in_size.push_back(f.src.dims[i]);
+    s.out_size.push_back(f.dst.dims[i]);
+  }
+  s.kernel = f.kernel;
+  s.strides = f.strides;
+  s.dilations = f.dilates;
+  s.padding_l = f.pad_l;
+  s.padding_r = f.pad_r;
+  s.src_strides = f.src.strides;
+  s.dst_strides = f.dst.strides;
+  return s;
+}
+
+// The pool_forward_max site emitted so far whose operand is `x` with window `w`, or -1: its
+// workspace is what a select_and_scatter_add of the same operand and window reads.
+int32_t forward_pool_site(const ProgramEmitter& pe, const Atom& x, const WindowParams& w) {
+  const Var xv = atom_var(x);
+  if (!xv.defined()) return -1;
+  for (size_t i = 0; i < pe.dnnl_sites.size(); ++i) {
+    const Eqn& f = *pe.dnnl_site_eqns[i];
+    if (pe.dnnl_sites[i].kind == DnnlOp::pool_forward_max && atom_var(f.inputs[0]) == xv &&
+        reduce_window_monoid_params(f).window == w)
+      return int32_t(i);
+  }
+  return -1;
+}
+
+// reduce_window_max (pool_forward_max) and reduce_window_sum (pool_forward_avg_include_padding
+// scaled back to sums by the runtime); other windows and dtypes: a loop nest.
+void lower_pool_forward(ProgramEmitter& pe, const Eqn& e) {
+  const ReduceWindowMonoidParams p = reduce_window_monoid_params(e);
+  const ShapedArray& x = atom_aval(e.inputs[0]);
+  const ShapedArray& out = e.outputs[0].aval();
+  const bool is_max = window_monoid(e) == WindowMonoid::max;
+  PoolForm f = classify_pooling(p.window, x.shape, out.shape, x.dtype);
+  if (f.pooling) {
+    const DnnlSiteSpec spec =
+        pool_spec(f, is_max ? DnnlOp::pool_forward_max : DnnlOp::pool_forward_sum, x.dtype);
+    std::string why;
+    if (dnnl_supported(spec, &why)) {
+      const int32_t site = pe.dnnl_site(e, spec);
+      call_dnnl(pe, site, {pe.addr(e.inputs[0]), pe.addr(e.outputs[0])});
+      pe.note(e, "oneDNN pooling forward",
+              std::string(dnnl_op_name(spec.kind)) + " " + x.str() + " -> " + out.str() + " window " +
+                  ints(f.kernel) + " strides " + ints(f.strides) + " (" + dnnl_impl_name(spec, site_threads(pe)) + ")");
+      return;
+    }
+    f.reason = "oneDNN refused it: " + why;
+  }
+  emit_reduce_window_loop_nest(pe, e, f.reason);
+}
+
+// select_and_scatter_add with the ge selector (the gradient of reduce_window_max) as
+// pool_backward_max, reading the workspace of the pool_forward_max of the same operand and window.
+void lower_pool_backward(ProgramEmitter& pe, const Eqn& e) {
+  const SelectAndWindowParams p = select_and_window_params(e);
+  const ShapedArray& source = atom_aval(e.inputs[0]);
+  const ShapedArray& x = atom_aval(e.inputs[1]);
+  PoolForm f = classify_pooling(p.window, x.shape, source.shape, x.dtype);
+  if (!p.selects_maximum()) f = PoolForm{false, "the le selector (a min window: oneDNN pools max and average)"};
+  if (f.pooling) {
+    DnnlSiteSpec spec = pool_spec(f, DnnlOp::pool_backward_max, x.dtype);
+    spec.forward_site = forward_pool_site(pe, e.inputs[1], p.window);
+    std::string why;
+    if (dnnl_supported(spec, &why)) {
+      const int32_t site = pe.dnnl_site(e, spec);
+      call_dnnl(pe, site, {pe.addr(e.inputs[0]), pe.addr(e.outputs[0]), pe.addr(e.inputs[1])});
+      pe.note(e, "oneDNN pooling backward",
+              std::string(dnnl_op_name(spec.kind)) + " " + source.str() + " -> " + e.outputs[0].aval().str() +
+                  " window " + ints(f.kernel) + (spec.forward_site >= 0
+                                                     ? " (the workspace of site " + std::to_string(spec.forward_site) + ")"
+                                                     : " (reruns the forward for its workspace)"));
+      return;
+    }
+    f.reason = "oneDNN refused it: " + why;
+  }
+  emit_select_and_scatter_add_loop_nest(pe, e, f.reason);
+}
+
+const RegisterProgramRule reg_conv("conv_general_dilated", "library call", lower_conv);
+const RegisterProgramRule reg_max("reduce_window_max", "library call", lower_pool_forward);
+const RegisterProgramRule reg_sum("reduce_window_sum", "library call", lower_pool_forward);
+const RegisterProgramRule reg_scatter("select_and_scatter_add", "library call", lower_pool_backward);
+
+}  // namespace
+
+}  // namespace minijax::lower

@@ -1,0 +1,135 @@
+// Tests of the oneDNN forms of compiled convolutions and pooling (jit/codegen/lower/convolution.cc):
+// a CNN's training step compiled, its forms and reorders in as_text(), its results against eager.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "core/convolution.h"
+#include "core/nn.h"
+#include "core/windowed_reductions.h"
+#include "lowering_helpers.h"
+
+namespace {
+
+using mj::Array;
+
+Array uniform(const mj::Shape& s, uint32_t seed, double lo = -1, double hi = 1) {
+  return lowtest::uniform(s, seed, mj::f32, lo, hi);
+}
+
+// |a - b| <= atol + rtol * |b| elementwise (compared in f64).
+bool close(const Array& a, const Array& b, double rtol, double atol) {
+  if (a.shape() != b.shape()) return false;
+  for (int64_t i = 0; i < a.size(); ++i) {
+    const double x = lowtest::at(a, i), y = lowtest::at(b, i);
+    if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
+  }
+  return true;
+}
+
+// The CNN of samples/fashion_mnist_cnn, at a small batch: conv 5x5x8 VALID -> relu -> max-pool 2 ->
+// conv 5x5x16 VALID -> relu -> max-pool 2 -> dense -> mean square.
+Array cnn_loss(const std::vector<Array>& p, const Array& x) {
+  Array h = mj::relu(mj::nn::conv(x, p[0], {1, 1}, "VALID"));
+  h = mj::nn::max_pool(h, {2, 2}, {2, 2});
+  h = mj::relu(mj::nn::conv(h, p[1], {1, 1}, "VALID"));
+  h = mj::nn::max_pool(h, {2, 2}, {2, 2});
+  h = mj::reshape(h, {h.shape()[0], -1});
+  Array y = mj::matmul(h, p[2]);
+  return mj::mean(y * y);
+}
+
+std::vector<Array> cnn_params() {
+  return {uniform({5, 5, 1, 8}, 1, -0.2, 0.2), uniform({5, 5, 8, 16}, 2, -0.07, 0.07),
+          uniform({256, 10}, 3, -0.06, 0.06)};
+}
+
+std::vector<Array> cnn_grads(const std::vector<Array>& p, const Array& x) {
+  return mj::grad([&](const std::vector<Array>& q) { return cnn_loss(q, x); })(p);
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(ConvDnnl, CnnStepUsesEveryForm) {
+  const std::vector<Array> p = cnn_params();
+  const Array x = uniform({4, 28, 28, 1}, 4, 0, 1);
+  auto step = mj::jit([](const std::vector<Array>& q, const Array& xs) { return cnn_grads(q, xs); });
+  const std::string text = step.lower(p, x).compile().as_text();
+  EXPECT_EQ(count(text, "[oneDNN forward]"), 2) << text;
+  EXPECT_EQ(count(text, "[oneDNN backward-data]"), 1) << text;  // the first conv's input needs none
+  EXPECT_EQ(count(text, "[oneDNN backward-weights]"), 2) << text;
+  EXPECT_EQ(count(text, "[oneDNN pooling forward]"), 2) << text;
+  EXPECT_EQ(count(text, "[oneDNN pooling backward]"), 2) << text;
+  EXPECT_EQ(count(text, "[loop nest]"), 0) << text;
+  // Each backward max-pool reads the workspace of its forward.
+  EXPECT_EQ(count(text, "(the workspace of site"), 2) << text;
+}
+
+// No reorder reads a value a oneDNN primitive wrote: each listed reorder copies weights from the
+// program's own layout (a parameter, or the kernel JAX's transpose reverses) into oneDNN's, or a
+// kernel gradient out of oneDNN's into the program's layout for the optimizer.
+TEST(ConvDnnl, CnnStepReordersOnlyWeights) {
+  const std::vector<Array> p = cnn_params();
+  const Array x = uniform({4, 28, 28, 1}, 4, 0, 1);
+  auto step = mj::jit([](const std::vector<Array>& q, const Array& xs) { return cnn_grads(q, xs); });
+  const std::string text = step.lower(p, x).compile().as_text();
+  const std::regex reorder("reorder (%[0-9]+):([a-z0-9]+\\[[0-9,]*\\]) ([^,]+) -> ([^,]+), ([0-9]+) bytes( \\(after\\))?");
+  int n = 0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), reorder); it != std::sregex_iterator(); ++it) {
+    ++n;
+    const std::string shape = (*it)[2];
+    EXPECT_TRUE(shape == "f32[5,5,1,8]" || shape == "f32[5,5,8,16]") << it->str();  // weights only
+    const bool after = (*it)[6].matched;
+    // A reorder after the primitive is the backward-weights result leaving oneDNN's format.
+    if (after) EXPECT_NE(it->prefix().str().rfind("[oneDNN backward-weights]"), std::string::npos);
+  }
+  EXPECT_GE(n, 3) << text;  // conv 2's weights (forward and backward-data), both kernel gradients
+}
+
+TEST(ConvDnnl, CnnStepMatchesEager) {
+  const std::vector<Array> p = cnn_params();
+  const Array x = uniform({4, 28, 28, 1}, 4, 0, 1);
+  const std::vector<Array> want = cnn_grads(p, x);
+  auto step = mj::jit([](const std::vector<Array>& q, const Array& xs) { return cnn_grads(q, xs); });
+  const std::vector<Array> got = step(p, x);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(close(got[i], want[i], 1e-4, 1e-6)) << i << "\n" << got[i] << "\n" << want[i];
+}
+
+TEST(ConvDnnl, StridedConvolutionGradientIsBackwardData) {
+  const Array x = uniform({2, 9, 9, 3}, 5), w = uniform({3, 3, 3, 4}, 6);
+  auto f = [](const Array& a, const Array& k) {
+    return mj::sum(mj::sin(mj::lax::conv_general_dilated(a, k, {2, 2}, {{1, 1}, {1, 1}},
+                                                         {.dimension_numbers = {"NHWC", "HWIO", "NHWC"}})));
+  };
+  auto grads = [&](const Array& a, const Array& k) {
+    auto [ga, gk] = mj::grad(f, mj::argnums<0, 1>)(a, k);
+    return std::vector<Array>{ga, gk};
+  };
+  auto g = mj::jit(grads);
+  const std::string text = g.lower(x, w).compile().as_text();
+  EXPECT_EQ(count(text, "[oneDNN backward-data]"), 1) << text;
+  EXPECT_EQ(count(text, "[oneDNN backward-weights]"), 1) << text;
+  const auto got = g(x, w);
+  const auto want = grads(x, w);
+  for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(close(got[i], want[i], 1e-4, 1e-6)) << i;
+}
+
+TEST(ConvDnnl, F64IsALoopNestWithItsReason) {
+  const Array x = mj::astype(uniform({1, 6, 6, 2}, 7), mj::f64), w = mj::astype(uniform({3, 3, 2, 2}, 8), mj::f64);
+  auto f = mj::jit([](const Array& a, const Array& k) { return mj::nn::conv(a, k, {1, 1}, "VALID"); });
+  const std::string text = f.lower(x, w).compile().as_text();
+  EXPECT_NE(text.find("[loop nest]"), std::string::npos) << text;
+  EXPECT_NE(text.find("f64"), std::string::npos) << text;
+  EXPECT_TRUE(close(f(x, w), mj::nn::conv(x, w, {1, 1}, "VALID"), 1e-12, 1e-12));
+}
+
+}  // namespace
