@@ -9,8 +9,8 @@
 #   --shield        run every program (peers included) under `chrt -f 10` (SCHED_FIFO; needs root):
 #                   on a machine shared with other work, this stands in for an idle machine (other
 #                   processes get only the CPU time the benchmark leaves); env.sched records it
-#   --only          run only these benchmarks (mlp_step gru_step compile elementwise dot loops
-#                   dispatch collectives offload peers)
+#   --only          run only these benchmarks (mlp_step gru_step cnn_step conv compile elementwise
+#                   dot loops dispatch collectives offload peers)
 #   --wait-idle S   before running, wait up to S seconds for a 5-second window in which the CPUs
 #                   are at least 90% idle (/proc/stat); the wait is reported on stderr
 # mlp_step runs twice: as is, and with a busy loop (`while :; do :; done`) competing for the CPUs,
@@ -69,7 +69,7 @@ if [[ $peers == 1 ]] && wanted peers; then
   fi
 fi
 if [[ $peers == 1 ]] && wanted peers; then
-  for p in libtorch_mlp libtorch_gru; do
+  for p in libtorch_mlp libtorch_gru libtorch_cnn; do
     bin="$build/bench/peers/$p"
     if [[ ! -x "$bin" || "$here/peers/$p.cpp" -nt "$bin" || "$here/peers/peer_common.h" -nt "$bin" ]]; then
       g++ -std=c++17 -O2 "$here/peers/$p.cpp" -I/usr/include/torch/csrc/api/include \
@@ -106,9 +106,9 @@ run() {  # run NAME CMD...: one JSON line to stdout and $results, stderr to $out
   fi
 }
 if [[ $quick == 1 ]]; then
-  steps=40 reps=10 dot_reps=50 gru_steps=20
+  steps=40 reps=10 dot_reps=50 gru_steps=20 cnn_steps=20 conv_reps=10 cnn_peer_images=6400
 else
-  steps=200 reps=50 dot_reps=300 gru_steps=200
+  steps=200 reps=50 dot_reps=300 gru_steps=200 cnn_steps=100 conv_reps=50 cnn_peer_images=60000
 fi
 wanted mlp_step && run mlp_step "$b/minijax_bench_mlp_step" --steps "$steps"
 if wanted mlp_step; then  # the same with a busy loop competing for the CPUs (the thread budget's test)
@@ -124,6 +124,10 @@ if [[ $peers == 1 ]] && wanted peers; then
 fi
 wanted gru_step && run gru_step "$b/minijax_bench_gru_step" --steps "$gru_steps"
 if [[ $peers == 1 ]] && wanted peers; then run libtorch_gru "$b/peers/libtorch_gru" "$gru_steps" 10; fi
+wanted cnn_step && run cnn_step "$b/minijax_bench_cnn_step" --steps "$cnn_steps"
+# libtorch's CNN trains one epoch (all 60000 images; 6400 with --quick) and reports its test accuracy.
+if [[ $peers == 1 ]] && wanted peers; then run libtorch_cnn "$b/peers/libtorch_cnn" "$cnn_peer_images" 20; fi
+wanted conv && run conv "$b/minijax_bench_conv" --reps "$conv_reps"
 wanted elementwise && run elementwise "$b/minijax_bench_elementwise" --reps "$reps"
 wanted dot && run dot "$b/minijax_bench_dot" --reps "$dot_reps"
 wanted loops && run loops "$b/minijax_bench_loops"
@@ -173,6 +177,24 @@ if g:
     p = first('libtorch_gru_step')
     if p:
         lines.append(f"  {'libtorch_gru_step median (minijax jit / libtorch)':58s} {p['step']['median_ms']:>19.2f} ms  ratio {g['jit']['median_ms'] / p['step']['median_ms']:.2f}")
+c = first('cnn_step')
+if c:
+    add('cnn_step jit median / floor (oneDNN conv + pool + gemm)', f"{c['jit']['median_ms']:.2f} / {c['floor_ms']:.2f} ms = {c['ratio_to_floor']:.2f}x", '<= 1.3x', c['target_met'])
+    lines.append(f"  {'cnn_step floor, kernels in oneDNN format / all formats':58s} {c['floor_weights_any_ms']:>13.2f} / {c['floor_any_ms']:.2f} ms")
+    if 'eager' in c:
+        lines.append(f"  {'cnn_step eager median':58s} {c['eager']['median_ms']:>19.2f} ms")
+    p = first('libtorch_cnn_step')
+    if p:
+        r = c['jit']['median_ms'] / p['step']['median_ms']
+        add('cnn_step jit median / libtorch (not binding)', f"{c['jit']['median_ms']:.2f} / {p['step']['median_ms']:.2f} ms = {r:.2f}x", '<= 1.0x', r <= 1.0)
+        lines.append(f"  {'libtorch_cnn test accuracy after 1 epoch':58s} {p['test_accuracy']:>22.4f}  ({p['train_images']} images)")
+v = first('conv')
+if v:
+    for case in ('cnn_conv1', 'cnn_conv2', 'same3x3'):
+        for ps in ('forward', 'backward_data', 'backward_weights'):
+            o = v.get(case + '_' + ps)
+            if o:
+                add(f'conv {case} {ps}: oneDNN ms / minijax ms', f"{o['onednn']['median_ms']:.2f} / {o['minijax']['median_ms']:.2f} = {o['speed_ratio']:.2f}", '>= 0.9', o['target_met'])
 e = first('elementwise')
 if e:
     add('elementwise chain10 / memcpy 64 MiB', f"{e['chain10']['median_ms']:.2f} / {e['floor_memcpy_2threads']['median_ms']:.2f} ms = {e['chain10_ratio_to_memcpy']:.2f}x", '<= 1.25x', e['target_met'])

@@ -59,7 +59,13 @@ MLP init_mlp(uint32_t seed, int64_t hidden = 512);
 
 /// Logits f32[batch, 10] of relu(relu(x w1 + b1) w2 + b2) w3 + b3.
 mj::Array forward(const MLP& p, const mj::Array& x);
-/// Mean cross-entropy: -mean(sum(log_softmax(logits) * one_hot(y, 10), axis 1)); f32 scalar.
+/// Mean cross-entropy of logits f32[batch, 10] against labels y i32[batch]:
+/// -mean(sum(log_softmax(logits) * one_hot(y, 10), axis 1)); f32 scalar. The loss of every
+/// Fashion-MNIST sample (the MLP's, the CNN's).
+mj::Array cross_entropy(const mj::Array& logits, const mj::Array& y);
+/// The number of rows of logits f32[batch, 10] whose argmax equals the label y i32[batch]; i32 scalar.
+mj::Array correct_count(const mj::Array& logits, const mj::Array& y);
+/// cross_entropy(forward(p, x), y).
 mj::Array loss_fn(const MLP& p, const mj::Array& x, const mj::Array& y);
 /// Fraction of examples whose argmax logit equals the label, evaluated in batches of `batch`.
 double accuracy(const MLP& p, const Dataset& d, int64_t batch = 1000);
@@ -126,7 +132,8 @@ std::pair<TrainState, mj::Array> train_step(const minijax::optim::Adam& opt, con
 /// (a fresh permutation every epoch; the last, partial batch is kept, as PyTorch's DataLoader
 /// does) and returns one report per epoch run (cfg.resume_dir: from the checkpoint's state, the
 /// incoming `params` giving only the shapes expected). Each step is train_step: mj::value_and_grad(loss_fn)
-/// and Adam, compiled as one jitted function donating the state (cfg.eager: run op by op).
+/// and Adam, compiled as one jitted function donating the state (cfg.eager: run op by op). The
+/// loop is samples/common/train_loop.h's train_epochs, which the CNN sample shares.
 std::vector<EpochReport> train(MLP& params, const Dataset& train_set, const Dataset& test_set,
                                const TrainConfig& cfg);
 

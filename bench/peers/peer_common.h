@@ -28,16 +28,17 @@ inline std::vector<uint8_t> gz(const std::string& f) {
   return o;
 }
 
-/// n images (784 bytes each) and labels: Fashion-MNIST's first n training examples from
-/// $MINIJAX_FASHION_MNIST or /usr/share/datasets/fashion-mnist, else uniform random bytes.
+/// n images (784 bytes each) and labels: Fashion-MNIST's first n examples of the split `prefix`
+/// ("train" or "t10k") from $MINIJAX_FASHION_MNIST or /usr/share/datasets/fashion-mnist, else
+/// uniform random bytes.
 struct Data {
   std::vector<uint8_t> images, labels;
   std::string source;
 };
-inline Data load(int64_t n) {
+inline Data load(int64_t n, const std::string& prefix = "train") {
   const char* env = std::getenv("MINIJAX_FASHION_MNIST");
   std::string d = env ? env : "/usr/share/datasets/fashion-mnist";
-  auto xi = gz(d + "/train-images-idx3-ubyte.gz"), yi = gz(d + "/train-labels-idx1-ubyte.gz");
+  auto xi = gz(d + "/" + prefix + "-images-idx3-ubyte.gz"), yi = gz(d + "/" + prefix + "-labels-idx1-ubyte.gz");
   Data out;
   if (xi.size() >= size_t(16 + n * 784) && yi.size() >= size_t(8 + n)) {
     out.images.assign(xi.begin() + 16, xi.begin() + 16 + n * 784);

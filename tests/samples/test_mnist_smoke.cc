@@ -11,6 +11,7 @@
 
 #include "samples/common/idx_reader.h"
 #include "samples/fashion_mnist_mlp_lib.h"
+#include "samples/step_losses.h"
 
 namespace {
 
@@ -148,23 +149,11 @@ TEST(FashionMnistSmoke, CompiledStepLossesEqualEagerForTwentySteps) {
   const std::string dir = ms::fashion_mnist_dir();
   auto train_set = fmnist::load_split(dir, "train", 20 * 128);
   auto test_set = fmnist::load_split(dir, "t10k", 100);
-  auto losses = [&](bool eager) {
+  auto train = [&](const fmnist::TrainConfig& cfg) {
     auto params = fmnist::init_mlp(0);
-    fmnist::TrainConfig cfg;
-    cfg.epochs = 1;
-    cfg.eager = eager;
-    std::vector<double> out;
-    cfg.on_step = [&](int64_t, double loss) { out.push_back(loss); };
     fmnist::train(params, train_set, test_set, cfg);
-    return out;
   };
-  const auto compiled = losses(false), eager = losses(true);
-  ASSERT_EQ(compiled.size(), 20u);
-  ASSERT_EQ(eager.size(), 20u);
-  for (size_t i = 0; i < 20; ++i)
-    EXPECT_LE(std::fabs(compiled[i] - eager[i]), 1e-4 * std::fabs(eager[i])) << "step " << i << ": compiled "
-                                                                             << compiled[i] << " eager " << eager[i];
-  EXPECT_LT(compiled.back(), compiled.front());  // and it trains
+  expect_losses_match(step_losses(train, false), step_losses(train, true), 20, 1e-4);
 }
 
 }  // namespace
