@@ -4,14 +4,16 @@
 #
 # Usage (Debian's python3-torch; not a project dependency, only this generator needs it):
 #   /usr/bin/python3 tools/torch_reference.py > tests/autodiff/torch_reference_data.h
-# The C++ side is tests/autodiff/test_torch_reference.cc: it computes the same functions with
-# minijax (f64) on the inputs written here and compares with the values printed by this script.
+# The C++ side is tests/autodiff/test_torch_reference.cc (and test_torch_reference_conv.cc for the
+# convolution and pooling cases): it computes the same functions with minijax (f64) on the inputs
+# written here and compares with the values printed by this script.
 # Every input is written literally below; nothing is random.
 import datetime
 import math
 import sys
 
 import torch
+import torch.autograd.forward_ad as fwAD
 
 torch.set_default_dtype(torch.float64)
 F = torch.nn.functional
@@ -56,8 +58,11 @@ def rem(x, y):
 CASES = []
 
 
-def case(name, diff, const, fn, hvps=(), doc=''):
-    CASES.append(dict(name=name, diff=diff, const=const, fn=fn, hvps=dict(hvps), doc=doc))
+def case(name, diff, const, fn, hvps=(), doc='', jvp=None):
+    """jvp, when given: a direction for every differentiable input (name -> tensor); the JVP of
+    the function along all of them at once is computed with torch's forward-mode AD."""
+    CASES.append(dict(name=name, diff=diff, const=const, fn=fn, hvps=dict(hvps), doc=doc,
+                      jvp=None if jvp is None else dict(jvp)))
 
 
 case('sin_mul',
@@ -197,6 +202,266 @@ case('batched_dot',
      doc='sum(sin(a @ b)) + sum(var(a, 2)) + sum(mean(b, 1)^2) + sum(a * c) (c broadcast)')
 
 
+# ---- convolution and pooling --------------------------------------------------------------------
+# JAX's semantics (jax/_src/lax/convolution.py and windowed_reductions.py of JAX v0.7.0,
+# flax.linen's max_pool/avg_pool) written with torch's own convolutions and poolings:
+# lax.conv_general_dilated is a cross-correlation, as torch's convNd is. Padding strings are
+# resolved as JAX's padtype_to_pads does; lhs (base) dilation and negative padding go through
+# lax_pad (zero or -inf insertion, cropping). Each case is sum(sin(op(inputs...)) * c), c a literal
+# of the result's shape, so that gradients and Hessian-vector products are not trivial.
+
+def ramp(shape, a, m, scale, off):
+    """A literal input: element i (row-major) is scale * ((a * i) % m) - off; distinct for i < m
+    when a and m are coprime, repeating (so with ties) beyond."""
+    n = math.prod(shape)
+    return t([round(scale * ((a * i) % m) - off, 6) for i in range(n)], shape)
+
+
+def dilate_dim(d, r):
+    return 0 if d == 0 else 1 + r * (d - 1)
+
+
+def padtype_to_pads(in_shape, window_shape, strides, mode):
+    """jax.lax.padtype_to_pads: "VALID" is no padding; "SAME" pads to ceil(in / stride) outputs,
+    the odd element at the end ("SAME_LOWER": at the start)."""
+    if mode == 'VALID':
+        return [(0, 0)] * len(in_shape)
+    pads = []
+    for n, k, s in zip(in_shape, window_shape, strides):
+        total = max((-(-n // s) - 1) * s + k - n, 0)
+        pads.append((total // 2, total - total // 2) if mode == 'SAME'
+                    else (total - total // 2, total // 2))
+    return pads
+
+
+def conv_general_permutations(lhs, rhs, out):
+    """jax.lax.conv_general_permutations: each operand's dimensions in the order (batch, feature,
+    spatial...), the kernel's (out feature, in feature, spatial...); the spatial dimensions are
+    the kernel's in the order its string names them, matched to the operands' by letter."""
+    def perm(spec, pair, by_kernel_order=True):
+        spatial = [i for i, ch in enumerate(spec) if ch not in pair]
+        if by_kernel_order:
+            spatial.sort(key=lambda i: rhs.index(spec[i]))
+        return [spec.index(pair[0]), spec.index(pair[1])] + spatial
+    return perm(lhs, 'NC'), perm(rhs, 'OI', by_kernel_order=False), perm(out, 'NC')
+
+
+TORCH_CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+
+def conv_general_dilated(x, w, strides, padding, lhs_dilation=None, rhs_dilation=None,
+                         dimension_numbers=None, feature_group_count=1, batch_group_count=1):
+    """lax.conv_general_dilated with torch's conv{1,2,3}d. batch_group_count as XLA defines it: the
+    batch is cut into batch_group_count contiguous groups; group g is convolved with the g-th
+    contiguous group of the kernel's output features; the results are concatenated along the
+    output features (each has batch / batch_group_count elements)."""
+    nsp = x.dim() - 2
+    if dimension_numbers is None:
+        lhs_perm = rhs_perm = out_perm = list(range(x.dim()))
+    else:
+        lhs_perm, rhs_perm, out_perm = conv_general_permutations(*dimension_numbers)
+    xc, wc = x.permute(lhs_perm), w.permute(rhs_perm)
+    ld = lhs_dilation or [1] * nsp
+    rd = rhs_dilation or [1] * nsp
+    if isinstance(padding, str):
+        window = [dilate_dim(k, r) for k, r in zip(wc.shape[2:], rd)]
+        padding = padtype_to_pads(list(xc.shape[2:]), window, strides, padding)
+    xp = lax_pad(xc, 0.0, [(0, 0, 0)] * 2 + [(lo, hi, d - 1) for (lo, hi), d in zip(padding, ld)])
+    conv = TORCH_CONV[nsp]
+    if batch_group_count == 1:
+        y = conv(xp, wc, stride=strides, dilation=rd, groups=feature_group_count)
+    else:
+        nb, ob = xp.shape[0] // batch_group_count, wc.shape[0] // batch_group_count
+        y = torch.cat([conv(xp[g * nb:(g + 1) * nb], wc[g * ob:(g + 1) * ob], stride=strides,
+                            dilation=rd) for g in range(batch_group_count)], 1)
+    # Canonical dimension j goes to the output's dimension out_perm[j].
+    return y.permute(sorted(range(len(out_perm)), key=lambda j: out_perm[j]))
+
+
+def to_channels_first(x):  # [N, spatial..., C] -> [N, C, spatial...]
+    return x.permute(0, x.dim() - 1, *range(1, x.dim() - 1))
+
+
+def to_channels_last(y):  # [N, C, spatial...] -> [N, spatial..., C]
+    return y.permute(0, *range(2, y.dim()), 1)
+
+
+TORCH_MAX_POOL = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}
+TORCH_AVG_POOL = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}
+
+
+def reduce_window_max(x, window, strides, padding, base_dilation, window_dilation):
+    """lax.reduce_window_max over every dimension of x (rank <= 3): -inf padding and holes, then
+    torch's max_pool over x seen as [1, 1, ...]."""
+    xp = lax_pad(x, float('-inf'), [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation)])
+    y = TORCH_MAX_POOL[x.dim()](xp[None, None], window, strides, dilation=window_dilation)
+    return y[0, 0]
+
+
+def reduce_window_sum(x, window, strides, padding, base_dilation, window_dilation):
+    """lax.reduce_window_sum over every dimension of x (rank <= 3): zero padding and holes, then
+    torch's convolution with a kernel of ones."""
+    xp = lax_pad(x, 0.0, [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation)])
+    ones = torch.ones([1, 1] + list(window))
+    return TORCH_CONV[x.dim()](xp[None, None], ones, stride=strides, dilation=window_dilation)[0, 0]
+
+
+def sin_weighted(name, diff, op, doc, hvp_inputs=('x',)):
+    """Registers sum(sin(op(diff...)) * c), c a literal of op's result shape, with a JVP direction
+    for every input and HVP directions for hvp_inputs."""
+    shape = list(op(*diff.values()).shape)
+    c = ramp(shape, 5, 13, 0.25, 1.4)
+    jvp = {k: ramp(list(v.shape), 3, 17, 0.125, 0.9) for k, v in diff.items()}
+    hvps = {k: ramp(list(diff[k].shape), 7, 19, 0.1, 0.85) for k in hvp_inputs}
+    case(name, diff, dict(c=c), lambda *a: torch.sum(torch.sin(op(*a[:-1])) * a[-1]),
+         hvps=hvps, doc=f'sum(sin({doc}) * c)', jvp=jvp)
+
+
+def conv_case(name, x_shape, w_shape, doc, op):
+    x = ramp(x_shape, 7, 181, 0.01, 0.9)
+    w = ramp(w_shape, 5, 73, 0.02, 0.7)
+    sin_weighted(name, dict(x=x, w=w), op, doc, hvp_inputs=('x', 'w'))
+
+
+conv_case('conv_strides_valid', [2, 3, 5, 6], [4, 3, 3, 2],
+          'conv_general_dilated(x, w, strides (2, 1), "VALID")',
+          lambda x, w: conv_general_dilated(x, w, [2, 1], 'VALID'))
+conv_case('conv_same', [1, 2, 6, 5], [3, 2, 3, 2],
+          'conv_general_dilated(x, w, strides (2, 1), "SAME"): pads (0, 1), (0, 1)',
+          lambda x, w: conv_general_dilated(x, w, [2, 1], 'SAME'))
+conv_case('conv_negative_padding', [1, 2, 5, 6], [2, 2, 2, 3],
+          'conv_general_dilated(x, w, strides (1, 1), padding ((2, -1), (-1, 1)))',
+          lambda x, w: conv_general_dilated(x, w, [1, 1], [(2, -1), (-1, 1)]))
+conv_case('conv_lhs_dilation', [1, 2, 3, 4], [3, 2, 2, 3],
+          'conv_general_dilated(x, w, strides (1, 2), padding ((1, 0), (2, 1)), '
+          'lhs_dilation (2, 3))',
+          lambda x, w: conv_general_dilated(x, w, [1, 2], [(1, 0), (2, 1)], lhs_dilation=[2, 3]))
+conv_case('conv_transpose', [1, 3, 3, 4], [3, 2, 3, 3],
+          'conv_transpose(x, w, strides (2, 2), padding ((1, 2), (2, 2)), ("NCHW", "OIHW", '
+          '"NCHW"), transpose_kernel): torch conv_transpose2d(x, w, stride 2, padding (1, 0), '
+          'output_padding (1, 0))',
+          lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=(1, 0), output_padding=(1, 0)))
+conv_case('conv_rhs_dilation', [2, 2, 6, 7], [2, 2, 2, 3],
+          'conv_general_dilated(x, w, strides (1, 2), padding ((1, 0), (2, 1)), '
+          'rhs_dilation (2, 2))',
+          lambda x, w: conv_general_dilated(x, w, [1, 2], [(1, 0), (2, 1)], rhs_dilation=[2, 2]))
+conv_case('conv_feature_groups', [2, 4, 5, 4], [6, 2, 3, 2],
+          'conv_general_dilated(x, w, strides (1, 1), "SAME", feature_group_count 2)',
+          lambda x, w: conv_general_dilated(x, w, [1, 1], 'SAME', feature_group_count=2))
+conv_case('conv_depthwise', [1, 3, 5, 5], [6, 1, 3, 3],
+          'conv_general_dilated(x, w, strides (2, 2), padding ((1, 1), (1, 1)), '
+          'feature_group_count 3): depthwise, channel multiplier 2',
+          lambda x, w: conv_general_dilated(x, w, [2, 2], [(1, 1), (1, 1)], feature_group_count=3))
+conv_case('conv_batch_groups', [4, 3, 4, 5], [4, 3, 2, 2],
+          'conv_general_dilated(x, w, strides (1, 1), "VALID", batch_group_count 2): '
+          'concat over g of conv(x[2g:2g+2], w[2g:2g+2]) along features',
+          lambda x, w: conv_general_dilated(x, w, [1, 1], 'VALID', batch_group_count=2))
+conv_case('conv_1d', [2, 3, 8], [2, 3, 3],
+          'conv_general_dilated(x, w, strides (2,), "SAME_LOWER", rhs_dilation (2,)): pads (2, 1)',
+          lambda x, w: conv_general_dilated(x, w, [2], 'SAME_LOWER', rhs_dilation=[2]))
+conv_case('conv_3d', [1, 2, 4, 5, 3], [2, 2, 2, 3, 2],
+          'conv_general_dilated(x, w, strides (1, 2, 1), padding ((0, 1), (1, 1), (0, 0)))',
+          lambda x, w: conv_general_dilated(x, w, [1, 2, 1], [(0, 1), (1, 1), (0, 0)]))
+conv_case('conv_nhwc', [2, 5, 4, 3], [3, 3, 3, 4],
+          'conv_general_dilated(x, w, strides (1, 2), "SAME", ("NHWC", "HWIO", "NHWC")): '
+          'pads (1, 1), (0, 1)',
+          lambda x, w: conv_general_dilated(x, w, [1, 2], 'SAME',
+                                            dimension_numbers=('NHWC', 'HWIO', 'NHWC')))
+conv_case('conv_permuted_layout', [2, 4, 5, 3], [3, 2, 3, 2],
+          'conv_general_dilated(x, w, strides (2, 1), padding ((1, 0), (0, 1)), ("NHWC", "IWHO", '
+          '"CNHW")): the kernel names W first, so strides and padding are (W, H)',
+          lambda x, w: conv_general_dilated(x, w, [2, 1], [(1, 0), (0, 1)],
+                                            dimension_numbers=('NHWC', 'IWHO', 'CNHW')))
+sin_weighted('nn_conv_bias',
+             dict(x=ramp([2, 5, 5, 4], 7, 181, 0.01, 0.9), w=ramp([3, 2, 2, 4], 5, 73, 0.02, 0.7),
+                  b=t([0.3, -0.2, 0.15, -0.45], [4])),
+             lambda x, w, b: conv_general_dilated(x, w, [1, 1], 'SAME', rhs_dilation=[1, 2],
+                                                  dimension_numbers=('NHWC', 'HWIO', 'NHWC'),
+                                                  feature_group_count=2) + b,
+             'nn::conv(x NHWC, w HWIO, strides (1, 1), "SAME", rhs_dilation (1, 2), '
+             'feature_group_count 2, bias b)',
+             hvp_inputs=('x', 'w'))
+
+# Max pooling. Ties go to the first element in window order (XLA's ge selector); torch 1.13's CPU
+# max_pool{1,2,3}d (NCHW and channels-last kernels) keeps the first maximum as well (a later
+# element must be strictly greater), checked below against a naive loop for the tied case.
+MAX_POOL_TIES_X = ramp([2, 4, 5, 2], 3, 7, 0.25, 0.8)  # 7 levels: many tied windows
+
+
+def max_pool_ties(x):
+    return to_channels_last(F.max_pool2d(to_channels_first(x), (2, 3), stride=(1, 2)))
+
+
+sin_weighted('max_pool_ties', dict(x=MAX_POOL_TIES_X), max_pool_ties,
+             'nn::max_pool(x NHWC, window (2, 3), strides (1, 2), "VALID"); tied maxima')
+
+
+def check_max_pool_ties():
+    """The gradient torch gives the tied case equals a naive loop's: each window's cotangent to
+    its first maximum in window order (row-major over the window); and some windows do tie."""
+    x = MAX_POOL_TIES_X.clone().requires_grad_(True)
+    y = max_pool_ties(x)
+    cot = ramp(list(y.shape), 5, 13, 0.25, 1.4)
+    (g,) = torch.autograd.grad(torch.sum(y * cot), [x])
+    want = torch.zeros_like(x)
+    ties = 0
+    n_, oh_, ow_, c_ = y.shape
+    for n in range(n_):
+        for oh in range(oh_):
+            for ow in range(ow_):
+                for c in range(c_):
+                    window = [(oh + i, 2 * ow + j) for i in range(2) for j in range(3)]
+                    vals = [float(MAX_POOL_TIES_X[n, h, w, c]) for h, w in window]
+                    best = vals.index(max(vals))
+                    ties += vals.count(max(vals)) > 1
+                    want[n, window[best][0], window[best][1], c] += cot[n, oh, ow, c]
+    if ties == 0 or not torch.equal(g, want):
+        raise AssertionError('max_pool_ties: torch does not send ties to the first maximum')
+
+
+check_max_pool_ties()
+
+sin_weighted('max_pool_same', dict(x=ramp([1, 5, 5, 2], 7, 53, 0.04, 1.0)),
+             lambda x: to_channels_last(F.max_pool2d(
+                 lax_pad(to_channels_first(x), float('-inf'),
+                         [(0, 0, 0), (0, 0, 0), (0, 1, 0), (0, 1, 0)]), 2, stride=2)),
+             'nn::max_pool(x NHWC, window (2, 2), strides (2, 2), "SAME"): pads (0, 1), (0, 1)')
+sin_weighted('max_pool_1d_unbatched', dict(x=ramp([7, 2], 3, 5, 0.3, 0.7)),
+             lambda x: F.max_pool1d(x.t()[None], 3, stride=2, padding=1)[0].t(),
+             'nn::max_pool(x [7, 2] (no batch), window (3,), strides (2,), padding ((1, 1),)); '
+             'ties')
+sin_weighted('reduce_window_max', dict(x=ramp([3, 4, 5], 4, 11, 0.2, 1.1)),
+             lambda x: reduce_window_max(x, [2, 2, 3], [1, 2, 1], [(0, 1), (1, 0), (1, 1)],
+                                         [1, 1, 2], [1, 2, 1]),
+             'reduce_window_max(x, window (2, 2, 3), strides (1, 2, 1), padding ((0, 1), (1, 0), '
+             '(1, 1)), base_dilation (1, 1, 2), window_dilation (1, 2, 1)); ties')
+sin_weighted('reduce_window_sum', dict(x=ramp([2, 5, 6], 7, 67, 0.03, 0.95)),
+             lambda x: reduce_window_sum(x, [1, 3, 2], [1, 1, 2], [(0, 0), (2, 1), (0, 1)],
+                                         [1, 2, 1], [1, 1, 2]),
+             'reduce_window_sum(x, window (1, 3, 2), strides (1, 1, 2), padding ((0, 0), (2, 1), '
+             '(0, 1)), base_dilation (1, 2, 1), window_dilation (1, 1, 2))')
+
+# Average pooling (flax.linen.avg_pool): count_include_pad divides by the window's size, otherwise
+# by the number of x's elements in the window; torch's avg_pool with symmetric padding does both.
+AVG_POOL_X = ramp([2, 5, 4, 3], 7, 127, 0.015, 0.9)
+sin_weighted('avg_pool_include_pad', dict(x=AVG_POOL_X),
+             lambda x: to_channels_last(F.avg_pool2d(to_channels_first(x), (3, 2), stride=(2, 1),
+                                                     padding=(1, 1), count_include_pad=True)),
+             'nn::avg_pool(x NHWC, window (3, 2), strides (2, 1), padding ((1, 1), (1, 1)), '
+             'count_include_pad true)')
+sin_weighted('avg_pool_exclude_pad', dict(x=AVG_POOL_X),
+             lambda x: to_channels_last(F.avg_pool2d(to_channels_first(x), (3, 2), stride=(2, 1),
+                                                     padding=(1, 1), count_include_pad=False)),
+             'nn::avg_pool(x NHWC, window (3, 2), strides (2, 1), padding ((1, 1), (1, 1)), '
+             'count_include_pad false)')
+sin_weighted('avg_pool_3d_exclude_pad', dict(x=ramp([1, 4, 3, 5, 2], 7, 127, 0.015, 0.9)),
+             lambda x: to_channels_last(F.avg_pool3d(to_channels_first(x), (2, 2, 3),
+                                                     stride=(2, 1, 2), padding=(1, 0, 1),
+                                                     count_include_pad=False)),
+             'nn::avg_pool(x NDHWC, window (2, 2, 3), strides (2, 1, 2), padding ((1, 1), (0, 0), '
+             '(1, 1)), count_include_pad false)')
+
+
 # ---- evaluation and printing --------------------------------------------------------------------
 
 def fmt(v):
@@ -229,6 +494,18 @@ def run_case(c, out):
     out.append(f'inline constexpr double value = {fmt(value.item())};')
     for k, g in zip(names, grads):
         emit_array(out, 'double', f'grad_{k}', g)
+    if c['jvp'] is not None:
+        # Forward mode, independently of the reverse-mode gradients (which must agree with it).
+        dirs = [c['jvp'][k] for k in names]
+        with fwAD.dual_level():
+            duals = [fwAD.make_dual(c['diff'][k], d) for k, d in zip(names, dirs)]
+            jvp = fwAD.unpack_dual(c['fn'](*duals, *consts.values())).tangent.item()
+        by_grads = sum(torch.sum(g * d).item() for g, d in zip(grads, dirs))
+        if abs(jvp - by_grads) > 1e-12 * max(1.0, abs(jvp)):
+            raise AssertionError(f'{c["name"]}: forward-mode JVP {jvp} != <grad, v> {by_grads}')
+        for k, d in zip(names, dirs):
+            emit_array(out, 'double', f'jvp_{k}_dir', d)
+        out.append(f'inline constexpr double jvp = {fmt(jvp)};')
     for k, v in c['hvps'].items():
         i = names.index(k)
         # d/dx_k <grad_k f, v>: forward-over-reverse in minijax, reverse-over-reverse here.
@@ -251,6 +528,7 @@ def main():
                'grad_<input>')
     out.append('// for every differentiable input, and hvp_<input> = H v for the direction '
                'hvp_<input>_dir.')
+    out.append('// Where jvp_<input>_dir are given, jvp is the JVP along all of them at once.')
     out.append('#pragma once')
     out.append('#include <cstdint>')
     out.append('')
