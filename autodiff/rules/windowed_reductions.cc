@@ -11,7 +11,7 @@
 // window (ours takes the dilations, so the transpose of a dilated window needs no padding or
 // slicing; JAX refuses window dilation there). The generic reduce_window's JVP is JAX's
 // reduce_window_jvp: one reduce_window over (operands, tangents) whose body is the body's JVP
-// (nonzero init-value tangents are taken as the tangent's init values, where JAX raises); its
+// (a nonzero init-value tangent is a NotDifferentiableError, as JAX raises); its
 // primal outputs come from a reduce_window over the primals alone, so that linearize keeps them
 // known. It has no transpose (JAX neither: reverse mode raises NotDifferentiableError naming
 // reduce_window). Batching folds the batch dimension into the window as a dimension of size 1
@@ -179,8 +179,13 @@ Outs reduce_window_jvp(const std::vector<Array>& primals, const std::vector<Arra
   for (size_t k = 0; k < n; ++k)
     if (is_floating(primals[k].dtype())) fl.push_back(k);
   std::vector<Array> tout(n);
+  for (size_t k = n; k < tangents.size(); ++k)
+    if (tangents[k].defined())  // JAX's reduce_window_jvp raises here too
+      throw NotDifferentiableError("reduce_window: the JVP does not take a nonzero tangent of init value " +
+                                   std::to_string(k - n) + " (" + primals[k].aval().str() +
+                                   "); pass the init values as constants");
   bool any = false;
-  for (size_t f : fl) any = any || tangents[f].defined() || tangents[n + f].defined();
+  for (size_t f : fl) any = any || tangents[f].defined();
   if (!any) return {ans, tout};
   std::vector<Array> args(primals.begin(), primals.begin() + std::ptrdiff_t(n));
   for (size_t f : fl) args.push_back(instantiate_zero(tangents[f], primals[f].aval()));

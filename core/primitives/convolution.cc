@@ -15,6 +15,7 @@
 // ShapeError (JAX: ValueError), and bad dimension-number strings a ValueError (JAX: TypeError).
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -145,13 +146,17 @@ lax::ConvDimensionNumbers resolve_numbers(const Shape& l, const Shape& r,
 
 // ---- shape and dtype rules ------------------------------------------------------------------------
 
+// Window sizes, strides and dilations past 2^31 would overflow the size arithmetic (a dilated
+// size is (n - 1) * d + 1 in int64).
+constexpr int64_t kMaxWindowParam = (int64_t(1) << 31) - 1;
+
 void check_spatial(const char* param, const Ints& v, size_t n, const std::string& operands) {
   if (v.size() != n)
     throw ValueError(std::string(param) + "=" + tuple_str(v) + " has " + std::to_string(v.size()) +
                      " entries, but " + operands + " have " + std::to_string(n) + " spatial dimensions");
   for (int64_t x : v)
-    if (x <= 0)
-      throw ValueError(std::string(param) + "=" + tuple_str(v) + " must hold positive values, got " +
+    if (x <= 0 || x > kMaxWindowParam)
+      throw ValueError(std::string(param) + "=" + tuple_str(v) + " must hold positive values below 2^31, got " +
                        std::to_string(x));
 }
 
@@ -212,6 +217,8 @@ Ints output_spatial(const Shape& l, const Shape& r, const ConvParams& p) {
   for (int64_t i = 0; i < p.num_spatial(); ++i) {
     const size_t s = size_t(i);
     const int64_t in = l[size_t(p.lhs_spec[s + 2])], k = r[size_t(p.rhs_spec[s + 2])];
+    if (std::abs(p.pad_lo(i)) > kMaxWindowParam || std::abs(p.pad_hi(i)) > kMaxWindowParam)
+      throw ValueError("padding=" + pairs_str(as_pairs(p.padding)) + " has a value outside (-2^31, 2^31)");
     const int64_t dilated = dilate_dim(in, p.lhs_dilation[s]);
     const int64_t padded = dilated + p.pad_lo(i) + p.pad_hi(i), window = dilate_dim(k, p.rhs_dilation[s]);
     const std::string where = "spatial dimension " + std::to_string(i) + " (lhs size " + std::to_string(in) +

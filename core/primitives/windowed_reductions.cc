@@ -55,10 +55,13 @@ void check_length(const char* param, const std::vector<int64_t>& v, size_t want,
                      " entries but the operand " + x.str() + " has rank " + std::to_string(x.ndim()));
 }
 
+// Values past 2^31 would overflow the size arithmetic (a dilated size is (n - 1) * d + 1 in int64).
 void check_positive(const char* param, const std::vector<int64_t>& v) {
+  constexpr int64_t kMax = (int64_t(1) << 31) - 1;
   for (int64_t e : v)
-    if (e <= 0)
-      throw ValueError(std::string(param) + " " + ints_str(v) + " has a value <= 0 (each must be >= 1)");
+    if (e <= 0 || e > kMax)
+      throw ValueError(std::string(param) + " " + ints_str(v) + " has a value " + (e <= 0 ? "<= 0" : ">= 2^31") +
+                       " (each must be in [1, 2^31))");
 }
 
 }  // namespace
@@ -76,6 +79,9 @@ Shape window_output_shape(const ShapedArray& x, const WindowParams& w) {
   check_positive("window_strides", w.window_strides);
   check_positive("base_dilation", w.base_dilation);
   check_positive("window_dilation", w.window_dilation);
+  for (int64_t pad : w.padding)
+    if (pad <= -(int64_t(1) << 31) || pad >= (int64_t(1) << 31))
+      throw ValueError("padding " + pads_str(w.padding) + " has a value outside (-2^31, 2^31)");
   Shape out(r);
   for (size_t d = 0; d < r; ++d) {
     const int64_t padded = dilate(x.shape[d], w.base_dilation[d]) + w.pad_lo(int64_t(d)) +

@@ -93,6 +93,8 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"mj_rt_kernel_end", reinterpret_cast<void*>(&mj_rt_kernel_end)},
       {"mj_rt_trig_reduce", reinterpret_cast<void*>(&mj_rt_trig_reduce)},
       {"mj_rt_dnnl", reinterpret_cast<void*>(&mj_rt_dnnl)},
+      {"mj_rt_max_pool_needs_loop", reinterpret_cast<void*>(&mj_rt_max_pool_needs_loop)},
+      {"mj_rt_dnnl_forward_ran_once", reinterpret_cast<void*>(&mj_rt_dnnl_forward_ran_once)},
   };
   return table;
 }

@@ -141,4 +141,13 @@ extern "C" {
 /// installed, a site out of range, a oneDNN failure) are recorded as the thread's runtime error
 /// (take_runtime_error, abi.h), never thrown through compiled frames.
 void mj_rt_dnnl(int32_t site, void** buffers);
+/// Whether the `n` elements at `src` (dtype f32 or bf16, a minijax DType) hold a NaN or -inf: then
+/// oneDNN's max pooling (which skips NaNs and starts each window at the lowest finite value)
+/// differs from reduce_window_max (NaN propagates, -inf stays -inf), and the compiled program runs
+/// its loop nest instead. Scans in blocks on the oneTBB pool; 1 for any other dtype.
+int32_t mj_rt_max_pool_needs_loop(const void* src, int32_t dtype, int64_t n);
+/// Whether pool_forward_max site `site` of the running program ran exactly once in this run (so a
+/// pool_backward_max linked to it reads its workspace, and its operand held no NaN or -inf: the
+/// compiled program ran the loop nest instead otherwise). 0 with no table installed.
+int32_t mj_rt_dnnl_forward_ran_once(int32_t site);
 }

@@ -3,6 +3,7 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include "jit/runtime/abi.h"
 #include "jit/runtime/dnnl_impl.h"
 #include "jit/runtime/dnnl_ops.h"
+#include "jit/runtime/parallel_for.h"
 
 namespace minijax {
 
@@ -247,4 +249,39 @@ extern "C" void mj_rt_dnnl(int32_t site, void** buffers) {
   }
   detail::record_runtime_error("mj_rt_dnnl: site " + std::to_string(site) + " (" + dnnl_op_name(s.spec.kind) +
                                ", " + s.impl + "): " + why);
+}
+
+namespace {
+
+// Whether n elements of T (raw IEEE bits) hold a NaN or -inf: per block of the oneTBB pool, an OR
+// of integer compares over the bits (the compiler vectorizes it; no branch per element).
+template <class T, T kAbs, T kInf, T kNegInf>
+bool any_nan_or_neg_inf(const T* x, int64_t n) {
+  constexpr int64_t kBlock = int64_t(1) << 15;
+  std::atomic<bool> found{false};
+  minijax::parallel_for_blocks((n + kBlock - 1) / kBlock, 1, [&](int64_t first, int64_t last) {
+    for (int64_t blk = first; blk < last && !found.load(std::memory_order_relaxed); ++blk) {
+      const int64_t lo = blk * kBlock, hi = std::min(n, lo + kBlock);
+      T flag = 0;
+      for (int64_t i = lo; i < hi; ++i) flag |= T((x[i] & kAbs) > kInf) | T(x[i] == kNegInf);
+      if (flag) found.store(true, std::memory_order_relaxed);
+    }
+  });
+  return found.load();
+}
+
+}  // namespace
+
+extern "C" int32_t mj_rt_max_pool_needs_loop(const void* src, int32_t dtype, int64_t n) {
+  if (DType(dtype) == DType::f32)
+    return any_nan_or_neg_inf<uint32_t, 0x7fffffffu, 0x7f800000u, 0xff800000u>(static_cast<const uint32_t*>(src), n);
+  if (DType(dtype) == DType::bf16)
+    return any_nan_or_neg_inf<uint16_t, 0x7fff, 0x7f80, 0xff80>(static_cast<const uint16_t*>(src), n);
+  return 1;  // no other dtype reaches oneDNN's pooling
+}
+
+extern "C" int32_t mj_rt_dnnl_forward_ran_once(int32_t site) {
+  const RunState* st = t_state;
+  if (!st || site < 0 || size_t(site) >= st->sites.size()) return 0;
+  return st->sites[size_t(site)].forward_runs == 1;
 }

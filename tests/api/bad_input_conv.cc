@@ -90,6 +90,10 @@ std::vector<Case> conv_cases() {
           "conv_general_dilated", "lhs_dilation=(1, 1, 1)"),
       BAD(cgd, ValueError, lax::conv_general_dilated(x(), k(), {1, 1}, "VALID", dilation({}, {1, -1})),
           "conv_general_dilated", "rhs_dilation=(1, -1)", "positive"),
+      // A dilation past 2^31 would overflow the size arithmetic: refused, naming it.
+      BAD(cgd, ValueError,
+          lax::conv_general_dilated(x(), k(), {1, 1}, "VALID", dilation({int64_t(1) << 62, 1}, {})),
+          "conv_general_dilated", "lhs_dilation=(4611686018427387904, 1)", "below 2^31"),
       // Padding: a wrong number of pairs or an unknown string is a ValueError naming it; padding
       // that leaves less than the window, or crops below zero, a ShapeError naming both shapes.
       BAD(cgd, ValueError, lax::conv_general_dilated(x(), k(), {1, 1}, Pairs{{1, 1}}), "conv_general_dilated",

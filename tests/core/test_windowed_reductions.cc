@@ -311,6 +311,22 @@ TEST(WindowedReductions, GenericReduceWindowHasAJvpButNoVjp) {
   }
 }
 
+TEST(WindowedReductions, GenericJvpRefusesAnInitValueTangentAsJaxDoes) {
+  // JAX v0.7.0 reduce_window_jvp: "reduce_window jvp does not support non-zero init_value_tangent".
+  const Array x = make({4}, {1.0, 2.0, 3.0, 4.0});
+  auto f = [](const std::vector<Array>& a) {
+    return std::vector<Array>{lax::reduce_window(
+        a[0], a[1], [](const Array& u, const Array& v) { return lax::mul(u, v); }, {2}, {1}, "VALID")};
+  };
+  try {
+    jvp_flat(f, {x, lax::scalar(1.0, f64)}, {make({4}, {0, 0, 0, 0}), lax::scalar(1.0, f64)});
+    FAIL() << "expected NotDifferentiableError";
+  } catch (const NotDifferentiableError& e) {
+    EXPECT_NE(e.message().find("reduce_window"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("init value"), std::string::npos) << e.message();
+  }
+}
+
 TEST(WindowedReductions, DceDropsTheOperandsOfUnusedAccumulators) {
   // (sum of a, product of b) in one reduce_window; only the sum is used: b and its init go.
   auto f = [](const Array& a, const Array& b) {

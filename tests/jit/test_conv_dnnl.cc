@@ -123,6 +123,51 @@ TEST(ConvDnnl, StridedConvolutionGradientIsBackwardData) {
   for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(close(got[i], want[i], 1e-4, 1e-6)) << i;
 }
 
+// oneDNN's max pooling skips NaNs and starts at the lowest finite value; reduce_window_max
+// propagates NaN and keeps -inf, and its gradient goes to the first NaN (eager, XLA). The compiled
+// pooling site checks its operand and runs the loop nest for such inputs: equal to eager, bits
+// and gradients, on inputs with and without them.
+TEST(ConvDnnl, MaxPoolWithNanOrMinusInfEqualsEager) {
+  const float nan = std::nanf(""), ninf = -INFINITY;
+  auto pool_sum = [](const Array& x) { return mj::sum(mj::nn::max_pool(x, {2, 2}, {2, 2})); };
+  auto f = mj::jit([&](const Array& x) {
+    auto [v, g] = mj::value_and_grad(pool_sum)(x);
+    return std::vector<Array>{mj::nn::max_pool(x, {2, 2}, {2, 2}), g};
+  });
+  const std::string text = f.lower(uniform({1, 4, 4, 2}, 9)).compile().as_text();
+  EXPECT_EQ(count(text, "[oneDNN pooling forward]"), 1) << text;
+  EXPECT_EQ(count(text, "[oneDNN pooling backward]"), 1) << text;
+  for (int variant = 0; variant < 3; ++variant) {
+    std::vector<float> v(32);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 7) - 3.f;
+    if (variant == 0) v[2] = nan;                            // a NaN beside larger values
+    if (variant == 1) v[0] = v[2] = v[8] = v[10] = ninf;     // a window of -inf (feature 0, window 0)
+    const Array x = mj::array(v, {1, 4, 4, 2});
+    const auto got = f(x);
+    const Array want_y = mj::nn::max_pool(x, {2, 2}, {2, 2});
+    const Array want_g = mj::grad(pool_sum)(x);
+    for (int64_t i = 0; i < want_y.size(); ++i) {
+      const double a = lowtest::at(got[0], i), b = lowtest::at(want_y, i);
+      EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << variant << " y[" << i << "] " << a << " vs " << b;
+    }
+    EXPECT_TRUE(lowtest::bit_equal(got[1], want_g)) << variant << "\n" << got[1] << "\n" << want_g;
+  }
+  // The eager oracle's own semantics (XLA's max): the NaN window is NaN, the -inf window -inf.
+  std::vector<float> v(32, 1.f);
+  v[2] = nan;
+  EXPECT_TRUE(std::isnan(lowtest::at(f(mj::array(v, {1, 4, 4, 2}))[0], 0)));
+}
+
+TEST(ConvDnnl, DilatedMaxWindowOverPaddingIsALoopNest) {
+  auto f = mj::jit([](const Array& x) {
+    return mj::lax::reduce_window_max(x, {1, 2, 1}, {1, 1, 1}, {{0, 0}, {1, 1}, {0, 0}}, {}, {1, 2, 1});
+  });
+  const Array x = uniform({1, 1, 1}, 10);
+  const std::string text = f.lower(x).compile().as_text();
+  EXPECT_NE(text.find("[loop nest]"), std::string::npos) << text;
+  EXPECT_TRUE(std::isinf(lowtest::at(f(x), 0)) && lowtest::at(f(x), 0) < 0);  // taps on padding only
+}
+
 TEST(ConvDnnl, F64IsALoopNestWithItsReason) {
   const Array x = mj::astype(uniform({1, 6, 6, 2}, 7), mj::f64), w = mj::astype(uniform({3, 3, 2, 2}, 8), mj::f64);
   auto f = mj::jit([](const Array& a, const Array& k) { return mj::nn::conv(a, k, {1, 1}, "VALID"); });

@@ -1,6 +1,7 @@
 // minijax convolution and pooling lowering: each conv_general_dilated, reduce_window_max/sum and
 // select_and_scatter_add equation as a oneDNN call site (mj_rt_dnnl) when a form applies, else a loop nest.
 #include <algorithm>
+#include <functional>
 
 #include "core/views/array_ops.h"
 #include "core/views/control_flow.h"
@@ -154,6 +155,19 @@ int32_t forward_pool_site(const ProgramEmitter& pe, const Atom& x, const WindowP
   return -1;
 }
 
+// oneDNN's max pooling skips NaNs and starts each window at the lowest finite value, where
+// reduce_window_max propagates a NaN and keeps -inf (and the gradient goes to the first NaN): the
+// site runs when the operand `x` holds neither (mj_rt_max_pool_needs_loop scans it), the loop
+// nest otherwise (emitted muted: the equation's note is the site's).
+void unless_nan_or_neg_inf(ProgramEmitter& pe, const Atom& x, const std::function<void()>& site,
+                           const std::function<void()>& loop_nest) {
+  kir::Builder& b = pe.b;
+  const ShapedArray& a = atom_aval(x);
+  const kir::Value bad = pe.call_runtime("mj_rt_max_pool_needs_loop", kir::kI32, {kir::kPtr, kir::kI32, kir::kI64},
+                                         {pe.addr(x), b.i32(int32_t(a.dtype)), b.i64(a.size())});
+  b.if_(b.icmp(kir::Pred::ne, bad, b.i32(0)), [&] { pe.emit_copy_of_scope(true, loop_nest); }, site);
+}
+
 // reduce_window_max (pool_forward_max) and reduce_window_sum (pool_forward_avg_include_padding
 // scaled back to sums by the runtime); other windows and dtypes: a loop nest.
 void lower_pool_forward(ProgramEmitter& pe, const Eqn& e) {
@@ -168,10 +182,15 @@ void lower_pool_forward(ProgramEmitter& pe, const Eqn& e) {
     std::string why;
     if (dnnl_supported(spec, &why)) {
       const int32_t site = pe.dnnl_site(e, spec);
-      call_dnnl(pe, site, {pe.addr(e.inputs[0]), pe.addr(e.outputs[0])});
+      auto call = [&] { call_dnnl(pe, site, {pe.addr(e.inputs[0]), pe.addr(e.outputs[0])}); };
+      if (is_max)
+        unless_nan_or_neg_inf(pe, e.inputs[0], call, [&] { emit_reduce_window_loop_nest(pe, e); });
+      else
+        call();
       pe.note(e, "oneDNN pooling forward",
               std::string(dnnl_op_name(spec.kind)) + " " + x.str() + " -> " + out.str() + " window " +
-                  ints(f.kernel) + " strides " + ints(f.strides) + " (" + dnnl_impl_name(spec, site_threads(pe)) + ")");
+                  ints(f.kernel) + " strides " + ints(f.strides) + " (" + dnnl_impl_name(spec, site_threads(pe)) + ")" +
+                  (is_max ? "; a loop nest when the input holds a NaN or -inf" : ""));
       return;
     }
     f.reason = "oneDNN refused it: " + why;
@@ -193,12 +212,24 @@ void lower_pool_backward(ProgramEmitter& pe, const Eqn& e) {
     std::string why;
     if (dnnl_supported(spec, &why)) {
       const int32_t site = pe.dnnl_site(e, spec);
-      call_dnnl(pe, site, {pe.addr(e.inputs[0]), pe.addr(e.outputs[0]), pe.addr(e.inputs[1])});
+      auto run_site = [&] { call_dnnl(pe, site, {pe.addr(e.inputs[0]), pe.addr(e.outputs[0]), pe.addr(e.inputs[1])}); };
+      auto checked = [&] {
+        unless_nan_or_neg_inf(pe, e.inputs[1], run_site, [&] { emit_select_and_scatter_add_loop_nest(pe, e); });
+      };
+      if (spec.forward_site >= 0) {  // the forward's site ran on this operand: it held neither
+        kir::Builder& b = pe.b;
+        const kir::Value ran = pe.call_runtime("mj_rt_dnnl_forward_ran_once", kir::kI32, {kir::kI32},
+                                               {b.i32(spec.forward_site)});
+        b.if_(b.icmp(kir::Pred::ne, ran, b.i32(0)), run_site, checked);
+      } else {
+        checked();
+      }
       pe.note(e, "oneDNN pooling backward",
               std::string(dnnl_op_name(spec.kind)) + " " + source.str() + " -> " + e.outputs[0].aval().str() +
-                  " window " + ints(f.kernel) + (spec.forward_site >= 0
-                                                     ? " (the workspace of site " + std::to_string(spec.forward_site) + ")"
-                                                     : " (reruns the forward for its workspace)"));
+                  " window " + ints(f.kernel) +
+                  (spec.forward_site >= 0 ? " (the workspace of site " + std::to_string(spec.forward_site) + ")"
+                                          : " (reruns the forward for its workspace)") +
+                  "; a loop nest when the operand holds a NaN or -inf");
       return;
     }
     f.reason = "oneDNN refused it: " + why;

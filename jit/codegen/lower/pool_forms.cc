@@ -25,6 +25,8 @@ PoolForm classify_pooling(const WindowParams& w, const Shape& operand, const Sha
     if (w.pad_lo(i) < 0 || w.pad_hi(i) < 0) return not_pooling("negative padding (a crop)");
     const int64_t keff = (w.window_dimensions[size_t(i)] - 1) * w.window_dilation[size_t(i)] + 1;
     if (w.pad_lo(i) >= keff || w.pad_hi(i) >= keff) return not_pooling("a window that may lie in the padding only");
+    if (w.window_dilation[size_t(i)] > 1 && (w.pad_lo(i) > 0 || w.pad_hi(i) > 0))
+      return not_pooling("a dilated window over padding (its taps may all be padding)");
     const bool unit = w.window_dimensions[size_t(i)] == 1 && w.window_strides[size_t(i)] == 1 && w.pad_lo(i) == 0 &&
                       w.pad_hi(i) == 0 && w.window_dilation[size_t(i)] == 1;
     (unit && plain.size() < 2 ? plain : spatial).push_back(i);

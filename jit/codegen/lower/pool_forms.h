@@ -25,8 +25,10 @@ struct PoolForm {
 /// dtype `dt`: the dims whose window is 1 with stride 1, no padding and no dilation are the batch
 /// and feature dims (the first two; later ones join the spatial dims with a window of 1; a missing
 /// one is a dim of size 1), the others (1 to 3 of them) the pooled spatial dims. Not a pooling: a
-/// dtype other than f32 or bf16, base dilation, negative padding, more than 3 spatial dims or
-/// none, an empty operand.
+/// dtype other than f32 or bf16, base dilation, negative padding, padding as wide as the window or
+/// a dilated window over padding (a window of padding only, which oneDNN fills with the lowest
+/// finite value where reduce_window_max gives -inf), more than 3 spatial dims or none, an empty
+/// operand.
 PoolForm classify_pooling(const WindowParams& w, const Shape& operand, const Shape& out, DType dt);
 
 }  // namespace minijax::lower
