@@ -345,10 +345,10 @@ ConvParams conv_call_params(const ShapedArray& l, const ShapedArray& r, ConvCall
   Pairs pads = c.padding.pairs;
   if (!c.padding.mode.empty()) {
     if (std::any_of(c.lhs_dilation.begin(), c.lhs_dilation.end(), [](int64_t d) { return d != 1; }))
-      throw ValueError("string padding '" + c.padding.mode +
-                       "' is not implemented for a transposed convolution " +
-                       "(lhs_dilation=" + tuple_str(c.lhs_dilation) +
-                       "): give (low, high) pairs or use conv_transpose (as JAX)");
+      // JAX's conv_general_dilated refuses this too: the padding of a transposed convolution
+      // depends on its strides, which conv_transpose's _conv_transpose_padding resolves.
+      throw ValueError("string padding '" + c.padding.mode + "' with lhs_dilation=" + tuple_str(c.lhs_dilation) +
+                       " is ambiguous (as in JAX): give (low, high) pairs or use conv_transpose");
     Ints in, window;
     for (size_t i = 0; i < n; ++i) {
       in.push_back(l.shape[size_t(dn.lhs_spec[i + 2])]);
