@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -14,6 +15,7 @@
 #include "core/dce.h"
 #include "core/primitive.h"
 #include "core/views/array_ops.h"
+#include "core/views/windowed.h"
 
 namespace minijax {
 namespace {
@@ -84,6 +86,47 @@ bool is_literal_one(const Atom& a) {
   });
 }
 
+/// Whether literal `a` is the identity of the windowed reduction's monoid: any zero for a sum
+/// (the sum starts at +0, so adding a zero never changes a bit), -inf for a float max, +inf for a
+/// float min.
+bool is_window_identity(const Atom& a, WindowMonoid m) {
+  auto* l = std::get_if<Literal>(&a);
+  if (!l || l->aval().ndim() != 0 || l->aval().dtype == DType::bool_) return false;
+  const double v = dispatch_dtype(l->aval().dtype, [&]<class T>() -> double {
+    if constexpr (std::is_same_v<T, bool>) return 1.0;
+    else if constexpr (std::is_same_v<T, bfloat16>) return double(float(*static_cast<const T*>(l->value.raw_data())));
+    else return double(*static_cast<const T*>(l->value.raw_data()));
+  });
+  const bool is_float = is_floating(l->aval().dtype);
+  switch (m) {
+    case WindowMonoid::sum: return v == 0.0;
+    case WindowMonoid::max: return is_float && v == -std::numeric_limits<double>::infinity();
+    default: return is_float && v == std::numeric_limits<double>::infinity();
+  }
+}
+
+/// reduce_window_sum/max/min of `pad` by the monoid's identity is the windowed reduction of the
+/// pad's operand with the pad's edges added to its padding and its interior padding as base
+/// dilation (both filled with the identity, as the pad was; XLA's algebraic simplifier folds a
+/// pad into a reduce-window alike). JAX's transpose of reduce_window_sum is such a pair, so the
+/// gradient of an average pool becomes one windowed sum of the cotangent itself.
+Rewrite fold_pad_into_window(const Eqn& e, const ProducerFn& prod) {
+  const Eqn* p = prod(e.inputs[0]);
+  if (!p || !PadParams::is(*p) || !is_window_identity(p->inputs[1], window_monoid(e))) return {};
+  ReduceWindowMonoidParams w = reduce_window_monoid_params(e);
+  const std::vector<lax::PadConfig> pads = pad_params(*p).padding_config;
+  for (size_t i = 0; i < pads.size(); ++i)
+    if (w.window.base_dilation[i] != 1 || pads[i].low < 0 || pads[i].high < 0) return {};
+  for (size_t i = 0; i < pads.size(); ++i) {
+    w.window.padding[2 * i] += pads[i].low;
+    w.window.padding[2 * i + 1] += pads[i].high;
+    w.window.base_dilation[i] = pads[i].interior + 1;
+  }
+  Eqn n = with_operand(e, p->inputs[0]);
+  n.params = w.to_params();
+  return {std::nullopt, n};
+}
+
 /// The bit-exact rewrite rules, keyed by primitive.
 const std::map<std::string, RewriteRule>& rewrite_rules() {
   static const std::map<std::string, RewriteRule> t = {
@@ -149,6 +192,9 @@ const std::map<std::string, RewriteRule>& rewrite_rules() {
          n.primitive = &primitive("add");
          return {std::nullopt, n};
        }},
+      {"reduce_window_sum", fold_pad_into_window},
+      {"reduce_window_max", fold_pad_into_window},
+      {"reduce_window_min", fold_pad_into_window},
       {"mul",
        [](const Eqn& e, const ProducerFn&) -> Rewrite {
          if (e.inputs.size() != 2) return {};

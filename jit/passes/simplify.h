@@ -16,7 +16,9 @@ namespace minijax {
 ///   the operand's dtype and weak type, stop_gradient, select_n with one case, and `mul x 1`
 ///   (x * 1 is x for every float, -0 and NaN included, and every integer) are their operand;
 ///   broadcast_in_dim of broadcast_in_dim, transpose of transpose and reshape of reshape become
-///   one equation; add_any becomes add (not for float0). `add x 0` is NOT rewritten
+///   one equation; add_any becomes add (not for float0); reduce_window_sum/max/min of a `pad` by
+///   the monoid's identity (0; -inf, +inf for floats) with no negative edge takes the pad's
+///   operand, the edges joining its padding and the interior padding becoming its base dilation. `add x 0` is NOT rewritten
 ///   (-0 + 0 = +0). Every rewrite is kept only if the avals (weak type included) are unchanged;
 /// - common-subexpression elimination: an equation with the same primitive, params (compared
 ///   structurally) and operands (the same variables, literals of equal bits) as an earlier one

@@ -4,6 +4,7 @@
 // included). Errors are recorded per thread, never thrown.
 #include "jit/runtime/abi.h"
 
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
@@ -80,6 +81,7 @@ std::string take_runtime_error() {
 const std::vector<RuntimeSymbol>& runtime_symbols() {
   static const std::vector<RuntimeSymbol> table = {
       {"mj_rt_parallel_for", reinterpret_cast<void*>(&mj_rt_parallel_for)},
+      {"mj_rt_raise_flag", reinterpret_cast<void*>(&mj_rt_raise_flag)},
       {"mj_rt_gemm", reinterpret_cast<void*>(&mj_rt_gemm)},
       {"mj_rt_copy", reinterpret_cast<void*>(&mj_rt_copy)},
       {"mj_rt_copy_start", reinterpret_cast<void*>(&mj_rt_copy_start)},
@@ -104,6 +106,10 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
 extern "C" void mj_rt_parallel_for(mj_rt_kernel kernel, void** bufs, int64_t n, int64_t grain) {
   if (n <= grain) return kernel(bufs, 0, n);
   minijax::parallel_for_blocks(n, grain, [&](int64_t lo, int64_t hi) { kernel(bufs, lo, hi); });
+}
+
+extern "C" void mj_rt_raise_flag(int32_t* flag) {
+  std::atomic_ref<int32_t>(*flag).store(1, std::memory_order_relaxed);
 }
 
 extern "C" void mj_rt_gemm(int32_t dtype, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,

@@ -34,6 +34,9 @@ typedef void (*mj_rt_kernel)(void** bufs, int64_t begin, int64_t end);
 /// thread takes part). Chunks are fixed by n and grain, not by the thread count, and each outer
 /// index is computed by one chunk, so results do not depend on scheduling.
 void mj_rt_parallel_for(mj_rt_kernel kernel, void** bufs, int64_t n, int64_t grain);
+/// Sets *flag to 1 (an atomic store: chunks of one kernel on several threads may raise the same
+/// flag). A kernel watching an output for NaN or -inf calls it when it stored one.
+void mj_rt_raise_flag(int32_t* flag);
 /// Batched row-major GEMM: for b in [0, batch): C_b = op(A_b) op(B_b), op(X) = X or X^T
 /// (trans_* = 0 or 1), A_b = A + b * stride_a elements (likewise B, C); op(A) is [m, k], op(B)
 /// is [k, n], C is [m, n] with row strides lda, ldb, ldc (elements). `dtype` is a minijax DType

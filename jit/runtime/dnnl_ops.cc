@@ -26,6 +26,7 @@ const char* dnnl_op_name(DnnlOp op) {
     case DnnlOp::pool_backward_max: return "pool_backward_max";
     case DnnlOp::pool_backward_avg_include_padding: return "pool_backward_avg_include_padding";
     case DnnlOp::pool_backward_avg_exclude_padding: return "pool_backward_avg_exclude_padding";
+    case DnnlOp::pool_backward_sum: return "pool_backward_sum";
   }
   return "?";
 }
@@ -279,7 +280,8 @@ dnnl::algorithm pool_algorithm(DnnlOp k) {
     case DnnlOp::pool_backward_max: return dnnl::algorithm::pooling_max;
     case DnnlOp::pool_forward_avg_include_padding:
     case DnnlOp::pool_forward_sum:
-    case DnnlOp::pool_backward_avg_include_padding: return dnnl::algorithm::pooling_avg_include_padding;
+    case DnnlOp::pool_backward_avg_include_padding:
+    case DnnlOp::pool_backward_sum: return dnnl::algorithm::pooling_avg_include_padding;
     default: return dnnl::algorithm::pooling_avg_exclude_padding;
   }
 }

@@ -52,7 +52,8 @@ size_t src_index(DnnlOp k) {
     case DnnlOp::conv_backward_data: return 2;
     case DnnlOp::pool_backward_max:
     case DnnlOp::pool_backward_avg_include_padding:
-    case DnnlOp::pool_backward_avg_exclude_padding: return 1;
+    case DnnlOp::pool_backward_avg_exclude_padding:
+    case DnnlOp::pool_backward_sum: return 1;
     default: return 0;
   }
 }
@@ -128,6 +129,26 @@ void run_conv(const Site& s, RunState& st, SiteMemories& m) {
                                           {DNNL_ARG_SCRATCHPAD, st.scratchpad}});
 }
 
+// pool_backward_sum: oneDNN's average backward divided each gradient by the window's element
+// count; the window sums' gradient is that times the count (the whole diff_src, zeros included).
+void scale_by_window(const DnnlSiteSpec& spec, void* diff_src) {
+  int64_t count = 1, n = spec.batch * spec.in_channels;
+  for (int64_t k : spec.kernel) count *= k;
+  for (int64_t v : spec.in_size) n *= v;
+  constexpr int64_t kBlock = int64_t(1) << 14;
+  const float c = float(count);
+  minijax::parallel_for_blocks((n + kBlock - 1) / kBlock, 1, [&](int64_t first, int64_t last) {
+    const int64_t lo = first * kBlock, hi = std::min(n, last * kBlock);
+    if (spec.dtype == DType::bf16) {
+      bfloat16* x = static_cast<bfloat16*>(diff_src);
+      for (int64_t i = lo; i < hi; ++i) x[i] = bfloat16(float(x[i]) * c);
+    } else {
+      float* x = static_cast<float*>(diff_src);
+      for (int64_t i = lo; i < hi; ++i) x[i] *= c;
+    }
+  });
+}
+
 void run_pool(const Site& s, RunState& st, SiteMemories& m) {
   Args a = {{DNNL_ARG_SCRATCHPAD, st.scratchpad}};
   switch (s.spec.kind) {
@@ -179,6 +200,7 @@ void run_site(const SitesImpl& impl, RunState& st, size_t site, void** buffers) 
   if (s.spec.kind <= DnnlOp::conv_backward_weights) run_conv(s, st, m);
   else run_pool(s, st, m);
   st.stream.wait();
+  if (s.spec.kind == DnnlOp::pool_backward_sum) scale_by_window(s.spec, buffers[src]);
 }
 
 }  // namespace

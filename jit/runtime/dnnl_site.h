@@ -15,7 +15,9 @@ namespace minijax {
 ///  - conv_backward_weights: src, diff_dst, diff_weights
 ///  - pool_forward_*:        src, dst (pool_forward_sum: window sums, oneDNN's average including
 ///                           the padding times the window's element count, as a post-op)
-///  - pool_backward_avg_*:   diff_dst, diff_src
+///  - pool_backward_avg_*:   diff_dst, diff_src (pool_backward_sum: the gradient of window sums,
+///                           oneDNN's average-including-padding backward times the window's
+///                           element count)
 ///  - pool_backward_max:     diff_dst, diff_src, src (src: the forward's input, read when the
 ///                           forward's workspace is not at hand and the forward is rerun)
 /// The last buffer of each kind is the one written; the others are read.
@@ -30,6 +32,7 @@ enum class DnnlOp : uint8_t {
   pool_backward_max,
   pool_backward_avg_include_padding,
   pool_backward_avg_exclude_padding,
+  pool_backward_sum,
 };
 
 /// "conv_forward", "pool_backward_max", ...

@@ -158,6 +158,84 @@ TEST(ConvDnnl, MaxPoolWithNanOrMinusInfEqualsEager) {
   EXPECT_TRUE(std::isnan(lowtest::at(f(mj::array(v, {1, 4, 4, 2}))[0], 0)));
 }
 
+// The pool's operand written by a loop fusion (x + y): the fusion notes whether it stored a NaN
+// or -inf as it writes them, no separate scan. Large enough that the fusion runs in chunks on
+// several threads; the NaN sits in the last chunk. Values and gradients equal eager's.
+TEST(ConvDnnl, MaxPoolOfAFusionIsWatchedByIt) {
+  const mj::Shape shape{8, 32, 32, 16};
+  auto pool_sum = [](const Array& x, const Array& y) { return mj::sum(mj::nn::max_pool(x + y, {2, 2}, {2, 2})); };
+  auto f = mj::jit([&](const Array& x, const Array& y) {
+    return std::vector<Array>{mj::nn::max_pool(x + y, {2, 2}, {2, 2}), mj::grad(pool_sum)(x, y)};
+  });
+  const Array y = uniform(shape, 12);
+  const std::string text = f.lower(uniform(shape, 11), y).compile().as_text();
+  EXPECT_EQ(count(text, "notes a NaN or -inf it stores in output"), 1) << text;
+  EXPECT_EQ(count(text, "[oneDNN pooling forward]"), 1) << text;
+  EXPECT_EQ(count(text, "[oneDNN pooling backward]"), 1) << text;
+  for (int variant = 0; variant < 3; ++variant) {
+    const Array base = uniform(shape, 13);
+    std::vector<float> v(base.data<float>(), base.data<float>() + base.size());
+    if (variant == 1) v.back() = std::nanf("");
+    if (variant == 2)  // the window of (0, 0, 0, feature 3) all -inf
+      for (int64_t h : {0, 1})
+        for (int64_t w : {0, 1}) v[size_t((h * 32 + w) * 16 + 3)] = -INFINITY;
+    const Array x = mj::array(v, shape);
+    const auto got = f(x, y);
+    const Array want_y = mj::nn::max_pool(x + y, {2, 2}, {2, 2});
+    const Array want_g = mj::grad(pool_sum)(x, y);
+    int64_t nonfinite = 0;
+    for (int64_t i = 0; i < want_y.size(); ++i) {
+      const double a = lowtest::at(got[0], i), b = lowtest::at(want_y, i);
+      nonfinite += !std::isfinite(b);
+      ASSERT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << variant << " y[" << i << "] " << a << " vs " << b;
+    }
+    EXPECT_EQ(nonfinite, variant == 0 ? 0 : 1) << variant;
+    EXPECT_TRUE(lowtest::bit_equal(got[1], want_g)) << variant;
+  }
+}
+
+// JAX's transpose of reduce_window_sum pads the cotangent and sums stride-1 windows; simplify
+// folds the pad into the sum (base dilation), which is oneDNN's average-pooling backward times
+// the window's count.
+TEST(ConvDnnl, AvgPoolGradientIsPoolingBackward) {
+  for (bool include_pad : {true, false})
+    for (const char* padding : {"VALID", "SAME"}) {
+      auto loss = [&](const Array& x) {
+        return mj::sum(mj::sin(mj::nn::avg_pool(x, {3, 3}, {2, 2}, padding, include_pad)));
+      };
+      auto g = mj::jit([&](const Array& x) { return mj::grad(loss)(x); });
+      const Array x = uniform({2, 11, 10, 4}, 14);
+      const std::string text = g.lower(x).compile().as_text();
+      EXPECT_EQ(count(text, "pool_backward_sum"), 1) << padding << include_pad << "\n" << text;
+      EXPECT_EQ(count(text, "[loop nest]"), 0) << padding << include_pad << "\n" << text;
+      EXPECT_TRUE(close(g(x), mj::grad(loss)(x), 1e-5, 1e-6)) << padding << include_pad;
+    }
+}
+
+// The kernel of JAX's transpose with respect to the lhs is rev(w): the backward-data site reads w
+// itself when w's bytes are intact there (a parameter), else the reversed copy, flipped back.
+// A donated kernel whose buffer takes an output: values equal eager's either way.
+TEST(ConvDnnl, BackwardDataReadsTheKernelItself) {
+  const std::vector<Array> p = cnn_params();
+  const Array x = uniform({4, 28, 28, 1}, 4, 0, 1);
+  auto step = mj::jit([](const std::vector<Array>& q, const Array& xs) { return cnn_grads(q, xs); });
+  const std::string text = step.lower(p, x).compile().as_text();
+  EXPECT_EQ(count(text, "unreversed"), 1) << text;
+  EXPECT_EQ(count(text, "flips the kernel back"), 0) << text;
+
+  auto f = [](const Array& a, const Array& w) {
+    auto loss = [&](const Array& b) { return mj::sum(mj::sin(mj::nn::conv(b, w, {1, 1}, "SAME"))); };
+    return std::vector<Array>{mj::grad(loss)(a), w * 2.0f};
+  };
+  const Array a = uniform({2, 7, 7, 3}, 15), w = uniform({3, 3, 3, 5}, 16);
+  const std::vector<Array> want = f(a, w);
+  auto g = mj::jit(f, {.donate_argnums = {1}});
+  const std::string gtext = g.lower(a, w).compile().as_text();
+  EXPECT_EQ(count(gtext, "unreversed") + count(gtext, "flips the kernel back"), 1) << gtext;
+  const std::vector<Array> got = g(a, mj::array(std::vector<float>(w.data<float>(), w.data<float>() + w.size()), w.shape()));
+  for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(close(got[i], want[i], 1e-4, 1e-6)) << i;
+}
+
 TEST(ConvDnnl, DilatedMaxWindowOverPaddingIsALoopNest) {
   auto f = mj::jit([](const Array& x) {
     return mj::lax::reduce_window_max(x, {1, 2, 1}, {1, 1, 1}, {{0, 0}, {1, 1}, {0, 0}}, {}, {1, 2, 1});

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -197,6 +198,30 @@ TEST(PairwiseSum, Bf16SumRoundedBeforeEpilogue) {
   Array x = spread({3, 1000}, 21, mj::bf16);
   auto f = [](const Array& a) { return mj::sum(a, 1) * mj::lax::scalar(3.0, mj::bf16, false); };
   EXPECT_TRUE(same_bits(f(x), mj::jit(f)(x)));
+}
+
+// A column sum (the innermost dim kept: a bias gradient) runs its vector loop over the outputs,
+// and the chunks the kernel is split into across threads start at whole vectors (a chunk of
+// fewer outputs than the lanes ran the scalar loop over every row, each reading the whole
+// operand). Checked on the program text: the grain of the mj_rt_parallel_for call is a multiple
+// of the kernel's lanes; the values equal eager's bit for bit.
+TEST(PairwiseSum, ColumnSumChunksAreWholeVectors) {
+  const Array x = mj::random::normal(mj::random::PRNGKey(3), {128, 12, 12, 32});
+  auto f = mj::jit([](const Array& a) { return mj::sum(a, std::vector<int64_t>{0, 1, 2}); });
+  const std::string text = f.lower(x).compile().as_text();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text, m, std::regex(R"(fusion: (\w+) reduction \S+ x(\d+) lanes parallel)"))) << text;
+  const std::string kernel = m[1];
+  const int64_t lanes = std::stoll(m[2]);
+  ASSERT_TRUE(std::regex_search(text, m, std::regex("(%\\d+) = funcaddr @" + kernel + "\\b"))) << text;
+  const std::string fn = m[1];
+  ASSERT_TRUE(std::regex_search(text, m, std::regex("call @mj_rt_parallel_for " + fn + R"(, %\d+, %\d+, (%\d+))"))) << text;
+  const std::string grain_id = m[1];
+  ASSERT_TRUE(std::regex_search(text, m, std::regex(grain_id + R"( = const i64 (\d+))"))) << text;
+  const int64_t grain = std::stoll(m[1]);
+  EXPECT_GT(lanes, 1);
+  EXPECT_EQ(grain % lanes, 0) << "grain " << grain << ", lanes " << lanes;
+  EXPECT_TRUE(same_bits(f(x), mj::sum(x, std::vector<int64_t>{0, 1, 2})));
 }
 
 }  // namespace

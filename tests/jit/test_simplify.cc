@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/views/array_ops.h"
+#include "core/views/windowed.h"
 #include "jit/passes/simplify.h"
 #include "pass_helpers.h"
 
@@ -204,6 +205,57 @@ TEST(Simplify, ValuesPreservedOnATracedProgram) {
   EXPECT_EQ(count_eqns(r, "stop_gradient"), 0) << r;
   EXPECT_NO_THROW(mj::verify_jaxpr(r));
   expect_same_values(*cj.jaxpr, r, cj.consts, "traced program", true, 5);
+}
+
+// ---- a pad folded into a windowed reduction ------------------------------------------------------
+
+// JAX's transpose of reduce_window_sum (windowed_reductions.py, _reduce_window_sum_transpose_rule)
+// pads the cotangent by (k - 1 - pad_lo, ..., stride - 1) and sums stride-1 windows: one windowed
+// sum of the cotangent with that padding and the stride as base dilation. Values bit for bit.
+TEST(Simplify, FoldsAZeroPadIntoAWindowedSum) {
+  mj::Jaxpr r = simplified(
+      "{ lambda ; a:f32[2,3,3,4]. let b:f32[2,7,7,4] = pad[padding_config=((0, 0, 0), (1, 1, 1), (1, 1, 1), "
+      "(0, 0, 0))] a 0.0:f32[]; c:f32[2,6,6,4] = reduce_window_sum[base_dilation=(1, 1, 1, 1) "
+      "padding=(0, 0, 0, 0, 0, 0, 0, 0) window_dilation=(1, 1, 1, 1) window_dimensions=(1, 2, 2, 1) "
+      "window_strides=(1, 1, 1, 1)] b in (c,) }");
+  EXPECT_EQ(count_eqns(r, "pad"), 0) << r;
+  ASSERT_EQ(count_eqns(r, "reduce_window_sum"), 1) << r;
+  const mj::WindowParams w = mj::reduce_window_monoid_params(r.eqns[0]).window;
+  EXPECT_EQ(w.base_dilation, (std::vector<int64_t>{1, 2, 2, 1})) << r;
+  EXPECT_EQ(w.padding, (std::vector<int64_t>{0, 0, 1, 1, 1, 1, 0, 0})) << r;
+  EXPECT_TRUE(std::get<mj::Var>(r.eqns[0].inputs[0]) == r.invars[0]) << r;
+}
+
+TEST(Simplify, FoldsAMinusInfPadIntoAWindowedMaxAndAddsToItsPadding) {
+  mj::Jaxpr r = simplified(
+      "{ lambda ; a:f32[5,6]. let b:f32[7,7] = pad[padding_config=((1, 1, 0), (0, 1, 0))] a -inf:f32[]; "
+      "c:f32[4,3] = reduce_window_max[base_dilation=(1, 1) padding=(1, 0, 0, 1) window_dilation=(1, 2) "
+      "window_dimensions=(2, 2) window_strides=(2, 2)] b in (c,) }");
+  EXPECT_EQ(count_eqns(r, "pad"), 0) << r;
+  ASSERT_EQ(count_eqns(r, "reduce_window_max"), 1) << r;
+  EXPECT_EQ(mj::reduce_window_monoid_params(r.eqns[0]).window.padding, (std::vector<int64_t>{2, 1, 0, 2})) << r;
+}
+
+TEST(Simplify, KeepsAPadThatIsNotTheWindowsIdentity) {
+  // 0 is not max's identity; -inf is not sum's; a negative edge crops; a pad by a variable.
+  const char* programs[] = {
+      "{ lambda ; a:f32[4]. let b:f32[6] = pad[padding_config=((1, 1, 0),)] a 0.0:f32[]; "
+      "c:f32[5] = reduce_window_max[base_dilation=(1,) padding=(0, 0) window_dilation=(1,) "
+      "window_dimensions=(2,) window_strides=(1,)] b in (c,) }",
+      "{ lambda ; a:f32[4]. let b:f32[6] = pad[padding_config=((1, 1, 0),)] a -inf:f32[]; "
+      "c:f32[5] = reduce_window_sum[base_dilation=(1,) padding=(0, 0) window_dilation=(1,) "
+      "window_dimensions=(2,) window_strides=(1,)] b in (c,) }",
+      "{ lambda ; a:f32[4]. let b:f32[4] = pad[padding_config=((1, -1, 0),)] a 0.0:f32[]; "
+      "c:f32[3] = reduce_window_sum[base_dilation=(1,) padding=(0, 0) window_dilation=(1,) "
+      "window_dimensions=(2,) window_strides=(1,)] b in (c,) }",
+      "{ lambda ; a:f32[4] z:f32[]. let b:f32[6] = pad[padding_config=((1, 1, 0),)] a z; "
+      "c:f32[5] = reduce_window_sum[base_dilation=(1,) padding=(0, 0) window_dilation=(1,) "
+      "window_dimensions=(2,) window_strides=(1,)] b in (c,) }",
+  };
+  for (const char* text : programs) {
+    mj::Jaxpr r = simplified(text);
+    EXPECT_EQ(count_eqns(r, "pad"), 1) << r;
+  }
 }
 
 }  // namespace

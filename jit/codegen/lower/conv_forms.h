@@ -25,7 +25,8 @@ const char* conv_form_name(ConvFormKind k);
 /// The forward convolution an equation is, or whose input or kernel gradient it is, in oneDNN's
 /// terms. For `forward` src is the equation's lhs, weights its rhs and dst its result; for
 /// `backward_data` diff_dst is the lhs, weights the rhs flipped along its spatial dims (JAX's
-/// transpose binds the rhs as `rev` of the forward kernel; the runtime flips it back), and
+/// transpose binds the rhs as `rev` of the forward kernel; the site reads the rev's operand, or the
+/// runtime flips the reversed kernel back), and
 /// diff_src the result; for `backward_weights` src is the lhs, diff_dst the rhs and
 /// diff_weights the result.
 struct ConvForm {

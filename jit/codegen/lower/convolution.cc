@@ -22,20 +22,24 @@ std::string ints(const std::vector<int64_t>& v) {
   return s + ")";
 }
 
-// Whether `a` is produced, in the program emitted so far, by a `rev` over exactly `dims` (or by a
-// fusion whose body is that one rev): the kernel of JAX's transpose with respect to the lhs.
-bool is_spatial_rev(const ProgramEmitter& pe, const Atom& a, std::vector<int64_t> dims) {
+// The operand of the `rev` over exactly `dims` that produces `a` in the program emitted so far
+// (or of a fusion whose body is that one rev), or nullptr: the kernel of JAX's transpose with
+// respect to the lhs is `rev` of the forward's kernel.
+const Atom* spatial_rev_operand(const ProgramEmitter& pe, const Atom& a, std::vector<int64_t> dims) {
   const Eqn* e = pe.producer(a);
+  const Eqn* fusion = nullptr;
   if (e && CallParams::is(*e) && e->inputs.size() == 1) {
     const Jaxpr& body = *call_params(*e).jaxpr->jaxpr;
-    if (body.eqns.size() != 1 || body.outvars.size() != 1) return false;
+    if (body.eqns.size() != 1 || body.outvars.size() != 1) return nullptr;
+    fusion = e;
     e = &body.eqns[0];
   }
-  if (!e || !RevParams::is(*e)) return false;
+  if (!e || !RevParams::is(*e)) return nullptr;
   std::vector<int64_t> got = rev_params(*e).dimensions;
   std::sort(got.begin(), got.end());
   std::sort(dims.begin(), dims.end());
-  return got == dims;
+  if (got != dims) return nullptr;
+  return fusion ? &fusion->inputs[0] : &e->inputs[0];
 }
 
 // The site's buffers as a stack array, then the call mj_rt_dnnl(site, buffers).
@@ -88,32 +92,40 @@ DnnlSiteSpec conv_spec(const ConvForm& f, DType in, DType out) {
   s.dst_strides = f.dst.strides;
   s.weights_strides = f.weights.strides;
   s.weights_any = true;
-  s.weights_flipped = f.kind == ConvFormKind::backward_data;
   return s;
 }
 
+// A backward-data site reads the forward's kernel: the rev's operand itself when its bytes are
+// intact at `e` (pe.intact_at: a parameter, or a value read later), else the reversed buffer,
+// which the runtime flips back on every call (weights_flipped).
 void lower_conv(ProgramEmitter& pe, const Eqn& e) {
   const ConvParams p = conv_params(e);
   const ShapedArray& lhs = atom_aval(e.inputs[0]);
   const ShapedArray& rhs = atom_aval(e.inputs[1]);
   const ShapedArray& out = e.outputs[0].aval();
   const std::vector<int64_t> rhs_spatial(p.rhs_spec.begin() + 2, p.rhs_spec.end());
-  ConvForm f = classify_convolution(p, lhs.shape, rhs.shape, out.shape, lhs.dtype, out.dtype,
-                                    is_spatial_rev(pe, e.inputs[1], rhs_spatial));
+  const Atom* unreversed = spatial_rev_operand(pe, e.inputs[1], rhs_spatial);
+  ConvForm f = classify_convolution(p, lhs.shape, rhs.shape, out.shape, lhs.dtype, out.dtype, unreversed != nullptr);
   if (f.kind != ConvFormKind::loop_nest) {
-    const DnnlSiteSpec spec = conv_spec(f, lhs.dtype, out.dtype);
+    DnnlSiteSpec spec = conv_spec(f, lhs.dtype, out.dtype);
+    const bool direct = f.kind == ConvFormKind::backward_data && unreversed && pe.intact_at(*unreversed, e);
+    spec.weights_flipped = f.kind == ConvFormKind::backward_data && !direct;
     std::string why;
     if (dnnl_supported(spec, &why)) {
       const int32_t site = pe.dnnl_site(e, spec);
-      const kir::Value l = pe.addr(e.inputs[0]), r = pe.addr(e.inputs[1]), o = pe.addr(e.outputs[0]);
+      const Atom& kernel = direct ? *unreversed : e.inputs[1];
+      const kir::Value l = pe.addr(e.inputs[0]), r = pe.addr(kernel), o = pe.addr(e.outputs[0]);
       // conv_forward: src, weights, dst; backward_data: diff_dst, weights, diff_src;
       // backward_weights: src, diff_dst, diff_weights (jit/runtime/dnnl_site.h).
       call_dnnl(pe, site, {l, r, o});
-      const Atom& weights = f.kind == ConvFormKind::backward_weights ? Atom(e.outputs[0]) : e.inputs[1];
+      const Atom& weights = f.kind == ConvFormKind::backward_weights ? Atom(e.outputs[0]) : kernel;
+      std::string kernel_note;
+      if (direct) kernel_note = "; reads the kernel " + value_name(kernel) + " unreversed";
+      else if (spec.weights_flipped) kernel_note = "; flips the kernel back on every call";
       pe.note(e, conv_form_name(f.kind),
               std::string(dnnl_op_name(spec.kind)) + " " + lhs.str() + " * " + rhs.str() + " -> " + out.str() +
                   " strides " + ints(f.strides) + " pad " + ints(f.pad_l) + "/" + ints(f.pad_r) +
-                  describe_site(pe, spec, value_name(weights)));
+                  describe_site(pe, spec, value_name(weights)) + kernel_note);
       return;
     }
     f.reason = "oneDNN refused it: " + why;
@@ -157,28 +169,41 @@ int32_t forward_pool_site(const ProgramEmitter& pe, const Atom& x, const WindowP
 
 // oneDNN's max pooling skips NaNs and starts each window at the lowest finite value, where
 // reduce_window_max propagates a NaN and keeps -inf (and the gradient goes to the first NaN): the
-// site runs when the operand `x` holds neither (mj_rt_max_pool_needs_loop scans it), the loop
-// nest otherwise (emitted muted: the equation's note is the site's).
+// site runs when the operand `x` holds neither, the loop nest otherwise (emitted muted: the
+// equation's note is the site's). The loop fusion that wrote `x` noted whether it stored either
+// (pe.nonfinite_flag; these rules watch the operand); any other operand is scanned
+// (mj_rt_max_pool_needs_loop).
 void unless_nan_or_neg_inf(ProgramEmitter& pe, const Atom& x, const std::function<void()>& site,
                            const std::function<void()>& loop_nest) {
   kir::Builder& b = pe.b;
   const ShapedArray& a = atom_aval(x);
-  const kir::Value bad = pe.call_runtime("mj_rt_max_pool_needs_loop", kir::kI32, {kir::kPtr, kir::kI32, kir::kI64},
-                                         {pe.addr(x), b.i32(int32_t(a.dtype)), b.i64(a.size())});
+  const kir::Value flag = pe.nonfinite_flag(x);
+  const kir::Value bad =
+      flag.valid() ? b.load(kir::kI32, flag, b.i64(0))
+                   : pe.call_runtime("mj_rt_max_pool_needs_loop", kir::kI32, {kir::kPtr, kir::kI32, kir::kI64},
+                                     {pe.addr(x), b.i32(int32_t(a.dtype)), b.i64(a.size())});
   b.if_(b.icmp(kir::Pred::ne, bad, b.i32(0)), [&] { pe.emit_copy_of_scope(true, loop_nest); }, site);
 }
 
 // reduce_window_max (pool_forward_max) and reduce_window_sum (pool_forward_avg_include_padding
-// scaled back to sums by the runtime); other windows and dtypes: a loop nest.
+// scaled back to sums by the runtime); a reduce_window_sum with base dilation that is the
+// gradient of a sum pooling (classify_transposed_pooling) as pool_backward_sum; other windows and
+// dtypes: a loop nest.
 void lower_pool_forward(ProgramEmitter& pe, const Eqn& e) {
   const ReduceWindowMonoidParams p = reduce_window_monoid_params(e);
   const ShapedArray& x = atom_aval(e.inputs[0]);
   const ShapedArray& out = e.outputs[0].aval();
   const bool is_max = window_monoid(e) == WindowMonoid::max;
   PoolForm f = classify_pooling(p.window, x.shape, out.shape, x.dtype);
+  DnnlOp op = is_max ? DnnlOp::pool_forward_max : DnnlOp::pool_forward_sum;
+  if (!f.pooling && !is_max) {
+    if (PoolForm t = classify_transposed_pooling(p.window, x.shape, out.shape, x.dtype); t.pooling) {
+      f = std::move(t);
+      op = DnnlOp::pool_backward_sum;
+    }
+  }
   if (f.pooling) {
-    const DnnlSiteSpec spec =
-        pool_spec(f, is_max ? DnnlOp::pool_forward_max : DnnlOp::pool_forward_sum, x.dtype);
+    const DnnlSiteSpec spec = pool_spec(f, op, x.dtype);
     std::string why;
     if (dnnl_supported(spec, &why)) {
       const int32_t site = pe.dnnl_site(e, spec);
@@ -187,9 +212,12 @@ void lower_pool_forward(ProgramEmitter& pe, const Eqn& e) {
         unless_nan_or_neg_inf(pe, e.inputs[0], call, [&] { emit_reduce_window_loop_nest(pe, e); });
       else
         call();
-      pe.note(e, "oneDNN pooling forward",
+      const bool backward = op == DnnlOp::pool_backward_sum;
+      pe.note(e, backward ? "oneDNN pooling backward" : "oneDNN pooling forward",
               std::string(dnnl_op_name(spec.kind)) + " " + x.str() + " -> " + out.str() + " window " +
-                  ints(f.kernel) + " strides " + ints(f.strides) + " (" + dnnl_impl_name(spec, site_threads(pe)) + ")" +
+                  ints(f.kernel) + " strides " + ints(f.strides) +
+                  (backward ? " (the gradient of that sum pooling)" : "") + " (" +
+                  dnnl_impl_name(spec, site_threads(pe)) + ")" +
                   (is_max ? "; a loop nest when the input holds a NaN or -inf" : ""));
       return;
     }
@@ -205,7 +233,10 @@ void lower_pool_backward(ProgramEmitter& pe, const Eqn& e) {
   const ShapedArray& source = atom_aval(e.inputs[0]);
   const ShapedArray& x = atom_aval(e.inputs[1]);
   PoolForm f = classify_pooling(p.window, x.shape, source.shape, x.dtype);
-  if (!p.selects_maximum()) f = PoolForm{false, "the le selector (a min window: oneDNN pools max and average)"};
+  if (!p.selects_maximum()) {
+    f = PoolForm{};
+    f.reason = "the le selector (a min window: oneDNN pools max and average)";
+  }
   if (f.pooling) {
     DnnlSiteSpec spec = pool_spec(f, DnnlOp::pool_backward_max, x.dtype);
     spec.forward_site = forward_pool_site(pe, e.inputs[1], p.window);
@@ -238,9 +269,11 @@ void lower_pool_backward(ProgramEmitter& pe, const Eqn& e) {
 }
 
 const RegisterProgramRule reg_conv("conv_general_dilated", "library call", lower_conv);
-const RegisterProgramRule reg_max("reduce_window_max", "library call", lower_pool_forward);
+const RegisterProgramRule reg_max("reduce_window_max", "library call", lower_pool_forward,
+                                  [](const Eqn&) { return std::vector<size_t>{0}; });
 const RegisterProgramRule reg_sum("reduce_window_sum", "library call", lower_pool_forward);
-const RegisterProgramRule reg_scatter("select_and_scatter_add", "library call", lower_pool_backward);
+const RegisterProgramRule reg_scatter("select_and_scatter_add", "library call", lower_pool_backward,
+                                      [](const Eqn&) { return std::vector<size_t>{1}; });
 
 }  // namespace
 

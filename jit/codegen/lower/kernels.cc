@@ -29,12 +29,21 @@ std::string KernelInfo::describe() const {
 
 namespace {
 
+// An output whose stored elements a loop kernel scans for NaN or -inf as it writes them: `vec`
+// and `scalar` accumulate, per vector lane and in the scalar tail, 1 for each such element.
+struct Watch {
+  size_t out = 0;
+  Value flag;          // the i32 the kernel raises (mj_rt_raise_flag) when it stored one
+  Value vec, scalar;   // stack slots: <lanes x i32>, i32
+};
+
 struct KernelCtx {
   kir::Builder& b;
   FusionEmitter& fe;
   const Jaxpr& body;
   std::vector<Value> out_ptrs;
   int lanes;
+  std::vector<Watch> watches = {};
 };
 
 int kernel_lanes(const Jaxpr& body) {
@@ -84,6 +93,42 @@ void store_outputs(KernelCtx& k, const ElemIndex& at, const Shape& space, bool f
                                : k.fe.linear_offset(at, space);
     k.fe.store(k.out_ptrs[o], off, v);
   }
+  for (const Watch& w : k.watches) {  // f32 only: NaN is |bits| > inf's bits, -inf is its own
+    kir::Builder& b = k.b;
+    const int lanes = at.lanes;
+    const Type i32 = kir::kI32.with_lanes(lanes);
+    auto splat = [&](uint32_t c) { return lanes > 1 ? b.splat(b.i32(int32_t(c)), lanes) : b.i32(int32_t(c)); };
+    const Value bits = b.cast(kir::Op::Bitcast, i32, vals[w.out].v);
+    const Value nan = b.icmp(kir::Pred::ugt, b.binop(kir::Op::And, bits, splat(0x7fffffffu)), splat(0x7f800000u));
+    const Value neg_inf = b.icmp(kir::Pred::eq, bits, splat(0xff800000u));
+    const Value bad = b.cast(kir::Op::ZExt, i32, b.binop(kir::Op::Or, nan, neg_inf));
+    const Value slot = lanes > 1 ? w.vec : w.scalar;
+    b.store(slot, b.i64(0), b.binop(kir::Op::Or, b.load(i32, slot, b.i64(0)), bad));
+  }
+}
+
+// Zeroes each watch's accumulators (before the kernel's loops).
+void start_watches(KernelCtx& k) {
+  kir::Builder& b = k.b;
+  for (Watch& w : k.watches) {
+    w.vec = b.stack_slot(kir::kI32.with_lanes(std::max(k.lanes, 2)));
+    w.scalar = b.stack_slot(kir::kI32);
+    b.store(w.vec, b.i64(0), b.splat(b.i32(0), std::max(k.lanes, 2)));
+    b.store(w.scalar, b.i64(0), b.i32(0));
+  }
+}
+
+// After the loops: raises a watch's flag when any lane or the tail saw NaN or -inf.
+void finish_watches(KernelCtx& k) {
+  kir::Builder& b = k.b;
+  for (const Watch& w : k.watches) {
+    const int lanes = std::max(k.lanes, 2);
+    const Value v = b.load(kir::kI32.with_lanes(lanes), w.vec, b.i64(0));
+    Value any = b.load(kir::kI32, w.scalar, b.i64(0));
+    for (int l = 0; l < lanes; ++l) any = b.binop(kir::Op::Or, any, b.extract(v, l));
+    b.if_(b.icmp(kir::Pred::ne, any, b.i32(0)),
+          [&] { b.call("mj_rt_raise_flag", kir::kVoid, {w.flag}); });
+  }
 }
 
 // ---- loop fusions -------------------------------------------------------------------------------
@@ -113,9 +158,11 @@ void emit_loop(KernelCtx& k, KernelInfo& info, Value begin, Value end) {
   info.space = space;
   info.lanes = k.lanes;
   const size_t r = space.size();
+  start_watches(k);
   if (r == 0) {
     info.outer_extent = 1;
     store_outputs(k, k.fe.scalar_index(1), space, false);
+    finish_watches(k);
     return;
   }
   info.outer_extent = space[0];
@@ -128,14 +175,16 @@ void emit_loop(KernelCtx& k, KernelInfo& info, Value begin, Value end) {
     store_outputs(k, k.fe.index(std::move(dims), lanes), space, flat);
   };
   std::vector<Value> ivs;
+  info.outer_vectorized = r == 1 && k.lanes > 1;
   if (r == 1) {
     vector_loop(b, begin, end, -1, k.lanes, [&](Value j, int lanes) { point(ivs, j, lanes); });
-    return;
+  } else {
+    nest(b, space, 0, r - 1, ivs, [&] {
+      vector_loop(b, b.i64(0), b.i64(space[r - 1]), space[r - 1], k.lanes,
+                  [&](Value j, int lanes) { point(ivs, j, lanes); });
+    }, begin, end);
   }
-  nest(b, space, 0, r - 1, ivs, [&] {
-    vector_loop(b, b.i64(0), b.i64(space[r - 1]), space[r - 1], k.lanes,
-                [&](Value j, int lanes) { point(ivs, j, lanes); });
-  }, begin, end);
+  finish_watches(k);
 }
 
 // ---- reduction fusions --------------------------------------------------------------------------
@@ -413,7 +462,8 @@ std::vector<Acc> block_lanes(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
 // One block [lo, hi) when the innermost input dim is kept: `out_lanes` outputs at a time. Element
 // j goes into accumulator (j - lo) % 16 of a 16-entry array (pairwise rules: the same
 // accumulators as the lanes of block_lanes, joined by the same tree), or is combined in sequence
-// into one result (other rules).
+// into one result (other rules). A dim of one block (extent <= kSumBlock, known here) is unrolled:
+// every accumulator index is a constant, so the array lives in registers.
 std::vector<Acc> block_strided(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
   kir::Builder& b = k.b;
   const int ol = P.out_lanes;
@@ -426,19 +476,25 @@ std::vector<Acc> block_strided(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
     }
     for (auto& v : init) {
       Value arr = b.stack_slot(b.type(v.v), kSumLanes);
-      b.for_(b.i64(0), b.i64(kSumLanes), b.i64(1), [&](Value t) { b.store(arr, b.mul(t, b.i64(ol)), v.v); });
+      for (int64_t t = 0; t < kSumLanes; ++t) b.store(arr, b.i64(t * ol), v.v);
       acc16[r].ptr.push_back(arr);
       acc16[r].dtype.push_back(v.dtype);
       acc16[r].lanes = ol;
     }
   }
-  b.for_(lo, hi, b.i64(1), [&](Value j) {
+  auto element = [&](Value j, Value at) {
     std::vector<Slots> dst = part;
-    Value at = b.mul(b.binop(kir::Op::And, b.sub(j, lo), b.i64(kSumLanes - 1)), b.i64(ol));
     for (size_t r = 0; r < P.reds.size(); ++r)
       if (P.reds[r].rule->pairwise) (dst[r] = acc16[r]).at = at;
     combine_at(k, P.L, P.reds, dst, P.out, red_at(P, j, 0), ol);
-  });
+  };
+  if (P.nblocks == 1) {  // lo = 0, hi = extent
+    for (int64_t t = 0; t < P.extent; ++t) element(b.add(lo, b.i64(t)), b.i64((t & (kSumLanes - 1)) * ol));
+  } else {
+    b.for_(lo, hi, b.i64(1), [&](Value j) {
+      element(j, b.mul(b.binop(kir::Op::And, b.sub(j, lo), b.i64(kSumLanes - 1)), b.i64(ol)));
+    });
+  }
   std::vector<Acc> res;
   for (size_t r = 0; r < P.reds.size(); ++r) {
     if (!P.reds[r].rule->pairwise) {
@@ -659,6 +715,7 @@ void emit_reduction(KernelCtx& k, KernelInfo& info, Value begin, Value end) {
     d.push_back(DimIdx{j, lanes > 1 ? 1 : 0, {}});
     reduce_point(k, L, reds, d, lanes);
   };
+  info.outer_vectorized = ro == 1 && k.lanes > 1;
   if (ro == 1) return vector_loop(b, begin, end, -1, k.lanes, point);
   nest(b, L.out_shape, 0, ro - 1, ivs, [&] {
     vector_loop(b, b.i64(0), b.i64(L.out_shape[ro - 1]), L.out_shape[ro - 1], k.lanes, point);
@@ -667,7 +724,8 @@ void emit_reduction(KernelCtx& k, KernelInfo& info, Value begin, Value end) {
 
 }  // namespace
 
-KernelInfo emit_fusion_kernel(kir::Module& m, const Eqn& fusion, const std::string& name) {
+KernelInfo emit_fusion_kernel(kir::Module& m, const Eqn& fusion, const std::string& name,
+                              const std::vector<size_t>& watch) {
   const CallParams fp = call_params(fusion);
   const Jaxpr& body = *fp.jaxpr->jaxpr;
   KernelInfo info;
@@ -687,6 +745,13 @@ KernelInfo emit_fusion_kernel(kir::Module& m, const Eqn& fusion, const std::stri
   FusionEmitter fe(b, body, in_ptrs);
   fe.hoist_scalars();
   KernelCtx k{b, fe, body, out_ptrs, kernel_lanes(body)};
+  for (size_t o : watch) {
+    if (info.kind != "loop" || o >= body.outvars.size() || atom_aval(body.outvars[o]).dtype != DType::f32)
+      throw ValueError("watch of output " + std::to_string(o) + " of fusion " + fp.name.value() +
+                       ": only f32 results of loop fusions are watched");
+    k.watches.push_back(Watch{o, b.load(kir::kPtr, bufs, b.i64(int64_t(slot++))), {}, {}});
+  }
+  if (!watch.empty()) m.declare(kir::Extern{"mj_rt_raise_flag", {kir::kPtr}, kir::kVoid});
   if (info.kind == "reduction") emit_reduction(k, info, begin, end);
   else emit_loop(k, info, begin, end);
   b.ret();

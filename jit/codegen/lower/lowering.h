@@ -183,13 +183,21 @@ struct KernelInfo {
   int64_t outer_extent = 1;         ///< the range [0, outer_extent) of the kernel's outer index
   int64_t work_per_outer = 1;       ///< elements computed (loop) or read (reduction) per outer index
   int lanes = 1;                    ///< vector lanes of the innermost loop
+  /// Whether the outer index is the vectorized one (a loop fusion of rank 1, a reduction whose
+  /// result has rank 1 and keeps the input's innermost dim): a caller splitting [0, outer_extent)
+  /// then starts each chunk at a multiple of `lanes`, or the chunks run the scalar tail loop.
+  bool outer_vectorized = false;
   std::string describe() const;     ///< e.g. "loop f32[1048576] x16 lanes"
 };
 
 /// Emits the kernel of `fusion` (a `fusion` equation, see docs/compiler.md) into `m` as function
 /// `name`. Throws ValueError naming the primitive when a body equation has no elemental or
-/// reduction rule.
-KernelInfo emit_fusion_kernel(kir::Module& m, const Eqn& fusion, const std::string& name);
+/// reduction rule. `watch`: outputs (f32 results of a loop fusion, else ValueError) whose stored
+/// elements the kernel checks for NaN or -inf; `bufs` then holds, after the outputs' addresses,
+/// one i32 flag address per watched output, which a call over [begin, end) that stored such an
+/// element sets to 1 (mj_rt_raise_flag) and otherwise leaves alone.
+KernelInfo emit_fusion_kernel(kir::Module& m, const Eqn& fusion, const std::string& name,
+                              const std::vector<size_t>& watch = {});
 
 /// The elementwise values of eqn's operands at `at` (rank-0 operands read at the empty index),
 /// for the rules of elementwise primitives.

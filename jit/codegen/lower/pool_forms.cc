@@ -2,6 +2,8 @@
 // oneDNN's pooling computes, read off its window params and the operand's row-major layout.
 #include "jit/codegen/lower/pool_forms.h"
 
+#include <algorithm>
+
 namespace minijax::lower {
 
 namespace {
@@ -59,6 +61,30 @@ PoolForm classify_pooling(const WindowParams& w, const Shape& operand, const Sha
     f.pad_r.push_back(w.pad_hi(i));
   }
   return f;
+}
+
+PoolForm classify_transposed_pooling(const WindowParams& w, const Shape& operand, const Shape& out, DType dt) {
+  WindowParams fwd = w;
+  bool dilated = false;
+  for (int64_t i = 0; i < w.rank(); ++i) {
+    const size_t u = size_t(i);
+    if (w.window_strides[u] != 1) return not_pooling("window strides with base dilation");
+    const int64_t s = w.base_dilation[u], keff = (w.window_dimensions[u] - 1) * w.window_dilation[u] + 1;
+    dilated |= s > 1;
+    // The forward: out[u] = (operand[u] - 1) * s + 1 + lo + hi - keff + 1 inputs, pad_lo = keff - 1 - lo,
+    // and the least pad_hi >= 0 whose output size is operand[u].
+    const int64_t pl = keff - 1 - w.pad_lo(i);
+    const int64_t pr = std::max<int64_t>(keff - 1 - w.pad_hi(i), 0);
+    if (pl < 0) return not_pooling("padding before the window past its extent");
+    if (out[u] + pl + pr < keff || (out[u] + pl + pr - keff) / s + 1 != operand[u])
+      return not_pooling("no forward pooling has this sum as its gradient");
+    fwd.window_strides[u] = s;
+    fwd.base_dilation[u] = 1;
+    fwd.padding[2 * u] = pl;
+    fwd.padding[2 * u + 1] = pr;
+  }
+  if (!dilated) return not_pooling("base dilation");
+  return classify_pooling(fwd, out, operand, dt);
 }
 
 }  // namespace minijax::lower

@@ -31,4 +31,14 @@ struct PoolForm {
 /// operand.
 PoolForm classify_pooling(const WindowParams& w, const Shape& operand, const Shape& out, DType dt);
 
+/// A windowed sum over stride-1 windows of an operand dilated by base_dilation (what simplify
+/// makes of JAX's transpose of reduce_window_sum: the cotangent dilated by the forward's strides,
+/// padded by (k_eff - 1 - pad_lo, ...), summed over the forward's window) as the gradient of the
+/// forward sum pooling with strides = base_dilation and pad_lo = k_eff - 1 - padding_lo, whose
+/// input is this sum's result and whose output is this sum's operand: the returned form is that
+/// forward's (src: this result, dst: this operand), for oneDNN's pooling backward. Not a pooling:
+/// window strides other than 1, no base dilation, a padding_lo past k_eff - 1, or a forward that
+/// classify_pooling refuses.
+PoolForm classify_transposed_pooling(const WindowParams& w, const Shape& operand, const Shape& out, DType dt);
+
 }  // namespace minijax::lower

@@ -20,8 +20,9 @@ std::map<std::string, ProgramRuleEntry>& program_rules() {
   return rules;
 }
 
-RegisterProgramRule::RegisterProgramRule(const std::string& prim, std::string strategy, ProgramRule rule) {
-  program_rules()[prim] = ProgramRuleEntry{std::move(strategy), std::move(rule)};
+RegisterProgramRule::RegisterProgramRule(const std::string& prim, std::string strategy, ProgramRule rule,
+                                         WatchedOperands watched) {
+  program_rules()[prim] = ProgramRuleEntry{std::move(strategy), std::move(rule), std::move(watched)};
 }
 
 ProgramEmitter::ProgramEmitter(kir::Module& m, kir::Builder& builder, const BufferPlan& p)
@@ -140,7 +141,11 @@ void ProgramEmitter::call_fusion(const Eqn& e) {
     k.name = fresh_name(call_params(e).name.value());
     for (char& c : k.name)
       if (c == '.') c = '_';
-    k.info = emit_fusion_kernel(module, e, k.name);
+    if (call_params(e).kind.value() == "loop")
+      for (size_t o = 0; o < e.outputs.size(); ++o)
+        if (watched_vars_.count(e.outputs[o].id()) && e.outputs[o].aval().dtype == DType::f32) k.watch.push_back(o);
+    k.info = emit_fusion_kernel(module, e, k.name, k.watch);
+    for (size_t i = 0; i < k.watch.size(); ++i) k.flags.push_back(b.function_stack_slot(kir::kI32));
     // Large kernels are split across threads (outer index chunks of >= kGrainElems elements);
     // small ones run inline on the calling thread.
     constexpr int64_t kParallelElems = int64_t(1) << 16;
@@ -150,7 +155,7 @@ void ProgramEmitter::call_fusion(const Eqn& e) {
     kernel_sites.push_back({k.name, kernel_site_args(e, k.info, k.parallel)});
     // The operand addresses' slot, one per fusion, at the top of the function: an unrolled
     // loop's copies (in the loop and after it) share it rather than grow the stack per copy.
-    k.bufs = b.function_stack_slot(kir::kPtr, int64_t(e.inputs.size() + e.outputs.size()));
+    k.bufs = b.function_stack_slot(kir::kPtr, int64_t(e.inputs.size() + e.outputs.size() + k.watch.size()));
     known = kernels_.emplace(&e, std::move(k)).first;
   }
   const EmittedKernel& k = known->second;
@@ -159,18 +164,25 @@ void ProgramEmitter::call_fusion(const Eqn& e) {
   size_t slot = 0;
   for (auto& in : e.inputs) b.store(bufs, b.i64(int64_t(slot++)), addr(in));
   for (auto& out : e.outputs) b.store(bufs, b.i64(int64_t(slot++)), addr(out));
+  for (size_t i = 0; i < k.watch.size(); ++i) {
+    b.store(k.flags[i], b.i64(0), b.i32(0));
+    b.store(bufs, b.i64(int64_t(slot++)), k.flags[i]);
+    nonfinite_flags_[e.outputs[k.watch[i]].id()] = k.flags[i];
+  }
   constexpr int64_t kGrainElems = int64_t(1) << 14;
   call_runtime("mj_rt_kernel_begin", kir::kVoid, {kir::kI32}, {b.i32(k.site)});
   if (k.parallel) {
     int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, info.work_per_outer));
-    if (info.space.size() == 1 && info.lanes > 1) grain = (grain + info.lanes - 1) / info.lanes * info.lanes;
+    if (info.outer_vectorized) grain = (grain + info.lanes - 1) / info.lanes * info.lanes;
     call_runtime("mj_rt_parallel_for", kir::kVoid, {kir::kPtr, kir::kPtr, kir::kI64, kir::kI64},
                  {b.func_addr(k.name), bufs, b.i64(info.outer_extent), b.i64(grain)});
   } else {
     b.call(k.name, kir::kVoid, {bufs, b.i64(0), b.i64(info.outer_extent)});
   }
   call_runtime("mj_rt_kernel_end", kir::kVoid, {kir::kI32}, {b.i32(k.site)});
-  note(e, "fused loop", k.name + " " + info.describe() + (k.parallel ? " parallel" : ""));
+  std::string watched;
+  for (size_t o : k.watch) watched += (watched.empty() ? "; notes a NaN or -inf it stores in output " : ", ") + std::to_string(o);
+  note(e, "fused loop", k.name + " " + info.describe() + (k.parallel ? " parallel" : "") + watched);
 }
 
 void ProgramEmitter::note(const Eqn& eqn, const std::string& strategy, const std::string& text) {
@@ -222,7 +234,38 @@ const Eqn* ProgramEmitter::producer(const Atom& a) const {
   return it == producers_.end() ? nullptr : it->second;
 }
 
+bool ProgramEmitter::intact_at(const Atom& a, const Eqn& e) const {
+  const Var v = atom_var(a);
+  if (!v.defined()) return false;
+  if (auto loc = plan.where.find(v); loc != plan.where.end() && loc->second.place == Place::param) {
+    const size_t k = size_t(loc->second.index);
+    if (k >= plan.donated.size() || !plan.donated[k]) return true;
+  }
+  auto read = last_reads_.find(v.id());
+  auto at = positions_.find(&e);
+  return read != last_reads_.end() && at != positions_.end() && read->second.first == at->second.first &&
+         read->second.second > at->second.second;
+}
+
+kir::Value ProgramEmitter::nonfinite_flag(const Atom& a) const {
+  const Var v = atom_var(a);
+  if (!v.defined()) return {};
+  auto it = nonfinite_flags_.find(v.id());
+  return it == nonfinite_flags_.end() ? kir::Value{} : it->second;
+}
+
 void ProgramEmitter::emit_scope(const Jaxpr& j) {
+  for (size_t i = 0; i < j.eqns.size(); ++i) {
+    positions_[&j.eqns[i]] = {&j, i};
+    if (auto rule = program_rules().find(j.eqns[i].primitive->name);
+        rule != program_rules().end() && rule->second.watched)
+      for (size_t k : rule->second.watched(j.eqns[i]))
+        if (const Var v = atom_var(j.eqns[i].inputs.at(k)); v.defined()) watched_vars_.insert(v.id());
+    for (const Atom& a : j.eqns[i].inputs)
+      if (const Var v = atom_var(a); v.defined()) last_reads_[v.id()] = {&j, i};
+  }
+  for (const Atom& a : j.outvars)
+    if (const Var v = atom_var(a); v.defined()) last_reads_[v.id()] = {&j, SIZE_MAX};
   for (const Eqn& e : j.eqns) {
     // Values without bytes (float0 tangents of integers, tokens) need no code, whatever computes
     // them (fuse leaves such equations unfused).

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/jaxpr.h"
@@ -34,14 +35,20 @@ class ProgramEmitter;
 /// The lowering of a non-fused primitive in the program function (XLA's thunks, inlined).
 using ProgramRule = std::function<void(ProgramEmitter& pe, const Eqn& eqn)>;
 
+/// The operands of an equation whose rule asks whether they hold a NaN or -inf
+/// (ProgramEmitter::nonfinite_flag).
+using WatchedOperands = std::function<std::vector<size_t>(const Eqn& eqn)>;
+
 /// The program rules keyed by primitive name, with their strategy name.
 struct ProgramRuleEntry {
   std::string strategy;
   ProgramRule rule;
+  WatchedOperands watched = nullptr;
 };
 std::map<std::string, ProgramRuleEntry>& program_rules();
 struct RegisterProgramRule {
-  RegisterProgramRule(const std::string& prim, std::string strategy, ProgramRule rule);
+  RegisterProgramRule(const std::string& prim, std::string strategy, ProgramRule rule,
+                      WatchedOperands watched = nullptr);
 };
 
 /// Emits the entry function, equation by equation.
@@ -68,6 +75,17 @@ class ProgramEmitter {
   /// The equation of the program (or of a body emitted so far) whose output `a` is; nullptr for a
   /// literal, an input or a body's invar.
   const Eqn* producer(const Atom& a) const;
+  /// Whether the bytes of `a` are still those it was computed with (or given as) when equation
+  /// `e` runs, so that a runtime call at `e` may read them although `e` does not take `a` as an
+  /// operand: a program input that is not donated, or a value of e's own scope that a later
+  /// equation of the scope or the scope's outputs read (the buffer plan never lets another value
+  /// overwrite a live one). False for a literal and for anything else.
+  bool intact_at(const Atom& a, const Eqn& e) const;
+  /// The address of an i32 that is nonzero iff value `a` holds a NaN or -inf, or an invalid Value
+  /// when nothing computed that: the loop fusion that wrote `a` checked each element it stored
+  /// (emit_fusion_kernel's watch) because an equation of its scope whose rule watches that operand
+  /// (RegisterProgramRule's `watched`) reads it. Valid after the fusion's emission.
+  kir::Value nonfinite_flag(const Atom& a) const;
 
   /// The current iteration of the scan `loop` (an i64), while its body is being emitted.
   kir::Value iteration(const Eqn* loop) const;
@@ -125,6 +143,11 @@ class ProgramEmitter {
   std::vector<kir::Value> arena_base_;
   std::unordered_map<const Eqn*, kir::Value> iter_;
   std::unordered_map<uint64_t, const Eqn*> producers_;  ///< by Var id, filled by emit_scope
+  /// Where each equation is and, by Var id, the last equation that reads each value (SIZE_MAX:
+  /// an output of the scope), as (scope, index in it); filled by emit_scope, for intact_at.
+  using ScopeIndex = std::pair<const Jaxpr*, size_t>;
+  std::unordered_map<const Eqn*, ScopeIndex> positions_;
+  std::unordered_map<uint64_t, ScopeIndex> last_reads_;
   std::map<std::string, int> names_;
   /// The kernel each fusion equation was emitted as (call_fusion), by equation.
   struct EmittedKernel {
@@ -133,7 +156,11 @@ class ProgramEmitter {
     bool parallel = false;
     int32_t site = 0;
     kir::Value bufs;
+    std::vector<size_t> watch;       ///< watched outputs
+    std::vector<kir::Value> flags;   ///< their i32 flags (function stack slots)
   };
+  std::unordered_set<uint64_t> watched_vars_;                 ///< by Var id, filled by emit_scope
+  std::unordered_map<uint64_t, kir::Value> nonfinite_flags_;  ///< by Var id, filled by call_fusion
   std::unordered_map<const Eqn*, EmittedKernel> kernels_;
   std::unordered_map<const Eqn*, int32_t> collective_site_ids_;
   std::unordered_map<const Eqn*, int32_t> host_callback_ids_;
