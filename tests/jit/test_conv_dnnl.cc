@@ -194,6 +194,41 @@ TEST(ConvDnnl, MaxPoolOfAFusionIsWatchedByIt) {
   }
 }
 
+// The same through a fusion that is not flat (a broadcast bias) and whose innermost dim (21) ends
+// in the scalar tail of the vector loop, where the NaN and the -inf window sit; and a gradient-only
+// program (the forward pooling is dead: select_and_scatter_add alone reads the flag).
+TEST(ConvDnnl, MaxPoolWatchSeesTheScalarTailAndServesAGradientAlone) {
+  const mj::Shape shape{2, 6, 6, 21};
+  const Array bias = uniform({21}, 17);
+  auto pooled = [&](const Array& x) { return mj::nn::max_pool(x + bias, {2, 2}, {2, 2}); };
+  auto pool_sum = [&](const Array& x) { return mj::sum(pooled(x)); };
+  auto fwd = mj::jit(pooled);
+  auto grad_only = mj::jit([&](const Array& x) { return mj::grad(pool_sum)(x); });
+  const std::string text = fwd.lower(uniform(shape, 18)).compile().as_text() +
+                           grad_only.lower(uniform(shape, 18)).compile().as_text();
+  EXPECT_EQ(count(text, "notes a NaN or -inf it stores in output"), 2) << text;
+  EXPECT_EQ(count(text, "[oneDNN pooling forward]"), 1) << text;
+  EXPECT_EQ(count(text, "[oneDNN pooling backward]"), 1) << text;
+  for (int variant = 0; variant < 3; ++variant) {
+    const Array base = uniform(shape, 19);
+    std::vector<float> v(base.data<float>(), base.data<float>() + base.size());
+    if (variant == 1) v[size_t(((1 * 6 + 3) * 6 + 4) * 21 + 20)] = std::nanf("");
+    if (variant == 2)  // the window of (batch 0, row 2, column 1, feature 19) all -inf
+      for (int64_t h : {4, 5})
+        for (int64_t w : {2, 3}) v[size_t((h * 6 + w) * 21 + 19)] = -INFINITY;
+    const Array x = mj::array(v, shape);
+    const Array got = fwd(x), want = pooled(x);
+    int64_t nonfinite = 0;
+    for (int64_t i = 0; i < want.size(); ++i) {
+      const double a = lowtest::at(got, i), b = lowtest::at(want, i);
+      nonfinite += !std::isfinite(b);
+      ASSERT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << variant << " y[" << i << "] " << a << " vs " << b;
+    }
+    EXPECT_EQ(nonfinite, variant == 0 ? 0 : 1) << variant;
+    EXPECT_TRUE(lowtest::bit_equal(grad_only(x), mj::grad(pool_sum)(x))) << variant;
+  }
+}
+
 // JAX's transpose of reduce_window_sum pads the cotangent and sums stride-1 windows; simplify
 // folds the pad into the sum (base dilation), which is oneDNN's average-pooling backward times
 // the window's count.

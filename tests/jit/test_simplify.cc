@@ -236,6 +236,19 @@ TEST(Simplify, FoldsAMinusInfPadIntoAWindowedMaxAndAddsToItsPadding) {
   EXPECT_EQ(mj::reduce_window_monoid_params(r.eqns[0]).window.padding, (std::vector<int64_t>{2, 1, 0, 2})) << r;
 }
 
+TEST(Simplify, FoldsIntegerAndBf16ZeroPadsIntoWindowedSums) {
+  for (const char* dt : {"i32", "bf16"}) {
+    const std::string zero = std::string(dt) == "i32" ? "0:i32[]" : "0.0:bf16[]";
+    mj::Jaxpr r = simplified(std::string("{ lambda ; a:") + dt + "[4,3]. let b:" + dt +
+                             "[9,3] = pad[padding_config=((1, 1, 1), (0, 0, 0))] a " + zero + "; c:" + dt +
+                             "[8,3] = reduce_window_sum[base_dilation=(1, 1) padding=(0, 0, 0, 0) "
+                             "window_dilation=(1, 1) window_dimensions=(2, 1) window_strides=(1, 1)] b in (c,) }");
+    EXPECT_EQ(count_eqns(r, "pad"), 0) << dt << "\n" << r;
+    ASSERT_EQ(count_eqns(r, "reduce_window_sum"), 1) << r;
+    EXPECT_EQ(mj::reduce_window_monoid_params(r.eqns[0]).window.base_dilation, (std::vector<int64_t>{2, 1})) << r;
+  }
+}
+
 TEST(Simplify, KeepsAPadThatIsNotTheWindowsIdentity) {
   // 0 is not max's identity; -inf is not sum's; a negative edge crops; a pad by a variable.
   const char* programs[] = {
@@ -247,6 +260,9 @@ TEST(Simplify, KeepsAPadThatIsNotTheWindowsIdentity) {
       "window_dimensions=(2,) window_strides=(1,)] b in (c,) }",
       "{ lambda ; a:f32[4]. let b:f32[4] = pad[padding_config=((1, -1, 0),)] a 0.0:f32[]; "
       "c:f32[3] = reduce_window_sum[base_dilation=(1,) padding=(0, 0) window_dilation=(1,) "
+      "window_dimensions=(2,) window_strides=(1,)] b in (c,) }",
+      "{ lambda ; a:f32[4]. let b:f32[6] = pad[padding_config=((1, 1, 0),)] a 0.0:f32[]; "
+      "c:f32[10] = reduce_window_sum[base_dilation=(2,) padding=(0, 0) window_dilation=(1,) "
       "window_dimensions=(2,) window_strides=(1,)] b in (c,) }",
       "{ lambda ; a:f32[4] z:f32[]. let b:f32[6] = pad[padding_config=((1, 1, 0),)] a z; "
       "c:f32[5] = reduce_window_sum[base_dilation=(1,) padding=(0, 0) window_dilation=(1,) "

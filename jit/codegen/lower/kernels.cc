@@ -462,7 +462,7 @@ std::vector<Acc> block_lanes(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
 // One block [lo, hi) when the innermost input dim is kept: `out_lanes` outputs at a time. Element
 // j goes into accumulator (j - lo) % 16 of a 16-entry array (pairwise rules: the same
 // accumulators as the lanes of block_lanes, joined by the same tree), or is combined in sequence
-// into one result (other rules). A dim of one block (extent <= kSumBlock, known here) is unrolled:
+// into one result (other rules). A dim of at most kSumBlock elements (one block) is unrolled:
 // every accumulator index is a constant, so the array lives in registers.
 std::vector<Acc> block_strided(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
   kir::Builder& b = k.b;
@@ -488,7 +488,7 @@ std::vector<Acc> block_strided(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
       if (P.reds[r].rule->pairwise) (dst[r] = acc16[r]).at = at;
     combine_at(k, P.L, P.reds, dst, P.out, red_at(P, j, 0), ol);
   };
-  if (P.nblocks == 1) {  // lo = 0, hi = extent
+  if (P.nblocks == 1 && P.extent <= kSumBlock) {  // lo = 0, hi = extent (a max's block is the whole dim)
     for (int64_t t = 0; t < P.extent; ++t) element(b.add(lo, b.i64(t)), b.i64((t & (kSumLanes - 1)) * ol));
   } else {
     b.for_(lo, hi, b.i64(1), [&](Value j) {
