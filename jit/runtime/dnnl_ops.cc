@@ -93,6 +93,9 @@ std::string check_dtypes(const DnnlSiteSpec& s) {
   if (s.out_dtype != s.dtype && !(conv && s.dtype == DType::bf16 && s.out_dtype == DType::f32))
     return std::string("a ") + what + " of " + dtype_name(s.dtype) + " operands with a " +
            dtype_name(s.out_dtype) + " result (only bf16 convolutions may give f32)";
+  if (s.kind == DnnlOp::pool_backward_sum && s.dtype != DType::f32)
+    return std::string("pool_backward_sum of ") + dtype_name(s.dtype) +
+           " (the average's gradient, rounded, would be rounded again when scaled back to sums)";
   return "";
 }
 

@@ -129,23 +129,16 @@ void run_conv(const Site& s, RunState& st, SiteMemories& m) {
                                           {DNNL_ARG_SCRATCHPAD, st.scratchpad}});
 }
 
-// pool_backward_sum: oneDNN's average backward divided each gradient by the window's element
-// count; the window sums' gradient is that times the count (the whole diff_src, zeros included).
-void scale_by_window(const DnnlSiteSpec& spec, void* diff_src) {
+// pool_backward_sum (f32 only, check_spec): oneDNN's average backward divided each gradient by the
+// window's element count; the window sums' gradient is that times the count (the whole diff_src).
+void scale_by_window(const DnnlSiteSpec& spec, float* diff_src) {
   int64_t count = 1, n = spec.batch * spec.in_channels;
   for (int64_t k : spec.kernel) count *= k;
   for (int64_t v : spec.in_size) n *= v;
   constexpr int64_t kBlock = int64_t(1) << 14;
   const float c = float(count);
   minijax::parallel_for_blocks((n + kBlock - 1) / kBlock, 1, [&](int64_t first, int64_t last) {
-    const int64_t lo = first * kBlock, hi = std::min(n, last * kBlock);
-    if (spec.dtype == DType::bf16) {
-      bfloat16* x = static_cast<bfloat16*>(diff_src);
-      for (int64_t i = lo; i < hi; ++i) x[i] = bfloat16(float(x[i]) * c);
-    } else {
-      float* x = static_cast<float*>(diff_src);
-      for (int64_t i = lo; i < hi; ++i) x[i] *= c;
-    }
+    for (int64_t i = first * kBlock, hi = std::min(n, last * kBlock); i < hi; ++i) diff_src[i] *= c;
   });
 }
 
@@ -200,7 +193,7 @@ void run_site(const SitesImpl& impl, RunState& st, size_t site, void** buffers) 
   if (s.spec.kind <= DnnlOp::conv_backward_weights) run_conv(s, st, m);
   else run_pool(s, st, m);
   st.stream.wait();
-  if (s.spec.kind == DnnlOp::pool_backward_sum) scale_by_window(s.spec, buffers[src]);
+  if (s.spec.kind == DnnlOp::pool_backward_sum) scale_by_window(s.spec, static_cast<float*>(buffers[src]));
 }
 
 }  // namespace

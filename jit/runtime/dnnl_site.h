@@ -17,7 +17,7 @@ namespace minijax {
 ///                           the padding times the window's element count, as a post-op)
 ///  - pool_backward_avg_*:   diff_dst, diff_src (pool_backward_sum: the gradient of window sums,
 ///                           oneDNN's average-including-padding backward times the window's
-///                           element count)
+///                           element count; f32 only)
 ///  - pool_backward_max:     diff_dst, diff_src, src (src: the forward's input, read when the
 ///                           forward's workspace is not at hand and the forward is rerun)
 /// The last buffer of each kind is the one written; the others are read.

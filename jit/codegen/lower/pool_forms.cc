@@ -64,9 +64,6 @@ PoolForm classify_pooling(const WindowParams& w, const Shape& operand, const Sha
 }
 
 PoolForm classify_transposed_pooling(const WindowParams& w, const Shape& operand, const Shape& out, DType dt) {
-  if (dt == DType::bf16)
-    return not_pooling("bf16 (oneDNN's average backward rounds each gradient divided by the window's count "
-                       "to bf16 before it is scaled back: a second rounding)");
   WindowParams fwd = w;
   bool dilated = false;
   for (int64_t i = 0; i < w.rank(); ++i) {

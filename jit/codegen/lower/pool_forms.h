@@ -38,7 +38,7 @@ PoolForm classify_pooling(const WindowParams& w, const Shape& operand, const Sha
 /// input is this sum's result and whose output is this sum's operand: the returned form is that
 /// forward's (src: this result, dst: this operand), for oneDNN's pooling backward. Not a pooling:
 /// window strides other than 1, no base dilation, a padding_lo past k_eff - 1, or a forward that
-/// classify_pooling refuses; bf16 (the average's gradient would be rounded twice).
+/// classify_pooling refuses.
 PoolForm classify_transposed_pooling(const WindowParams& w, const Shape& operand, const Shape& out, DType dt);
 
 }  // namespace minijax::lower

@@ -245,7 +245,7 @@ void pool_ref(const DnnlSiteSpec& s, DnnlOp kind, const Tensor& src, Tensor& dst
 }
 
 // The gradient of pool_ref: max sends diff_dst[y] to its window's argmax; an average spreads it
-// over the window's in-bounds elements divided by the divisor.
+// over the window's in-bounds elements divided by the divisor, a sum undivided.
 void pool_grad_ref(const DnnlSiteSpec& s, DnnlOp kind, const Tensor& src, const Tensor& diff_dst,
                    Tensor& diff_src) {
   std::vector<double> ds(diff_src.data.size());
@@ -258,7 +258,8 @@ void pool_grad_ref(const DnnlSiteSpec& s, DnnlOp kind, const Tensor& src, const 
           ds[size_t(diff_src.offset(n, c, argmax(src, n, c, xs)))] += g;
           return;
         }
-        for (const auto& x : xs) ds[size_t(diff_src.offset(n, c, x))] += g / divisor(s, kind, xs.size());
+        const double d = kind == DnnlOp::pool_backward_sum ? 1.0 : divisor(s, kind, xs.size());
+        for (const auto& x : xs) ds[size_t(diff_src.offset(n, c, x))] += g / d;
       });
   std::transform(ds.begin(), ds.end(), diff_src.data.begin(), [](double v) { return float(v); });
 }
@@ -390,7 +391,7 @@ void check_pool_case(Case c, bool last) {
   const DnnlOp forward[] = {DnnlOp::pool_forward_max, DnnlOp::pool_forward_avg_include_padding,
                             DnnlOp::pool_forward_avg_exclude_padding, DnnlOp::pool_forward_sum};
   const DnnlOp backward[] = {DnnlOp::pool_backward_max, DnnlOp::pool_backward_avg_include_padding,
-                             DnnlOp::pool_backward_avg_exclude_padding};
+                             DnnlOp::pool_backward_avg_exclude_padding, DnnlOp::pool_backward_sum};
   std::vector<DnnlSiteSpec> specs;
   for (DnnlOp k : forward) specs.push_back(spec_of(c, k));
   for (DnnlOp k : backward) specs.push_back(spec_of(c, k));
@@ -409,7 +410,7 @@ void check_pool_case(Case c, bool last) {
     run_one(sites, int32_t(i), {src.data.data(), dst.data.data()});
     expect_close(dst, want, 1e-6, dnnl_op_name(forward[i]));
   }
-  for (size_t i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < 4; ++i) {
     Tensor diff_src = src_tensor(s, last), want = diff_src;
     std::fill(diff_src.data.begin(), diff_src.data.end(), 7.f);
     pool_grad_ref(s, backward[i], src, diff_dst, want);
@@ -610,6 +611,9 @@ TEST(DnnlOps, UnsupportedSpecsAreRefusedWithAReason) {
   DnnlSiteSpec f32_pool = spec_of(c, DnnlOp::pool_forward_avg_include_padding);
   f32_pool.dtype = DType::bf16;
   refused(f32_pool, "result");
+  DnnlSiteSpec bf16_sum_grad = spec_of(c, DnnlOp::pool_backward_sum);
+  bf16_sum_grad.dtype = bf16_sum_grad.out_dtype = DType::bf16;
+  refused(bf16_sum_grad, "rounded again");
   EXPECT_THROW(dnnl_impl_name(f64), ValueError);
   try {
     DnnlSites sites({ok, f64}, 1);
