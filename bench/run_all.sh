@@ -69,9 +69,10 @@ if [[ $peers == 1 ]] && wanted peers; then
   fi
 fi
 if [[ $peers == 1 ]] && wanted peers; then
-  for p in libtorch_mlp libtorch_gru libtorch_cnn; do
+  for p in libtorch_mlp libtorch_gru libtorch_cnn libtorch_sort; do
     bin="$build/bench/peers/$p"
-    if [[ ! -x "$bin" || "$here/peers/$p.cpp" -nt "$bin" || "$here/peers/peer_common.h" -nt "$bin" ]]; then
+    if [[ ! -x "$bin" || "$here/peers/$p.cpp" -nt "$bin" || "$here/peers/peer_common.h" -nt "$bin" ||
+          "$here/sort_data.h" -nt "$bin" ]]; then
       g++ -std=c++17 -O2 "$here/peers/$p.cpp" -I/usr/include/torch/csrc/api/include \
         -ltorch -ltorch_cpu -lc10 -lz -o "$bin" 2>"$out/$p.build.log" ||
         { tail -20 "$out/$p.build.log" >&2; exit 1; }
@@ -128,6 +129,8 @@ wanted cnn_step && run cnn_step "$b/minijax_bench_cnn_step" --steps "$cnn_steps"
 # libtorch's CNN trains one epoch (all 60000 images; 6400 with --quick) and reports its test accuracy.
 if [[ $peers == 1 ]] && wanted peers; then run libtorch_cnn "$b/peers/libtorch_cnn" "$cnn_peer_images" 20; fi
 wanted conv && run conv "$b/minijax_bench_conv" --reps "$conv_reps"
+# torch::sort and torch::topk on bench/sort's data (bench/sort_data.h), one thread and two.
+if [[ $peers == 1 ]] && wanted peers; then run libtorch_sort "$b/peers/libtorch_sort" "$reps"; fi
 wanted elementwise && run elementwise "$b/minijax_bench_elementwise" --reps "$reps"
 wanted dot && run dot "$b/minijax_bench_dot" --reps "$dot_reps"
 wanted loops && run loops "$b/minijax_bench_loops"
