@@ -1,5 +1,5 @@
-// minijax sharding rules of reductions and contractions: reduce_{sum,max,min,prod}, argmax,
-// argmin, cumsum and dot_general.
+// minijax sharding rules of reductions and contractions: reduce_{sum,max,min,prod,and,or,xor},
+// argmax, argmin, cumsum, cumprod, cummax, cummin, cumlogsumexp and dot_general.
 #include <set>
 
 #include "core/lax.h"
@@ -33,6 +33,22 @@ FactorRule reduce_like(const std::vector<ShapedArray>& in, const std::vector<Sha
   return b.take();
 }
 
+// Shape-preserving scans: every dim one factor of operand and result; the scanned axis needs
+// replication.
+FactorRule scan_like(const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
+                     int64_t scanned) {
+  RuleBuilder b(in, out);
+  const Shape& s = in.at(0).shape;
+  const size_t axis = norm_axis(scanned, s.size());
+  for (size_t d = 0; d < s.size(); ++d) {
+    int f = b.factor(s[d]);
+    b.operand(0, d, f);
+    b.result(0, d, f);
+    if (d == axis) b.need_replication(f);
+  }
+  return b.take();
+}
+
 Registrar reg([] {
   auto& t = sharding_rules();
   // reduce_sum's reduced dims are reduction factors, as in Shardy: a sharded reduced dim leaves
@@ -43,7 +59,9 @@ Registrar reg([] {
   // unreduced), completed by all_reduce(sum) wherever they are resharded; partial maxima,
   // minima or products are not sums, so their reduced dims need replication (the operand is
   // gathered on them). Found by tests/conformance/sharded_check.cc (partial maxima were summed).
-  for (const char* n : {"reduce_max", "reduce_min", "reduce_prod"})
+  // reduce_and/or/xor likewise: their partial results would combine by an all-reduce of the same
+  // operation, which the unreduced (partial-sum) state cannot express, so the operand is gathered.
+  for (const char* n : {"reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor"})
     t[n] = [n](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
                const Params& p) { return reduce_like(in, out, ReduceParams::from(p, n).axes, false); };
   // argmax/argmin: the index of the extreme is not combinable from partial results without the
@@ -53,18 +71,11 @@ Registrar reg([] {
                const Params& p) { return reduce_like(in, out, ArgReduceParams::from(p, n).axes, false); };
   // cumsum: shape-preserving; the scanned axis needs replication (a prefix sum crosses shards).
   t["cumsum"] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
-                   const Params& p) {
-    RuleBuilder b(in, out);
-    const Shape& s = in.at(0).shape;
-    const size_t axis = norm_axis(CumsumParams::from(p).axis, s.size());
-    for (size_t d = 0; d < s.size(); ++d) {
-      int f = b.factor(s[d]);
-      b.operand(0, d, f);
-      b.result(0, d, f);
-      if (d == axis) b.need_replication(f);
-    }
-    return b.take();
-  };
+                   const Params& p) { return scan_like(in, out, CumsumParams::from(p).axis); };
+  // cumprod/cummax/cummin/cumlogsumexp: the same, for the same reason (a running combine).
+  for (const char* n : {"cumprod", "cummax", "cummin", "cumlogsumexp"})
+    t[n] = [n](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
+               const Params& p) { return scan_like(in, out, CumulativeParams::from(p, n).axis); };
   // dot_general: batch factors (lhs, rhs, result), lhs-free factors (lhs, result), rhs-free
   // factors (rhs, result), contracting factors (lhs, rhs) as reduction factors, numbered in that
   // order as Shardy does (a matmul prints ([i, k], [k, j])->([i, j]) ... reduction={k}). Result
