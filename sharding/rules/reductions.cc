@@ -11,11 +11,12 @@ namespace minijax::sharding_rules_detail {
 namespace {
 
 // Kept dims share a factor with the result dims in order; each reduced dim is a factor of the
-// operand alone, either a reduction factor (sharding it leaves partial results: unreduced) or a
-// need-replication factor.
+// operand alone, either a reduction factor (sharding it leaves partial results: unreduced, or
+// completed by an all_reduce of `completed_by`) or a need-replication factor.
 FactorRule reduce_like(const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
-                       const std::vector<int64_t>& axes, bool reduction) {
+                       const std::vector<int64_t>& axes, bool reduction, const std::string& completed_by = "") {
   RuleBuilder b(in, out);
+  if (reduction && !completed_by.empty()) b.completed_by(completed_by);
   const Shape& s = in.at(0).shape;
   std::set<size_t> red;
   for (int64_t a : axes) red.insert(norm_axis(a, s.size()));
@@ -59,11 +60,17 @@ Registrar reg([] {
   // unreduced), completed by all_reduce(sum) wherever they are resharded; partial maxima,
   // minima or products are not sums, so their reduced dims need replication (the operand is
   // gathered on them). Found by tests/conformance/sharded_check.cc (partial maxima were summed).
-  // reduce_and/or/xor likewise: their partial results would combine by an all-reduce of the same
-  // operation, which the unreduced (partial-sum) state cannot express, so the operand is gathered.
-  for (const char* n : {"reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor"})
+  for (const char* n : {"reduce_max", "reduce_min", "reduce_prod"})
     t[n] = [n](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
                const Params& p) { return reduce_like(in, out, ReduceParams::from(p, n).axes, false); };
+  // reduce_and/or/xor: reduced dims are reduction factors whose partial results the partitioner
+  // completes at once by an all_reduce of the same operation (FactorRule::completed_by): the
+  // results are never unreduced (a Sharding's unreduced axes mean partial sums only).
+  for (const char* n : {"reduce_and", "reduce_or", "reduce_xor"})
+    t[n] = [n](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out, const Params& p) {
+      const std::string op = std::string(n).substr(std::string("reduce_").size());
+      return reduce_like(in, out, ReduceParams::from(p, n).axes, true, op);
+    };
   // argmax/argmin: the index of the extreme is not combinable from partial results without the
   // values, so the axis needs replication.
   for (const char* n : {"argmax", "argmin"})

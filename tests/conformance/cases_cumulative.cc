@@ -127,7 +127,7 @@ Add cases({
          one([](const V& a) { return lax::reduce_xor(a[0], {1}); }),
          {rnd_int({3, 3000}, 1320, 0, 1000000)},
          false},
-    // Dims dividing 2, 4 and 8 (the reduced dim is gathered: see sharding/rules/reductions.cc).
+    // Dims dividing 2, 4 and 8: a sharded reduced dim is reduced locally, then all_reduce(and/or/xor).
     Case{"reduce_or",
          "rows_of_8",
          one([](const V& a) { return lax::reduce_or(a[0], {1}); }),
