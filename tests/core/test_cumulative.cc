@@ -146,7 +146,7 @@ TEST(Cumulative, CumlogsumexpMatchesTheDirectFormulaEveryAxisAndReverse) {
         {r1[0], r1[1], r1[2], r2[0], r2[1], r2[2]},
         {s1[2], s1[1], s1[0], s2[2], s2[1], s2[0]},
         {c0[0], c1[0], c2[0], c0[1], c1[1], c2[1]},
-        {c0[1], c1[1], c2[1], c0[0], c1[0], c2[0]},
+        {c0[1], c1[1], c2[1], 0.0, 1.7, -0.4},  // reversed: the last row is its own suffix
     };
     const std::vector<std::vector<double>> got = {run(1, false), run(1, true), run(0, false), run(0, true)};
     for (size_t k = 0; k < 4; ++k)
@@ -233,7 +233,7 @@ TEST(Cumulative, VmapMovesTheAxis) {
 TEST(AssociativeScan, PrefixSumsOfEveryLengthAndReverse) {
   // Python's itertools.accumulate on 1..n for n = 1..9 (odd and even halvings of the recursion).
   for (int64_t n = 1; n <= 9; ++n) {
-    std::vector<double> v, fwd, bwd(size_t(n));
+    std::vector<double> v, fwd, bwd(static_cast<size_t>(n));
     double s = 0;
     for (int64_t i = 1; i <= n; ++i) v.push_back(double(i)), fwd.push_back(s += double(i));
     for (int64_t i = 0; i < n; ++i) bwd[size_t(i)] = fwd.back() - (i ? fwd[size_t(i - 1)] : 0);
