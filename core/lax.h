@@ -2,6 +2,7 @@
 // promotion; binary ops broadcast only size-1 dims between equal ranks, as JAX's lax). Owns the binding API.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <source_location>
 #include <string>
@@ -115,11 +116,54 @@ Array reduce_sum(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::
 Array reduce_max(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
 Array reduce_min(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
 Array reduce_prod(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
+/// Logical (bool) or bitwise (i32, u32) AND of the elements over `axes` (removed from the shape;
+/// distinct dims in [0, rank), else ShapeError); the identity (true, all bits set) over none.
+/// TypeError naming the function and the dtype for a floating operand. The output is bool or
+/// integer: its tangent is float0. Source: jax/_src/lax/lax.py reduce_and (reduce_and_p).
+Array reduce_and(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
+/// Logical or bitwise OR over `axes`; as reduce_and (identity false / 0). Source: lax.py reduce_or.
+Array reduce_or(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
+/// Logical or bitwise XOR over `axes`; as reduce_and (identity false / 0). Source: lax.py reduce_xor.
+Array reduce_xor(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
 /// Index of the max/min along `axis` (first occurrence; NaN counts as max), dtype index_dtype.
 Array argmax(const Array& x, int64_t axis, DType index_dtype = DType::i32, SL loc = SL::current());
 Array argmin(const Array& x, int64_t axis, DType index_dtype = DType::i32, SL loc = SL::current());
 /// Inclusive prefix sum along axis (from the end if reverse).
 Array cumsum(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::current());
+/// Inclusive prefix products along `axis` (from the end if reverse); x of any shape with
+/// 0 <= axis < rank, dtype i32, u32, bf16, f32 or f64 (floats multiply in double, each output
+/// rounded once; integers wrap modulo 2^32). ShapeError for an axis out of range, TypeError for a
+/// bool operand. JVP: JAX's _cumulative_jvp_rule (the JVP of associative_scan with mul).
+/// Source: jax/_src/lax/control_flow/loops.py cumprod.
+Array cumprod(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::current());
+/// Running maximum along `axis` (from the end if reverse); NaN propagates to every later output.
+/// Dtypes, errors and JVP as cumprod's (combine max: ties split the tangent 0.5/0.5 as max's
+/// JVP does). Source: jax/_src/lax/control_flow/loops.py cummax.
+Array cummax(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::current());
+/// Running minimum along `axis`; as cummax. Source: jax/_src/lax/control_flow/loops.py cummin.
+Array cummin(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::current());
+/// log(cumsum(exp(x))) along `axis`, stably: each step is JAX's logaddexp, max(a, b) +
+/// log1p(exp(-|a - b|)), in double (a + b where a - b is NaN, so -inf inputs give -inf). Floating
+/// dtypes only (TypeError naming the dtype otherwise); ShapeError for an axis out of range.
+/// Source: jax/_src/lax/control_flow/loops.py cumlogsumexp.
+Array cumlogsumexp(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::current());
+
+/// A combine function of associative_scan over several operands: (a, b) -> a (+) b, elementwise
+/// over the operands' matching slices, keeping each operand's shape and dtype.
+using ScanCombine = std::function<std::vector<Array>(const std::vector<Array>&, const std::vector<Array>&)>;
+/// JAX's lax.associative_scan over a list of operands (JAX's pytree, flattened) that share their
+/// size along `axis` (negative counts from the end): out[k] = elems[0] (+) ... (+) elems[k] along
+/// axis (from the end if reverse), for an associative `fn`. Built from strided slices, pads with
+/// interior padding, concatenation and fn (O(n) combines, O(log n) depth; Blelloch's scan), so it
+/// is differentiable, batchable and compilable as fn is. As in JAX, the interleaving adds zeros,
+/// so a -0.0 result may come back as +0.0. ValueError (at `loc`) for no operands, an axis out of
+/// range, unequal sizes along it, or an fn that changes a shape, dtype or the operand count.
+/// Source: jax/_src/lax/control_flow/loops.py associative_scan, _interleave (JAX v0.7.0).
+std::vector<Array> associative_scan(const ScanCombine& fn, const std::vector<Array>& elems,
+                                    bool reverse = false, int64_t axis = 0, SL loc = SL::current());
+/// associative_scan of one operand with a binary fn (JAX's associative_scan(fn, x, reverse, axis)).
+Array associative_scan(const std::function<Array(const Array&, const Array&)>& fn, const Array& elems,
+                       bool reverse = false, int64_t axis = 0, SL loc = SL::current());
 
 // ---- contraction --------------------------------------------------------------------------------
 /// ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)) as in lax.dot_general.

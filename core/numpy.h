@@ -324,6 +324,9 @@ Array prod(const Array& x, int64_t axis, bool keepdims = false, SL loc = SL::cur
 Array argmax(const Array& x, int64_t axis, SL loc = SL::current());
 Array argmin(const Array& x, int64_t axis, SL loc = SL::current());
 Array cumsum(const Array& x, int64_t axis, SL loc = SL::current());
+/// jnp.cumprod along `axis` (negative counts from the end): lax::cumprod, bool promoted to i32
+/// as cumsum does. ShapeError naming the axis and the shape when it is out of range.
+Array cumprod(const Array& x, int64_t axis, SL loc = SL::current());
 Array logsumexp(const Array& x, int64_t axis = -1, bool keepdims = false, SL loc = SL::current());
 Array softmax(const Array& x, int64_t axis = -1, SL loc = SL::current());
 Array log_softmax(const Array& x, int64_t axis = -1, SL loc = SL::current());

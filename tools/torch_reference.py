@@ -58,11 +58,13 @@ def rem(x, y):
 CASES = []
 
 
-def case(name, diff, const, fn, hvps=(), doc='', jvp=None):
+def case(name, diff, const, fn, hvps=(), doc='', jvp=None, jvp_by_grads=False):
     """jvp, when given: a direction for every differentiable input (name -> tensor); the JVP of
-    the function along all of them at once is computed with torch's forward-mode AD."""
+    the function along all of them at once is computed with torch's forward-mode AD, or, with
+    jvp_by_grads (an op torch 1.13 has no forward-mode rule for: logcumsumexp), as <grad, v> from
+    torch's reverse mode."""
     CASES.append(dict(name=name, diff=diff, const=const, fn=fn, hvps=dict(hvps), doc=doc,
-                      jvp=None if jvp is None else dict(jvp)))
+                      jvp=None if jvp is None else dict(jvp), jvp_by_grads=jvp_by_grads))
 
 
 case('sin_mul',
@@ -306,7 +308,7 @@ def reduce_window_sum(x, window, strides, padding, base_dilation, window_dilatio
     return TORCH_CONV[x.dim()](xp[None, None], ones, stride=strides, dilation=window_dilation)[0, 0]
 
 
-def sin_weighted(name, diff, op, doc, hvp_inputs=('x',)):
+def sin_weighted(name, diff, op, doc, hvp_inputs=('x',), jvp_by_grads=False):
     """Registers sum(sin(op(diff...)) * c), c a literal of op's result shape, with a JVP direction
     for every input and HVP directions for hvp_inputs."""
     shape = list(op(*diff.values()).shape)
@@ -314,7 +316,7 @@ def sin_weighted(name, diff, op, doc, hvp_inputs=('x',)):
     jvp = {k: ramp(list(v.shape), 3, 17, 0.125, 0.9) for k, v in diff.items()}
     hvps = {k: ramp(list(diff[k].shape), 7, 19, 0.1, 0.85) for k in hvp_inputs}
     case(name, diff, dict(c=c), lambda *a: torch.sum(torch.sin(op(*a[:-1])) * a[-1]),
-         hvps=hvps, doc=f'sum(sin({doc}) * c)', jvp=jvp)
+         hvps=hvps, doc=f'sum(sin({doc}) * c)', jvp=jvp, jvp_by_grads=jvp_by_grads)
 
 
 def conv_case(name, x_shape, w_shape, doc, op):
@@ -497,10 +499,13 @@ def run_case(c, out):
     if c['jvp'] is not None:
         # Forward mode, independently of the reverse-mode gradients (which must agree with it).
         dirs = [c['jvp'][k] for k in names]
-        with fwAD.dual_level():
-            duals = [fwAD.make_dual(c['diff'][k], d) for k, d in zip(names, dirs)]
-            jvp = fwAD.unpack_dual(c['fn'](*duals, *consts.values())).tangent.item()
         by_grads = sum(torch.sum(g * d).item() for g, d in zip(grads, dirs))
+        if c['jvp_by_grads']:
+            jvp = by_grads
+        else:
+            with fwAD.dual_level():
+                duals = [fwAD.make_dual(c['diff'][k], d) for k, d in zip(names, dirs)]
+                jvp = fwAD.unpack_dual(c['fn'](*duals, *consts.values())).tangent.item()
         if abs(jvp - by_grads) > 1e-12 * max(1.0, abs(jvp)):
             raise AssertionError(f'{c["name"]}: forward-mode JVP {jvp} != <grad, v> {by_grads}')
         for k, d in zip(names, dirs):
@@ -514,6 +519,35 @@ def run_case(c, out):
         emit_array(out, 'double', f'hvp_{k}', hv)
     out.append(f'}}  // namespace {c["name"]}')
     out.append('')
+
+
+# ---- cumulative ops ------------------------------------------------------------------------------
+# lax.cumprod, cummax, cummin, cumlogsumexp (jax/_src/lax/control_flow/loops.py) against torch's
+# cumprod, cummax, cummin and logcumsumexp; reverse=True is torch's op on the input flipped along the
+# axis, flipped back. The inputs are distinct (no ties: torch's cummax/cummin gradient goes to the
+# index it returns, JAX's splits ties evenly).
+
+def rev_cum(op, x, dim):
+    return torch.flip(op(torch.flip(x, [dim]), dim), [dim])
+
+
+def cumulative_ops(x):
+    return torch.stack([torch.cumprod(x, 1),
+                        rev_cum(torch.cumprod, x, 0),
+                        torch.cummax(x, 0).values,
+                        rev_cum(lambda y, d: torch.cummin(y, d).values, x, 1),
+                        torch.logcumsumexp(x, 1),
+                        rev_cum(torch.logcumsumexp, x, 0)])
+
+
+sin_weighted('cumulative', dict(x=ramp([3, 5], 7, 17, 0.25, 2.05)), cumulative_ops,
+             'stack([cumprod(x,1), cumprod(x,0,rev), cummax(x,0), cummin(x,1,rev), '
+             'cumlogsumexp(x,1), cumlogsumexp(x,0,rev)]); jvp = <grad, v>', jvp_by_grads=True)
+# Large inputs (exp overflows in f64 beyond 709.78): logcumsumexp stays finite; its derivatives are
+# the prefixes' softmax weights.
+sin_weighted('cumlogsumexp_large', dict(x=ramp([2, 6], 5, 13, 3.0, -700.0)),
+             lambda x: torch.logcumsumexp(x, 1) - 700.0, 'cumlogsumexp(x, 1) - 700, x in [700, 736]; '
+             'jvp = <grad, v>', jvp_by_grads=True)
 
 
 def main():

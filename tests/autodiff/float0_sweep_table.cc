@@ -140,6 +140,14 @@ std::vector<E> structural() {
       {"reduce_min", "i32", in_i, [](const V& a) { return one(lax::reduce_min(a[0], all_axes(a[0]))); }, mix},
       {"reduce_prod", "i32", in_i, [](const V& a) { return one(lax::reduce_prod(a[0], all_axes(a[0]))); }, mix},
       {"cumsum", "i32", in_i, [](const V& a) { return one(lax::cumsum(lax::expand_dims(a[0], {0}), 0)); }, mix},
+      {"cumprod", "i32", in_i, [](const V& a) { return one(lax::cumprod(lax::expand_dims(a[0], {0}), 0)); }, mix},
+      {"cummax", "i32", in_i, [](const V& a) { return one(lax::cummax(lax::expand_dims(a[0], {0}), 0, true)); }, mix},
+      {"cummin", "u32", [](const Array& x) { return V{U(x)}; },
+       [](const V& a) { return one(lax::cummin(lax::expand_dims(a[0], {0}), 0)); }, mix},
+      {"reduce_and", "bool", in_b, [](const V& a) { return one(lax::reduce_and(a[0], all_axes(a[0]))); }, mix},
+      {"reduce_or", "i32", in_i, [](const V& a) { return one(lax::reduce_or(a[0], all_axes(a[0]))); }, mix},
+      {"reduce_xor", "u32", [](const Array& x) { return V{U(x)}; },
+       [](const V& a) { return one(lax::reduce_xor(a[0], all_axes(a[0]))); }, mix},
       // the windowed reductions over x flattened, windows of 2 with one padded element in front
       {"reduce_window_sum", "i32", in_i, [](const V& a) { return one(lax::reduce_window_sum(flat(a[0]), {2}, {1}, kPad1)); }, mix},
       {"reduce_window_max", "i32", in_i, [](const V& a) { return one(lax::reduce_window_max(flat(a[0]), {2}, {1}, kPad1)); }, mix},
@@ -270,7 +278,7 @@ const std::vector<Float0Entry>& entries() {
 const std::vector<std::string>& float_only() {
   static const std::vector<std::string> v = {"sin",   "cos",  "tan",   "tanh",  "exp",   "expm1",
                                              "log",   "log1p", "logistic", "sqrt", "rsqrt", "erf",
-                                             "erf_inv", "floor", "ceil", "round", "atan2"};
+                                             "erf_inv", "floor", "ceil", "round", "atan2", "cumlogsumexp"};
   return v;
 }
 

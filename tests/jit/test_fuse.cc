@@ -57,6 +57,7 @@ TEST(OpClass, EveryPrimitiveHasItsClass) {
     want[n] = OpClass::index_map;
   for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin"})
     want[n] = OpClass::reduction;
+  for (const char* n : {"reduce_and", "reduce_or", "reduce_xor"}) want[n] = OpClass::reduction;
   // bitcast_convert_type changes the shape between 4- and 8-byte types: not elementwise.
   for (const char* n : {"reshape", "squeeze", "expand_dims", "bitcast_convert_type", "dot_general", "cumsum",
                         "fusion", "scan", "device_put", "optimization_barrier"})
@@ -124,6 +125,9 @@ TEST(PrimitiveClasses, EveryPrimitiveHasTheClassesOfItsDefinition) {
   for (const char* n : {"reshape", "squeeze", "expand_dims", "optimization_barrier"}) cost[n] = mj::CostClass::view;
   for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin"})
     cost[n] = mj::CostClass::reduction;
+  for (const char* n : {"reduce_and", "reduce_or", "reduce_xor"}) cost[n] = mj::CostClass::reduction;
+  // cumprod/cummax/cummin: one combine per element; cumlogsumexp six (its logaddexp).
+  for (const char* n : {"cumprod", "cummax", "cummin", "cumlogsumexp"}) cost[n] = mj::CostClass::custom;
   for (const char* n : {"dot_general", "cumsum", "scatter_add", "scan", "while", "cond", "fusion", "pjit",
                         "closed_call", "checkpoint", "custom_jvp_call", "custom_vjp_call"})
     cost[n] = mj::CostClass::custom;

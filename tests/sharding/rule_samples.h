@@ -90,6 +90,12 @@ inline std::vector<Sample> samples() {
              lax::reduce_prod(a[0], {0}), lax::argmax(a[0], 1), lax::argmin(a[0], 0),
              lax::cumsum(a[0], 2, true)};
   }});
+  v.push_back({"cumulative and bitwise reductions", {filled({4, 6, 2}), filled({4, 6, 2}, DType::i32)},
+               [](const V& a) {
+                 return V{lax::cumprod(a[0], 1), lax::cummax(a[0], 0, true), lax::cummin(a[0], 2),
+                          lax::cumlogsumexp(a[0], 1, true), lax::reduce_and(a[1], {1}),
+                          lax::reduce_or(a[1], {0, 2}), lax::reduce_xor(a[1], {2})};
+               }});
   v.push_back({"dot_general", {filled({3, 4, 5}), filled({3, 5, 6}), filled({5, 7})}, [](const V& a) {
     return V{lax::dot_general(a[0], a[1], {{2}, {1}, {0}, {0}}),
              lax::dot_general(a[0], a[2], {{2}, {0}, {}, {}})};
