@@ -258,7 +258,7 @@ const std::vector<std::string>& array_op_primitive_names() {
       "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "gather", "scatter_add",
       "dot_general", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin",
       "cumsum", "iota", "convert_element_type", "round", "integer_pow", "iota_2x32_shape",
-      "bitcast_convert_type"};
+      "bitcast_convert_type", "sort", "top_k"};
   return names;
 }
 }  // namespace views

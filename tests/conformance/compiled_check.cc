@@ -75,6 +75,8 @@ const std::map<std::string, Rule>& rules() {
     // The generic body runs in window order on both sides; its own equations may be
     // transcendentals (ulp bounds), over a few window elements.
     m["reduce_window"] = {Bound::normwise, 16};
+    // sort and top_k move elements (the runtime's order is eager's): exact.
+    for (const char* p : {"sort", "top_k"}) m[p] = {Bound::exact, 0};
     m["reduce_prod"] = {Bound::product, 0};
     // Bodies of up to 4 steps of tanh(W h + x) (3-term dots) or sin/tanh of a 3-term dot: a few
     // roundings per step and per transcendental, steps contracting (|tanh'| <= 1).
