@@ -165,6 +165,38 @@ std::vector<Array> associative_scan(const ScanCombine& fn, const std::vector<Arr
 Array associative_scan(const std::function<Array(const Array&, const Array&)>& fn, const Array& elems,
                        bool reverse = false, int64_t axis = 0, SL loc = SL::current());
 
+// ---- sorting ------------------------------------------------------------------------------------
+/// JAX's lax.sort: sorts `operands` (one or more arrays of one shape, any dtypes but float0/token)
+/// along `dimension` (negative counts from the end), lexicographically by the first `num_keys`,
+/// the others permuted alike; returns the sorted operands. The order is JAX's _sort_lt_comparator
+/// (jax/_src/lax/lax.py): floats compared after _canonicalize_float_for_sort, so -0.0 == +0.0 and
+/// every NaN (either sign) sorts after +inf, equal to the other NaNs; bools false < true. The sort
+/// is stable (equal keys keep their input order) whatever `is_stable` says: is_stable=false
+/// allows any order of equal keys, and this is one. Equation:
+/// `sort[dimension=d is_stable=True num_keys=1] a b ...`. Errors: no operands (TypeError);
+/// `num_keys` < 1 or > the number of operands, `dimension` out of range for the rank (ValueError
+/// naming the value and the rank); operands of different shapes (ShapeError naming both).
+/// Gradient: JAX's _sort_jvp (the tangents gathered with the sort's permutation); differentiable
+/// where the keys hold no ties.
+std::vector<Array> sort(const std::vector<Array>& operands, int64_t dimension = -1, bool is_stable = true,
+                        int64_t num_keys = 1, SL loc = SL::current());
+/// lax.sort of one operand: `operand` sorted along `dimension` (as the list form with num_keys 1).
+Array sort(const Array& operand, int64_t dimension = -1, bool is_stable = true, SL loc = SL::current());
+/// JAX's lax.sort_key_val: `keys` sorted along `dimension` and `values` (same shape) permuted alike.
+std::pair<Array, Array> sort_key_val(const Array& keys, const Array& values, int64_t dimension = -1,
+                                     bool is_stable = true, SL loc = SL::current());
+/// JAX's lax.top_k: the `k` largest entries along the last axis of `operand` (rank >= 1, any
+/// dtype but float0/token) and their i32 indices, largest first, ties in index order; result
+/// shapes operand.shape[:-1] + [k]. The order is JAX v0.7.0's on the CPU, XLA:CPU's TopK
+/// (the TopkDecomposer's stable sort with CreateScalarGtComputation's GtTotalOrder,
+/// xla/hlo/builder/lib/comparators.cc, and __xla_cpu_runtime_TopKF32, xla/service/cpu/runtime_topk.cc):
+/// floats in the IEEE total order of their bits, +NaN > +inf > ... > +0.0 > -0.0 > ... > -inf >
+/// -NaN (so +0.0 ranks above -0.0, a positive NaN first and a negative NaN last), integers by
+/// value. Equation: `top_k[k=3] a`. Errors: k < 0 or k > the last axis (ValueError naming k and the
+/// shape); a rank-0 operand (TypeError). Gradient: JAX's _top_k_jvp (the tangent gathered at the
+/// indices; the indices' tangent is zero).
+std::pair<Array, Array> top_k(const Array& operand, int64_t k, SL loc = SL::current());
+
 // ---- contraction --------------------------------------------------------------------------------
 /// ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)) as in lax.dot_general.
 struct DotDimensionNumbers {

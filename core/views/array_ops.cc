@@ -273,8 +273,8 @@ const std::vector<std::string>& array_op_primitive_names() {
       "broadcast_in_dim", "reshape", "squeeze", "expand_dims", "rev", "transpose", "slice",
       "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "gather", "scatter_add",
       "dot_general", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
-      "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "iota", "convert_element_type", "round", "integer_pow", "iota_2x32_shape",
-      "bitcast_convert_type"};
+      "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "iota",
+      "convert_element_type", "round", "integer_pow", "iota_2x32_shape", "bitcast_convert_type", "sort", "top_k"};
   return names;
 }
 }  // namespace views

@@ -97,6 +97,8 @@ std::vector<Case> numpy_cases() {
       BAD("minijax::argmin", ShapeError, mj::argmin(x23(), 2), "argmin", "axis 2"),
       BAD("minijax::cumsum", ShapeError, mj::cumsum(x23(), 2), "cumsum", "axis 2"),
       BAD("minijax::cumprod", ShapeError, mj::cumprod(x23(), -3), "cumprod", "axis -3"),
+      BAD("minijax::argsort", ShapeError, mj::argsort(x23(), 2), "argsort", "axis 2", "[2,3]"),
+      BAD("minijax::argsort", ShapeError, mj::argsort(x23(), -3), "argsort", "axis -3"),
       BAD("minijax::logsumexp", ShapeError, mj::logsumexp(x23(), 2), "logsumexp", "axis 2"),
       BAD("minijax::softmax", ShapeError, mj::softmax(x23(), 2), "softmax", "axis 2"),
       BAD("minijax::log_softmax", ShapeError, mj::log_softmax(x23(), 2), "log_softmax", "axis 2"),

@@ -179,6 +179,15 @@ std::vector<E> structural() {
        [](const V& a) { return one(lax::argmax(a[0], a[0].ndim() - 1)); }, mix},
       {"argmin", "", [](const Array& x) { return V{mj::stack({x, 0.5 - x * x}, -1)}; },
        [](const V& a) { return one(lax::argmin(a[0], a[0].ndim() - 1)); }, mix},
+      // sort by an i32 key (ties kept in order) carrying x along; top_k's i32 indices
+      {"sort", "i32_key_f32_val", [](const Array& x) { return V{I(flat(x)), flat(x)}; },
+       [](const V& a) { return lax::sort(V{a[0], a[1]}, 0); }, mix},
+      {"top_k", "", [](const Array& x) { return V{mj::stack({x, 0.5 - x * x}, -1)}; },
+       [](const V& a) {
+         auto [v, i] = lax::top_k(a[0], 1);
+         return V{v, i};
+       },
+       mix},
       {"iota", "i32", in_i,
        [](const V& a) {
          Array i = lax::iota(i32, {std::max<int64_t>(a[0].size(), 1)});

@@ -76,6 +76,8 @@ const std::map<std::string, Rule>& rules() {
     // The generic body runs in window order on both sides; its own equations may be
     // transcendentals (ulp bounds), over a few window elements.
     m["reduce_window"] = {Bound::normwise, 16};
+    // sort and top_k move elements (the runtime's order is eager's): exact.
+    for (const char* p : {"sort", "top_k"}) m[p] = {Bound::exact, 0};
     m["reduce_prod"] = {Bound::product, 0};
     // cumprod multiplies in f64 in eager's order on both sides (a product bound of the axis's
     // length all the same); cumlogsumexp's steps call the compiled exp/log1p against eager's libm:

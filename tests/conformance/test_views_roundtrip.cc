@@ -13,6 +13,7 @@
 #include "conformance.h"
 #include "core/parser.h"
 #include "core/views/array_ops.h"
+#include "core/views/sorting.h"
 
 namespace {
 
@@ -69,6 +70,8 @@ const std::map<std::string, RoundTrip>& round_trips() {
       {"integer_pow", rt<mj::IntegerPowParams>()},
       {"iota_2x32_shape", rt<mj::Iota2x32ShapeParams>()},
       {"bitcast_convert_type", rt<mj::BitcastConvertTypeParams>()},
+      {"sort", rt<mj::SortParams>()},
+      {"top_k", rt<mj::TopKParams>()},
   };
   return t;
 }

@@ -96,6 +96,13 @@ inline std::vector<Sample> samples() {
                           lax::cumlogsumexp(a[0], 1, true), lax::reduce_and(a[1], {1}),
                           lax::reduce_or(a[1], {0, 2}), lax::reduce_xor(a[1], {2})};
                }});
+  v.push_back({"sorting", {filled({4, 6, 2}), filled({4, 6, 2}, DType::i32)}, [](const V& a) {
+    V r = lax::sort(V{a[0], a[1]}, 1, true, 1);
+    auto [vals, idx] = lax::top_k(a[0], 1);
+    r.push_back(vals);
+    r.push_back(idx);
+    return r;
+  }});
   v.push_back({"dot_general", {filled({3, 4, 5}), filled({3, 5, 6}), filled({5, 7})}, [](const V& a) {
     return V{lax::dot_general(a[0], a[1], {{2}, {1}, {0}, {0}}),
              lax::dot_general(a[0], a[2], {{2}, {0}, {}, {}})};
