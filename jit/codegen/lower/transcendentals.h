@@ -224,7 +224,8 @@ kir::Value atan_f64(kir::Builder& b, kir::Value x);
 /// 1993) on our log and log1p: asinh |x| > 2^28: log|x| + ln 2, > 2: log(2|x| + 1/(sqrt(x^2+1) + |x|)),
 /// else log1p(|x| + x^2/(1 + sqrt(1 + x^2))); acosh x > 2^28: log x + ln 2, > 2: log(2x - 1/(x +
 /// sqrt(x^2-1))), else log1p(t + sqrt(2t + t^2)) with t = x - 1 (exact), NaN below 1; atanh |x| < 1/2:
-/// log1p(2a + 2a^2/(1-a))/2, else log1p(2a/(1-a))/2, ±inf at ±1, NaN beyond.
+/// log1p(2a + 2a^2/(1-a))/2, else log1p(2a/(1-a))/2, ±inf at ±1, NaN beyond. Each takes one log1p
+/// of its selected argument (log(v) as log1p(v - 1)), so its code holds one logarithm.
 kir::Value asinh_f32(kir::Builder& b, kir::Value x);
 kir::Value asinh_f64(kir::Builder& b, kir::Value x);
 kir::Value acosh_f32(kir::Builder& b, kir::Value x);
@@ -238,7 +239,7 @@ kir::Value cbrt_f32(kir::Builder& b, kir::Value x);
 kir::Value cbrt_f64(kir::Builder& b, kir::Value x);
 /// erfc: |x| < 0.8: 1 ∓ x P(x^2) (erf's polynomial); [0.8, 3): exp(h(|x|) - x^2) (erfc_pos_f64);
 /// [3, 28]: e^(-x^2) G(1/x^2) / |x| with G a Chebyshev fit of degree 19 (tools/fit_special_polys.py),
-/// x^2 two-term; beyond 28: 0; x <= -0.8: 2 - erfc(|x|).
+/// x^2 two-term, one exp of a two-term argument for both pieces; beyond 28: 0; x <= -0.8: 2 - erfc(|x|).
 kir::Value erfc_f32(kir::Builder& b, kir::Value x);
 kir::Value erfc_f64(kir::Builder& b, kir::Value x);
 

@@ -103,23 +103,31 @@ Value erfc_pos_f64(kir::Builder& b, Value a) {
 
 namespace {
 
-// erfc(a) for a >= 3 (f64): e^(-a^2) G(1/a^2) / a, a^2 as an exact two-term product; a is clamped
-// to 28 (erfc(27.3) is below half the smallest subnormal: the exp underflows to 0 from there).
-Value erfc_tail_f64(VMath& m, Value a) {
-  Value ac = m.clamp_nan_low(a, 3.0, 28.0);
-  Value sq, sqe;
-  m.two_prod(ac, ac, sq, sqe);
-  Value g = m.poly(m.div(m.c(1.0), sq), kErfcTail);
-  return m.div(m.mul(exp_dd_f64(m.b, m.neg(sq), m.neg(sqe)), g), ac);
-}
-
+// erfc(x) (f64) with one exp of a two-term argument: |x| in [0.8, 3): exp(h(a) - a^2) (h as
+// erfc_pos_f64's pieces); [3, 28]: e^(-a^2) G(1/a^2) / a; beyond 28: 0 (erfc(27.3) is below half the
+// smallest subnormal); |x| < 0.8: 1 -/+ erf(|x|); x <= -0.8: 2 - erfc(|x|). a^2 as an exact two-term
+// product.
 Value erfc_any_f64(kir::Builder& b, Value x) {
   VMath m(b, b.type(x));
   Value a = m.abs(x), one = m.c(1.0);
-  Value pos = m.sel(m.lt(a, m.c(3.0)), erfc_pos_f64(b, a), erfc_tail_f64(m, a));
+  Value tail = m.ge(a, m.c(3.0));
+  Value ah = m.clamp_nan_low(a, 0.8, 3.0);
+  Value p1 = m.ge(ah, m.c(1.6)), p2 = m.ge(ah, m.c(3.0));
+  Value center = m.sel(p2, m.c(kErfcCenters[2]), m.sel(p1, m.c(kErfcCenters[1]), m.c(kErfcCenters[0])));
+  Value h = m.poly_pieces(m.sub(ah, center), {p1, p2}, kErfcHF64);
+  Value ac = m.sel(tail, m.clamp_nan_low(a, 3.0, 28.0), ah);
+  Value sq, sqe, hs, e1;
+  m.two_prod(ac, ac, sq, sqe);
+  m.two_sum(h, m.neg(sq), hs, e1);
+  Value hi = m.sel(tail, m.neg(sq), hs), lo = m.sel(tail, m.neg(sqe), m.sub(e1, sqe));
+  Value ex = exp_dd_f64(b, hi, lo);
+  Value g = m.poly(m.div(one, sq), kErfcTail);
+  Value big = m.sel(tail, m.div(m.mul(ex, g), ac), ex);
+  Value small = erf_small(m, a, kErfSmallF64);
+  Value pos = m.sel(m.lt(a, m.c(0.8)), m.sub(one, small), big);
   pos = m.sel(m.gt(a, m.c(28.0)), m.c(0.0), pos);
   // x < 0: 1 + erf(|x|) below 0.8, 2 - erfc(|x|) above (erfc(|x|) < 0.26 there: no cancellation).
-  Value neg = m.sel(m.lt(a, m.c(0.8)), m.add(one, erf_small(m, a, kErfSmallF64)), m.sub(m.c(2.0), pos));
+  Value neg = m.sel(m.lt(a, m.c(0.8)), m.add(one, small), m.sub(m.c(2.0), pos));
   Value res = m.sel(m.signbit(x), neg, pos);
   return m.sel(m.isnan(x), x, res);
 }
