@@ -81,6 +81,52 @@ Array ge(const Array& x, const Array& y, SL loc = SL::current());
 Array and_(const Array& x, const Array& y, SL loc = SL::current());  ///< bool or ints (bitwise)
 Array or_(const Array& x, const Array& y, SL loc = SL::current());
 
+// ---- bits and float inspection (core/primitives/elementwise_special.cc) --------------------------
+/// True where x (bf16, f32 or f64) is neither infinite nor NaN; a bool array of x's shape. Its
+/// tangent is zero (float0). TypeError for a non-float x. Source: jax/_src/lax/lax.py is_finite.
+Array is_finite(const Array& x, SL loc = SL::current());
+/// The next representable value after x1 in the direction of x2, elementwise (C99's and numpy's
+/// nextafter: NaN if either is NaN; x2 if x1 == x2, so nextafter(0, -0) = -0; ±0 steps to the
+/// smallest subnormal with x2's sign; the largest finite value steps to ±inf). Float operands of
+/// one dtype (TypeError naming both dtypes otherwise), shapes as the binary functions above. Not
+/// differentiable (JAX defines no JVP): a nonzero float tangent reaching it throws
+/// NotDifferentiableError naming nextafter. Source: jax/_src/lax/lax.py nextafter.
+Array nextafter(const Array& x1, const Array& x2, SL loc = SL::current());
+/// The number of set bits of each element's two's complement encoding (i32 or u32; the result
+/// has x's dtype: i32 -1 gives 32). TypeError for a float or bool x. Its tangent is zero (float0).
+/// Source: jax/_src/lax/lax.py population_count.
+Array population_count(const Array& x, SL loc = SL::current());
+/// The number of leading zero bits of each element's 32-bit encoding (i32 or u32, result of x's
+/// dtype: clz(0) = 32, a negative i32 gives 0). TypeError for a float or bool x. Source:
+/// jax/_src/lax/lax.py clz.
+Array clz(const Array& x, SL loc = SL::current());
+
+// ---- more transcendentals (core/primitives/elementwise_special.cc) --------------------------------
+// A bf16, f32 or f64 operand (TypeError naming the function and the dtype otherwise), the result of
+// its shape and dtype. Eager uses the C library in the element's type (bf16 through f32); compiled
+// code is minijax's own vectorized implementation (jit/codegen/lower/transcendentals.h, within 4
+// ulp; tests/jit/test_special_accuracy.cc). JVPs are JAX's (jax/_src/lax/lax.py, special.py).
+/// Hyperbolic sine; JVP cosh(x) t.
+Array sinh(const Array& x, SL loc = SL::current());
+/// Hyperbolic cosine; JVP sinh(x) t.
+Array cosh(const Array& x, SL loc = SL::current());
+/// Arc sine on [-1, 1] (NaN outside); JVP rsqrt(1 - x^2) t.
+Array asin(const Array& x, SL loc = SL::current());
+/// Arc cosine on [-1, 1] (NaN outside); JVP -rsqrt(1 - x^2) t.
+Array acos(const Array& x, SL loc = SL::current());
+/// Arc tangent; JVP t / (1 + x^2).
+Array atan(const Array& x, SL loc = SL::current());
+/// Inverse hyperbolic sine; JVP rsqrt(x^2 + 1) t.
+Array asinh(const Array& x, SL loc = SL::current());
+/// Inverse hyperbolic cosine on [1, inf) (NaN below); JVP rsqrt(x^2 - 1) t.
+Array acosh(const Array& x, SL loc = SL::current());
+/// Inverse hyperbolic tangent on [-1, 1] (±inf at ±1, NaN beyond); JVP (1 / (1 + x)) (t / (1 - x)).
+Array atanh(const Array& x, SL loc = SL::current());
+/// Real cube root (negative for negative x); JVP t / 3 * ans^-2.
+Array cbrt(const Array& x, SL loc = SL::current());
+/// Complementary error function 1 - erf(x), accurate where it is tiny; JVP -2/sqrt(pi) exp(-x^2) t.
+Array erfc(const Array& x, SL loc = SL::current());
+
 /// cases[which] elementwise: which is bool (2 cases) or i32 (any number of cases), all cases of
 /// one aval, which of the same shape (or rank 0). Only the selected case reaches the output (NaN
 /// in another does not, eagerly or compiled); the transpose gives each case exactly 0 where it

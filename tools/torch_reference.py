@@ -548,6 +548,15 @@ sin_weighted('cumulative', dict(x=ramp([3, 5], 7, 17, 0.25, 2.05)), cumulative_o
 sin_weighted('cumlogsumexp_large', dict(x=ramp([2, 6], 5, 13, 3.0, -700.0)),
              lambda x: torch.logcumsumexp(x, 1) - 700.0, 'cumlogsumexp(x, 1) - 700, x in [700, 736]; '
              'jvp = <grad, v>', jvp_by_grads=True)
+# issue 29's elementwise functions that PyTorch has: sinh, asin and erfc (torch.special.erfc).
+case('sinh_asin_erfc',
+     dict(x=t([-0.8, -0.35, 0.1, 0.45, 0.7, 0.95], [6])),
+     dict(c=t([1.3, -0.6, 0.9, 2.1, -1.4, 0.5], [6])),
+     lambda x, c: torch.sum(torch.sinh(2.0 * x) * c + torch.asin(x) * torch.special.erfc(x)
+                            + torch.special.erfc(c * x)),
+     hvps=dict(x=t([0.4, -1.1, 0.7, 0.25, -0.5, 1.3], [6])),
+     doc='sum(sinh(2 x) c + asin(x) erfc(x) + erfc(c x))',
+     jvp=dict(x=t([0.3, 0.8, -0.6, 1.2, -0.9, 0.15], [6])))
 
 
 def main():

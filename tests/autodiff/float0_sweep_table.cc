@@ -63,6 +63,11 @@ std::vector<E> elementwise() {
        [](const V& a) { return one(lax::xor_(a[0], a[1])); }, mix},
       {"not", "bool", in_b, [](const V& a) { return one(lax::not_(a[0])); }, mix},
       {"not", "i32", in_i, [](const V& a) { return one(lax::not_(a[0])); }, mix},
+      // bit counts of integers, and a float's finiteness (a bool of the float operand)
+      {"population_count", "i32", in_i, [](const V& a) { return one(lax::population_count(a[0])); }, mix},
+      {"clz", "u32", [](const Array& x) { return V{U(x)}; }, [](const V& a) { return one(lax::clz(a[0])); },
+       mix},
+      {"is_finite", "f32", in_x, [](const V& a) { return one(lax::is_finite(a[0])); }, mix},
       // debug_callback over an integer and a float: the callback sees primal values only (a
       // float0 tangent never reaches it), and its operand flows on unchanged.
       {"debug_callback", "i32_and_f32", [](const Array& x) { return V{I(x), x}; },
@@ -74,7 +79,8 @@ std::vector<E> elementwise() {
       // selection and clamping
       {"select_n", "bool_which", [](const Array& x) { return V{B(x), -x, x * x}; },
        [](const V& a) { return one(lax::select_n(a[0], {a[1], a[2]})); }, mix},
-      {"select_n", "i32_which", [](const Array& x) { return V{lax::rem(I(x), C(I(x), 3)), x, x * x, mj::sin(x)}; },
+      {"select_n", "i32_which",
+       [](const Array& x) { return V{lax::rem(I(x), C(I(x), 3)), x, x * x, mj::sin(x)}; },
        [](const V& a) { return one(lax::select_n(a[0], {a[1], a[2], a[3]})); }, mix},
       {"select_n", "i32_cases", [](const Array& x) { return V{B(x), I(x), C(I(x), 6)}; },
        [](const V& a) { return one(lax::select_n(a[0], {a[1], a[2]})); }, mix},
@@ -109,8 +115,10 @@ std::vector<E> elementwise() {
        [](const V& a) { return one(lax::pow(a[0], a[1])); }, mix},
       {"integer_pow", "i32", in_i, [](const V& a) { return one(lax::integer_pow(a[0], 3)); }, mix},
       {"neg", "i32", in_i, [](const V& a) { return one(lax::neg(a[0])); }, mix},
-      {"abs", "i32", [](const Array& x) { return V{I(x) - 3}; }, [](const V& a) { return one(lax::abs(a[0])); }, mix},
-      {"sign", "i32", [](const Array& x) { return V{I(x) - 3}; }, [](const V& a) { return one(lax::sign(a[0])); }, mix},
+      {"abs", "i32", [](const Array& x) { return V{I(x) - 3}; },
+       [](const V& a) { return one(lax::abs(a[0])); }, mix},
+      {"sign", "i32", [](const Array& x) { return V{I(x) - 3}; },
+       [](const V& a) { return one(lax::sign(a[0])); }, mix},
       {"shift_left", "u32", [](const Array& x) { return V{U(x), C(U(x), 2)}; },
        [](const V& a) { return one(lax::shift_left(a[0], a[1])); }, mix},
       {"shift_right_logical", "i32", in_ii,
@@ -285,9 +293,11 @@ const std::vector<Float0Entry>& entries() {
 }
 
 const std::vector<std::string>& float_only() {
-  static const std::vector<std::string> v = {"sin",   "cos",  "tan",   "tanh",  "exp",   "expm1",
-                                             "log",   "log1p", "logistic", "sqrt", "rsqrt", "erf",
-                                             "erf_inv", "floor", "ceil", "round", "atan2", "cumlogsumexp"};
+  static const std::vector<std::string> v = {"sin",     "cos",   "tan",      "tanh",  "exp",   "expm1",
+                                             "log",     "log1p", "logistic", "sqrt",  "rsqrt", "erf",
+                                             "erf_inv", "floor", "ceil",     "round", "atan2", "nextafter",
+                                             "sinh",    "cosh",  "asin",     "acos",  "atan",  "asinh",
+                                             "acosh",   "atanh", "cbrt",     "erfc",  "cumlogsumexp"};
   return v;
 }
 

@@ -783,4 +783,22 @@ inline constexpr int64_t hvp_x_shape[] = {2, 6};
 inline constexpr double hvp_x[] = {-2.887674610541069e-08, -0.014631388908744995, 0.3018750323912552, -7.305826680101766e-12, 2.053882746942532e-05, 1.186684646629315, 0.09658312713042541, 0.04705421349287889, 1.755366770954296e-11, -1.2401733913616692e-06, -0.3138420637297931, 1.0538976142142511e-11};
 }  // namespace cumlogsumexp_large
 
+// sum(sinh(2 x) c + asin(x) erfc(x) + erfc(c x))
+namespace sinh_asin_erfc {
+inline constexpr int64_t x_shape[] = {6};
+inline constexpr double x[] = {-0.8, -0.35, 0.1, 0.45, 0.7, 0.95};
+inline constexpr int64_t c_shape[] = {6};
+inline constexpr double c[] = {1.3, -0.6, 0.9, 2.1, -1.4, 0.5};
+inline constexpr double value = 3.4124462292648836;
+inline constexpr int64_t grad_x_shape[] = {6};
+inline constexpr double grad_x[] = {9.659282839180356, 0.9710933066518288, 1.6088777051419458, 5.20602214266443, -5.50273412859352, 2.967602091362695};
+inline constexpr int64_t jvp_x_dir_shape[] = {6};
+inline constexpr double jvp_x_dir[] = {0.3, 0.8, -0.6, 1.2, -0.9, 0.15};
+inline constexpr double jvp = 14.35416047462629;
+inline constexpr int64_t hvp_x_dir_shape[] = {6};
+inline constexpr double hvp_x_dir[] = {0.4, -1.1, 0.7, 0.25, -0.5, 1.3};
+inline constexpr int64_t hvp_x_shape[] = {6};
+inline constexpr double hvp_x[] = {-8.50021840260702, 0.5334843883486817, -0.8715537940604102, 2.781992796462113, 6.444734772909006, 13.647065257294246};
+}  // namespace sinh_asin_erfc
+
 }  // namespace torch_reference

@@ -56,8 +56,11 @@ const std::map<std::string, Rule>& rules() {
           "reduce_min", "argmax", "argmin", "reduce_sum", "name", "reduce_and", "reduce_or", "reduce_xor",
           "cummax", "cummin"})
       m[p] = {Bound::exact, 0};
-    for (const char* p : {"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
-                          "rsqrt", "pow", "atan2"})
+    // Bit-level functions: the same bits (core/primitives/elementwise_special.cc).
+    for (const char* p : {"is_finite", "nextafter", "population_count", "clz"}) m[p] = {Bound::exact, 0};
+    for (const char* p : {"exp",  "log",  "log1p", "expm1", "tanh",  "logistic", "sin",  "cos",
+                          "tan",  "erf",  "rsqrt", "pow",   "atan2", "sinh",     "cosh", "asin",
+                          "acos", "atan", "asinh", "acosh", "atanh", "cbrt",     "erfc"})
       m[p] = {Bound::ulp, 6};
     // erf_inv: its compiled polynomial is held to 8 ulp of eager (tests/cases/test_prng_threefry.cc).
     m["erf_inv"] = {Bound::ulp, 8};

@@ -37,9 +37,11 @@ inline std::vector<Sample> samples() {
   std::vector<Sample> v;
   v.push_back({"unary", {x}, [](const V& a) {
     V r;
-    for (auto f : {lax::neg, lax::sin, lax::cos, lax::tan, lax::exp, lax::log, lax::log1p, lax::expm1,
-                   lax::tanh, lax::logistic, lax::sqrt, lax::rsqrt, lax::erf, lax::abs, lax::sign,
-                   lax::floor, lax::ceil, lax::stop_gradient})
+    for (auto f :
+         {lax::neg,   lax::sin,   lax::cos,      lax::tan,           lax::exp,   lax::log,  lax::log1p,
+          lax::expm1, lax::tanh,  lax::logistic, lax::sqrt,          lax::rsqrt, lax::erf,  lax::abs,
+          lax::sign,  lax::floor, lax::ceil,     lax::stop_gradient, lax::sinh,  lax::cosh, lax::asin,
+          lax::acos,  lax::atan,  lax::asinh,    lax::acosh,         lax::atanh, lax::cbrt, lax::erfc})
       r.push_back(f(a[0], std::source_location::current()));
     r.push_back(lax::round(a[0], 1));
     r.push_back(lax::integer_pow(a[0], 3));
@@ -60,6 +62,10 @@ inline std::vector<Sample> samples() {
              lax::shift_left(a[0], a[0]), lax::shift_right_logical(a[0], a[0]), lax::xor_(a[0], a[0]),
              lax::bitcast_convert_type(a[0], DType::f32)};
   }});
+  v.push_back({"special", {x, y, u}, [](const V& a) {
+                 return V{lax::is_finite(a[0]), lax::nextafter(a[0], a[1]), lax::population_count(a[2]),
+                          lax::clz(a[2])};
+               }});
   v.push_back({"bitcast 4<->8", {filled({3, 2}, DType::u32), filled({3}, DType::f64)}, [](const V& a) {
     return V{lax::bitcast_convert_type(a[0], DType::f64), lax::bitcast_convert_type(a[1], DType::u32)};
   }});
