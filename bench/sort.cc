@@ -12,11 +12,11 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "bench/sort_data.h"
 #include "core/lax.h"
 #include "minijax/minijax.h"
 
@@ -37,15 +37,6 @@ int32_t total_order(float v) {
   int32_t b;
   std::memcpy(&b, &v, 4);
   return b < 0 ? b ^ 0x7fffffff : b;
-}
-
-std::vector<float> uniform(size_t n, uint32_t seed, double nan_fraction) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::uniform_real_distribution<double> p(0.0, 1.0);
-  std::vector<float> v(n);
-  for (auto& x : v) x = p(g) < nan_fraction ? NAN : u(g);
-  return v;
 }
 
 // Median times of each function, interleaved: each repetition times every function once in turn.
@@ -153,13 +144,15 @@ int main(int argc, char** argv) {
     bool met = true;
     mjbench::Json j;
     j.str("name", "sort").str("sort_size", "f32[1048576]").str("top_k_size", "f32[1024,32768], k=10");
-    const std::vector<float> u = uniform(1 << 20, 1, 0.0), un = uniform(1 << 20, 2, 0.01);
+    // bench/sort_data.h's data, which bench/peers/libtorch_sort.cpp sorts with torch::sort.
+    const std::vector<float> u = sortbench::uniform_floats(1 << 20, false);
+    const std::vector<float> un = sortbench::uniform_floats(1 << 20, true);
     for (int t : {1, 2}) {
       const std::string s = std::to_string(t) + "_thread" + (t > 1 ? "s" : "");
       j.raw("sort_uniform_" + s, sort_case(u, t, warmup, reps, met));
       j.raw("sort_nan1pct_" + s, sort_case(un, t, warmup, reps, met));
     }
-    const std::vector<float> tk = uniform(size_t(1024) * 32768, 3, 0.0);
+    const std::vector<float> tk = sortbench::uniform_floats(int64_t(1024) * 32768, false);
     for (int t : {1, 2})
       j.raw("top_k_" + std::to_string(t) + "_thread" + (t > 1 ? "s" : ""),
             top_k_case(tk, 1024, 32768, 10, t, warmup, reps, met));
