@@ -49,11 +49,14 @@ Array replace_posinf(const Array& x) {
   return lax::select_n(lax::eq(x, filled(x, INFINITY)), {x, filled(x, 0)});
 }
 
+// Which combine a cumulative primitive scans with (set once, by the registration loop below).
+enum class Combine { mul, max, min, logaddexp };
+
 // The combine of (primal, tangent) pairs: {a, ta} (+) {b, tb}.
-Vec pair_combine(const std::string& name, const Vec& a, const Vec& b) {
-  if (name == "cumprod") return {lax::mul(a[0], b[0]), lax::add(lax::mul(a[1], b[0]), lax::mul(a[0], b[1]))};
-  if (name == "cummax" || name == "cummin") {
-    Array c = name == "cummax" ? lax::max(a[0], b[0]) : lax::min(a[0], b[0]);
+Vec pair_combine(Combine k, const Vec& a, const Vec& b) {
+  if (k == Combine::mul) return {lax::mul(a[0], b[0]), lax::add(lax::mul(a[1], b[0]), lax::mul(a[0], b[1]))};
+  if (k == Combine::max || k == Combine::min) {
+    Array c = k == Combine::max ? lax::max(a[0], b[0]) : lax::min(a[0], b[0]);
     return {c,
             lax::add(lax::mul(a[1], balanced_eq(a[0], c, b[0])), lax::mul(b[1], balanced_eq(b[0], c, a[0])))};
   }
@@ -63,23 +66,27 @@ Vec pair_combine(const std::string& name, const Vec& a, const Vec& b) {
                       lax::mul(b[1], lax::exp(lax::sub(replace_posinf(b[0]), ro))))};
 }
 
-JvpRule cumulative_jvp(const std::string& name) {
-  return [name](const Vec& primals, const Vec& tangents, const Params& params) -> Outs {
+JvpRule cumulative_jvp(const std::string& name, Combine k) {
+  return [name, k](const Vec& primals, const Vec& tangents, const Params& params) -> Outs {
     const Array& x = primals.at(0);
     Array ans = minijax::bind1(primitive(name), {x}, params);
     const Array& t = tangents.at(0);
     if (!t.defined() || !is_floating(x.dtype())) return {{ans}, {Array()}};
     const CumulativeParams c = CumulativeParams::from(params, name);
-    lax::ScanCombine f = [name](const Vec& a, const Vec& b) { return pair_combine(name, a, b); };
+    lax::ScanCombine f = [k](const Vec& a, const Vec& b) { return pair_combine(k, a, b); };
     Vec scanned = lax::associative_scan(f, {x, t}, c.reverse, c.axis);
     return {{ans}, {scanned[1]}};
   };
 }
 
 Registrar reg([] {
-  for (const char* name : {"cumprod", "cummax", "cummin", "cumlogsumexp"}) {
+  const std::pair<const char*, Combine> kinds[] = {{"cumprod", Combine::mul},
+                                                   {"cummax", Combine::max},
+                                                   {"cummin", Combine::min},
+                                                   {"cumlogsumexp", Combine::logaddexp}};
+  for (const auto& [name, kind] : kinds) {
     auto& p = get_or_create_primitive(name);
-    p.jvp = cumulative_jvp(name);
+    p.jvp = cumulative_jvp(name, kind);
     p.no_transpose_reason = "not linear";
     const std::string n = name;
     p.batch = [n](const Vec& args, const std::vector<int64_t>& dims, const Params& params) -> BOuts {

@@ -244,8 +244,8 @@ Registrar reg_unary_rules([] {
   def_unary_rules("asinh", [](auto& x, auto&, auto& t, auto&) {
     return lax::mul(t, lax::rsqrt(lax::add(square(x), cst(x, 1))));
   });
-  def_unary_rules("acosh", [](auto& x, auto&, auto& t, auto&) {
-    return lax::mul(t, lax::rsqrt(lax::sub(square(x), cst(x, 1))));
+  def_unary_rules("acosh", [](auto& x, auto&, auto& t, auto&) {  // JAX's rsqrt((x - 1)(x + 1))
+    return lax::mul(t, lax::rsqrt(lax::mul(lax::sub(x, cst(x, 1)), lax::add(x, cst(x, 1)))));
   });
   def_unary_rules("atanh", [](auto& x, auto&, auto& t, auto&) {
     return lax::mul(lax::integer_pow(lax::add(cst(x, 1), x), -1), lax::div(t, lax::sub(cst(x, 1), x)));

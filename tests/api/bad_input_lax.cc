@@ -139,7 +139,6 @@ std::vector<Case> lax_cases() {
       BAD("minijax::lax::top_k", ValueError, lax::top_k(x23(), -1), "top_k", "k=-1", "f32[2,3]"),
       BAD("minijax::lax::top_k", ValueError, lax::top_k(x23(), 4), "top_k", "k=4", "f32[2,3]"),
       BAD("minijax::lax::top_k", TypeError, lax::top_k(mj::scalar(1.0, DType::f32), 1), "top_k", "f32[]"),
-      BAD("minijax::lax::precision_name", ValueError, lax::precision_name(lax::Precision(7)), "precision_name", "7"),
       BAD("minijax::lax::precision_name", ValueError, lax::precision_name(lax::Precision(7)),
           "precision_name", "7"),
       BAD("minijax::lax::dot_general", ShapeError,
