@@ -118,8 +118,7 @@ Array acos(const Array& x, SL loc = SL::current());
 Array atan(const Array& x, SL loc = SL::current());
 /// Inverse hyperbolic sine; JVP rsqrt(x^2 + 1) t.
 Array asinh(const Array& x, SL loc = SL::current());
-/// Inverse hyperbolic cosine on [1, inf) (NaN below); JVP rsqrt((x - 1)(x + 1)) t (JAX's form,
-/// exact near 1 where x^2 - 1 would cancel).
+/// Inverse hyperbolic cosine on [1, inf) (NaN below); JVP rsqrt(x^2 - 1) t.
 Array acosh(const Array& x, SL loc = SL::current());
 /// Inverse hyperbolic tangent on [-1, 1] (±inf at ±1, NaN beyond); JVP (1 / (1 + x)) (t / (1 - x)).
 Array atanh(const Array& x, SL loc = SL::current());
