@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-# minijax tools: the polynomial tables of jit/codegen/lower/transcendentals_elementary.cc and of
-# erfc's tail in transcendentals_special.cc, fitted with mpmath (Chebyshev fits, 50 digits).
+# minijax tools: the polynomial tables of jit/codegen/lower/transcendentals_elementary.cc, of erfc's
+# tail in transcendentals_special.cc and of transcendentals_gamma.cc, fitted with mpmath (Chebyshev
+# fits, 50 digits).
 #
 # Usage (Debian's python3-mpmath; not a project dependency): /usr/bin/python3 tools/fit_special_polys.py
 # prints each table as C++ (lowest degree first, for VMath::poly) with the fit's relative error.
@@ -25,13 +26,39 @@ def erfc_g(t):
     return mpmath.erfc(a) * a * mpmath.exp(a * a)
 
 
+# The zero of digamma(1 + t) on [0, 1]: t0 = x0 - 1, x0 = 1.4616321449683623...
+T0 = mpmath.findroot(lambda t: mpmath.psi(0, 1 + t), 0.46)
+
+
+def lgamma_r(u):
+    """lgamma(1 + t) / (t (t - 1)) for t = u + 1/2 in [0, 1] (gamma at t = 0, 1 - gamma at t = 1)."""
+    t = u + mpmath.mpf(1) / 2
+    if t == 0:
+        return +mpmath.euler
+    if t == 1:
+        return 1 - mpmath.euler
+    return mpmath.loggamma(1 + t) / (t * (t - 1))
+
+
+def digamma_r(u):
+    """digamma(1 + t) / (t - t0) for t = u + 1/2 in [0, 1] (trigamma(1 + t0) at t0)."""
+    t = u + mpmath.mpf(1) / 2
+    if abs(t - T0) < mpmath.mpf(10) ** -40:
+        return mpmath.psi(1, 1 + T0)
+    return mpmath.psi(0, 1 + t) / (t - T0)
+
+
 FITS = [
     ("kSinhSmall", "S(z) on z = x^2 in [0, 1]", sinh_s, [0, 1], 8),
     ("kErfcTail", "G(t) on t = 1/a^2 in [0, 1/9] (a >= 3)", erfc_g, [0, mpmath.mpf(1) / 9], 20),
+    ("kLgammaFit", "lgamma(1+t)/(t(t-1)) on u = t - 1/2 in [-1/2, 1/2]", lgamma_r, [-0.5, 0.5], 24),
+    ("kDigammaFit", "digamma(1+t)/(t-t0) on u = t - 1/2 in [-1/2, 1/2]", digamma_r, [-0.5, 0.5], 26),
 ]
 
 
 def main():
+    t0 = mpmath.nstr(T0, 40)
+    print(f"// t0 = {t0}: hi = {float(T0).hex()}, lo = {float(T0 - mpmath.mpf(float(T0))).hex()}")
     for name, what, f, interval, n in FITS:
         poly, err = mpmath.chebyfit(f, interval, n, error=True)
         rel = err / min(abs(f(mpmath.mpf(interval[0]))), abs(f(mpmath.mpf(interval[1]))))

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-# minijax tools: reference values of the elementwise functions sinh ... erfc (mpmath, 200 bits) and
-# numpy's nextafter table; writes tests/jit/special_reference/*.bin and special_reference_nextafter.h.
+# minijax tools: reference values of the elementwise functions sinh ... erfc, lgamma, digamma and
+# polygamma(m, .) for m = 1..4 (mpmath, 200 bits) and numpy's nextafter table; writes
+# tests/jit/special_reference/*.bin (polygamma m: polygamma<m>.bin) and special_reference_nextafter.h.
 #
 # Usage (Debian 12's python3-mpmath 1.2.1 and python3-numpy 1.24; not project
 # dependencies, only this generator needs them):
@@ -22,6 +23,10 @@
 # numpy's and Python's libm functions (glibc) cross-check the mpmath values (a difference over 16 ulp
 # stops the generator). scipy.special.erfc is not used for that: scipy 1.10's is 25 ulp off at
 # 5.999999999999999 (2.151973671249907e-17; mpmath at 200 and 400 bits: 2.1519736712499147e-17).
+# lgamma is cross-checked with Python's math.lgamma; digamma and polygamma have no libm function (no
+# cross-check). At the poles (0, the negative integers, -inf) the values are JAX v0.7.0's: lgamma
+# +inf, digamma NaN. polygamma's inputs are positive only (x <= 0 is pinned by
+# tests/conformance/test_gamma_values.cc: JAX's values there are not the function's).
 import math
 import os
 import struct
@@ -104,10 +109,55 @@ FUNCTIONS = {
              np.vectorize(math.erfc)),
 }
 
+
+
+def at_pole(x):
+    return x <= 0 and (math.isinf(x) or x == math.floor(x))
+
+
+def lgamma_mp(x):
+    """log|Gamma(x)|: +inf at the poles and +-inf (JAX's values)."""
+    if at_pole(x) or math.isinf(x):
+        return INF
+    if x > 1e300:  # x (log x - 1) - log(x) / 2 + ...: mpmath at 200 bits, cheaper through the real part
+        return mpmath.loggamma(mpf(x))
+    return mpmath.re(mpmath.loggamma(mpf(x)))
+
+
+def digamma_mp(x):
+    """digamma(x): NaN at the poles (JAX: XLA's chlo.digamma), +inf at +inf."""
+    if at_pole(x):
+        return NAN
+    if math.isinf(x):
+        return INF
+    return mpmath.psi(0, mpf(x))
+
+
+def polygamma_mp(m):
+    def f(x):
+        if math.isinf(x):
+            return 0.0
+        return mpmath.psi(m, mpf(x))
+    return f
+
+
+FUNCTIONS["lgamma"] = (lgamma_mp, lambda x: True, {"f32": (-10, 35), "f64": (-20, 40)},
+                       [1.0, 2.0, 3.0, 1.4616321449683622, 2.5563481638716906e305, 4.0850034e36, 1e-30],
+                       np.vectorize(lambda v: INF if at_pole(v) or abs(v) > 2.6e305 else math.lgamma(v)))
+FUNCTIONS["digamma"] = (digamma_mp, lambda x: True, {"f32": (-10, 35), "f64": (-20, 40)},
+                        [1.4616321449683622, 0.5040830082644554, 1.5734984731623904, 1e-30, 1e300, 10.0],
+                        None)
+for _m in range(1, 5):
+    FUNCTIONS[f"polygamma{_m}"] = (polygamma_mp(_m), lambda x: x > 0, {"f32": (0, 20), "f64": (0, 20)},
+                                   [1e-5, 0.5, 1.0, 10.0, 1e10, 1e30], None)
+POSITIVE_ONLY = ("polygamma1", "polygamma2", "polygamma3", "polygamma4")
+
 # Where the function is +-inf at a finite input, or exactly 0 (poles, zeros, domain edges).
 EDGES = {
     "sinh": [0.0], "cosh": [0.0], "asin": [-1.0, 1.0, 0.0], "acos": [-1.0, 1.0, 0.0], "atan": [0.0],
     "asinh": [0.0], "acosh": [1.0], "atanh": [-1.0, 1.0, 0.0], "cbrt": [0.0], "erfc": [0.0],
+    "lgamma": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0], "digamma": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0],
+    "polygamma1": [], "polygamma2": [], "polygamma3": [], "polygamma4": [],
 }
 
 
@@ -154,7 +204,10 @@ def inputs(name, dt, rng):
         elif s:
             v = -v
         rand.append(v)
-    return specials + grid + rand
+    xs = specials + grid + rand
+    if name in POSITIVE_ONLY:  # only x > 0 (and +inf): |x|, zeros and NaN dropped
+        xs = [abs(v) for v in xs if not math.isnan(v) and v != 0]
+    return xs
 
 
 def split(v):
@@ -172,6 +225,8 @@ def split(v):
 
 def check_libm(name, xs, his, dt):
     ref = FUNCTIONS[name][4]
+    if ref is None:
+        return
     with np.errstate(all="ignore"):
         got = ref(np.array(xs, dtype=np.float64))
     for x, g, h in zip(xs, got, his):
@@ -182,6 +237,8 @@ def check_libm(name, xs, his, dt):
         if math.isinf(h) or math.isinf(g) or h == 0:
             continue
         ulp = math.ulp(h)
+        if name == "lgamma" and abs(g - h) <= 16 * 2.0 ** -52 * (1 + abs(h)):
+            continue  # glibc's lgamma is accurate in absolute terms near its zeros
         if abs(g - h) > 16 * ulp and abs(g - h) > 2.3e-308:
             raise SystemExit(f"{name}({x!r}): mpmath {h!r}, libm {g!r} differ by {abs(g - h) / ulp} ulp")
 

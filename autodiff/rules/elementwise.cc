@@ -9,6 +9,7 @@
 #include "core/lax.h"
 #include "core/lax_params.h"
 #include "core/primitive.h"
+#include "core/special_gamma.h"
 #include "core/trace.h"
 #include "core/views/array_ops.h"
 
@@ -256,6 +257,10 @@ Registrar reg_unary_rules([] {
   def_unary_rules("erfc", [](auto& x, auto&, auto& t, auto&) {
     return lax::mul(cst(x, -2.0 / std::sqrt(std::numbers::pi)), lax::mul(t, lax::exp(lax::neg(square(x)))));
   });
+  // jax/_src/lax/special.py: lgamma' = digamma, digamma' = polygamma(1, x).
+  def_unary_rules("lgamma", [](auto& x, auto&, auto& t, auto&) { return lax::mul(t, lax::digamma(x)); });
+  def_unary_rules("digamma",
+                  [](auto& x, auto&, auto& t, auto&) { return lax::mul(t, lax::polygamma(cst(x, 1), x)); });
   // |x|' = 1 for x >= 0, -1 otherwise (JAX's select on x >= 0).
   def_unary_rules("abs", [](auto& x, auto&, auto& t, auto&) {
     return select(lax::ge(x, cst(x, 0)), t, lax::neg(t));
@@ -443,10 +448,27 @@ void register_nonlinear_binary_rules() {
   }
 }
 
+// polygamma(m, x): d/dx = polygamma(m + 1, x) (JAX's polygamma_gradx); JAX raises for a tangent of m
+// (polygamma_gradm: "polygamma gradient with respect to m is not supported"): NotDifferentiableError.
+void register_polygamma_rules() {
+  auto& p = get_or_create_primitive("polygamma");
+  p.jvp = binary_jvp(
+      "polygamma",
+      [](auto&, auto&, auto&, auto&) -> Array {
+        throw NotDifferentiableError(
+            "polygamma: the derivative with respect to the order m is not defined (JAX: polygamma gradient "
+            "with respect to m is not supported); differentiate with respect to x only");
+      },
+      [](auto& t, auto& m, auto& x, auto&) { return lax::mul(t, lax::polygamma(lax::add(m, cst(m, 1)), x)); });
+  p.no_transpose_reason = "not linear";
+  p.batch = broadcast_batcher("polygamma", {true});
+}
+
 Registrar reg_binary_rules([] {
   register_add_sub_rules();
   register_mul_div_rules();
   register_nonlinear_binary_rules();
+  register_polygamma_rules();
 });
 
 Registrar reg_select_clamp_broadcast_rules([] {

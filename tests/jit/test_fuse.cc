@@ -51,7 +51,8 @@ TEST(OpClass, EveryPrimitiveHasItsClass) {
                         "rem", "pow", "atan2", "max", "min", "and", "or", "xor", "eq", "ne", "lt", "le",
                         "gt", "ge", "shift_left", "shift_right_logical", "select_n", "clamp", "add_any",
                         "threefry2x32", "is_finite", "nextafter", "population_count", "clz", "sinh",
-                        "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "cbrt", "erfc"})
+                        "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "cbrt", "erfc", "lgamma",
+                        "digamma", "polygamma"})
     want[n] = OpClass::elementwise;
   for (const char* n : {"broadcast_in_dim", "transpose", "slice", "rev", "pad", "concatenate", "iota",
                         "iota_2x32_shape", "dynamic_slice", "gather"})
@@ -118,12 +119,13 @@ TEST(PrimitiveClasses, EveryPrimitiveHasTheClassesOfItsDefinition) {
     fusion[n] = mj::FusionClass::cheap;
   for (const char* n : {"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
                         "erf_inv", "pow", "atan2", "rsqrt", "sqrt", "div", "rem", "threefry2x32", "sinh",
-                        "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "cbrt", "erfc"})
+                        "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "cbrt", "erfc", "lgamma",
+                        "digamma", "polygamma"})
     fusion[n] = mj::FusionClass::expensive;
   std::map<std::string, mj::CostClass> cost;
   for (const char* n : {"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
                         "erf_inv", "pow", "atan2", "sqrt", "rsqrt", "sinh", "cosh", "asin", "acos", "atan",
-                        "asinh", "acosh", "atanh", "cbrt", "erfc"})
+                        "asinh", "acosh", "atanh", "cbrt", "erfc", "lgamma", "digamma", "polygamma"})
     cost[n] = mj::CostClass::transcendental;
   for (const char* n : {"reshape", "squeeze", "expand_dims", "optimization_barrier"}) cost[n] = mj::CostClass::view;
   for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin"})

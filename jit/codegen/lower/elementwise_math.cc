@@ -77,6 +77,9 @@ const RegisterElemental r_acosh("acosh", float_unary("acosh"));
 const RegisterElemental r_atanh("atanh", float_unary("atanh"));
 const RegisterElemental r_cbrt("cbrt", float_unary("cbrt"));
 const RegisterElemental r_erfc("erfc", float_unary("erfc"));
+const RegisterElemental r_lgamma("lgamma", float_unary("lgamma"));
+const RegisterElemental r_digamma("digamma", float_unary("digamma"));
+const RegisterElemental r_polygamma("polygamma", float_binary("polygamma"));
 
 }  // namespace
 

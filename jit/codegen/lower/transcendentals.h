@@ -243,6 +243,33 @@ kir::Value cbrt_f64(kir::Builder& b, kir::Value x);
 kir::Value erfc_f32(kir::Builder& b, kir::Value x);
 kir::Value erfc_f64(kir::Builder& b, kir::Value x);
 
+/// lgamma, digamma, polygamma (transcendentals_gamma.cc, issue 29; f32 computed in f64, rounded
+/// once). Bounds, measured by tests/jit/test_special_accuracy.cc against tools/special_reference.py's
+/// mpmath values (specials, a grid, 10,000 random points per type): lgamma x > 0: 4 ulp, or absolute
+/// 2 eps where |lgamma| < 1; x < 0 not an integer: absolute 16 eps (1 + |lgamma(1 - x)|); +inf at 0,
+/// the negative integers and ±inf. digamma x > 0: 4 ulp, or absolute 2 eps where |digamma| < 1;
+/// x < 0 not an integer: absolute 16 eps (1 + |digamma(1 - x)| + |pi / tan(pi x)|); NaN at 0, the
+/// negative integers and -inf (JAX's values). polygamma m = 1..4, x > 0: relative 1e-12 (f64),
+/// 1e-5 (f32) where the result is normal; x <= 0 as JAX v0.7.0 (+inf / NaN at the poles for odd /
+/// even m, XLA's zeta formula elsewhere). Fixed iteration counts: lgamma 7 recurrence steps, digamma
+/// 8; polygamma 10 direct terms, 12 Euler–Maclaurin terms, 11 squarings per power.
+/// lgamma: a Chebyshev fit of lgamma(1 + t) / (t (t - 1)) on t in [0, 1] (degree 23,
+/// tools/fit_special_polys.py) for x in (0, 3) (minus log x below 1, plus log1p(x - 2) above 2),
+/// recurrence down to [2, 3) below 10, Stirling's series (8 terms, two-term log) from 10, the
+/// reflection formula with the exact reduction r = x - rint(x) below 0.
+kir::Value lgamma_f32(kir::Builder& b, kir::Value x);
+kir::Value lgamma_f64(kir::Builder& b, kir::Value x);
+/// digamma: a fit of digamma(1 + t) / (t - t0) on [0, 1] around its zero (degree 25), compensated
+/// recurrences (up from (0, 1), down from [2, 10)), the asymptotic series (8 terms) from 10, the
+/// reflection digamma(1 - x) - pi / tan(pi r) below 0.
+kir::Value digamma_f32(kir::Builder& b, kir::Value x);
+kir::Value digamma_f64(kir::Builder& b, kir::Value x);
+/// polygamma(m, x): m = 0 digamma; integer m in [1, 2046]: (-1)^(m+1) m! zeta(m + 1, x), the Hurwitz
+/// zeta as 10 direct terms (x + k)^-(m+1) by binary powering plus the Euler–Maclaurin tail at
+/// a = x + 10 with B_2 .. B_24; other m: NaN.
+kir::Value polygamma_f32(kir::Builder& b, kir::Value m, kir::Value x);
+kir::Value polygamma_f64(kir::Builder& b, kir::Value m, kir::Value x);
+
 /// Type-dispatching forms (f32 or f64 operands).
 kir::Value exp(kir::Builder& b, kir::Value x);
 kir::Value log(kir::Builder& b, kir::Value x);
@@ -266,6 +293,9 @@ kir::Value acosh(kir::Builder& b, kir::Value x);
 kir::Value atanh(kir::Builder& b, kir::Value x);
 kir::Value cbrt(kir::Builder& b, kir::Value x);
 kir::Value erfc(kir::Builder& b, kir::Value x);
+kir::Value lgamma(kir::Builder& b, kir::Value x);
+kir::Value digamma(kir::Builder& b, kir::Value x);
+kir::Value polygamma(kir::Builder& b, kir::Value m, kir::Value x);
 
 // ---- outlined functions: one definition per module ---------------------------------------------------
 // A fusion kernel calls each transcendental through a module function of its own (one per function,
@@ -278,7 +308,7 @@ inline constexpr const char* kTrigReduceRuntime = "mj_rt_trig_reduce";
 
 /// Whether `fn` ("exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
 /// "erf_inv", "pow", "atan2", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
-/// "cbrt", "erfc") is one of the functions call_outlined handles.
+/// "cbrt", "erfc", "lgamma", "digamma", "polygamma") is one of the functions call_outlined handles.
 bool is_outlined_function(const std::string& fn);
 
 /// Emits a call of module function `mj_math_<fn>_<f32|f64>x<lanes>` on args (one operand, two for
