@@ -60,6 +60,8 @@ Registrar reg([] {
   for (const char* n : {"is_finite", "nextafter", "population_count", "clz", "sinh", "cosh", "asin", "acos",
                         "atan", "asinh", "acosh", "atanh", "cbrt", "erfc"})
     t[n] = ew;
+  // igamma, igamma_grad_a (core/primitives/special_igamma.cc): pointwise.
+  for (const char* n : {"igamma", "igamma_grad_a"}) t[n] = ew;
   // iota: no operands; every result dim is a factor of its own (the values depend on the
   // position, but each shard adds its offset: partition_spmd, from axis_index).
   t["iota"] = ew;

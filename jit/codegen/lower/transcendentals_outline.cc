@@ -32,7 +32,8 @@ const std::map<std::string, Entry>& table() {
       {"atan2", {nullptr, &atan2}}, {"sinh", {&sinh, nullptr}},       {"cosh", {&cosh, nullptr}},
       {"asin", {&asin, nullptr}},   {"acos", {&acos, nullptr}},       {"atan", {&atan, nullptr}},
       {"asinh", {&asinh, nullptr}}, {"acosh", {&acosh, nullptr}},     {"atanh", {&atanh, nullptr}},
-      {"cbrt", {&cbrt, nullptr}},   {"erfc", {&erfc, nullptr}}};
+      {"cbrt", {&cbrt, nullptr}},   {"erfc", {&erfc, nullptr}},
+      {"igamma", {nullptr, &igamma}}, {"igamma_grad_a", {nullptr, &igamma_grad_a}}};
   return t;
 }
 
