@@ -36,12 +36,4 @@ Array igamma_grad_a(const Array& a, const Array& x, SL loc = SL::current());
 
 }  // namespace lax
 
-namespace special {
-
-/// Scalar P(a, x) (want_grad false) or dP/da (true) in double, the eager implementation of igamma
-/// and igamma_grad_a (the algorithm of the compiled code, jit/codegen/lower/transcendentals_igamma.cc,
-/// with std::lgamma and our digamma). Exposed for tests.
-double igamma_scalar(double a, double x, bool want_grad);
-
-}  // namespace special
 }  // namespace minijax

@@ -102,8 +102,8 @@ Series continued_fraction(double a, double x, bool want_grad) {
   return {ans, dans};
 }
 
-}  // namespace
-
+/// Scalar P(a, x) (want_grad false) or dP/da (true) in double: the eager igamma and igamma_grad_a,
+/// the steps of the compiled code (jit/codegen/lower/transcendentals_igamma.cc) with std::lgamma.
 double igamma_scalar(double a, double x, bool want_grad) {
   const double inf = std::numeric_limits<double>::infinity();
   if (std::isnan(a) || std::isnan(x) || a <= 0 || x < 0 || (a == inf && x == inf))
@@ -127,6 +127,8 @@ double igamma_scalar(double a, double x, bool want_grad) {
   // a subnormal a).
   return -(e * (f.s * (lx - digamma_pos(a + 1)) + f.ds) + e1 * f.s);
 }
+
+}  // namespace
 
 }  // namespace special
 

@@ -78,6 +78,8 @@ std::vector<Case> lax_cases() {
       BAD("minijax::lax::atanh", TypeError, lax::atanh(i23()), "atanh", "i32"),
       BAD("minijax::lax::cbrt", TypeError, lax::cbrt(i23()), "cbrt", "i32"),
       BAD("minijax::lax::erfc", TypeError, lax::erfc(i23()), "erfc", "i32"),
+      BAD("minijax::lax::igamma", TypeError, lax::igamma(i23(), i23()), "igamma", "i32"),
+      BAD("minijax::lax::igamma_grad_a", TypeError, lax::igamma_grad_a(b1(), b1()), "igamma_grad_a", "bool"),
       BAD("minijax::lax::is_finite", TypeError, lax::is_finite(i23()), "is_finite", "i32"),
       BAD("minijax::lax::nextafter", TypeError, lax::nextafter(x23(), mj::astype(x23(), DType::f64)),
           "nextafter", "f32", "f64"),

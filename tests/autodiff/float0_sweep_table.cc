@@ -297,7 +297,8 @@ const std::vector<std::string>& float_only() {
                                              "log",     "log1p", "logistic", "sqrt",  "rsqrt", "erf",
                                              "erf_inv", "floor", "ceil",     "round", "atan2", "nextafter",
                                              "sinh",    "cosh",  "asin",     "acos",  "atan",  "asinh",
-                                             "acosh",   "atanh", "cbrt",     "erfc",  "cumlogsumexp"};
+                                             "acosh",   "atanh", "cbrt",     "erfc",  "cumlogsumexp",
+                                             "igamma",  "igamma_grad_a"};
   return v;
 }
 

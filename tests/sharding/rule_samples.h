@@ -66,6 +66,9 @@ inline std::vector<Sample> samples() {
                  return V{lax::is_finite(a[0]), lax::nextafter(a[0], a[1]), lax::population_count(a[2]),
                           lax::clz(a[2])};
                }});
+  v.push_back({"igamma", {x, y}, [](const V& a) {
+                 return V{lax::igamma(a[0], a[1]), lax::igamma_grad_a(a[0], a[1])};
+               }});
   v.push_back({"bitcast 4<->8", {filled({3, 2}, DType::u32), filled({3}, DType::f64)}, [](const V& a) {
     return V{lax::bitcast_convert_type(a[0], DType::f64), lax::bitcast_convert_type(a[1], DType::u32)};
   }});
