@@ -4,7 +4,7 @@
 // Chains (one fused loop kernel over f32[4096] each): "sin": N links y = sin(y) * 0.999 + 0.001;
 // "mixed": N links y = f(y) * 0.999 + 0.001 with f cycling through sin, cos, tan, exp, log, log1p,
 // expm1, tanh, logistic, erf and issue 29's sinh, cosh, asin, acos, atan, asinh, acosh, atanh, cbrt,
-// erfc, lgamma, digamma, polygamma(1, .) (50 links: two or three of each; only compile time
+// erfc, lgamma, digamma, polygamma(1, .), igamma(y, y), igamma_grad_a(y, y) (50 links: two or three of each; only compile time
 // counts, so values need not stay finite). Cases: (a) sin 50, (b) mixed 50, (c) sin 5, 25, 50, 100, 200, 400, and mixed 100 for
 // the mixed chain's marginal cost. Each case runs `--runs` times (3), rounds interleaved,
 // every run a new process `minijax_bench_compile chain-one --chain C --links N` that traces
@@ -40,6 +40,11 @@ using Fn1 = mj::Array (*)(const mj::Array&, std::source_location);
 
 // polygamma(1, y) (trigamma) as a one-operand link.
 mj::Array polygamma1(const mj::Array& x, std::source_location loc) { return lax::polygamma(1, x, loc); }
+// igamma and igamma_grad_a as links: f(y) = igamma(y, y) (binary; only compile time counts).
+mj::Array igamma_link(const mj::Array& y, std::source_location loc) { return lax::igamma(y, y, loc); }
+mj::Array igamma_grad_a_link(const mj::Array& y, std::source_location loc) {
+  return lax::igamma_grad_a(y, y, loc);
+}
 
 // The mixed chain's functions, in their cycling order.
 const std::vector<std::pair<const char*, Fn1>>& mixed_fns() {
@@ -49,7 +54,8 @@ const std::vector<std::pair<const char*, Fn1>>& mixed_fns() {
       {"logistic", &lax::logistic}, {"erf", &lax::erf},     {"sinh", &lax::sinh},   {"cosh", &lax::cosh},
       {"asin", &lax::asin},         {"acos", &lax::acos},   {"atan", &lax::atan},   {"asinh", &lax::asinh},
       {"acosh", &lax::acosh},       {"atanh", &lax::atanh}, {"cbrt", &lax::cbrt},   {"erfc", &lax::erfc},
-      {"lgamma", &lax::lgamma},     {"digamma", &lax::digamma}, {"polygamma1", &polygamma1}};
+      {"lgamma", &lax::lgamma},     {"digamma", &lax::digamma}, {"polygamma1", &polygamma1},
+      {"igamma", &igamma_link},     {"igamma_grad_a", &igamma_grad_a_link}};
   return fs;
 }
 

@@ -30,6 +30,7 @@
 import math
 import os
 import struct
+import subprocess
 import sys
 
 import mpmath
@@ -303,13 +304,24 @@ def nextafter_table():
         fh.write("\n".join(head + lines + ["", "}  // namespace special_reference", ""]))
 
 
+# The two-operand functions igamma and igamma_grad_a have their own generator and file format
+# (tools/special_reference_igamma.py); this one runs it for them.
+IGAMMA = ("igamma", "igamma_grad_a")
+
+
 def main():
     os.makedirs(OUT_DIR, exist_ok=True)
     nextafter_table()
-    names = sys.argv[1:] or list(FUNCTIONS)
+    names = sys.argv[1:] or list(FUNCTIONS) + list(IGAMMA)
     for name in names:
+        if name in IGAMMA:
+            continue
         n32, n64 = write_function(name)
         print(f"{name}: {n32} f32 and {n64} f64 points", file=sys.stderr)
+    igamma_names = [n for n in names if n in IGAMMA]
+    if igamma_names:
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "special_reference_igamma.py")] + igamma_names,
+                       check=True)
     print(f"mpmath {mpmath.__version__}, numpy {np.__version__}", file=sys.stderr)
 
 

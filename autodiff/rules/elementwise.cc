@@ -10,6 +10,7 @@
 #include "core/lax_params.h"
 #include "core/primitive.h"
 #include "core/special_gamma.h"
+#include "core/special_igamma.h"
 #include "core/trace.h"
 #include "core/views/array_ops.h"
 
@@ -464,11 +465,31 @@ void register_polygamma_rules() {
   p.batch = broadcast_batcher("polygamma", {true});
 }
 
+// igamma(a, x): d/da = igamma_grad_a(a, x), d/dx = exp(-x + (a - 1) log x - lgamma(a)) (JAX's
+// igamma_grada / igamma_gradx, jax/_src/lax/special.py). igamma_grad_a: JAX defines no JVP.
+void register_igamma_rules() {
+  auto& p = get_or_create_primitive("igamma");
+  p.jvp = binary_jvp(
+      "igamma", [](auto& t, auto& a, auto& x, auto&) { return lax::mul(t, lax::igamma_grad_a(a, x)); },
+      [](auto& t, auto& a, auto& x, auto&) {
+        Array e = lax::sub(lax::add(lax::neg(x), lax::mul(lax::sub(a, cst(a, 1)), lax::log(x))),
+                           lax::lgamma(a));
+        return lax::mul(t, lax::exp(e));
+      });
+  p.no_transpose_reason = "not linear";
+  p.batch = broadcast_batcher("igamma", {true});
+  auto& g = get_or_create_primitive("igamma_grad_a");
+  g.no_jvp_reason = "JAX defines no derivative of igamma_grad_a (jax/_src/lax/special.py igamma_grad_a_p)";
+  g.no_transpose_reason = "not linear";
+  g.batch = broadcast_batcher("igamma_grad_a", {true});
+}
+
 Registrar reg_binary_rules([] {
   register_add_sub_rules();
   register_mul_div_rules();
   register_nonlinear_binary_rules();
   register_polygamma_rules();
+  register_igamma_rules();
 });
 
 Registrar reg_select_clamp_broadcast_rules([] {

@@ -18,6 +18,7 @@
 #include "core/debug.h"
 #include "core/lax.h"
 #include "core/special_gamma.h"
+#include "core/special_igamma.h"
 #include "core/convolution.h"
 #include "core/windowed_reductions.h"
 #include "core/nn.h"

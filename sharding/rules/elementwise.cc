@@ -62,6 +62,8 @@ Registrar reg([] {
     t[n] = ew;
   // lgamma, digamma, polygamma (core/primitives/elementwise_gamma.cc): pointwise.
   for (const char* n : {"lgamma", "digamma", "polygamma"}) t[n] = ew;
+  // igamma, igamma_grad_a (core/primitives/special_igamma.cc): pointwise.
+  for (const char* n : {"igamma", "igamma_grad_a"}) t[n] = ew;
   // iota: no operands; every result dim is a factor of its own (the values depend on the
   // position, but each shard adds its offset: partition_spmd, from axis_index).
   t["iota"] = ew;

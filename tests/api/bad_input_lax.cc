@@ -86,6 +86,8 @@ std::vector<Case> lax_cases() {
       BAD("minijax::lax::polygamma", ValueError, lax::polygamma(-1, x23()), "polygamma", "m", "-1"),
       BAD("minijax::lax::polygamma", ValueError, lax::polygamma(mj::full({2, 3}, 0.5, DType::f32), x23()),
           "polygamma", "m", "0.5"),
+      BAD("minijax::lax::igamma", TypeError, lax::igamma(i23(), i23()), "igamma", "i32"),
+      BAD("minijax::lax::igamma_grad_a", TypeError, lax::igamma_grad_a(b1(), b1()), "igamma_grad_a", "bool"),
       BAD("minijax::lax::is_finite", TypeError, lax::is_finite(i23()), "is_finite", "i32"),
       BAD("minijax::lax::nextafter", TypeError, lax::nextafter(x23(), mj::astype(x23(), DType::f64)),
           "nextafter", "f32", "f64"),

@@ -298,7 +298,7 @@ const std::vector<std::string>& float_only() {
                                              "erf_inv", "floor", "ceil",     "round", "atan2", "nextafter",
                                              "sinh",    "cosh",  "asin",     "acos",  "atan",  "asinh",
                                              "acosh",   "atanh", "cbrt",     "erfc",  "cumlogsumexp",
-                                             "lgamma",  "digamma", "polygamma"};
+                                             "lgamma",  "digamma", "polygamma", "igamma", "igamma_grad_a"};
   return v;
 }
 

@@ -66,6 +66,10 @@ const std::map<std::string, Rule>& rules() {
     // is held to absolute bounds near the zeros and on the reflected negative axis
     // (tests/jit/test_gamma_accuracy.cc holds the bounds of item 8): 64 ulp of eager here.
     for (const char* p : {"lgamma", "digamma", "polygamma"}) m[p] = {Bound::ulp, 64};
+    // igamma, igamma_grad_a: eager and compiled are each within 2e-13 relative of mpmath in f64
+    // (tests/jit/test_special_accuracy_igamma.cc; std::lgamma against our Stirling series), so they
+    // may differ by about 2000 ulp; f32 is computed in f64 on both sides and rounded once.
+    for (const char* p : {"igamma", "igamma_grad_a"}) m[p] = {Bound::ulp, 4096};
     // erf_inv: its compiled polynomial is held to 8 ulp of eager (tests/cases/test_prng_threefry.cc).
     m["erf_inv"] = {Bound::ulp, 8};
     // dot_general is the GEMM library's order, cumsum a running sum and scatter_add adds in update

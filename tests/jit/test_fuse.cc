@@ -54,6 +54,7 @@ TEST(OpClass, EveryPrimitiveHasItsClass) {
                         "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "cbrt", "erfc", "lgamma",
                         "digamma", "polygamma"})
     want[n] = OpClass::elementwise;
+  for (const char* n : {"igamma", "igamma_grad_a"}) want[n] = OpClass::elementwise;
   for (const char* n : {"broadcast_in_dim", "transpose", "slice", "rev", "pad", "concatenate", "iota",
                         "iota_2x32_shape", "dynamic_slice", "gather"})
     want[n] = OpClass::index_map;
@@ -122,11 +123,13 @@ TEST(PrimitiveClasses, EveryPrimitiveHasTheClassesOfItsDefinition) {
                         "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "cbrt", "erfc", "lgamma",
                         "digamma", "polygamma"})
     fusion[n] = mj::FusionClass::expensive;
+  for (const char* n : {"igamma", "igamma_grad_a"}) fusion[n] = mj::FusionClass::expensive;
   std::map<std::string, mj::CostClass> cost;
   for (const char* n : {"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
                         "erf_inv", "pow", "atan2", "sqrt", "rsqrt", "sinh", "cosh", "asin", "acos", "atan",
                         "asinh", "acosh", "atanh", "cbrt", "erfc", "lgamma", "digamma", "polygamma"})
     cost[n] = mj::CostClass::transcendental;
+  for (const char* n : {"igamma", "igamma_grad_a"}) cost[n] = mj::CostClass::transcendental;
   for (const char* n : {"reshape", "squeeze", "expand_dims", "optimization_barrier"}) cost[n] = mj::CostClass::view;
   for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin"})
     cost[n] = mj::CostClass::reduction;

@@ -70,6 +70,9 @@ inline std::vector<Sample> samples() {
                  Array m = lax::floor(lax::abs(a[1]));  // an integer order >= 0
                  return V{lax::lgamma(a[0]), lax::digamma(a[0]), lax::polygamma(m, a[0])};
                }});
+  v.push_back({"igamma", {x, y}, [](const V& a) {
+                 return V{lax::igamma(a[0], a[1]), lax::igamma_grad_a(a[0], a[1])};
+               }});
   v.push_back({"bitcast 4<->8", {filled({3, 2}, DType::u32), filled({3}, DType::f64)}, [](const V& a) {
     return V{lax::bitcast_convert_type(a[0], DType::f64), lax::bitcast_convert_type(a[1], DType::u32)};
   }});

@@ -1,5 +1,5 @@
-// minijax elemental lowering of the transcendental primitives (exp ... erf_inv, sinh ... erfc, pow, atan2, rsqrt)
-// onto the vectorized KIR functions of jit/codegen/lower/transcendentals.h; bf16 goes through f32.
+// minijax elemental lowering of the transcendentals (exp ... erf_inv, sinh ... erfc, pow, atan2, igamma,
+// igamma_grad_a, rsqrt) onto the vectorized KIR functions of transcendentals.h; bf16 through f32.
 #include "core/errors.h"
 #include "jit/codegen/lower/elementwise_util.h"
 #include "jit/codegen/lower/transcendentals.h"
@@ -80,6 +80,8 @@ const RegisterElemental r_erfc("erfc", float_unary("erfc"));
 const RegisterElemental r_lgamma("lgamma", float_unary("lgamma"));
 const RegisterElemental r_digamma("digamma", float_unary("digamma"));
 const RegisterElemental r_polygamma("polygamma", float_binary("polygamma"));
+const RegisterElemental r_igamma("igamma", float_binary("igamma"));
+const RegisterElemental r_igamma_grad_a("igamma_grad_a", float_binary("igamma_grad_a"));
 
 }  // namespace
 

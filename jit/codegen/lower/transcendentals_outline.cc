@@ -33,7 +33,8 @@ const std::map<std::string, Entry>& table() {
       {"asin", {&asin, nullptr}},   {"acos", {&acos, nullptr}},       {"atan", {&atan, nullptr}},
       {"asinh", {&asinh, nullptr}}, {"acosh", {&acosh, nullptr}},     {"atanh", {&atanh, nullptr}},
       {"cbrt", {&cbrt, nullptr}},   {"erfc", {&erfc, nullptr}},
-      {"lgamma", {&lgamma, nullptr}}, {"digamma", {&digamma, nullptr}}, {"polygamma", {nullptr, &polygamma}}};
+      {"lgamma", {&lgamma, nullptr}}, {"digamma", {&digamma, nullptr}}, {"polygamma", {nullptr, &polygamma}},
+      {"igamma", {nullptr, &igamma}}, {"igamma_grad_a", {nullptr, &igamma_grad_a}}};
   return t;
 }
 
