@@ -11,6 +11,7 @@
 #include "core/primitive.h"
 #include "core/views/collectives.h"
 #include "core/views/control_flow.h"
+#include "core/views/gather_scatter.h"
 
 namespace minijax {
 
@@ -72,7 +73,9 @@ const bool registered = [] {
                                                 return std::vector<int>{one_device(e) && self ? 0 : -1};
                                               },
                                               none_in_place});
-  for (const char* p : {"dynamic_update_slice", "scatter_add"})
+  std::vector<const char*> updates{"dynamic_update_slice"};
+  for (const char* p : scatter_primitive_names()) updates.push_back(p);
+  for (const char* p : updates)
     register_buffer_rule(p, {[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },
                              [](const Eqn&, size_t k) { return k == 0 ? std::vector<int>{0} : std::vector<int>{}; }});
   // A loop's carry buffers are its carry outputs' (memory/plan_buffers.h); an initial value that

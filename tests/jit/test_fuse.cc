@@ -124,6 +124,8 @@ TEST(PrimitiveClasses, EveryPrimitiveHasTheClassesOfItsDefinition) {
   for (const char* n : {"reshape", "squeeze", "expand_dims", "optimization_barrier"}) cost[n] = mj::CostClass::view;
   for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin"})
     cost[n] = mj::CostClass::reduction;
+  for (const char* n : {"scatter", "scatter_mul", "scatter_min", "scatter_max"})
+    cost[n] = mj::CostClass::custom;
   for (const char* n : {"dot_general", "cumsum", "scatter_add", "scan", "while", "cond", "fusion", "pjit",
                         "closed_call", "checkpoint", "custom_jvp_call", "custom_vjp_call"})
     cost[n] = mj::CostClass::custom;
