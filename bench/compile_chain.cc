@@ -3,9 +3,10 @@
 //
 // Chains (one fused loop kernel over f32[4096] each): "sin": N links y = sin(y) * 0.999 + 0.001;
 // "mixed": N links y = f(y) * 0.999 + 0.001 with f cycling through sin, cos, tan, exp, log, log1p,
-// expm1, tanh, logistic, erf (50 links: five of each; only compile time counts, so values need
-// not stay finite). Cases: (a) sin 50, (b) mixed 50, (c) sin 5, 25, 50, 100, 200, 400, and mixed
-// 100 for the mixed chain's marginal cost. Each case runs `--runs` times (3), rounds interleaved,
+// expm1, tanh, logistic, erf and issue 29's sinh, cosh, asin, acos, atan, asinh, acosh, atanh, cbrt,
+// erfc (50 links: two or three of each; only compile time counts, so values need not stay
+// finite). Cases: (a) sin 50, (b) mixed 50, (c) sin 5, 25, 50, 100, 200, 400, and mixed 100 for
+// the mixed chain's marginal cost. Each case runs `--runs` times (3), rounds interleaved,
 // every run a new process `minijax_bench_compile chain-one --chain C --links N` that traces
 // (jit.lower) and compiles (Lowered::compile) once: cold = trace + compile, nothing cached.
 // Targets (bench/README.md): (a), (b) <= 200 ms; marginal cost of a link <= 3 ms (sin: the
@@ -40,9 +41,11 @@ using Fn1 = mj::Array (*)(const mj::Array&, std::source_location);
 // The mixed chain's functions, in their cycling order.
 const std::vector<std::pair<const char*, Fn1>>& mixed_fns() {
   static const std::vector<std::pair<const char*, Fn1>> fs = {
-      {"sin", &lax::sin},     {"cos", &lax::cos},     {"tan", &lax::tan},   {"exp", &lax::exp},
-      {"log", &lax::log},     {"log1p", &lax::log1p}, {"expm1", &lax::expm1}, {"tanh", &lax::tanh},
-      {"logistic", &lax::logistic}, {"erf", &lax::erf}};
+      {"sin", &lax::sin},           {"cos", &lax::cos},     {"tan", &lax::tan},     {"exp", &lax::exp},
+      {"log", &lax::log},           {"log1p", &lax::log1p}, {"expm1", &lax::expm1}, {"tanh", &lax::tanh},
+      {"logistic", &lax::logistic}, {"erf", &lax::erf},     {"sinh", &lax::sinh},   {"cosh", &lax::cosh},
+      {"asin", &lax::asin},         {"acos", &lax::acos},   {"atan", &lax::atan},   {"asinh", &lax::asinh},
+      {"acosh", &lax::acosh},       {"atanh", &lax::atanh}, {"cbrt", &lax::cbrt},   {"erfc", &lax::erfc}};
   return fs;
 }
 

@@ -10,7 +10,7 @@
 #                   on a machine shared with other work, this stands in for an idle machine (other
 #                   processes get only the CPU time the benchmark leaves); env.sched records it
 #   --only          run only these benchmarks (mlp_step gru_step cnn_step conv compile elementwise
-#                   dot loops dispatch collectives offload peers)
+#                   dot loops dispatch collectives offload sort peers)
 #   --wait-idle S   before running, wait up to S seconds for a 5-second window in which the CPUs
 #                   are at least 90% idle (/proc/stat); the wait is reported on stderr
 # mlp_step runs twice: as is, and with a busy loop (`while :; do :; done`) competing for the CPUs,
@@ -143,6 +143,10 @@ if wanted offload; then
   if [[ $quick == 1 ]]; then run offload "$b/minijax_bench_offload" --engine-above --rounds 2 --steps 1 --warmup 1
   else run offload "$b/minijax_bench_offload" --engine-above; fi
 fi
+if wanted sort; then
+  if [[ $quick == 1 ]]; then run sort "$b/minijax_bench_sort" --reps 5 --warmup 1
+  else run sort "$b/minijax_bench_sort"; fi
+fi
 if wanted compile; then
   run compile_cold "$b/minijax_bench_compile" cold
   run compile_persistent "$b/minijax_bench_compile" persistent
@@ -228,6 +232,17 @@ for r in rows:
         add('compile chain (b) 50 mixed links, cold', f"{r['b_mixed50_cold_ms']:.1f} ms", '<= 200 ms', r['b_target_met'])
         add('compile chain: ms per sin / mixed link', f"{r['sin_marginal_ms_per_link']:.2f} / {r['mixed_marginal_ms_per_link']:.2f} ms", '<= 3 ms', r['marginal_target_met'])
         add('compile chain: T(400)/T(50) sin', f"{r['sin_T400_over_T50']:.2f}", '<= 9', r['ratio_target_met'])
+so = first('sort')
+if so:
+    for key, what in (('sort_uniform', 'sort 1M f32 uniform'), ('sort_nan1pct', 'sort 1M f32, 1% NaN')):
+        r = so[key + '_1_thread']
+        add(f'{what}, 1 thread: std::sort / minijax', f"{r['std_sort']['median_ms']:.1f} / {r['minijax']['median_ms']:.1f} ms = {r['speed_ratio']:.2f}", '>= 1.0', r['target_met'])
+        r2 = so[key + '_2_threads']
+        lines.append(f"  {what + ', 2 threads: tbb::parallel_sort / minijax':58s} {r2['tbb_parallel_sort']['median_ms']:.1f} / {r2['minijax']['median_ms']:.1f} ms = {r2['speed_ratio']:.2f}")
+    r = so['top_k_1_thread']
+    add('top_k 10 of [1024,32768], 1 thread: partial_sort / minijax', f"{r['std_partial_sort_rows']['median_ms']:.1f} / {r['minijax']['median_ms']:.1f} ms = {r['speed_ratio']:.2f}", '>= 1.0', r['target_met'])
+    r2 = so['top_k_2_threads']
+    lines.append(f"  {'top_k, 2 threads: row-parallel partial_sort / minijax':58s} {r2['std_partial_sort_rows_tbb']['median_ms']:.1f} / {r2['minijax']['median_ms']:.1f} ms = {r2['speed_ratio']:.2f}")
 co = first('collectives')
 if co:
     def size(b): return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"

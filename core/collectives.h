@@ -37,8 +37,10 @@ using SL = std::source_location;
 /// ShapeError if gather_dimension is out of range (0..rank-1 tiled, 0..rank untiled).
 Array all_gather(const Array& x, const AxisNames& axis_name, int64_t axis_size, int64_t gather_dimension,
                  bool tiled = true, SL loc = SL::current());
-/// XLA AllReduce (JAX psum/pmax/pmin): the elementwise reduction ("sum", "max" or "min") of the
-/// operands of the group, on every device; same shape. ValueError for another reduction.
+/// XLA AllReduce (JAX psum/pmax/pmin): the elementwise reduction ("sum", "max" or "min"; "and",
+/// "or" or "xor", bitwise, for bool and integer operands: the partial results of reduce_and/or/xor)
+/// of the operands of the group, on every device; same shape. ValueError for another reduction,
+/// TypeError for a bitwise one of floats.
 Array all_reduce(const Array& x, const AxisNames& axis_name, int64_t axis_size,
                  const std::string& reduction = "sum", SL loc = SL::current());
 /// JAX's psum: all_reduce with reduction "sum".

@@ -29,14 +29,16 @@ struct ScatterDimensionNumbers {
       operand_batching_dims, scatter_indices_batching_dims;
   bool operator==(const ScatterDimensionNumbers&) const = default;
 };
-/// jax.lax.gather's keyword arguments (its defaults: mode None = FILL_OR_DROP, fill_value None).
+/// jax.lax.gather's keyword arguments (its defaults: mode None = PROMISE_IN_BOUNDS, as
+/// jax/_src/lax/slicing.py gather; fill_value None).
 struct GatherOptions {
   bool indices_are_sorted = false;
   bool unique_indices = false;
-  GatherScatterMode mode = GatherScatterMode::FILL_OR_DROP;
+  GatherScatterMode mode = GatherScatterMode::PROMISE_IN_BOUNDS;
   std::optional<double> fill_value;
 };
-/// jax.lax.scatter*'s keyword arguments (mode None = FILL_OR_DROP, as JAX).
+/// jax.lax.scatter*'s keyword arguments (mode None = FILL_OR_DROP, as JAX's
+/// GatherScatterMode.from_any(None)).
 struct ScatterOptions {
   bool indices_are_sorted = false;
   bool unique_indices = false;
@@ -47,8 +49,11 @@ struct ScatterOptions {
 /// batching dims start at the batch position), with collapsed and batching dims dropped.
 /// Output rank len(offset_dims) + indices.ndim - 1. Modes: CLIP clamps each start so the whole
 /// slice fits; FILL_OR_DROP fills the whole slice with `fill_value` when any part of it is out
-/// of bounds; PROMISE_IN_BOUNDS raises IndexError eagerly and clamps when compiled.
-/// ShapeError (jax's _gather_shape_rule checks) naming the shapes and the parameter; TypeError
+/// of bounds (fill_value None: NaN for floats, the lowest i32, the largest u32, true);
+/// PROMISE_IN_BOUNDS (the default, as JAX's) raises IndexError eagerly for a broken promise and
+/// clamps when compiled, as XLA. operand: any dtype but float0/token; indices: i32 or u32, the
+/// index vector last; slice_sizes: one per operand dim, 1 on collapsed dims, 0 or 1 on batching
+/// dims. ShapeError (jax's _gather_shape_rule checks) naming the shapes and the parameter; TypeError
 /// for non-integer indices. Differentiable in `operand` (JVP: the same gather of the tangent;
 /// transpose: scatter_add with the mirrored numbers). Source: jax/_src/lax/slicing.py gather.
 Array gather(const Array& operand, const Array& indices, const GatherDimensionNumbers& dimension_numbers,
@@ -56,10 +61,15 @@ Array gather(const Array& operand, const Array& indices, const GatherDimensionNu
              SL loc = SL::current());
 /// XLA's general scatter-add (jax.lax.scatter_add): each update window updates[u...] is added
 /// into `operand` at the window its index vector selects; repeated indices accumulate in update
-/// order. Modes: CLIP clamps each start so the window fits; FILL_OR_DROP drops a window any part
-/// of which is out of bounds; PROMISE_IN_BOUNDS raises IndexError eagerly, compiled clamps.
-/// ShapeError (jax's _scatter_shape_rule checks) naming the shapes and the parameter; TypeError
-/// for non-integer indices or updates of another dtype. Linear in operand and updates.
+/// order. Modes: CLIP clamps each start so the window fits; FILL_OR_DROP (the default, as JAX's)
+/// drops a window any part of which is out of bounds; PROMISE_IN_BOUNDS raises IndexError eagerly
+/// for a broken promise, and compiled code drops the window, as XLA. A window that cannot fit at
+/// all (an indexed dim of size 0) is dropped in every mode. operand and updates: the same dtype
+/// (any but float0/token; i32 wraps); indices: i32 or u32, the index vector last; updates' shape:
+/// the scatter (batch) dims of indices with the window dims at update_window_dims, each window
+/// dim at most its operand dim. ShapeError (jax's _scatter_shape_rule checks) naming the shapes
+/// and the parameter; TypeError for non-integer indices or updates of another dtype. Linear in
+/// operand and updates.
 /// Source: jax/_src/lax/slicing.py scatter_add.
 Array scatter_add(const Array& operand, const Array& indices, const Array& updates,
                   const ScatterDimensionNumbers& dimension_numbers, const ScatterOptions& options = {},
@@ -68,8 +78,8 @@ Array scatter_add(const Array& operand, const Array& indices, const Array& updat
 /// update in row-major order of updates wins (JAX leaves it unspecified). Modes, shapes and errors
 /// as scatter_add. JVP: JAX's _scatter_jvp (with unique_indices the scatter of the tangents;
 /// otherwise ids scattered and gathered back mask the operand and updates, then scatter_add);
-/// transpose (linear in operand and updates) only with unique_indices, as JAX (ValueError naming
-/// scatter otherwise). Source: jax/_src/lax/slicing.py scatter.
+/// transpose (linear in operand and updates) only with unique_indices, as JAX
+/// (NotDifferentiableError naming scatter otherwise; JAX raises NotImplementedError). Source: jax/_src/lax/slicing.py scatter.
 Array scatter(const Array& operand, const Array& indices, const Array& updates,
               const ScatterDimensionNumbers& dimension_numbers, const ScatterOptions& options = {},
               SL loc = SL::current());
@@ -79,23 +89,17 @@ Array scatter(const Array& operand, const Array& indices, const Array& updates,
 Array scatter_mul(const Array& operand, const Array& indices, const Array& updates,
                   const ScatterDimensionNumbers& dimension_numbers, const ScatterOptions& options = {},
                   SL loc = SL::current());
-/// jax.lax.scatter_min / scatter_max: the elementwise minimum (maximum) of each window and its
-/// updates (NaN propagates; bool: and / or). JVP: JAX's _scatter_extremal_jvp (tied values share
-/// the tangent equally). Source: jax/_src/lax/slicing.py scatter_min, scatter_max.
+/// jax.lax.scatter_min: the elementwise minimum of each window and its updates (NaN propagates;
+/// bool: and). Modes, shapes and errors as scatter_add. JVP: JAX's _scatter_extremal_jvp (tied
+/// values share the tangent equally). Source: jax/_src/lax/slicing.py scatter_min.
 Array scatter_min(const Array& operand, const Array& indices, const Array& updates,
                   const ScatterDimensionNumbers& dimension_numbers, const ScatterOptions& options = {},
                   SL loc = SL::current());
+/// jax.lax.scatter_max: the elementwise maximum of each window and its updates (NaN propagates;
+/// bool: or). Modes, shapes and errors as scatter_add. JVP: JAX's _scatter_extremal_jvp (tied
+/// values share the tangent equally). Source: jax/_src/lax/slicing.py scatter_max.
 Array scatter_max(const Array& operand, const Array& indices, const Array& updates,
                   const ScatterDimensionNumbers& dimension_numbers, const ScatterOptions& options = {},
                   SL loc = SL::current());
-
-/// The gather that reads back what a scatter with `dims` writes (JAX's mirrored numbers, as in
-/// _scatter_add_transpose_rule) and its slice sizes: 1 on inserted and batching dims, the
-/// updates' window sizes elsewhere.
-GatherDimensionNumbers mirrored_gather_dims(const ScatterDimensionNumbers& dims);
-std::vector<int64_t> scatter_slice_sizes(const ScatterDimensionNumbers& dims, size_t operand_rank,
-                                         const Shape& updates_shape);
-/// The scatter that writes where a gather with `dims` reads (_gather_transpose_rule's numbers).
-ScatterDimensionNumbers mirrored_scatter_dims(const GatherDimensionNumbers& dims);
 
 }  // namespace minijax::lax

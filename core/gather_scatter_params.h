@@ -26,4 +26,13 @@ Params scatter_params(const ScatterDimensionNumbers& dims, const ScatterOptions&
 /// ValueError naming `fn` and the value, at `loc`, for a GatherScatterMode outside the enum.
 void check_gather_scatter_mode(const char* fn, GatherScatterMode mode, std::source_location loc);
 
+/// The gather that reads back what a scatter with `dims` writes (JAX's mirrored numbers, as in
+/// _scatter_add_transpose_rule) and its slice sizes: 1 on inserted and batching dims, the
+/// updates' window sizes elsewhere.
+GatherDimensionNumbers mirrored_gather_dims(const ScatterDimensionNumbers& dims);
+std::vector<int64_t> scatter_slice_sizes(const ScatterDimensionNumbers& dims, size_t operand_rank,
+                                         const Shape& updates_shape);
+/// The scatter that writes where a gather with `dims` reads (_gather_transpose_rule's numbers).
+ScatterDimensionNumbers mirrored_scatter_dims(const GatherDimensionNumbers& dims);
+
 }  // namespace minijax::lax

@@ -230,4 +230,19 @@ Array IndexUpdateRef::add(const Operand& v) const {
   return scatter_row(&lax::scatter_add, x_, r, as_row_update(x_, v, "Array::at(i).add"), v.loc);
 }
 
+Array IndexUpdateRef::multiply(const Operand& v) const {
+  const Resolved r = resolve(x_, i_, "Array::at(i).multiply");
+  return scatter_row(&lax::scatter_mul, x_, r, as_row_update(x_, v, "Array::at(i).multiply"), v.loc);
+}
+
+Array IndexUpdateRef::min(const Operand& v) const {
+  const Resolved r = resolve(x_, i_, "Array::at(i).min");
+  return scatter_row(&lax::scatter_min, x_, r, as_row_update(x_, v, "Array::at(i).min"), v.loc);
+}
+
+Array IndexUpdateRef::max(const Operand& v) const {
+  const Resolved r = resolve(x_, i_, "Array::at(i).max");
+  return scatter_row(&lax::scatter_max, x_, r, as_row_update(x_, v, "Array::at(i).max"), v.loc);
+}
+
 }  // namespace minijax

@@ -2,6 +2,7 @@
 // promotion; binary ops broadcast only size-1 dims between equal ranks, as JAX's lax). Owns the binding API.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <source_location>
 #include <string>
@@ -80,6 +81,92 @@ Array ge(const Array& x, const Array& y, SL loc = SL::current());
 Array and_(const Array& x, const Array& y, SL loc = SL::current());  ///< bool or ints (bitwise)
 Array or_(const Array& x, const Array& y, SL loc = SL::current());
 
+// ---- bits and float inspection (core/primitives/elementwise_special.cc) --------------------------
+/// True where x (bf16, f32 or f64) is neither infinite nor NaN; a bool array of x's shape. Its
+/// tangent is zero (float0). TypeError for a non-float x. Source: jax/_src/lax/lax.py is_finite.
+Array is_finite(const Array& x, SL loc = SL::current());
+/// The next representable value after x1 in the direction of x2, elementwise (C99's and numpy's
+/// nextafter: NaN if either is NaN; x2 if x1 == x2, so nextafter(0, -0) = -0; ±0 steps to the
+/// smallest subnormal with x2's sign; the largest finite value steps to ±inf). Float operands of
+/// one dtype (TypeError naming both dtypes otherwise), shapes as the binary functions above. Not
+/// differentiable (JAX defines no JVP): a nonzero float tangent reaching it throws
+/// NotDifferentiableError naming nextafter. Source: jax/_src/lax/lax.py nextafter.
+Array nextafter(const Array& x1, const Array& x2, SL loc = SL::current());
+/// The number of set bits of each element's two's complement encoding (i32 or u32; the result
+/// has x's dtype: i32 -1 gives 32). TypeError for a float or bool x. Its tangent is zero (float0).
+/// Source: jax/_src/lax/lax.py population_count.
+Array population_count(const Array& x, SL loc = SL::current());
+/// The number of leading zero bits of each element's 32-bit encoding (i32 or u32, result of x's
+/// dtype: clz(0) = 32, a negative i32 gives 0). TypeError for a float or bool x. Source:
+/// jax/_src/lax/lax.py clz.
+Array clz(const Array& x, SL loc = SL::current());
+
+// ---- more transcendentals (core/primitives/elementwise_special.cc) --------------------------------
+/// Hyperbolic sine, ±inf past overflow. JVP cosh(x) t. Source: jax/_src/lax/lax.py sinh.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
+Array sinh(const Array& x, SL loc = SL::current());
+/// Hyperbolic cosine, +inf past overflow. JVP sinh(x) t. Source: jax/_src/lax/lax.py cosh.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
+Array cosh(const Array& x, SL loc = SL::current());
+/// Arc sine on [-1, 1] (NaN outside). JVP rsqrt(1 - x^2) t. Source: jax/_src/lax/lax.py asin.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
+Array asin(const Array& x, SL loc = SL::current());
+/// Arc cosine on [-1, 1] (NaN outside). JVP -rsqrt(1 - x^2) t. Source: jax/_src/lax/lax.py acos.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
+Array acos(const Array& x, SL loc = SL::current());
+/// Arc tangent. JVP t / (1 + x^2). Source: jax/_src/lax/lax.py atan.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
+Array atan(const Array& x, SL loc = SL::current());
+/// Inverse hyperbolic sine. JVP rsqrt(x^2 + 1) t. Source: jax/_src/lax/lax.py asinh.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
+Array asinh(const Array& x, SL loc = SL::current());
+/// Inverse hyperbolic cosine on [1, inf) (NaN below). JVP rsqrt((x - 1)(x + 1)) t. Source:
+/// jax/_src/lax/lax.py acosh.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
+Array acosh(const Array& x, SL loc = SL::current());
+/// Inverse hyperbolic tangent on [-1, 1] (±inf at ±1, NaN beyond). JVP (1 / (1 + x)) (t / (1 - x)).
+/// Source: jax/_src/lax/lax.py atanh.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
+Array atanh(const Array& x, SL loc = SL::current());
+/// Real cube root (negative for negative x). JVP t / 3 * ans^-2. Source: jax/_src/lax/lax.py cbrt.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
+Array cbrt(const Array& x, SL loc = SL::current());
+/// Complementary error function 1 - erf(x), accurate where it is tiny (subnormal results within
+/// the smallest normal number). JVP -2/sqrt(pi) exp(-x^2) t. Source: jax/_src/lax/lax.py erfc.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
+Array erfc(const Array& x, SL loc = SL::current());
+
+
 /// cases[which] elementwise: which is bool (2 cases) or i32 (any number of cases), all cases of
 /// one aval, which of the same shape (or rank 0). Only the selected case reaches the output (NaN
 /// in another does not, eagerly or compiled); the transpose gives each case exactly 0 where it
@@ -115,11 +202,99 @@ Array reduce_sum(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::
 Array reduce_max(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
 Array reduce_min(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
 Array reduce_prod(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
+/// Logical (bool) or bitwise (i32, u32) AND of the elements over `axes` (removed from the shape;
+/// distinct dims in [0, rank), else ShapeError); the identity (true, all bits set) over none.
+/// TypeError naming the function and the dtype for a floating operand. The output is bool or
+/// integer: its tangent is float0. Source: jax/_src/lax/lax.py reduce_and (reduce_and_p).
+Array reduce_and(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
+/// Logical (bool) or bitwise (i32, u32) OR of the elements over `axes` (removed from the shape;
+/// distinct dims in [0, rank), else ShapeError); the identity (false, 0) over none. TypeError
+/// naming the function and the dtype for a floating operand; float0 tangent. Source:
+/// jax/_src/lax/lax.py reduce_or (reduce_or_p).
+Array reduce_or(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
+/// Logical (bool) or bitwise (i32, u32) XOR of the elements over `axes` (removed from the shape;
+/// distinct dims in [0, rank), else ShapeError); the identity (false, 0) over none. TypeError
+/// naming the function and the dtype for a floating operand; float0 tangent. Source:
+/// jax/_src/lax/lax.py reduce_xor (reduce_xor_p).
+Array reduce_xor(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
 /// Index of the max/min along `axis` (first occurrence; NaN counts as max), dtype index_dtype.
 Array argmax(const Array& x, int64_t axis, DType index_dtype = DType::i32, SL loc = SL::current());
 Array argmin(const Array& x, int64_t axis, DType index_dtype = DType::i32, SL loc = SL::current());
 /// Inclusive prefix sum along axis (from the end if reverse).
 Array cumsum(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::current());
+/// Inclusive prefix products along `axis` (from the end if reverse); x of any shape with
+/// 0 <= axis < rank, dtype i32, u32, bf16, f32 or f64 (floats multiply in double, each output
+/// rounded once; integers wrap modulo 2^32). ShapeError for an axis out of range, TypeError for a
+/// bool operand. JVP: JAX's _cumulative_jvp_rule (the JVP of associative_scan with mul).
+/// Source: jax/_src/lax/control_flow/loops.py cumprod.
+Array cumprod(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::current());
+/// Running maximum along `axis` (from the end if reverse); NaN propagates to every later output.
+/// Dtypes, errors and JVP as cumprod's (combine max: ties split the tangent 0.5/0.5 as max's
+/// JVP does). Source: jax/_src/lax/control_flow/loops.py cummax.
+Array cummax(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::current());
+/// Running minimum along `axis` (from the end if reverse); NaN propagates to every later output.
+/// x of any shape, dtype i32, u32, bf16, f32 or f64; ShapeError for an axis out of range,
+/// TypeError for a bool operand. JVP: JAX's _cumulative_jvp_rule with min (ties split the tangent
+/// 0.5/0.5 as min's JVP does). Source: jax/_src/lax/control_flow/loops.py cummin.
+Array cummin(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::current());
+/// log(cumsum(exp(x))) along `axis`, stably: each step is JAX's logaddexp, max(a, b) +
+/// log1p(exp(-|a - b|)), in double (a + b where a - b is NaN, so -inf inputs give -inf). Floating
+/// dtypes only (TypeError naming the dtype otherwise); ShapeError for an axis out of range.
+/// Source: jax/_src/lax/control_flow/loops.py cumlogsumexp.
+Array cumlogsumexp(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::current());
+
+/// A combine function of associative_scan over several operands: (a, b) -> a (+) b, elementwise
+/// over the operands' matching slices, keeping each operand's shape and dtype.
+using ScanCombine = std::function<std::vector<Array>(const std::vector<Array>&, const std::vector<Array>&)>;
+/// JAX's lax.associative_scan over a list of operands (JAX's pytree, flattened) that share their
+/// size along `axis` (negative counts from the end): out[k] = elems[0] (+) ... (+) elems[k] along
+/// axis (from the end if reverse), for an associative `fn`. Built from strided slices, pads with
+/// interior padding, concatenation and fn (O(n) combines, O(log n) depth; Blelloch's scan), so it
+/// is differentiable, batchable and compilable as fn is. As in JAX, the interleaving adds zeros,
+/// so a -0.0 result may come back as +0.0. ValueError (at `loc`) for no operands, an axis out of
+/// range, unequal sizes along it, or an fn that changes a shape, dtype or the operand count.
+/// Source: jax/_src/lax/control_flow/loops.py associative_scan, _interleave (JAX v0.7.0).
+std::vector<Array> associative_scan(const ScanCombine& fn, const std::vector<Array>& elems,
+                                    bool reverse = false, int64_t axis = 0, SL loc = SL::current());
+/// associative_scan of one operand with a binary fn (JAX's associative_scan(fn, x, reverse, axis)).
+Array associative_scan(const std::function<Array(const Array&, const Array&)>& fn, const Array& elems,
+                       bool reverse = false, int64_t axis = 0, SL loc = SL::current());
+
+// ---- sorting ------------------------------------------------------------------------------------
+/// JAX's lax.sort: sorts `operands` (one or more arrays of one shape, any dtypes but float0/token)
+/// along `dimension` (negative counts from the end), lexicographically by the first `num_keys`,
+/// the others permuted alike; returns the sorted operands. The order is JAX's _sort_lt_comparator
+/// (jax/_src/lax/lax.py): floats compared after _canonicalize_float_for_sort, so -0.0 == +0.0 and
+/// every NaN (either sign) sorts after +inf, equal to the other NaNs; bools false < true. The sort
+/// is stable (equal keys keep their input order) whatever `is_stable` says: is_stable=false
+/// allows any order of equal keys, and this is one. Equation:
+/// `sort[dimension=d is_stable=True num_keys=1] a b ...`. Errors: no operands (TypeError);
+/// `num_keys` < 1 or > the number of operands, `dimension` out of range for the rank (ValueError
+/// naming the value and the rank); operands of different shapes (ShapeError naming both).
+/// Gradient: JAX's _sort_jvp (the tangents gathered with the sort's permutation); differentiable
+/// where the keys hold no ties.
+std::vector<Array> sort(const std::vector<Array>& operands, int64_t dimension = -1, bool is_stable = true,
+                        int64_t num_keys = 1, SL loc = SL::current());
+/// lax.sort of one operand: `operand` sorted along `dimension` (as the list form with num_keys 1).
+Array sort(const Array& operand, int64_t dimension = -1, bool is_stable = true, SL loc = SL::current());
+/// JAX's lax.sort_key_val: `keys` sorted along `dimension` (JAX's order: NaNs last, -0.0 == +0.0)
+/// and `values` permuted alike. keys and values: the same shape, any dtypes but float0/token;
+/// ShapeError naming both shapes otherwise, ValueError naming a dimension out of range and the
+/// rank. Differentiable in both (tangents gathered with the permutation). Source:
+/// jax/_src/lax/lax.py sort_key_val.
+std::pair<Array, Array> sort_key_val(const Array& keys, const Array& values, int64_t dimension = -1,
+                                     bool is_stable = true, SL loc = SL::current());
+/// JAX's lax.top_k: the `k` largest entries along the last axis of `operand` (rank >= 1, any
+/// dtype but float0/token) and their i32 indices, largest first, ties in index order; result
+/// shapes operand.shape[:-1] + [k]. The order is JAX v0.7.0's on the CPU, XLA:CPU's TopK
+/// (the TopkDecomposer's stable sort with CreateScalarGtComputation's GtTotalOrder,
+/// xla/hlo/builder/lib/comparators.cc, and __xla_cpu_runtime_TopKF32, xla/service/cpu/runtime_topk.cc):
+/// floats in the IEEE total order of their bits, +NaN > +inf > ... > +0.0 > -0.0 > ... > -inf >
+/// -NaN (so +0.0 ranks above -0.0, a positive NaN first and a negative NaN last), integers by
+/// value. Equation: `top_k[k=3] a`. Errors: k < 0 or k > the last axis (ValueError naming k and the
+/// shape); a rank-0 operand (TypeError). Gradient: JAX's _top_k_jvp (the tangent gathered at the
+/// indices; the indices' tangent is zero).
+std::pair<Array, Array> top_k(const Array& operand, int64_t k, SL loc = SL::current());
 
 // ---- contraction --------------------------------------------------------------------------------
 /// ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)) as in lax.dot_general.
@@ -212,13 +387,14 @@ struct PadConfig {
 };
 Array pad(const Array& x, const Array& padding_value, const std::vector<PadConfig>& config,
           SL loc = SL::current());
-/// JAX's lax.GatherScatterMode: what gather and scatter_add do with an index outside [0, n) of
-/// the operand's dim 0 (n rows).
-/// - CLIP: the index is clamped into [0, n - 1] (gather reads, scatter_add adds at the edge row).
-/// - FILL_OR_DROP: gather gives the fill value for that row; scatter_add drops that update.
-/// - PROMISE_IN_BOUNDS: the caller promises every index is in range. Eager code checks the
-///   promise and raises IndexError naming the index; compiled code cannot raise and clamps, as
-///   XLA does (jnp.take's "wrap" mode uses it on indices already reduced mod n).
+/// JAX's lax.GatherScatterMode: what gather and the scatters do with a window start outside
+/// [0, dim - window size] of an indexed operand dim (for the row forms: an index outside [0, n)).
+/// - CLIP: the start is clamped into range (gather reads, a scatter combines at the edge).
+/// - FILL_OR_DROP: gather gives the fill value for the whole window; a scatter drops it.
+/// - PROMISE_IN_BOUNDS: the caller promises every start is in range. Eager code checks the
+///   promise and raises IndexError naming the index; compiled code cannot raise: gather clamps
+///   and a scatter drops the window, as XLA does (jnp.take's "wrap" mode uses it on indices
+///   already reduced mod n).
 /// The equation param `mode` prints as JAX prints it, `mode=GatherScatterMode.CLIP`, and parses
 /// back. Source: jax/_src/lax/slicing.py GatherScatterMode.
 enum class GatherScatterMode : uint8_t { CLIP = 0, FILL_OR_DROP = 1, PROMISE_IN_BOUNDS = 2 };
@@ -245,9 +421,10 @@ double gather_fill(DType dtype, std::optional<double> fill_value);
 /// Rows of x (dim 0) picked by integer `indices` of any shape: out shape
 /// indices.shape + x.shape[1:] (embedding lookup; JAX's gather with offset_dims = the row dims,
 /// collapsed_slice_dims = (0,), start_index_map = (0,)). i32 indices are signed, u32 unsigned.
-/// Equation: `gather[fill_value=None mode=GatherScatterMode.PROMISE_IN_BOUNDS
-/// slice_sizes=(1, *x.shape[1:])] x indices`.
-/// This overload is PROMISE_IN_BOUNDS (JAX's lax.gather defaults to FILL_OR_DROP): eager raises
+/// Equations: a `reshape` of the indices to indices.shape + [1], then the general gather
+/// (core/gather_scatter.h) with offset_dims the trailing x.ndim - 1 output dims,
+/// collapsed_slice_dims = start_index_map = (0,), slice_sizes = (1, *x.shape[1:]).
+/// This overload is PROMISE_IN_BOUNDS (as JAX's lax.gather's default): eager raises
 /// IndexError (naming the index, its position and the row count) for an index outside [0, n),
 /// compiled code clamps. Use the overload with a mode for defined out-of-range results.
 /// TypeError for non-integer indices, ShapeError for a rank-0 operand.

@@ -324,6 +324,16 @@ Array prod(const Array& x, int64_t axis, bool keepdims = false, SL loc = SL::cur
 Array argmax(const Array& x, int64_t axis, SL loc = SL::current());
 Array argmin(const Array& x, int64_t axis, SL loc = SL::current());
 Array cumsum(const Array& x, int64_t axis, SL loc = SL::current());
+/// jnp.cumprod along `axis` (negative counts from the end): lax::cumprod, bool promoted to i32
+/// as cumsum does. ShapeError naming the axis and the shape when it is out of range.
+Array cumprod(const Array& x, int64_t axis, SL loc = SL::current());
+/// jnp.argsort: the i32 indices that sort `x` along `axis` (negative counts from the end), with
+/// lax::sort's order (NaNs last, -0.0 == +0.0). `descending`: largest first; with `stable`, equal
+/// elements keep their input order (JAX: the sort of the reversed array, its indices reversed
+/// back; jax/_src/numpy/sorting.py argsort). Errors: `axis` out of range (ShapeError naming it and
+/// the shape, as the other numpy-level functions).
+Array argsort(const Array& x, int64_t axis = -1, bool stable = true, bool descending = false,
+              SL loc = SL::current());
 Array logsumexp(const Array& x, int64_t axis = -1, bool keepdims = false, SL loc = SL::current());
 Array softmax(const Array& x, int64_t axis = -1, SL loc = SL::current());
 Array log_softmax(const Array& x, int64_t axis = -1, SL loc = SL::current());

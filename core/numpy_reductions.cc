@@ -1,8 +1,8 @@
 // minijax numpy-level reductions, nn functions and matrix products (jax.numpy / jax.nn names).
-// Owns sum/mean/var/max/min/prod, argmax/argmin, cumsum, logsumexp, softmax, log_softmax,
+// Owns sum/mean/var/max/min/prod, argmax/argmin, cumsum, cumprod, logsumexp, softmax, log_softmax,
 // one_hot, matmul and dot over the lax primitives.
 //
-// Conventions (as jax.numpy with x64 off): sum/prod/cumsum of bool promote to i32; mean, var,
+// Conventions (as jax.numpy with x64 off): sum/prod/cumsum/cumprod of bool promote to i32; mean, var,
 // logsumexp, softmax and log_softmax of integers and bools promote to f32; axes may be negative
 // (out of range -> ShapeError naming the function, the axis, the shape and the call site).
 #include <algorithm>
@@ -165,6 +165,9 @@ Array argmin(const Array& x, int64_t axis, SL loc) {
 }
 Array cumsum(const Array& x, int64_t axis, SL loc) {
   return lax::cumsum(sum_dtype(x, loc), canon_axis(x, axis, __func__, loc), false, loc);
+}
+Array cumprod(const Array& x, int64_t axis, SL loc) {
+  return lax::cumprod(sum_dtype(x, loc), canon_axis(x, axis, __func__, loc), false, loc);
 }
 
 // jax.nn.logsumexp: max + log(sum(exp(x - max))) with the max held constant for autodiff

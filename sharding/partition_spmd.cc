@@ -315,8 +315,9 @@ Array lower_reshard(const Array& x, const Sharding& from, const Sharding& to, co
 }
 
 // Checks that the shardings an equation runs with agree with its factor rule (see the header).
-void check_agreement(const Jaxpr& j, size_t i, const FactorRule& rule,
-                     const std::vector<Sharding>& ins, const std::vector<Sharding>& outs, SL loc) {
+// Returns the axes its sharded reduction factors hold.
+std::vector<AxisRef> check_agreement(const Jaxpr& j, size_t i, const FactorRule& rule,
+                                     const std::vector<Sharding>& ins, const std::vector<Sharding>& outs, SL loc) {
   const Eqn& e = j.eqns[i];
   auto fail = [&](const std::string& why) -> ShardingError {
     std::string s = "equation " + std::to_string(i) + " (" + eqn_to_string(j, i) + "): " + why +
@@ -373,11 +374,16 @@ void check_agreement(const Jaxpr& j, size_t i, const FactorRule& rule,
     if (!linear || s.unreduced != in_unreduced)
       throw fail("an operand holds partial sums (unreduced) that this equation cannot consume");
   }
-  std::vector<AxisRef> want = red;
+  // A rule completed in place (reduce_and/or/xor) leaves no partial sums.
+  std::vector<AxisRef> want = rule.completed_by.empty() ? red : std::vector<AxisRef>{};
   if (linear) want.insert(want.end(), in_unreduced.begin(), in_unreduced.end());
   for (auto& s : outs)
     if (merged_unreduced(s.unreduced, *s.mesh) != merged_unreduced(want, *s.mesh))
       throw fail("result unreduced axes differ from the sharded reduction factors' axes");
+  for (auto& a : red)
+    if (!rule.completed_by.empty() && a.is_sub_axis())
+      throw fail("a reduction completed by all_reduce(" + rule.completed_by + ") over a sub-axis");
+  return red;
 }
 
 // The reshards of one jaxpr by position: (eqn, operand) before, (eqn, result) after, output
@@ -481,7 +487,13 @@ void partition_eqn(Partitioner& p, size_t i) {
     auto it = p.pr.after.find({i, k});
     out_sh.push_back(it != p.pr.after.end() ? it->second->from : p.shardings.of(e.outputs[k]));
   }
-  if (!partitions_bodies(e)) check_agreement(p.jaxpr, i, sharding_rule_of(e), in_sh, out_sh, p.loc);
+  std::string completed_by;  // the all_reduce completing the local results (FactorRule::completed_by)
+  std::vector<AxisRef> reduced;
+  if (!partitions_bodies(e)) {
+    const FactorRule rule = sharding_rule_of(e);
+    reduced = check_agreement(p.jaxpr, i, rule, in_sh, out_sh, p.loc);
+    completed_by = rule.completed_by;
+  }
   std::vector<ShapedArray> want;
   for (size_t k = 0; k < e.outputs.size(); ++k) {
     ShapedArray a = e.outputs[k].aval();
@@ -501,6 +513,8 @@ void partition_eqn(Partitioner& p, size_t i) {
                         p.loc);
   if (rule && rule->finish_local)
     for (size_t k = 0; k < res.size(); ++k) res[k] = rule->finish_local(e, k, res[k], out_sh[k], p.mesh);
+  if (!completed_by.empty() && !reduced.empty())
+    for (Array& r : res) r = lax::all_reduce(r, names_of(reduced), size_of(reduced, p.mesh), completed_by, p.loc);
   for (size_t k = 0; k < res.size(); ++k) {
     if (res[k].aval().shape != want[k].shape || res[k].aval().dtype != want[k].dtype)
       throw ShardingError("equation " + std::to_string(i) + " (" + eqn_to_string(p.jaxpr, i) +

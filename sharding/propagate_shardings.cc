@@ -195,7 +195,7 @@ Sharding needed(const Sharding& base, const Tensor& t, const FactorRule& r, cons
   out.unreduced.clear();
   for (size_t d = 0; d < out.dims.size() && d < t.dims->size(); ++d)
     out.dims[d] = DimSharding{unproject_dim((*t.dims)[d], s, r.factor_sizes, m), true, -1};
-  if (t.is_result) {
+  if (t.is_result && r.completed_by.empty()) {  // completed in place: never partial sums
     Axes u;
     for (int f : r.reduction_factors) u.insert(u.end(), s[f].begin(), s[f].end());
     out.unreduced = normalize(u, m);

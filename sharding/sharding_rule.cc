@@ -55,6 +55,7 @@ std::string FactorRule::str() const {
   os << "}";
   print_set(os, "reduction", reduction_factors);
   print_set(os, "need_replication", need_replication_factors);
+  if (!completed_by.empty()) os << " completed_by=" << completed_by;
   return os.str();
 }
 

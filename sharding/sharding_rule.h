@@ -32,11 +32,16 @@ struct FactorRule {
   std::vector<int> reduction_factors;
   /// Factors that must stay unsharded (e.g. cumsum's axis, argmax's axis, sliced dims).
   std::vector<int> need_replication_factors;
+  /// Empty: sharded reduction factors leave partial sums (the results unreduced). Otherwise the
+  /// all_reduce reduction ("and", "or", "xor": reduce_and/or/xor's) that the partitioner applies
+  /// to the equation's local results over the reduction factors' axes, so that the results are
+  /// complete (never unreduced): partial results of those operations are not partial sums.
+  std::string completed_by;
 
   /// Shardy-like text, factor names i, j, k, ... (then z_1, z_2, ... past z):
   /// `([i, j], [j, k])->([i, k]) {i=8, j=16, k=4} reduction={j}`. A dim with several factors
   /// prints them juxtaposed (`[ij, k]`), a dim with none prints `1`; `need_replication={...}`
-  /// follows when non-empty.
+  /// follows when non-empty, then `completed_by=or` when set.
   std::string str() const;
   /// Number of factors.
   size_t num_factors() const { return factor_sizes.size(); }

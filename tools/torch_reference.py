@@ -1,15 +1,19 @@
 #!/usr/bin/python3
 # minijax tools: PyTorch reference values, gradients and Hessian-vector products (float64) of a
-# set of functions built from minijax's primitives; prints tests/autodiff/torch_reference_data.h.
+# set of functions built from minijax's primitives; writes tests/autodiff/torch_reference_data*.h.
 #
 # Usage (Debian's python3-torch; not a project dependency, only this generator needs it):
-#   /usr/bin/python3 tools/torch_reference.py > tests/autodiff/torch_reference_data.h
-# The C++ side is tests/autodiff/test_torch_reference.cc (and test_torch_reference_conv.cc for the
-# convolution and pooling cases): it computes the same functions with minijax (f64) on the inputs
-# written here and compares with the values printed by this script.
+#   /usr/bin/python3 tools/torch_reference.py [OUT_DIR]   (default: tests/autodiff)
+# Each family of cases goes to its own header (GROUPS below): torch_reference_data.h (the core
+# ops), torch_reference_data_conv.h (convolution and pooling), torch_reference_data_lax.h (the
+# cumulative ops, sorting, top-k, the scatters and gathers, the special functions). The C++ side
+# is tests/autodiff/test_torch_reference.cc, test_torch_reference_conv.cc and
+# test_torch_reference_lax.cc: each computes the same functions with minijax (f64) on the inputs
+# written here and compares with the values written by this script.
 # Every input is written literally below; nothing is random.
 import datetime
 import math
+import os
 import sys
 
 import torch
@@ -56,13 +60,21 @@ def rem(x, y):
 # or integer), the function of (diff..., const...) returning a scalar, and HVP directions
 # (input name -> direction; the HVP is with respect to that input, the others held fixed).
 CASES = []
+# The header the cases registered next go to (GROUPS: group -> (file name, what it holds)).
+GROUPS = {'core': ('torch_reference_data.h', 'the core ops'),
+          'conv': ('torch_reference_data_conv.h', 'convolution and pooling'),
+          'lax': ('torch_reference_data_lax.h',
+                  'cumulative ops, sorting, top-k, scatters and gathers, special functions')}
+GROUP = 'core'
 
 
-def case(name, diff, const, fn, hvps=(), doc='', jvp=None):
+def case(name, diff, const, fn, hvps=(), doc='', jvp=None, jvp_by_grads=False):
     """jvp, when given: a direction for every differentiable input (name -> tensor); the JVP of
-    the function along all of them at once is computed with torch's forward-mode AD."""
+    the function along all of them at once is computed with torch's forward-mode AD, or, with
+    jvp_by_grads (an op torch 1.13 has no forward-mode rule for: logcumsumexp), as <grad, v> from
+    torch's reverse mode."""
     CASES.append(dict(name=name, diff=diff, const=const, fn=fn, hvps=dict(hvps), doc=doc,
-                      jvp=None if jvp is None else dict(jvp)))
+                      jvp=None if jvp is None else dict(jvp), jvp_by_grads=jvp_by_grads, group=GROUP))
 
 
 case('sin_mul',
@@ -203,6 +215,7 @@ case('batched_dot',
 
 
 # ---- convolution and pooling --------------------------------------------------------------------
+GROUP = 'conv'
 # JAX's semantics (jax/_src/lax/convolution.py and windowed_reductions.py of JAX v0.7.0,
 # flax.linen's max_pool/avg_pool) written with torch's own convolutions and poolings:
 # lax.conv_general_dilated is a cross-correlation, as torch's convNd is. Padding strings are
@@ -306,7 +319,7 @@ def reduce_window_sum(x, window, strides, padding, base_dilation, window_dilatio
     return TORCH_CONV[x.dim()](xp[None, None], ones, stride=strides, dilation=window_dilation)[0, 0]
 
 
-def sin_weighted(name, diff, op, doc, hvp_inputs=('x',)):
+def sin_weighted(name, diff, op, doc, hvp_inputs=('x',), jvp_by_grads=False):
     """Registers sum(sin(op(diff...)) * c), c a literal of op's result shape, with a JVP direction
     for every input and HVP directions for hvp_inputs."""
     shape = list(op(*diff.values()).shape)
@@ -314,7 +327,7 @@ def sin_weighted(name, diff, op, doc, hvp_inputs=('x',)):
     jvp = {k: ramp(list(v.shape), 3, 17, 0.125, 0.9) for k, v in diff.items()}
     hvps = {k: ramp(list(diff[k].shape), 7, 19, 0.1, 0.85) for k in hvp_inputs}
     case(name, diff, dict(c=c), lambda *a: torch.sum(torch.sin(op(*a[:-1])) * a[-1]),
-         hvps=hvps, doc=f'sum(sin({doc}) * c)', jvp=jvp)
+         hvps=hvps, doc=f'sum(sin({doc}) * c)', jvp=jvp, jvp_by_grads=jvp_by_grads)
 
 
 def conv_case(name, x_shape, w_shape, doc, op):
@@ -497,10 +510,13 @@ def run_case(c, out):
     if c['jvp'] is not None:
         # Forward mode, independently of the reverse-mode gradients (which must agree with it).
         dirs = [c['jvp'][k] for k in names]
-        with fwAD.dual_level():
-            duals = [fwAD.make_dual(c['diff'][k], d) for k, d in zip(names, dirs)]
-            jvp = fwAD.unpack_dual(c['fn'](*duals, *consts.values())).tangent.item()
         by_grads = sum(torch.sum(g * d).item() for g, d in zip(grads, dirs))
+        if c['jvp_by_grads']:
+            jvp = by_grads
+        else:
+            with fwAD.dual_level():
+                duals = [fwAD.make_dual(c['diff'][k], d) for k, d in zip(names, dirs)]
+                jvp = fwAD.unpack_dual(c['fn'](*duals, *consts.values())).tangent.item()
         if abs(jvp - by_grads) > 1e-12 * max(1.0, abs(jvp)):
             raise AssertionError(f'{c["name"]}: forward-mode JVP {jvp} != <grad, v> {by_grads}')
         for k, d in zip(names, dirs):
@@ -516,14 +532,135 @@ def run_case(c, out):
     out.append('')
 
 
-def main():
+# ---- cumulative ops ------------------------------------------------------------------------------
+GROUP = 'lax'
+# lax.cumprod, cummax, cummin, cumlogsumexp (jax/_src/lax/control_flow/loops.py) against torch's
+# cumprod, cummax, cummin and logcumsumexp; reverse=True is torch's op on the input flipped along the
+# axis, flipped back. The inputs are distinct (no ties: torch's cummax/cummin gradient goes to the
+# index it returns, JAX's splits ties evenly).
+
+def rev_cum(op, x, dim):
+    return torch.flip(op(torch.flip(x, [dim]), dim), [dim])
+
+
+def cumulative_ops(x):
+    return torch.stack([torch.cumprod(x, 1),
+                        rev_cum(torch.cumprod, x, 0),
+                        torch.cummax(x, 0).values,
+                        rev_cum(lambda y, d: torch.cummin(y, d).values, x, 1),
+                        torch.logcumsumexp(x, 1),
+                        rev_cum(torch.logcumsumexp, x, 0)])
+
+
+sin_weighted('cumulative', dict(x=ramp([3, 5], 7, 17, 0.25, 2.05)), cumulative_ops,
+             'stack([cumprod(x,1), cumprod(x,0,rev), cummax(x,0), cummin(x,1,rev), '
+             'cumlogsumexp(x,1), cumlogsumexp(x,0,rev)]); jvp = <grad, v>', jvp_by_grads=True)
+# Large inputs (exp overflows in f64 beyond 709.78): logcumsumexp stays finite; its derivatives are
+# the prefixes' softmax weights.
+sin_weighted('cumlogsumexp_large', dict(x=ramp([2, 6], 5, 13, 3.0, -700.0)),
+             lambda x: torch.logcumsumexp(x, 1) - 700.0, 'cumlogsumexp(x, 1) - 700, x in [700, 736]; '
+             'jvp = <grad, v>', jvp_by_grads=True)
+# issue 29's elementwise functions that PyTorch has: sinh, asin and erfc (torch.special.erfc).
+case('sinh_asin_erfc',
+     dict(x=t([-0.8, -0.35, 0.1, 0.45, 0.7, 0.95], [6])),
+     dict(c=t([1.3, -0.6, 0.9, 2.1, -1.4, 0.5], [6])),
+     lambda x, c: torch.sum(torch.sinh(2.0 * x) * c + torch.asin(x) * torch.special.erfc(x)
+                            + torch.special.erfc(c * x)),
+     hvps=dict(x=t([0.4, -1.1, 0.7, 0.25, -0.5, 1.3], [6])),
+     doc='sum(sinh(2 x) c + asin(x) erfc(x) + erfc(c x))',
+     jvp=dict(x=t([0.3, 0.8, -0.6, 1.2, -0.9, 0.15], [6])))
+
+
+# ---- sorting, top-k, scatters and gathers -----------------------------------------------------
+# lax.sort (jax/_src/lax/lax.py; stable, ties kept in input order, several operands permuted by the
+# first num_keys lexicographically), lax.top_k, and the general scatters and gather (slicing.py)
+# against torch.sort(stable=True), torch.topk, index_add, scatter_reduce and gather. The tangents
+# follow the permutation (sort, top_k) or the indices (scatters), as JAX's rules do; torch's
+# reverse mode is the reference, the JVP is <grad, v> (torch 1.13 lacks forward-mode rules for
+# some of these).
+
+def sort_rows_and_cols(x):
+    return torch.stack([torch.sort(x, dim=1, stable=True).values, torch.sort(x, dim=0, stable=True).values])
+
+
+# x [3, 6] with ties in each row and column (the stable order decides where each tangent goes).
+SORT_TIES_X = t([0.5, -1.0, 0.5, 2.0, -1.0, 0.5,
+                 1.5, 1.5, 0.25, -0.75, 1.5, 0.0,
+                 0.5, 0.25, -1.0, 2.0, 0.0, 0.5], [3, 6])
+sin_weighted('sort_stable_ties', dict(x=SORT_TIES_X), sort_rows_and_cols,
+             'stack([sort(x, 1), sort(x, 0)]), stable, with ties; jvp = <grad, v>', jvp_by_grads=True)
+
+
+def sort_two_keys(x):
+    """lax.sort((x[0], x[1], x[2]), dimension=0, num_keys=2): a stable lexicographic sort by
+    (x[0], x[1]) is a stable sort by x[1] followed by a stable sort by x[0]; x[2] is permuted."""
+    i2 = torch.sort(x[1], dim=0, stable=True).indices
+    i1 = torch.sort(x[0][i2], dim=0, stable=True).indices
+    perm = i2[i1]
+    return torch.stack([x[0][perm], x[1][perm], x[2][perm]])
+
+
+# Rows: keys 1 (with ties), keys 2 (ties among the tied keys 1 too), the carried values.
+SORT_KEYS_X = t([1.0, -0.5, 1.0, 0.25, -0.5, 1.0, 0.25, 2.0,
+                 0.3, 0.7, -0.2, 0.9, 0.7, 0.3, -0.4, 0.1,
+                 0.15, -0.35, 0.55, 1.25, -0.85, 0.45, 0.95, -1.1], [3, 8])
+sin_weighted('sort_two_keys', dict(x=SORT_KEYS_X), sort_two_keys,
+             'stack(lax.sort((x[0], x[1], x[2]), 0, num_keys=2)); jvp = <grad, v>', jvp_by_grads=True)
+sin_weighted('top_k', dict(x=ramp([3, 7], 5, 23, 0.2, 2.1)), lambda x: torch.topk(x, 3, 1).values,
+             'top_k(x, 3).values (distinct values); jvp = <grad, v>', jvp_by_grads=True)
+
+
+# The scatters: x's first 5 rows are the operand, the rest the updates (row windows of 3).
+SCATTER_ROWS = [1, 3, 1, 4]
+
+
+def scatter_rows(x, reduce, rows):
+    operand, updates = x[:5], x[5:5 + len(rows)]
+    index = torch.tensor(rows).reshape(-1, 1).expand(-1, 3)
+    return operand.scatter_reduce(0, index, updates, reduce, include_self=True)
+
+
+sin_weighted('scatter_add_repeated', dict(x=ramp([9, 3], 7, 29, 0.15, 1.9)),
+             lambda x: scatter_rows(x, 'sum', SCATTER_ROWS),
+             'scatter_add(x[:5], rows [1, 3, 1, 4], x[5:]) (repeated row 1); jvp = <grad, v>',
+             jvp_by_grads=True)
+sin_weighted('scatter_mul_unique', dict(x=ramp([8, 3], 5, 31, 0.1, 1.3)),
+             lambda x: scatter_rows(x, 'prod', [3, 0, 4]),
+             'scatter_mul(x[:5], rows [3, 0, 4], x[5:]); jvp = <grad, v>', jvp_by_grads=True)
+sin_weighted('scatter_max_repeated', dict(x=ramp([9, 3], 11, 37, 0.13, 2.3)),
+             lambda x: scatter_rows(x, 'amax', SCATTER_ROWS),
+             'scatter_max(x[:5], rows [1, 3, 1, 4], x[5:]) (distinct values); jvp = <grad, v>',
+             jvp_by_grads=True)
+sin_weighted('scatter_min_repeated', dict(x=ramp([9, 3], 13, 41, 0.11, 2.2)),
+             lambda x: scatter_rows(x, 'amin', SCATTER_ROWS),
+             'scatter_min(x[:5], rows [1, 3, 1, 4], x[5:]) (distinct values); jvp = <grad, v>',
+             jvp_by_grads=True)
+sin_weighted('scatter_unique', dict(x=ramp([8, 3], 3, 19, 0.17, 1.6)),
+             lambda x: x[:5].index_copy(0, torch.tensor([4, 0, 2]), x[5:]),
+             'scatter(x[:5], rows [4, 0, 2], x[5:]) (unique); jvp = <grad, v>', jvp_by_grads=True)
+# Per-column indices: torch's scatter_reduce along dim 0, in JAX's terms the column a batching dim
+# (operand_batching_dims (1,), scatter_indices_batching_dims (1,)).
+SCATTER_COLUMN_INDEX = [[0, 2, 4], [3, 2, 0], [0, 1, 4], [3, 3, 1]]
+sin_weighted('scatter_add_batched', dict(x=ramp([9, 3], 7, 43, 0.09, 1.7)),
+             lambda x: x[:5].scatter_reduce(0, torch.tensor(SCATTER_COLUMN_INDEX), x[5:], 'sum',
+                                            include_self=True),
+             'x[:5].scatter_reduce(0, index, x[5:], sum), index per column; jvp = <grad, v>',
+             jvp_by_grads=True)
+GATHER_INDEX = [[2, 0, 2, 4, 1], [3, 3, 0, 1, 4], [1, 4, 4, 0, 2]]
+sin_weighted('gather_along_axis', dict(x=ramp([3, 5], 5, 17, 0.21, 1.5)),
+             lambda x: torch.gather(x, 1, torch.tensor(GATHER_INDEX)),
+             'torch.gather(x, 1, index) (repeated indices); jvp = <grad, v>', jvp_by_grads=True)
+
+
+def header(group, cases, out_dir):
+    name, what = GROUPS[group]
     out = []
     today = datetime.date.today().isoformat()
-    out.append('// minijax tests: PyTorch reference values, gradients and Hessian-vector products (f64).')
+    out.append(f'// minijax tests: PyTorch reference values, gradients and Hessian-vector products (f64) of {what}.')
     out.append(f'// GENERATED by tools/torch_reference.py with PyTorch {torch.__version__} (Debian '
                f'python3-torch 1.13.1) on {today}; do not edit.')
-    out.append('// Regenerate: /usr/bin/python3 tools/torch_reference.py > '
-               'tests/autodiff/torch_reference_data.h')
+    out.append('// Regenerate: /usr/bin/python3 tools/torch_reference.py (writes every '
+               'tests/autodiff/torch_reference_data*.h)')
     out.append('// Each namespace holds one function\'s inputs (row-major, with *_shape), its value, '
                'grad_<input>')
     out.append('// for every differentiable input, and hvp_<input> = H v for the direction '
@@ -534,10 +671,18 @@ def main():
     out.append('')
     out.append('namespace torch_reference {')
     out.append('')
-    for c in CASES:
+    for c in cases:
         run_case(c, out)
     out.append('}  // namespace torch_reference')
-    sys.stdout.write('\n'.join(out) + '\n')
+    with open(os.path.join(out_dir, name), 'w') as f:
+        f.write('\n'.join(out) + '\n')
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, 'tests', 'autodiff')
+    for group in GROUPS:
+        header(group, [c for c in CASES if c['group'] == group], out_dir)
 
 
 if __name__ == '__main__':

@@ -229,6 +229,33 @@ Registrar reg_unary_rules([] {
   def_unary_rules("erf", [](auto& x, auto&, auto& t, auto&) {
     return lax::mul(cst(x, 2.0 / std::sqrt(std::numbers::pi)), lax::mul(t, lax::exp(lax::neg(square(x)))));
   });
+  // The functions of core/primitives/elementwise_special.cc, each as jax/_src/lax/lax.py writes it
+  // (erfc: jax/_src/lax/special.py).
+  def_unary_rules("sinh", [](auto& x, auto&, auto& t, auto&) { return lax::mul(t, lax::cosh(x)); });
+  def_unary_rules("cosh", [](auto& x, auto&, auto& t, auto&) { return lax::mul(t, lax::sinh(x)); });
+  def_unary_rules("asin", [](auto& x, auto&, auto& t, auto&) {
+    return lax::mul(t, lax::rsqrt(lax::sub(cst(x, 1), square(x))));
+  });
+  def_unary_rules("acos", [](auto& x, auto&, auto& t, auto&) {
+    return lax::mul(t, lax::neg(lax::rsqrt(lax::sub(cst(x, 1), square(x)))));
+  });
+  def_unary_rules("atan",
+                  [](auto& x, auto&, auto& t, auto&) { return lax::div(t, lax::add(cst(x, 1), square(x))); });
+  def_unary_rules("asinh", [](auto& x, auto&, auto& t, auto&) {
+    return lax::mul(t, lax::rsqrt(lax::add(square(x), cst(x, 1))));
+  });
+  def_unary_rules("acosh", [](auto& x, auto&, auto& t, auto&) {  // JAX's rsqrt((x - 1)(x + 1))
+    return lax::mul(t, lax::rsqrt(lax::mul(lax::sub(x, cst(x, 1)), lax::add(x, cst(x, 1)))));
+  });
+  def_unary_rules("atanh", [](auto& x, auto&, auto& t, auto&) {
+    return lax::mul(lax::integer_pow(lax::add(cst(x, 1), x), -1), lax::div(t, lax::sub(cst(x, 1), x)));
+  });
+  def_unary_rules("cbrt", [](auto& x, auto& ans, auto& t, auto&) {
+    return lax::mul(t, lax::mul(cst(x, 1.0 / 3.0), lax::integer_pow(ans, -2)));
+  });
+  def_unary_rules("erfc", [](auto& x, auto&, auto& t, auto&) {
+    return lax::mul(cst(x, -2.0 / std::sqrt(std::numbers::pi)), lax::mul(t, lax::exp(lax::neg(square(x)))));
+  });
   // |x|' = 1 for x >= 0, -1 otherwise (JAX's select on x >= 0).
   def_unary_rules("abs", [](auto& x, auto&, auto& t, auto&) {
     return select(lax::ge(x, cst(x, 0)), t, lax::neg(t));
@@ -241,6 +268,17 @@ Registrar reg_unary_rules([] {
   });
   for (const char* n : {"sign", "floor", "ceil", "round", "stop_gradient", "not"}) def_zero_rules(n, 1);
   for (const char* n : {"eq", "ne", "lt", "le", "gt", "ge", "and", "or"}) def_zero_rules(n, 2);
+  // Integer and bool results: a zero (float0) tangent, as JAX's defjvp_zero(is_finite_p) and the
+  // integer-only population_count and clz.
+  for (const char* n : {"is_finite", "population_count", "clz"}) def_zero_rules(n, 1);
+  // nextafter: JAX defines no JVP, so a nonzero float tangent reaching it is an error
+  // (NotDifferentiableError naming it, from the JVP trace); zero tangents pass.
+  {
+    auto& p = get_or_create_primitive("nextafter");
+    p.no_jvp_reason = "JAX defines no derivative of nextafter (jax/_src/lax/lax.py nextafter_p)";
+    p.no_transpose_reason = "not linear";
+    p.batch = broadcast_batcher("nextafter", {true});
+  }
 
   // neg: linear.
   {

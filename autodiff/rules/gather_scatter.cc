@@ -106,13 +106,14 @@ BOuts gather_batch(const Args& args, const Dims& dims, const Params& p) {
     return {{bind_gather(x, args[1], g)}, {0}};
   }
   Array idx = move_batch_dim(args[1], dims[1], 0);
-  if (dims[0] == kNotMapped) {
+  if (dims[0] == kNotMapped) {  // batching can repeat or unsort the indices: no promises (as JAX)
+    g.indices_are_sorted = g.unique_indices = false;
     d.offset_dims = shifted(d.offset_dims);
     d.start_indices_batching_dims = shifted(d.start_indices_batching_dims);
     return {{bind_gather(args[0], idx, g)}, {0}};
   }
   Array x = move_batch_dim(args[0], dims[0], 0);
-  g.slice_sizes = front(1, g.slice_sizes);
+  g.slice_sizes = front(size > 0 ? 1 : 0, g.slice_sizes);
   d.offset_dims = shifted(d.offset_dims);
   d.collapsed_slice_dims = shifted(d.collapsed_slice_dims);
   d.start_index_map = shifted(d.start_index_map);

@@ -1,13 +1,14 @@
 // minijax autodiff rules of the reductions: JVP, transpose and batching of reduce_sum,
-// reduce_max, reduce_min, reduce_prod, argmax, argmin and cumsum (JAX's rules, jax/_src/lax/).
+// reduce_max, reduce_min, reduce_prod, reduce_and/or/xor, argmax, argmin and cumsum (JAX's rules,
+// jax/_src/lax/).
 //
 // reduce_sum and cumsum are linear (transposes: broadcast_in_dim back; cumsum reversed).
 // reduce_max/min use JAX's "chooser" JVP: the tangent averaged over the locations equal to the
 // result. reduce_prod's JVP: d(prod x) = sum_i t_i * prod_{j != i} x_j, with the exclusive
 // products formed as (exclusive prefix product) * (exclusive suffix product), each a log-depth
 // Hillis-Steele doubling scan of pads and muls: no division, so zeros are handled exactly (JAX
-// reaches the same products through its pairwise reduction JVP). argmax/argmin have integer
-// outputs: zero (empty) tangents.
+// reaches the same products through its pairwise reduction JVP). argmax/argmin and
+// reduce_and/or/xor have integer or bool outputs: zero (empty) tangents.
 #include <algorithm>
 
 #include "autodiff/batching_util.h"
@@ -148,6 +149,13 @@ Registrar reg([] {
     p.jvp = reduce_prod_jvp;
     p.no_transpose_reason = "not linear";
     p.batch = axes_batch_rule<ReduceParams>("reduce_prod");
+  }
+  // reduce_and/or/xor: bool or integer outputs, so float0 (symbolic zero) tangents, as JAX's.
+  for (const char* name : {"reduce_and", "reduce_or", "reduce_xor"}) {
+    auto& p = get_or_create_primitive(name);
+    p.jvp = zero_jvp(name);
+    p.no_transpose_reason = "not linear (bool or integer output)";
+    p.batch = axes_batch_rule<ReduceParams>(name);
   }
   for (const char* name : {"argmax", "argmin"}) {
     auto& p = get_or_create_primitive(name);

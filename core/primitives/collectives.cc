@@ -80,8 +80,13 @@ std::vector<ShapedArray> all_reduce_shape(const std::vector<ShapedArray>& in, co
   check_unary("all_reduce", in);
   checked_axis_size("all_reduce", p);
   const std::string& r = param_string(p, "reduction");
-  if (r != "sum" && r != "max" && r != "min")
-    throw ValueError("all_reduce over axis " + axes_str(p) + ": reduction must be sum, max or min, got '" + r + "'");
+  const bool bitwise = r == "and" || r == "or" || r == "xor";
+  if (r != "sum" && r != "max" && r != "min" && !bitwise)
+    throw ValueError("all_reduce over axis " + axes_str(p) + ": reduction must be sum, max, min, and, or or xor, got '" +
+                     r + "'");
+  if (bitwise && in[0].dtype != DType::bool_ && !is_integer(in[0].dtype))
+    throw TypeError("all_reduce over axis " + axes_str(p) + ": reduction " + r + " needs bool or integer operands, got " +
+                    dtype_name(in[0].dtype));
   ShapedArray o = in[0];
   o.weak_type = false;
   return {o};

@@ -41,6 +41,7 @@ enum class Accept {
   floating,          ///< bf16, f32, f64
   numeric,           ///< i32, u32 and the floats (not bool)
   integral_or_bool,  ///< bool, i32, u32
+  integral,          ///< i32, u32 (not bool)
   any_value,         ///< bool, ints and floats (not float0/token)
 };
 
@@ -49,6 +50,7 @@ inline bool accepts(Accept a, DType d) {
     case Accept::floating: return is_floating(d);
     case Accept::numeric: return is_floating(d) || is_integer(d);
     case Accept::integral_or_bool: return is_integer(d) || d == DType::bool_;
+    case Accept::integral: return is_integer(d);
     case Accept::any_value: return is_floating(d) || is_integer(d) || d == DType::bool_;
   }
   return false;
@@ -59,6 +61,7 @@ inline const char* accept_name(Accept a) {
     case Accept::floating: return "a floating dtype (bf16, f32, f64)";
     case Accept::numeric: return "a numeric dtype (i32, u32, bf16, f32, f64)";
     case Accept::integral_or_bool: return "a bool or integer dtype";
+    case Accept::integral: return "an integer dtype (i32, u32)";
     case Accept::any_value: return "a bool, integer or floating dtype";
   }
   return "?";
@@ -74,6 +77,7 @@ constexpr bool accepts_type() {
   if constexpr (A == Accept::floating) return fl;
   else if constexpr (A == Accept::numeric) return fl || in;
   else if constexpr (A == Accept::integral_or_bool) return in || bo;
+  else if constexpr (A == Accept::integral) return in;
   else return fl || in || bo;
 }
 

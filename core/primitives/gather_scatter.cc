@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "core/gather_scatter_params.h"
+#include "core/primitives/elementwise_scalar.h"
 #include "core/lax.h"
 #include "core/lax_params.h"
 #include "core/param_reads.h"
@@ -243,10 +244,12 @@ std::vector<ShapedArray> gather_shape(const std::vector<ShapedArray>& in, const 
       throw ShapeError(ctx + "slice_sizes " + tup(ss) + ": slice size " + std::to_string(ss[i]) + " of dim " +
                        std::to_string(i) + " is outside [0, " + std::to_string(x.shape[i]) + "] (operand " +
                        x.str() + ")");
-    if ((contains(d.collapsed_slice_dims, int64_t(i)) || contains(d.operand_batching_dims, int64_t(i))) &&
-        ss[i] != 1)
-      throw ShapeError(ctx + "slice_sizes " + tup(ss) + ": a collapsed or batching dim (" +
-                       std::to_string(i) + ") must have slice size 1");
+    if (contains(d.collapsed_slice_dims, int64_t(i)) && ss[i] != 1)
+      throw ShapeError(ctx + "slice_sizes " + tup(ss) + ": a collapsed dim (" + std::to_string(i) +
+                       ") must have slice size 1");
+    if (contains(d.operand_batching_dims, int64_t(i)) && ss[i] > 1)  // 0 where the dim is empty, as JAX
+      throw ShapeError(ctx + "slice_sizes " + tup(ss) + ": a batching dim (" + std::to_string(i) +
+                       ") must have slice size 0 or 1");
   }
   const auto wdims = window_operand_dims(d, x.ndim());
   Shape out;
@@ -355,7 +358,9 @@ void for_each_position(const char* prim, const ShapedArray& xa, const Array& ind
                            ") is out of bounds for a window of size " + std::to_string(sizes[od]) +
                            " in operand dim " + std::to_string(od) + " of size " + std::to_string(xs[od]) +
                            " (mode GatherScatterMode.PROMISE_IN_BOUNDS; pass a mode to clip or fill)");
-        if (mode == lax::GatherScatterMode::FILL_OR_DROP) valid = false;
+        // A window that cannot fit at all (an indexed dim shorter than it: hi < 0, a scatter into
+        // an empty dim) is dropped in every mode, as XLA drops it.
+        if (mode == lax::GatherScatterMode::FILL_OR_DROP || hi < 0) valid = false;
         s = std::clamp<int64_t>(v, 0, std::max<int64_t>(hi, 0));
       }
       off += s * xst[od];
@@ -435,8 +440,8 @@ T combine(Combine c, T a, T b) {
   } else {
     switch (c) {
       case Combine::set: return b;
-      case Combine::add: return T(a + b);
-      case Combine::mul: return T(a * b);
+      case Combine::add: return elementwise::wrap_add(a, b);  // i32 wraps, as compiled code
+      case Combine::mul: return elementwise::wrap_mul(a, b);
       // NaN propagates, as XLA's min/max (and minijax's lax::min/max) do.
       case Combine::min: return (a != a || b != b) ? T(a + b) : (b < a ? b : a);
       case Combine::max: return (a != a || b != b) ? T(a + b) : (b > a ? b : a);

@@ -1,5 +1,6 @@
-// minijax reduction primitives: reduce_sum, reduce_max, reduce_min, reduce_prod, argmax, argmin,
-// cumsum. Owns their shape rules, eager implementations and lax:: entry points.
+// minijax reduction primitives: reduce_sum, reduce_max, reduce_min, reduce_prod, reduce_and,
+// reduce_or, reduce_xor, argmax, argmin, cumsum. Owns their shape rules, eager implementations and
+// lax:: entry points.
 //
 // Params (as JAX prints them): reduce_*[axes=(0,)], argmax[axes=(1,) index_dtype=int32],
 // cumsum[axis=0 reverse=False]. reduce_sum adds in the one fixed pairwise order the compiled
@@ -194,14 +195,31 @@ void sum_reduce(const T* src, T* dst, const Shape& s, const std::vector<int64_t>
   }
 }
 
-enum class RedKind { sum, max, min, prod };
+enum class RedKind { sum, max, min, prod, and_, or_, xor_ };
+
+bool is_bitwise(RedKind k) { return k == RedKind::and_ || k == RedKind::or_ || k == RedKind::xor_; }
+
+const char* red_name(RedKind kind) {
+  switch (kind) {
+    case RedKind::sum: return "reduce_sum";
+    case RedKind::prod: return "reduce_prod";
+    case RedKind::max: return "reduce_max";
+    case RedKind::min: return "reduce_min";
+    case RedKind::and_: return "reduce_and";
+    case RedKind::or_: return "reduce_or";
+    case RedKind::xor_: return "reduce_xor";
+  }
+  return "";
+}
 
 std::vector<ShapedArray> reduce_shape_rule(const std::vector<ShapedArray>& in, const Params& p,
                                            RedKind kind) {
   const ShapedArray& x = in.at(0);
-  const char* name = kind == RedKind::sum ? "reduce_sum" : kind == RedKind::prod ? "reduce_prod"
-                     : kind == RedKind::max ? "reduce_max" : "reduce_min";
-  check_dtype(x.dtype, kind == RedKind::max || kind == RedKind::min, name);
+  const char* name = red_name(kind);
+  if (is_bitwise(kind) && x.dtype != DType::bool_ && !is_integer(x.dtype))
+    throw TypeError(std::string(name) + " does not accept operands of dtype " + dtype_name(x.dtype) +
+                    " (bool, i32 or u32 required)");
+  check_dtype(x.dtype, kind != RedKind::sum && kind != RedKind::prod, name);
   auto axes = checked_axes(param_ints(p, "axes"), x.ndim());
   return {ShapedArray{kept_shape(x.shape, axes), x.dtype, x.weak_type, x.memory_kind}};
 }
@@ -229,6 +247,17 @@ std::vector<Array> reduce_impl(const std::vector<Array>& args, const Params& p,
     const int64_t n = int64_t(L.red.size());
     for (size_t o = 0; o < L.base.size(); ++o) {
       const int64_t b = L.base[o];
+      if constexpr (std::is_integral_v<T>) {  // bool, i32, u32: and / or / xor bitwise
+        if (is_bitwise(kind)) {
+          uint32_t r = kind == RedKind::and_ ? (std::is_same_v<T, bool> ? 1u : ~0u) : 0u;
+          for (int64_t i = 0; i < n; ++i) {
+            const uint32_t v = uint32_t(src[b + L.red[size_t(i)]]);
+            r = kind == RedKind::and_ ? (r & v) : kind == RedKind::or_ ? (r | v) : (r ^ v);
+          }
+          dst[o] = T(r);
+          continue;
+        }
+      }
       if constexpr (std::is_same_v<T, bool>) {
         bool r = kind == RedKind::min;  // identities: max -> false, min -> true
         for (int64_t i = 0; i < n; ++i) {
@@ -358,7 +387,10 @@ Registrar reg([] {
   const std::pair<const char*, RedKind> reds[] = {{"reduce_sum", RedKind::sum},
                                                   {"reduce_max", RedKind::max},
                                                   {"reduce_min", RedKind::min},
-                                                  {"reduce_prod", RedKind::prod}};
+                                                  {"reduce_prod", RedKind::prod},
+                                                  {"reduce_and", RedKind::and_},
+                                                  {"reduce_or", RedKind::or_},
+                                                  {"reduce_xor", RedKind::xor_}};
   for (auto [name, kind] : reds) {
     auto& p = get_or_create_primitive(name);
     set_classes(p, OpClass::reduction, CostClass::reduction, FusionClass::normal);
@@ -407,6 +439,15 @@ Array reduce_min(const Array& x, const std::vector<int64_t>& axes, SL loc) {
 }
 Array reduce_prod(const Array& x, const std::vector<int64_t>& axes, SL loc) {
   return minijax::bind1(primitive("reduce_prod"), {x}, Params{{"axes", axes}}, loc);
+}
+Array reduce_and(const Array& x, const std::vector<int64_t>& axes, SL loc) {
+  return minijax::bind1(primitive("reduce_and"), {x}, Params{{"axes", axes}}, loc);
+}
+Array reduce_or(const Array& x, const std::vector<int64_t>& axes, SL loc) {
+  return minijax::bind1(primitive("reduce_or"), {x}, Params{{"axes", axes}}, loc);
+}
+Array reduce_xor(const Array& x, const std::vector<int64_t>& axes, SL loc) {
+  return minijax::bind1(primitive("reduce_xor"), {x}, Params{{"axes", axes}}, loc);
 }
 Array argmax(const Array& x, int64_t axis, DType index_dtype, SL loc) {
   return minijax::bind1(primitive("argmax"), {x},

@@ -593,6 +593,11 @@ Array lax::gather(const Array& x, const Array& indices, GatherScatterMode mode,
                   std::optional<double> fill_value, SL loc) {
   check_gather_scatter_mode("gather", mode, loc);
   Array idx = row_indices(x, indices, "gather", loc);
+  if (mode == GatherScatterMode::FILL_OR_DROP && x.shape()[0] == 0) {  // every index is out of range
+    Shape out = indices.shape();
+    out.insert(out.end(), x.shape().begin() + 1, x.shape().end());
+    return full(out, gather_fill(x.dtype(), fill_value), x.dtype());
+  }
   if (mode == GatherScatterMode::PROMISE_IN_BOUNDS) eager_check_rows(x, indices, "gather", loc);
   GatherOptions o;
   o.mode = mode;

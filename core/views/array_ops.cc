@@ -143,7 +143,8 @@ Params DotGeneralParams::to_params() const {
 // ---- reductions ------------------------------------------------------------------------------------
 
 bool ReduceParams::is(const Primitive& p) {
-  static const Primitive* q[] = {prim("reduce_sum"), prim("reduce_max"), prim("reduce_min"), prim("reduce_prod")};
+  static const Primitive* q[] = {prim("reduce_sum"), prim("reduce_max"), prim("reduce_min"), prim("reduce_prod"),
+                                 prim("reduce_and"), prim("reduce_or"),   prim("reduce_xor")};
   return std::find(std::begin(q), std::end(q), &p) != std::end(q);
 }
 bool ReduceParams::is(const Eqn& e) { return e.primitive && is(*e.primitive); }
@@ -183,6 +184,21 @@ CumsumParams CumsumParams::from(const Params& p) {
   return views::read_view("cumsum", [&] { return CumsumParams{param_int(p, "axis"), param_bool(p, "reverse")}; });
 }
 Params CumsumParams::to_params() const { return Params{{"axis", axis}, {"reverse", reverse}}; }
+
+bool CumulativeParams::is(const Primitive& p) {
+  static const Primitive* q[] = {prim("cumprod"), prim("cummax"), prim("cummin"), prim("cumlogsumexp")};
+  return std::find(std::begin(q), std::end(q), &p) != std::end(q);
+}
+bool CumulativeParams::is(const Eqn& e) { return e.primitive && is(*e.primitive); }
+CumulativeParams CumulativeParams::from(const Params& p, const std::string& primitive) {
+  return views::read_view(primitive.c_str(),
+                          [&] { return CumulativeParams{param_int(p, "axis"), param_bool(p, "reverse")}; });
+}
+Params CumulativeParams::to_params() const { return Params{{"axis", axis}, {"reverse", reverse}}; }
+CumulativeParams cumulative_params(const Eqn& e) {
+  if (!CumulativeParams::is(e)) views::wrong_primitive("CumulativeParams", e);
+  return CumulativeParams::from(e.params, e.primitive->name);
+}
 
 // ---- iota, converts, elementwise params ------------------------------------------------------------
 
@@ -235,9 +251,9 @@ const std::vector<std::string>& array_op_primitive_names() {
   static const std::vector<std::string> names = {
       "broadcast_in_dim", "reshape", "squeeze", "expand_dims", "rev", "transpose", "slice",
       "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "gather", "scatter_add",
-      "dot_general", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin",
-      "cumsum", "iota", "convert_element_type", "round", "integer_pow", "iota_2x32_shape",
-      "bitcast_convert_type"};
+      "dot_general", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
+      "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "iota",
+      "convert_element_type", "round", "integer_pow", "iota_2x32_shape", "bitcast_convert_type", "sort", "top_k"};
   return names;
 }
 }  // namespace views
@@ -265,10 +281,12 @@ Registrar reg_checks([] {
   set("concatenate", check_with<ConcatenateParams>());
   set("pad", check_with<PadParams>());
   set("dot_general", check_with<DotGeneralParams>());
-  for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"})
+  for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor"})
     set(n, [n](const Params& p) { return ReduceParams::from(p, n).to_params(); });
   for (const char* n : {"argmax", "argmin"}) set(n, [n](const Params& p) { return ArgReduceParams::from(p, n).to_params(); });
   set("cumsum", check_with<CumsumParams>());
+  for (const char* n : {"cumprod", "cummax", "cummin", "cumlogsumexp"})
+    set(n, [n](const Params& p) { return CumulativeParams::from(p, n).to_params(); });
   set("iota", check_with<IotaParams>());
   set("convert_element_type", check_with<ConvertElementTypeParams>());
   set("round", check_with<RoundParams>());

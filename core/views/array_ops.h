@@ -151,7 +151,8 @@ struct DotGeneralParams {
 };
 DotGeneralParams dot_general_params(const Eqn& e);
 
-/// reduce_sum, reduce_max, reduce_min, reduce_prod: the reduced `axes`.
+/// reduce_sum, reduce_max, reduce_min, reduce_prod, reduce_and, reduce_or, reduce_xor: the reduced
+/// `axes`.
 struct ReduceParams {
   std::vector<int64_t> axes;
   static bool is(const Eqn& e);
@@ -188,6 +189,19 @@ struct CumsumParams {
   Params to_params() const;
 };
 CumsumParams cumsum_params(const Eqn& e);
+
+/// cumprod, cummax, cummin, cumlogsumexp: the running combine along `axis`, from the end when
+/// `reverse` (the params of cumsum).
+struct CumulativeParams {
+  int64_t axis = 0;
+  bool reverse = false;
+  static bool is(const Eqn& e);
+  static bool is(const Primitive& p);
+  /// `primitive` names the primitive in errors.
+  static CumulativeParams from(const Params& p, const std::string& primitive = "cumprod");
+  Params to_params() const;
+};
+CumulativeParams cumulative_params(const Eqn& e);
 
 /// iota: integers along `dimension` of `shape`, of `dtype`.
 struct IotaParams {

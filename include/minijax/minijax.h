@@ -17,6 +17,7 @@
 #include "core/control_flow.h"
 #include "core/debug.h"
 #include "core/lax.h"
+#include "core/gather_scatter.h"
 #include "core/convolution.h"
 #include "core/windowed_reductions.h"
 #include "core/nn.h"

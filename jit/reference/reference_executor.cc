@@ -328,8 +328,12 @@ class Executor {
         const std::string red = p.kind == Kind::all_reduce ? p.reduction : "sum";
         Array acc = x[0];
         for (int64_t r = 1; r < n; ++r)
-          acc = red == "sum" ? lax::add(acc, x[size_t(r)]) : red == "max" ? lax::max(acc, x[size_t(r)])
-                                                                          : lax::min(acc, x[size_t(r)]);
+          acc = red == "sum"   ? lax::add(acc, x[size_t(r)])
+                : red == "max" ? lax::max(acc, x[size_t(r)])
+                : red == "min" ? lax::min(acc, x[size_t(r)])
+                : red == "and" ? lax::and_(acc, x[size_t(r)])
+                : red == "or"  ? lax::or_(acc, x[size_t(r)])
+                               : minijax::bind1(primitive("xor"), {acc, x[size_t(r)]});
         acc = lax::convert_element_type(acc, oaval.dtype);
         for (int64_t r = 0; r < n; ++r) {
           size_t pos = m[size_t(r)];

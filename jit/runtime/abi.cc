@@ -21,6 +21,7 @@
 #include "jit/runtime/host_callback.h"
 #include "jit/runtime/parallel_for.h"
 #include "jit/runtime/profiler.h"
+#include "jit/runtime/sort.h"
 #include "jit/runtime/spmd_context.h"
 #include "jit/runtime/trig_reduction.h"
 
@@ -94,6 +95,8 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"mj_rt_kernel_begin", reinterpret_cast<void*>(&mj_rt_kernel_begin)},
       {"mj_rt_kernel_end", reinterpret_cast<void*>(&mj_rt_kernel_end)},
       {"mj_rt_trig_reduce", reinterpret_cast<void*>(&mj_rt_trig_reduce)},
+      {"mj_rt_sort", reinterpret_cast<void*>(&mj_rt_sort)},
+      {"mj_rt_top_k", reinterpret_cast<void*>(&mj_rt_top_k)},
       {"mj_rt_dnnl", reinterpret_cast<void*>(&mj_rt_dnnl)},
       {"mj_rt_max_pool_needs_loop", reinterpret_cast<void*>(&mj_rt_max_pool_needs_loop)},
       {"mj_rt_dnnl_forward_ran_once", reinterpret_cast<void*>(&mj_rt_dnnl_forward_ran_once)},

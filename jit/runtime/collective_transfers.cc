@@ -99,6 +99,13 @@ void reduce_box(DType dtype, const std::string& reduction, void* dst, const Shap
       std::vector<const T*> in;
       for (const void* p : srcs) in.push_back(static_cast<const T*>(p) + s);
       T* out = static_cast<T*>(dst) + d;
+      if constexpr (std::is_integral_v<T>) {  // bool, i32, u32: the bitwise reductions
+        if (reduction == "and" || reduction == "or" || reduction == "xor") {
+          const int k = reduction == "and" ? 0 : reduction == "or" ? 1 : 2;
+          reduce_run(out, in, n, [k](auto a, auto b) { return k == 0 ? (a & b) : k == 1 ? (a | b) : (a ^ b); });
+          return;
+        }
+      }
       if (reduction == "max") reduce_run(out, in, n, [](auto a, auto b) { return elementwise::nan_max(a, b); });
       else if (reduction == "min") reduce_run(out, in, n, [](auto a, auto b) { return elementwise::nan_min(a, b); });
       else if constexpr (!std::is_same_v<T, bool>)
@@ -278,8 +285,12 @@ void check_params(const CollectiveOp& op, const std::vector<int>& group) {
       check_dim(op, group, "gather_dimension", op.gather_dimension, nd + (op.tiled ? 0 : 1), 1);
       break;
     case CollectiveKind::all_reduce:
-      if (op.reduction != "sum" && op.reduction != "max" && op.reduction != "min")
-        throw ValueError(w + "reduction must be sum, max or min, got '" + op.reduction + "'");
+      if (op.reduction != "sum" && op.reduction != "max" && op.reduction != "min" && op.reduction != "and" &&
+          op.reduction != "or" && op.reduction != "xor")
+        throw ValueError(w + "reduction must be sum, max, min, and, or or xor, got '" + op.reduction + "'");
+      if ((op.reduction == "and" || op.reduction == "or" || op.reduction == "xor") &&
+          (op.dtype != DType::bool_ && !is_integer(op.dtype)))
+        throw TypeError(w + "reduction " + op.reduction + " of dtype " + dtype_name(op.dtype));
       if (op.reduction == "sum" && op.dtype == DType::bool_ && n > 1) throw TypeError(w + "a sum of bool values");
       break;
     case CollectiveKind::reduce_scatter:

@@ -33,7 +33,7 @@ struct CollectiveOp {
 
   int64_t gather_dimension = 0;  ///< all_gather
   bool tiled = true;             ///< all_gather: concatenate (true) or stack in a new dim (false)
-  std::string reduction = "sum";  ///< all_reduce: "sum", "max" or "min" (reduce_scatter sums)
+  std::string reduction = "sum";  ///< all_reduce: "sum", "max", "min", "and", "or" or "xor" (reduce_scatter sums)
   int64_t scatter_dimension = 0;  ///< reduce_scatter
   int64_t split_dimension = 0, concat_dimension = 0;  ///< all_to_all
   std::vector<int64_t> source_target_pairs;           ///< collective_permute: flat (source, target) ranks

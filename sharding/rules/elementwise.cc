@@ -56,6 +56,10 @@ Registrar reg([] {
         "shift_right_logical", "sign", "sin", "sqrt", "stop_gradient", "sub", "tan", "tanh",
         "threefry2x32", "xor"})
     t[n] = ew;
+  // The elementwise functions of core/primitives/elementwise_special.cc: pointwise as well.
+  for (const char* n : {"is_finite", "nextafter", "population_count", "clz", "sinh", "cosh", "asin", "acos",
+                        "atan", "asinh", "acosh", "atanh", "cbrt", "erfc"})
+    t[n] = ew;
   // iota: no operands; every result dim is a factor of its own (the values depend on the
   // position, but each shard adds its offset: partition_spmd, from axis_index).
   t["iota"] = ew;

@@ -1,5 +1,5 @@
-// minijax sharding rules of reductions and contractions: reduce_{sum,max,min,prod}, argmax,
-// argmin, cumsum and dot_general.
+// minijax sharding rules of reductions and contractions: reduce_{sum,max,min,prod,and,or,xor},
+// argmax, argmin, cumsum, cumprod, cummax, cummin, cumlogsumexp and dot_general.
 #include <set>
 
 #include "core/lax.h"
@@ -11,11 +11,12 @@ namespace minijax::sharding_rules_detail {
 namespace {
 
 // Kept dims share a factor with the result dims in order; each reduced dim is a factor of the
-// operand alone, either a reduction factor (sharding it leaves partial results: unreduced) or a
-// need-replication factor.
+// operand alone, either a reduction factor (sharding it leaves partial results: unreduced, or
+// completed by an all_reduce of `completed_by`) or a need-replication factor.
 FactorRule reduce_like(const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
-                       const std::vector<int64_t>& axes, bool reduction) {
+                       const std::vector<int64_t>& axes, bool reduction, const std::string& completed_by = "") {
   RuleBuilder b(in, out);
+  if (reduction && !completed_by.empty()) b.completed_by(completed_by);
   const Shape& s = in.at(0).shape;
   std::set<size_t> red;
   for (int64_t a : axes) red.insert(norm_axis(a, s.size()));
@@ -33,6 +34,22 @@ FactorRule reduce_like(const std::vector<ShapedArray>& in, const std::vector<Sha
   return b.take();
 }
 
+// Shape-preserving scans: every dim one factor of operand and result; the scanned axis needs
+// replication.
+FactorRule scan_like(const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
+                     int64_t scanned) {
+  RuleBuilder b(in, out);
+  const Shape& s = in.at(0).shape;
+  const size_t axis = norm_axis(scanned, s.size());
+  for (size_t d = 0; d < s.size(); ++d) {
+    int f = b.factor(s[d]);
+    b.operand(0, d, f);
+    b.result(0, d, f);
+    if (d == axis) b.need_replication(f);
+  }
+  return b.take();
+}
+
 Registrar reg([] {
   auto& t = sharding_rules();
   // reduce_sum's reduced dims are reduction factors, as in Shardy: a sharded reduced dim leaves
@@ -46,6 +63,14 @@ Registrar reg([] {
   for (const char* n : {"reduce_max", "reduce_min", "reduce_prod"})
     t[n] = [n](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
                const Params& p) { return reduce_like(in, out, ReduceParams::from(p, n).axes, false); };
+  // reduce_and/or/xor: reduced dims are reduction factors whose partial results the partitioner
+  // completes at once by an all_reduce of the same operation (FactorRule::completed_by): the
+  // results are never unreduced (a Sharding's unreduced axes mean partial sums only).
+  for (const char* n : {"reduce_and", "reduce_or", "reduce_xor"})
+    t[n] = [n](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out, const Params& p) {
+      const std::string op = std::string(n).substr(std::string("reduce_").size());
+      return reduce_like(in, out, ReduceParams::from(p, n).axes, true, op);
+    };
   // argmax/argmin: the index of the extreme is not combinable from partial results without the
   // values, so the axis needs replication.
   for (const char* n : {"argmax", "argmin"})
@@ -53,18 +78,11 @@ Registrar reg([] {
                const Params& p) { return reduce_like(in, out, ArgReduceParams::from(p, n).axes, false); };
   // cumsum: shape-preserving; the scanned axis needs replication (a prefix sum crosses shards).
   t["cumsum"] = [](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
-                   const Params& p) {
-    RuleBuilder b(in, out);
-    const Shape& s = in.at(0).shape;
-    const size_t axis = norm_axis(CumsumParams::from(p).axis, s.size());
-    for (size_t d = 0; d < s.size(); ++d) {
-      int f = b.factor(s[d]);
-      b.operand(0, d, f);
-      b.result(0, d, f);
-      if (d == axis) b.need_replication(f);
-    }
-    return b.take();
-  };
+                   const Params& p) { return scan_like(in, out, CumsumParams::from(p).axis); };
+  // cumprod/cummax/cummin/cumlogsumexp: the same, for the same reason (a running combine).
+  for (const char* n : {"cumprod", "cummax", "cummin", "cumlogsumexp"})
+    t[n] = [n](const std::vector<ShapedArray>& in, const std::vector<ShapedArray>& out,
+               const Params& p) { return scan_like(in, out, CumulativeParams::from(p, n).axis); };
   // dot_general: batch factors (lhs, rhs, result), lhs-free factors (lhs, result), rhs-free
   // factors (rhs, result), contracting factors (lhs, rhs) as reduction factors, numbered in that
   // order as Shardy does (a matmul prints ([i, k], [k, j])->([i, j]) ... reduction={k}). Result

@@ -26,6 +26,8 @@ class RuleBuilder {
   void operand(size_t i, size_t d, int f) { rule_.operand_dims.at(i).at(d).push_back(f); }
   void result(size_t i, size_t d, int f) { rule_.result_dims.at(i).at(d).push_back(f); }
   void reduction(int f) { rule_.reduction_factors.push_back(f); }
+  /// The all_reduce reduction completing the reduction factors in place (FactorRule::completed_by).
+  void completed_by(std::string op) { rule_.completed_by = std::move(op); }
   void need_replication(int f) { rule_.need_replication_factors.push_back(f); }
   /// A need-replication factor owned by operand i's dim d alone (a dim whose size changes).
   int own_operand(size_t i, size_t d, int64_t size) {

@@ -66,6 +66,11 @@ std::vector<E> elementwise() {
        [](const V& a) { return one(lax::xor_(a[0], a[1])); }, mix},
       {"not", "bool", in_b, [](const V& a) { return one(lax::not_(a[0])); }, mix},
       {"not", "i32", in_i, [](const V& a) { return one(lax::not_(a[0])); }, mix},
+      // bit counts of integers, and a float's finiteness (a bool of the float operand)
+      {"population_count", "i32", in_i, [](const V& a) { return one(lax::population_count(a[0])); }, mix},
+      {"clz", "u32", [](const Array& x) { return V{U(x)}; }, [](const V& a) { return one(lax::clz(a[0])); },
+       mix},
+      {"is_finite", "f32", in_x, [](const V& a) { return one(lax::is_finite(a[0])); }, mix},
       // debug_callback over an integer and a float: the callback sees primal values only (a
       // float0 tangent never reaches it), and its operand flows on unchanged.
       {"debug_callback", "i32_and_f32", [](const Array& x) { return V{I(x), x}; },
@@ -77,7 +82,8 @@ std::vector<E> elementwise() {
       // selection and clamping
       {"select_n", "bool_which", [](const Array& x) { return V{B(x), -x, x * x}; },
        [](const V& a) { return one(lax::select_n(a[0], {a[1], a[2]})); }, mix},
-      {"select_n", "i32_which", [](const Array& x) { return V{lax::rem(I(x), C(I(x), 3)), x, x * x, mj::sin(x)}; },
+      {"select_n", "i32_which",
+       [](const Array& x) { return V{lax::rem(I(x), C(I(x), 3)), x, x * x, mj::sin(x)}; },
        [](const V& a) { return one(lax::select_n(a[0], {a[1], a[2], a[3]})); }, mix},
       {"select_n", "i32_cases", [](const Array& x) { return V{B(x), I(x), C(I(x), 6)}; },
        [](const V& a) { return one(lax::select_n(a[0], {a[1], a[2]})); }, mix},
@@ -112,8 +118,10 @@ std::vector<E> elementwise() {
        [](const V& a) { return one(lax::pow(a[0], a[1])); }, mix},
       {"integer_pow", "i32", in_i, [](const V& a) { return one(lax::integer_pow(a[0], 3)); }, mix},
       {"neg", "i32", in_i, [](const V& a) { return one(lax::neg(a[0])); }, mix},
-      {"abs", "i32", [](const Array& x) { return V{I(x) - 3}; }, [](const V& a) { return one(lax::abs(a[0])); }, mix},
-      {"sign", "i32", [](const Array& x) { return V{I(x) - 3}; }, [](const V& a) { return one(lax::sign(a[0])); }, mix},
+      {"abs", "i32", [](const Array& x) { return V{I(x) - 3}; },
+       [](const V& a) { return one(lax::abs(a[0])); }, mix},
+      {"sign", "i32", [](const Array& x) { return V{I(x) - 3}; },
+       [](const V& a) { return one(lax::sign(a[0])); }, mix},
       {"shift_left", "u32", [](const Array& x) { return V{U(x), C(U(x), 2)}; },
        [](const V& a) { return one(lax::shift_left(a[0], a[1])); }, mix},
       {"shift_right_logical", "i32", in_ii,
@@ -143,6 +151,14 @@ std::vector<E> structural() {
       {"reduce_min", "i32", in_i, [](const V& a) { return one(lax::reduce_min(a[0], all_axes(a[0]))); }, mix},
       {"reduce_prod", "i32", in_i, [](const V& a) { return one(lax::reduce_prod(a[0], all_axes(a[0]))); }, mix},
       {"cumsum", "i32", in_i, [](const V& a) { return one(lax::cumsum(lax::expand_dims(a[0], {0}), 0)); }, mix},
+      {"cumprod", "i32", in_i, [](const V& a) { return one(lax::cumprod(lax::expand_dims(a[0], {0}), 0)); }, mix},
+      {"cummax", "i32", in_i, [](const V& a) { return one(lax::cummax(lax::expand_dims(a[0], {0}), 0, true)); }, mix},
+      {"cummin", "u32", [](const Array& x) { return V{U(x)}; },
+       [](const V& a) { return one(lax::cummin(lax::expand_dims(a[0], {0}), 0)); }, mix},
+      {"reduce_and", "bool", in_b, [](const V& a) { return one(lax::reduce_and(a[0], all_axes(a[0]))); }, mix},
+      {"reduce_or", "i32", in_i, [](const V& a) { return one(lax::reduce_or(a[0], all_axes(a[0]))); }, mix},
+      {"reduce_xor", "u32", [](const Array& x) { return V{U(x)}; },
+       [](const V& a) { return one(lax::reduce_xor(a[0], all_axes(a[0]))); }, mix},
       // the windowed reductions over x flattened, windows of 2 with one padded element in front
       {"reduce_window_sum", "i32", in_i, [](const V& a) { return one(lax::reduce_window_sum(flat(a[0]), {2}, {1}, kPad1)); }, mix},
       {"reduce_window_max", "i32", in_i, [](const V& a) { return one(lax::reduce_window_max(flat(a[0]), {2}, {1}, kPad1)); }, mix},
@@ -174,6 +190,15 @@ std::vector<E> structural() {
        [](const V& a) { return one(lax::argmax(a[0], a[0].ndim() - 1)); }, mix},
       {"argmin", "", [](const Array& x) { return V{mj::stack({x, 0.5 - x * x}, -1)}; },
        [](const V& a) { return one(lax::argmin(a[0], a[0].ndim() - 1)); }, mix},
+      // sort by an i32 key (ties kept in order) carrying x along; top_k's i32 indices
+      {"sort", "i32_key_f32_val", [](const Array& x) { return V{I(flat(x)), flat(x)}; },
+       [](const V& a) { return lax::sort(V{a[0], a[1]}, 0); }, mix},
+      {"top_k", "", [](const Array& x) { return V{mj::stack({x, 0.5 - x * x}, -1)}; },
+       [](const V& a) {
+         auto [v, i] = lax::top_k(a[0], 1);
+         return V{v, i};
+       },
+       mix},
       {"iota", "i32", in_i,
        [](const V& a) {
          Array i = lax::iota(i32, {std::max<int64_t>(a[0].size(), 1)});
@@ -244,22 +269,27 @@ std::vector<E> structural() {
        mix},
       {"scatter", "i32_indices", [](const Array& x) { return V{table(x), I(x), x * x}; },
        [](const V& a) {
-         return one(lax::scatter(a[0], lax::reshape(a[1], {a[1].size(), 1}), a[2], kRowScatter));
+         return one(lax::scatter(a[0], lax::reshape(a[1], {a[1].size(), 1}), lax::reshape(a[2], {a[2].size()}),
+                                    kRowScatter));
        },
        mix},
-      {"scatter_mul", "i32_indices", [](const Array& x) { return V{table(x), I(x), x * x}; },
+      // Updates constant: scatter_mul differentiates its updates only with unique indices (JAX).
+      {"scatter_mul", "i32_indices", [](const Array& x) { return V{table(x), I(x), lax::full(x.shape(), 1.5, x.dtype())}; },
        [](const V& a) {
-         return one(lax::scatter_mul(a[0], lax::reshape(a[1], {a[1].size(), 1}), a[2], kRowScatter));
+         return one(lax::scatter_mul(a[0], lax::reshape(a[1], {a[1].size(), 1}), lax::reshape(a[2], {a[2].size()}),
+                                    kRowScatter));
        },
        mix},
       {"scatter_min", "i32_indices", [](const Array& x) { return V{table(x), I(x), x * x}; },
        [](const V& a) {
-         return one(lax::scatter_min(a[0], lax::reshape(a[1], {a[1].size(), 1}), a[2], kRowScatter));
+         return one(lax::scatter_min(a[0], lax::reshape(a[1], {a[1].size(), 1}), lax::reshape(a[2], {a[2].size()}),
+                                    kRowScatter));
        },
        mix},
       {"scatter_max", "i32_indices", [](const Array& x) { return V{table(x), I(x), x * x}; },
        [](const V& a) {
-         return one(lax::scatter_max(a[0], lax::reshape(a[1], {a[1].size(), 1}), a[2], kRowScatter));
+         return one(lax::scatter_max(a[0], lax::reshape(a[1], {a[1].size(), 1}), lax::reshape(a[2], {a[2].size()}),
+                                    kRowScatter));
        },
        mix},
       {"device_put", "i32_host_and_back", in_i,
@@ -297,9 +327,11 @@ const std::vector<Float0Entry>& entries() {
 }
 
 const std::vector<std::string>& float_only() {
-  static const std::vector<std::string> v = {"sin",   "cos",  "tan",   "tanh",  "exp",   "expm1",
-                                             "log",   "log1p", "logistic", "sqrt", "rsqrt", "erf",
-                                             "erf_inv", "floor", "ceil", "round", "atan2"};
+  static const std::vector<std::string> v = {"sin",     "cos",   "tan",      "tanh",  "exp",   "expm1",
+                                             "log",     "log1p", "logistic", "sqrt",  "rsqrt", "erf",
+                                             "erf_inv", "floor", "ceil",     "round", "atan2", "nextafter",
+                                             "sinh",    "cosh",  "asin",     "acos",  "atan",  "asinh",
+                                             "acosh",   "atanh", "cbrt",     "erfc",  "cumlogsumexp"};
   return v;
 }
 

@@ -2,6 +2,7 @@
 // numbers: windows, collapsed/inserted dims, batching dims, repeated indices and every mode.
 #include "conformance.h"
 #include "core/gather_scatter.h"
+#include "core/gather_scatter_params.h"
 
 namespace conformance {
 namespace {
@@ -69,12 +70,12 @@ lax::ScatterOptions unique(M m) {
   return o;
 }
 // Well-separated values (no ties between operand and updates, so min/max are differentiable).
-Array spread(const mj::Shape& s, uint32_t seed, double offset) {
+Array spread(const mj::Shape& s, uint32_t seed, double offset, mj::DType dt = mj::f64) {
   Array r = rnd(s, seed, 0, 0.1);
   std::vector<double> v(size_t(r.size()));
   for (size_t i = 0; i < v.size(); ++i)
     v[i] = double((i * 7) % v.size()) * 0.5 + offset + r.data<double>()[i];
-  return mj::array(v, s, mj::f64);
+  return mj::array(v, s, dt);
 }
 
 const lax::ScatterDimensionNumbers kSWin = lax::mirrored_scatter_dims(kWin);
@@ -147,6 +148,27 @@ Add cases({
                 mj::astype(rnd_int({4, 2, 3}, 2949, 0, 90), mj::u32), false),
     any_scatter("scatter_min", &lax::scatter_min, "i32", kSRows, sopt(M::CLIP),
                 rnd_int({5, 3}, 2950, -50, 50), srow_idx(), rnd_int({5, 3}, 2951, -50, 50), false),
+    // Each scatter at f32 (not differentiated: f32 finite differences are too coarse, as in
+    // cases_f32.cc) and at the integer dtypes it lacks above.
+    any_scatter("scatter", &lax::scatter, "f32_unique", kSRows, unique(M::FILL_OR_DROP),
+                rnd({5, 3}, 2952, -1, 1, mj::f32), ints({4, 0, 2}, {3, 1}), rnd({3, 3}, 2953, -1, 1, mj::f32), false),
+    any_scatter("scatter", &lax::scatter, "u32", kSWin, sopt(M::FILL_OR_DROP),
+                mj::astype(rnd_int({4, 5}, 2954, 0, 90), mj::u32), swin_idx(),
+                mj::astype(rnd_int({4, 2, 3}, 2955, 0, 90), mj::u32), false),
+    any_scatter("scatter_mul", &lax::scatter_mul, "f32_unique", kSRows, unique(M::CLIP),
+                rnd({5, 3}, 2956, -1, 1, mj::f32), ints({2, 4, 0}, {3, 1}), rnd({3, 3}, 2957, -1, 1, mj::f32), false),
+    any_scatter("scatter_mul", &lax::scatter_mul, "u32", kSRows, sopt(M::CLIP),
+                mj::astype(rnd_int({5, 3}, 2958, 0, 9), mj::u32), srow_idx(),
+                mj::astype(rnd_int({5, 3}, 2959, 0, 5), mj::u32), false),
+    any_scatter("scatter_min", &lax::scatter_min, "f32", kSWin, sopt(M::FILL_OR_DROP),
+                spread({4, 5}, 2960, 0, mj::f32), swin_idx(), spread({4, 2, 3}, 2961, 0.25, mj::f32), false),
+    any_scatter("scatter_min", &lax::scatter_min, "u32", kSWin, sopt(M::CLIP),
+                mj::astype(rnd_int({4, 5}, 2962, 0, 90), mj::u32), swin_idx(),
+                mj::astype(rnd_int({4, 2, 3}, 2963, 0, 90), mj::u32), false),
+    any_scatter("scatter_max", &lax::scatter_max, "f32", kSRows, sopt(M::CLIP),
+                spread({5, 3}, 2964, 0, mj::f32), srow_idx(), spread({5, 3}, 2965, 0.25, mj::f32), false),
+    any_scatter("scatter_max", &lax::scatter_max, "i32", kSRows, sopt(M::FILL_OR_DROP),
+                rnd_int({5, 3}, 2966, -50, 50), srow_idx(), rnd_int({5, 3}, 2967, -50, 50), false),
 });
 
 }  // namespace

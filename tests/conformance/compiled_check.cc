@@ -53,10 +53,14 @@ const std::map<std::string, Rule>& rules() {
           "expand_dims", "transpose", "rev", "slice", "dynamic_slice", "dynamic_update_slice", "concatenate",
           "pad", "gather", "iota", "device_put", "sharding_constraint", "optimization_barrier", "threefry2x32",
           "iota_2x32_shape", "shift_left", "shift_right_logical", "bitcast_convert_type", "reduce_max",
-          "reduce_min", "argmax", "argmin", "reduce_sum", "name"})
+          "reduce_min", "argmax", "argmin", "reduce_sum", "name", "reduce_and", "reduce_or", "reduce_xor",
+          "cummax", "cummin"})
       m[p] = {Bound::exact, 0};
-    for (const char* p : {"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
-                          "rsqrt", "pow", "atan2"})
+    // Bit-level functions: the same bits (core/primitives/elementwise_special.cc).
+    for (const char* p : {"is_finite", "nextafter", "population_count", "clz"}) m[p] = {Bound::exact, 0};
+    for (const char* p : {"exp",  "log",  "log1p", "expm1", "tanh",  "logistic", "sin",  "cos",
+                          "tan",  "erf",  "rsqrt", "pow",   "atan2", "sinh",     "cosh", "asin",
+                          "acos", "atan", "asinh", "acosh", "atanh", "cbrt",     "erfc"})
       m[p] = {Bound::ulp, 6};
     // erf_inv: its compiled polynomial is held to 8 ulp of eager (tests/cases/test_prng_threefry.cc).
     m["erf_inv"] = {Bound::ulp, 8};
@@ -79,7 +83,14 @@ const std::map<std::string, Rule>& rules() {
     // The generic body runs in window order on both sides; its own equations may be
     // transcendentals (ulp bounds), over a few window elements.
     m["reduce_window"] = {Bound::normwise, 16};
+    // sort and top_k move elements (the runtime's order is eager's): exact.
+    for (const char* p : {"sort", "top_k"}) m[p] = {Bound::exact, 0};
     m["reduce_prod"] = {Bound::product, 0};
+    // cumprod multiplies in f64 in eager's order on both sides (a product bound of the axis's
+    // length all the same); cumlogsumexp's steps call the compiled exp/log1p against eager's libm:
+    // a few f64 roundings per step, at most n steps deep, each below the running result.
+    m["cumprod"] = {Bound::product, 0};
+    m["cumlogsumexp"] = {Bound::sum, 0};
     // Bodies of up to 4 steps of tanh(W h + x) (3-term dots) or sin/tanh of a 3-term dot: a few
     // roundings per step and per transcendental, steps contracting (|tanh'| <= 1).
     for (const char* p : {"scan", "checkpoint", "cond", "while"}) m[p] = {Bound::normwise, 16};
@@ -98,6 +109,8 @@ int64_t summed_length(const mj::Eqn& e) {
     for (int64_t a : mj::reduce_params(e).axes) len *= s[size_t(a)];
   } else if (n == "cumsum") {
     len = s[size_t(mj::cumsum_params(e).axis)];
+  } else if (n == "cumprod" || n == "cumlogsumexp") {
+    len = s[size_t(mj::cumulative_params(e).axis)];
   } else if (n == "dot_general") {
     for (int64_t a : mj::lax::dot_dimension_numbers(e.params).lhs_contracting) len *= s[size_t(a)];
   } else if (n == "scatter_add") {

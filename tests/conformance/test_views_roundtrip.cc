@@ -13,6 +13,7 @@
 #include "conformance.h"
 #include "core/parser.h"
 #include "core/views/array_ops.h"
+#include "core/views/sorting.h"
 
 namespace {
 
@@ -56,12 +57,21 @@ const std::map<std::string, RoundTrip>& round_trips() {
       {"argmax", rt_named<mj::ArgReduceParams>("argmax")},
       {"argmin", rt_named<mj::ArgReduceParams>("argmin")},
       {"cumsum", rt<mj::CumsumParams>()},
+      {"reduce_and", rt_named<mj::ReduceParams>("reduce_and")},
+      {"reduce_or", rt_named<mj::ReduceParams>("reduce_or")},
+      {"reduce_xor", rt_named<mj::ReduceParams>("reduce_xor")},
+      {"cumprod", rt_named<mj::CumulativeParams>("cumprod")},
+      {"cummax", rt_named<mj::CumulativeParams>("cummax")},
+      {"cummin", rt_named<mj::CumulativeParams>("cummin")},
+      {"cumlogsumexp", rt_named<mj::CumulativeParams>("cumlogsumexp")},
       {"iota", rt<mj::IotaParams>()},
       {"convert_element_type", rt<mj::ConvertElementTypeParams>()},
       {"round", rt<mj::RoundParams>()},
       {"integer_pow", rt<mj::IntegerPowParams>()},
       {"iota_2x32_shape", rt<mj::Iota2x32ShapeParams>()},
       {"bitcast_convert_type", rt<mj::BitcastConvertTypeParams>()},
+      {"sort", rt<mj::SortParams>()},
+      {"top_k", rt<mj::TopKParams>()},
   };
   return t;
 }

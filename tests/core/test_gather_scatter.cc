@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <source_location>
+#include <string>
 #include <vector>
 
 #include "core/gather_scatter.h"
+#include "core/gather_scatter_params.h"
 #include "core/parser.h"
 #include "minijax/minijax.h"
 
@@ -117,8 +120,10 @@ TEST(GeneralScatterAdd, RepeatedWindowsInEveryMode) {
     EXPECT_EQ(vals(s(M::FILL_OR_DROP)(zd, idx, ud)), drop) << mj::dtype_name(d);
     EXPECT_EQ(vals(mj::jit(s(M::FILL_OR_DROP))(zd, idx, ud)), drop) << mj::dtype_name(d);
   }
+  // PROMISE_IN_BOUNDS: eager raises for the broken promise; compiled drops the windows, as XLA
+  // discards out-of-bounds scatter windows (JAX's GatherScatterMode doc).
   EXPECT_THROW(s(M::PROMISE_IN_BOUNDS)(z, idx, u), mj::IndexError);
-  EXPECT_EQ(vals(mj::jit(s(M::PROMISE_IN_BOUNDS))(z, idx, u)), clip);
+  EXPECT_EQ(vals(mj::jit(s(M::PROMISE_IN_BOUNDS))(z, idx, u)), drop);
 }
 
 // Batching dims: out[b, idx[b, k], :] += u[b, k, :]; b = 0 hits row 3 twice (1 + 3), row 0 once.
@@ -161,6 +166,33 @@ TEST(GeneralGatherScatter, VmapOfBatchedIndicesMatchesALoop) {
     EXPECT_EQ(vals(v[b]), vals(g(x[b], idx[b]))) << b;
     EXPECT_EQ(vals(vs[b]), vals(s(x[b], idx[b], u[b]))) << b;
   }
+  // Every scatter with batched operand, indices and updates, and with only the indices batched
+  // (the operand and updates broadcast), against the loop; and the JVP of scatter (JAX's ids
+  // scheme) under vmap, against the loop of JVPs.
+  using Fn = Array (*)(const Array&, const Array&, const Array&, const lax::ScatterDimensionNumbers&,
+                       const lax::ScatterOptions&, std::source_location);
+  for (Fn fn : {static_cast<Fn>(&lax::scatter), static_cast<Fn>(&lax::scatter_mul),
+                static_cast<Fn>(&lax::scatter_min), static_cast<Fn>(&lax::scatter_max)}) {
+    auto f = [fn, dn](const Array& a, const Array& i, const Array& up) {
+      return fn(a, i, up, lax::mirrored_scatter_dims(dn), sopt(M::CLIP), std::source_location::current());
+    };
+    Array all = mj::vmap(f)(x, idx, u);
+    Array only_i = mj::vmap([&](const Array& i) { return f(x[0], i, u[0]); })(idx);
+    for (int64_t b = 0; b < 3; ++b) {
+      EXPECT_EQ(vals(all[b]), vals(f(x[b], idx[b], u[b]))) << b;
+      EXPECT_EQ(vals(only_i[b]), vals(f(x[0], idx[b], u[0]))) << b;
+    }
+  }
+  auto sc = [dn](const Array& a, const Array& i, const Array& up) {
+    return lax::scatter(a, i, up, lax::mirrored_scatter_dims(dn), sopt(M::CLIP));
+  };
+  auto tangent = [sc](const Array& a, const Array& i, const Array& up) {
+    return mj::jvp([&](const Array& p, const Array& q) { return sc(p, i, q); }, std::tuple{a, up},
+                   std::tuple{mj::sin(a), mj::cos(up)})
+        .second;
+  };
+  Array vt = mj::vmap(tangent)(x, idx, u);
+  for (int64_t b = 0; b < 3; ++b) EXPECT_EQ(vals(vt[b]), vals(tangent(x[b], idx[b], u[b]))) << b;
   // Only the operand batched, and only the indices batched.
   Array vx = mj::vmap([&](const Array& a) { return g(a, idx[1]); })(x);
   Array vi = mj::vmap([&](const Array& i) { return g(x[2], i); })(idx);
@@ -329,6 +361,85 @@ TEST(ScatterFamily, BadDimensionNumbersAreShapeErrorsNamingShapesAndParameter) {
          {"scatter_max", "inserted_window_dims", "operand_batching_dims"});
   EXPECT_THROW(lax::scatter_max(x, idx, mj::ones({2, 3}), {{1}, {0}, {0}, {}, {}}, {false, false, M(9)}),
                mj::ValueError);
+}
+
+// JAX's defaults: lax.gather's mode None is PROMISE_IN_BOUNDS, the scatters' FILL_OR_DROP
+// (jax/_src/lax/slicing.py gather and GatherScatterMode.from_any).
+TEST(GeneralGather, DefaultModesAreJaxs) {
+  EXPECT_EQ(lax::GatherOptions{}.mode, M::PROMISE_IN_BOUNDS);
+  EXPECT_EQ(lax::ScatterOptions{}.mode, M::FILL_OR_DROP);
+  const Array idx = ints({1, 2, 0, 0}, {2, 2});
+  const std::string text =
+      mj::to_string(mj::make_jaxpr([](const Array& x, const Array& i) { return lax::gather(x, i, kWin, {2, 3}); })(
+          grid(), idx));
+  EXPECT_NE(text.find("mode=GatherScatterMode.PROMISE_IN_BOUNDS"), std::string::npos) << text;
+}
+
+// Empty operands, indices and updates: no window fits an empty indexed dim, so every scatter
+// returns its (empty) operand in every mode but PROMISE_IN_BOUNDS, whose broken promise eager
+// names; compiled code agrees. The row gather of an empty dim 0 in FILL_OR_DROP is all fill (NaN,
+// JAX's default fill for floats); zero index vectors give an empty result.
+TEST(GeneralScatter, EmptyOperandsIndicesAndUpdates) {
+  const Array x = mj::zeros({0, 3}, mj::f32), idx = ints({0, 1}, {2, 1}), u = mj::ones({2, 3}, mj::f32);
+  const lax::ScatterDimensionNumbers rows{{1}, {0}, {0}, {}, {}};
+  using Fn = Array (*)(const Array&, const Array&, const Array&, const lax::ScatterDimensionNumbers&,
+                       const lax::ScatterOptions&, std::source_location);
+  for (Fn fn : {static_cast<Fn>(&lax::scatter), static_cast<Fn>(&lax::scatter_add), static_cast<Fn>(&lax::scatter_mul),
+                static_cast<Fn>(&lax::scatter_min), static_cast<Fn>(&lax::scatter_max)}) {
+    for (M m : {M::CLIP, M::FILL_OR_DROP}) {
+      auto f = [fn, rows, m](const Array& a, const Array& i, const Array& v) {
+        return fn(a, i, v, rows, sopt(m), std::source_location::current());
+      };
+      EXPECT_EQ(f(x, idx, u).shape(), (mj::Shape{0, 3}));
+      EXPECT_EQ(mj::jit(f)(x, idx, u).shape(), (mj::Shape{0, 3}));
+    }
+    EXPECT_THROW(fn(x, idx, u, rows, sopt(M::PROMISE_IN_BOUNDS), std::source_location::current()), mj::IndexError);
+    // No updates: the operand unchanged.
+    const Array x2 = grid(mj::f32), none = ints({}, {0, 1}), nu = mj::zeros({0, 5}, mj::f32);
+    EXPECT_EQ(vals(fn(x2, none, nu, rows, sopt(M::CLIP), std::source_location::current())), vals(x2));
+    auto g = [fn, rows](const Array& a, const Array& i, const Array& v) {
+      return fn(a, i, v, rows, sopt(M::CLIP), std::source_location::current());
+    };
+    EXPECT_EQ(vals(mj::jit(g)(x2, none, nu)), vals(x2));
+  }
+  const Array filled = lax::gather(x, ints({0, 5}, {2}), M::FILL_OR_DROP);
+  ASSERT_EQ(filled.shape(), (mj::Shape{2, 3}));
+  for (double v : vals(filled)) EXPECT_TRUE(std::isnan(v));
+  auto jg = mj::jit([](const Array& a, const Array& i) { return lax::gather(a, i, M::FILL_OR_DROP); });
+  for (double v : vals(jg(x, ints({3}, {1})))) EXPECT_TRUE(std::isnan(v));
+  EXPECT_EQ(lax::gather(grid(), ints({}, {0, 2}), kWin, {2, 3}).shape(), (mj::Shape{0, 2, 3}));
+}
+
+// i32 scatter_add and scatter_mul wrap modulo 2^32 (two's complement, as XLA), eager and compiled
+// alike: 2^31 - 1 + 1 = -2^31; 65536 * 65536 = 0; 3 * (2^31 - 1) = 2^31 - 3 (mod 2^32, signed).
+TEST(GeneralScatter, I32AddAndMulWrap) {
+  const Array x = ints({2147483647, 65536, 3}, {3}), idx = ints({0, 1, 2}, {3, 1});
+  const Array u = ints({1, 65536, 2147483647}, {3});
+  const lax::ScatterDimensionNumbers el{{}, {0}, {0}, {}, {}};
+  auto add = [el](const Array& a, const Array& i, const Array& v) { return lax::scatter_add(a, i, v, el); };
+  auto mul = [el](const Array& a, const Array& i, const Array& v) { return lax::scatter_mul(a, i, v, el); };
+  EXPECT_EQ(vals(add(x, idx, u)), (std::vector<double>{-2147483648.0, 131072, -2147483646.0}));
+  EXPECT_EQ(vals(mj::jit(add)(x, idx, u)), vals(add(x, idx, u)));
+  EXPECT_EQ(vals(mul(x, idx, u)), (std::vector<double>{2147483647, 0, 2147483645}));
+  EXPECT_EQ(vals(mj::jit(mul)(x, idx, u)), vals(mul(x, idx, u)));
+}
+
+// Batching over an empty axis: vmap of a gather whose operand and indices are both batched binds
+// batching dims of slice size 0 (JAX's bound 0/1); the sort JVP's gather of an array with an
+// empty dim; an indices-only batched gather drops the promises (batching can repeat indices).
+TEST(GeneralGather, EmptyBatchesAndBatchedPromises) {
+  auto take = [](const Array& x, const Array& i) { return lax::gather(x, i, {{}, {0}, {0}, {}, {}}, {1}); };
+  const Array out = mj::vmap(take)(mj::zeros({0, 4}, mj::f32), ints({}, {0, 2, 1}));
+  EXPECT_EQ(out.shape(), (mj::Shape{0, 2}));
+  const Array e = mj::zeros({0, 5}, mj::f64);
+  auto [y, t] = mj::jvp([](const Array& a) { return lax::sort(a, 1); }, e, e);
+  EXPECT_EQ(t.shape(), (mj::Shape{0, 5}));
+  lax::GatherOptions promise;
+  promise.unique_indices = promise.indices_are_sorted = true;
+  auto g = [promise](const Array& i) { return lax::gather(grid(), i, kWin, {2, 3}, promise); };
+  const std::string text = mj::to_string(mj::make_jaxpr(mj::vmap(g))(ints({0, 0, 1, 1, 0, 0, 1, 1}, {2, 2, 2})));
+  EXPECT_NE(text.find("unique_indices=False"), std::string::npos) << text;
+  EXPECT_EQ(text.find("unique_indices=True"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -50,13 +50,15 @@ TEST(OpClass, EveryPrimitiveHasItsClass) {
                         "integer_pow", "convert_element_type", "stop_gradient", "add", "sub", "mul", "div",
                         "rem", "pow", "atan2", "max", "min", "and", "or", "xor", "eq", "ne", "lt", "le",
                         "gt", "ge", "shift_left", "shift_right_logical", "select_n", "clamp", "add_any",
-                        "threefry2x32"})
+                        "threefry2x32", "is_finite", "nextafter", "population_count", "clz", "sinh",
+                        "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "cbrt", "erfc"})
     want[n] = OpClass::elementwise;
   for (const char* n : {"broadcast_in_dim", "transpose", "slice", "rev", "pad", "concatenate", "iota",
                         "iota_2x32_shape", "dynamic_slice", "gather"})
     want[n] = OpClass::index_map;
   for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin"})
     want[n] = OpClass::reduction;
+  for (const char* n : {"reduce_and", "reduce_or", "reduce_xor"}) want[n] = OpClass::reduction;
   // bitcast_convert_type changes the shape between 4- and 8-byte types: not elementwise.
   for (const char* n : {"reshape", "squeeze", "expand_dims", "bitcast_convert_type", "dot_general", "cumsum",
                         "fusion", "scan", "device_put", "optimization_barrier"})
@@ -115,17 +117,22 @@ TEST(PrimitiveClasses, EveryPrimitiveHasTheClassesOfItsDefinition) {
   for (const char* n : {"broadcast_in_dim", "iota", "iota_2x32_shape", "convert_element_type"})
     fusion[n] = mj::FusionClass::cheap;
   for (const char* n : {"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
-                        "erf_inv", "pow", "atan2", "rsqrt", "sqrt", "div", "rem", "threefry2x32"})
+                        "erf_inv", "pow", "atan2", "rsqrt", "sqrt", "div", "rem", "threefry2x32", "sinh",
+                        "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "cbrt", "erfc"})
     fusion[n] = mj::FusionClass::expensive;
   std::map<std::string, mj::CostClass> cost;
   for (const char* n : {"exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
-                        "erf_inv", "pow", "atan2", "sqrt", "rsqrt"})
+                        "erf_inv", "pow", "atan2", "sqrt", "rsqrt", "sinh", "cosh", "asin", "acos", "atan",
+                        "asinh", "acosh", "atanh", "cbrt", "erfc"})
     cost[n] = mj::CostClass::transcendental;
   for (const char* n : {"reshape", "squeeze", "expand_dims", "optimization_barrier"}) cost[n] = mj::CostClass::view;
   for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin"})
     cost[n] = mj::CostClass::reduction;
   for (const char* n : {"scatter", "scatter_mul", "scatter_min", "scatter_max"})
     cost[n] = mj::CostClass::custom;
+  for (const char* n : {"reduce_and", "reduce_or", "reduce_xor"}) cost[n] = mj::CostClass::reduction;
+  // cumprod/cummax/cummin: one combine per element; cumlogsumexp six (its logaddexp).
+  for (const char* n : {"cumprod", "cummax", "cummin", "cumlogsumexp"}) cost[n] = mj::CostClass::custom;
   for (const char* n : {"dot_general", "cumsum", "scatter_add", "scan", "while", "cond", "fusion", "pjit",
                         "closed_call", "checkpoint", "custom_jvp_call", "custom_vjp_call"})
     cost[n] = mj::CostClass::custom;
@@ -133,6 +140,7 @@ TEST(PrimitiveClasses, EveryPrimitiveHasTheClassesOfItsDefinition) {
                         "select_and_scatter_add", "select_and_gather_add"})
     cost[n] = mj::CostClass::custom;  // one flop per window element per output (the body's for reduce_window)
   cost["conv_general_dilated"] = mj::CostClass::custom;  // 2 flops per multiply-add that reads the input
+  for (const char* n : {"sort", "top_k"}) cost[n] = mj::CostClass::custom;  // n log n / one compare per element
   const std::set<std::string> inlined = {"pjit", "closed_call", "checkpoint", "custom_jvp_call",
                                          "custom_vjp_call", "name"};
   const std::set<std::string> never_merged = {"optimization_barrier"};

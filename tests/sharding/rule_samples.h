@@ -10,6 +10,7 @@
 
 #include "autodiff/checkpoint.h"
 #include "core/gather_scatter.h"
+#include "core/gather_scatter_params.h"
 #include "core/lax.h"
 #include "core/random.h"
 
@@ -42,9 +43,11 @@ inline std::vector<Sample> samples() {
   std::vector<Sample> v;
   v.push_back({"unary", {x}, [](const V& a) {
     V r;
-    for (auto f : {lax::neg, lax::sin, lax::cos, lax::tan, lax::exp, lax::log, lax::log1p, lax::expm1,
-                   lax::tanh, lax::logistic, lax::sqrt, lax::rsqrt, lax::erf, lax::abs, lax::sign,
-                   lax::floor, lax::ceil, lax::stop_gradient})
+    for (auto f :
+         {lax::neg,   lax::sin,   lax::cos,      lax::tan,           lax::exp,   lax::log,  lax::log1p,
+          lax::expm1, lax::tanh,  lax::logistic, lax::sqrt,          lax::rsqrt, lax::erf,  lax::abs,
+          lax::sign,  lax::floor, lax::ceil,     lax::stop_gradient, lax::sinh,  lax::cosh, lax::asin,
+          lax::acos,  lax::atan,  lax::asinh,    lax::acosh,         lax::atanh, lax::cbrt, lax::erfc})
       r.push_back(f(a[0], std::source_location::current()));
     r.push_back(lax::round(a[0], 1));
     r.push_back(lax::integer_pow(a[0], 3));
@@ -65,6 +68,10 @@ inline std::vector<Sample> samples() {
              lax::shift_left(a[0], a[0]), lax::shift_right_logical(a[0], a[0]), lax::xor_(a[0], a[0]),
              lax::bitcast_convert_type(a[0], DType::f32)};
   }});
+  v.push_back({"special", {x, y, u}, [](const V& a) {
+                 return V{lax::is_finite(a[0]), lax::nextafter(a[0], a[1]), lax::population_count(a[2]),
+                          lax::clz(a[2])};
+               }});
   v.push_back({"bitcast 4<->8", {filled({3, 2}, DType::u32), filled({3}, DType::f64)}, [](const V& a) {
     return V{lax::bitcast_convert_type(a[0], DType::f64), lax::bitcast_convert_type(a[1], DType::u32)};
   }});
@@ -94,6 +101,19 @@ inline std::vector<Sample> samples() {
     return V{lax::reduce_sum(a[0], {1}), lax::reduce_max(a[0], {0, 2}), lax::reduce_min(a[0], {2}),
              lax::reduce_prod(a[0], {0}), lax::argmax(a[0], 1), lax::argmin(a[0], 0),
              lax::cumsum(a[0], 2, true)};
+  }});
+  v.push_back({"cumulative and bitwise reductions", {filled({4, 6, 2}), filled({4, 6, 2}, DType::i32)},
+               [](const V& a) {
+                 return V{lax::cumprod(a[0], 1), lax::cummax(a[0], 0, true), lax::cummin(a[0], 2),
+                          lax::cumlogsumexp(a[0], 1, true), lax::reduce_and(a[1], {1}),
+                          lax::reduce_or(a[1], {0, 2}), lax::reduce_xor(a[1], {2})};
+               }});
+  v.push_back({"sorting", {filled({4, 6, 2}), filled({4, 6, 2}, DType::i32)}, [](const V& a) {
+    V r = lax::sort(V{a[0], a[1]}, 1, true, 1);
+    auto [vals, idx] = lax::top_k(a[0], 1);
+    r.push_back(vals);
+    r.push_back(idx);
+    return r;
   }});
   v.push_back({"dot_general", {filled({3, 4, 5}), filled({3, 5, 6}), filled({5, 7})}, [](const V& a) {
     return V{lax::dot_general(a[0], a[1], {{2}, {1}, {0}, {0}}),

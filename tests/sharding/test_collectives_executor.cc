@@ -264,7 +264,7 @@ TEST(Collectives, EagerCallsAndShapeErrors) {
   shape_err([](const Array& a) { lax::all_to_all(a, {"x", "y"}, 4, 0, 1); }, "all_to_all over axis ('x', 'y')");
   shape_err([](const Array& a) { lax::collective_permute(a, {"x"}, 4, {0, 1, 2, 1}); }, "target 1 appears twice");
   shape_err([](const Array& a) { lax::collective_permute(a, {"x"}, 4, {0, 4}); }, "rank 4");
-  shape_err([](const Array& a) { lax::all_reduce(a, {"x"}, 4, "prod"); }, "reduction must be sum, max or min");
+  shape_err([](const Array& a) { lax::all_reduce(a, {"x"}, 4, "prod"); }, "reduction must be sum, max, min, and, or or xor");
   EXPECT_THROW(lax::psum(x, {"x", "x"}, 4), ValueError);
 }
 

@@ -233,8 +233,9 @@ TEST(PassThrough, EveryRuleKeepsEachPassThroughAxis) {
   // Expected count, by hand from the samples (rule_samples.h) and the factor rules (a factor
   // counts when even, shared by an operand and a result, not reduction/need-replication, major
   // in each of its dims):
-  //   unary: 23 equations on [4,6] (18 + round, integer_pow, convert, the mul and erf_inv of
-  //     erf_inv's argument), factors 4 and 6 each: 46;
+  //   unary: 33 equations on [4,6] (28 + round, integer_pow, convert, the mul and erf_inv of
+  //     erf_inv's argument), factors 4 and 6 each: 66;
+  //   special: is_finite, nextafter, population_count, clz on [4,6]: 8;
   //   binary: 17 on [4,6] (16 + the mul by the broadcast scalar): 34; bits: 7 on [4,6]: 14;
   //   random: threefry2x32 on [2,3]: the 2 only: 1; iota_2x32_shape: none (no operand);
   //   sharding_constraint P("x") on [4,6]: dim 0 only (see above): 1;
@@ -245,6 +246,10 @@ TEST(PassThrough, EveryRuleKeepsEachPassThroughAxis) {
   //     transpose [2,3,8] (8 and 2): 2, rev dim 1 of [2,3,8] (2 and 8): 2 -> 10;
   //   reductions of [4,6,2]: reduce_sum (4, 2), reduce_max (6), reduce_min (4, 6), reduce_prod
   //     (6, 2), argmax (4, 2), argmin (6, 2), cumsum (4, 6): 13;
+  //   cumulative and bitwise reductions of [4,6,2]: cumprod (4, 2), cummax (6, 2), cummin (4, 6),
+  //     cumlogsumexp (4, 2), reduce_and (4, 2), reduce_or (6), reduce_xor (4, 6): 13;
+  //   sorting: sort of two [4,6,2] along dim 1 (4 and 2; the 6 needs replication): 2, top_k
+  //     k=1 of [4,6,2] (4 and 6; the last dim is replaced): 2 -> 4;
   //   dot_general: batched [3,4,5]x[3,5,6] (4 and 6; batch 3 odd): 2, [3,4,5]x[5,7] (4): 1 -> 3;
   //   slicing: slice, strided slice, dynamic_slice, dynamic_update_slice, concatenate, pad
   //     (the kept dim of 8 each): 6, gather [5,3] by [2,4,1] (2 and 4): 2, scatter_add (3): 0 -> 8;
@@ -256,8 +261,8 @@ TEST(PassThrough, EveryRuleKeepsEachPassThroughAxis) {
   //   gather/scatter batching: gather [2,8,6] by [2,4,1] (the batching pair 2, the index dim 4,
   //     the whole window 6): 3; scatter, scatter_add, scatter_mul, scatter_min, scatter_max (the
   //     batching pair 2 and the window 6 each; the index dim 4 needs replication): 10 -> 13.
-  // Total 46 + 34 + 14 + 1 + 1 + 10 + 10 + 13 + 3 + 8 + 5 + 6 + 3 + 13 = 167.
-  EXPECT_EQ(pairs, 167u);
+  // Total 66 + 8 + 34 + 14 + 1 + 1 + 10 + 10 + 13 + 13 + 4 + 3 + 8 + 5 + 6 + 3 + 13 = 212.
+  EXPECT_EQ(pairs, 212u);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// minijax elemental lowering of the transcendental primitives (exp ... erf_inv, pow, atan2, rsqrt)
+// minijax elemental lowering of the transcendental primitives (exp ... erf_inv, sinh ... erfc, pow, atan2, rsqrt)
 // onto the vectorized KIR functions of jit/codegen/lower/transcendentals.h; bf16 goes through f32.
 #include "core/errors.h"
 #include "jit/codegen/lower/elementwise_util.h"
@@ -67,6 +67,16 @@ const RegisterElemental r_erf("erf", float_unary("erf"));
 const RegisterElemental r_erf_inv("erf_inv", float_unary("erf_inv"));
 const RegisterElemental r_rsqrt("rsqrt", float_unary_inline(rsqrt));
 const RegisterElemental r_atan2("atan2", float_binary("atan2"));
+const RegisterElemental r_sinh("sinh", float_unary("sinh"));
+const RegisterElemental r_cosh("cosh", float_unary("cosh"));
+const RegisterElemental r_asin("asin", float_unary("asin"));
+const RegisterElemental r_acos("acos", float_unary("acos"));
+const RegisterElemental r_atan("atan", float_unary("atan"));
+const RegisterElemental r_asinh("asinh", float_unary("asinh"));
+const RegisterElemental r_acosh("acosh", float_unary("acosh"));
+const RegisterElemental r_atanh("atanh", float_unary("atanh"));
+const RegisterElemental r_cbrt("cbrt", float_unary("cbrt"));
+const RegisterElemental r_erfc("erfc", float_unary("erfc"));
 
 }  // namespace
 

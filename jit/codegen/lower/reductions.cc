@@ -1,6 +1,6 @@
-// minijax reduction lowering: reduce_sum, reduce_prod, reduce_max, reduce_min, argmax, argmin as
-// accumulator rules for the reduction kernels (jit/codegen/lower/kernels.cc), with eager's NaN, wrapping
-// and tie-breaking rules.
+// minijax reduction lowering: reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and,
+// reduce_or, reduce_xor, argmax, argmin as accumulator rules for the reduction kernels
+// (jit/codegen/lower/kernels.cc), with eager's NaN, wrapping and tie-breaking rules.
 #include <cmath>
 #include <limits>
 
@@ -45,9 +45,18 @@ EVal combine_extreme(FusionEmitter& fe, EVal a, EVal x, bool is_max) {
 }
 
 // The monoid a reduction combines its elements with.
-enum class Monoid { sum, prod, max, min };
+enum class Monoid { sum, prod, max, min, and_, or_, xor_ };
+
+// Bitwise and/or/xor of bool (i1: logical) or i32/u32 values: exact in any order.
+EVal combine_bitwise(FusionEmitter& fe, EVal a, EVal x, Monoid kind) {
+  fe.match_lanes(a, x);
+  const Op op = kind == Monoid::and_ ? Op::And : kind == Monoid::or_ ? Op::Or : Op::Xor;
+  return {fe.b.binop(op, a.v, x.v), a.dtype, a.lanes};
+}
 
 EVal identity(FusionEmitter& fe, DType d, int lanes, Monoid kind) {
+  if (kind == Monoid::and_) return fe.constant_int(d, d == DType::bool_ ? 1 : -1, lanes);  // all bits set
+  if (kind == Monoid::or_ || kind == Monoid::xor_) return fe.constant_int(d, 0, lanes);
   if (kind == Monoid::sum) return fe.constant_int(d, 0, lanes);
   if (kind == Monoid::prod) return fe.constant_int(d, 1, lanes);
   const bool mx = kind == Monoid::max;
@@ -63,6 +72,8 @@ ReductionRule rule(Monoid kind) {
   ReductionRule r;
   r.init = [kind](FusionEmitter& fe, const Eqn&, DType d, int lanes) { return std::vector<EVal>{identity(fe, d, lanes, kind)}; };
   auto comb = [kind](FusionEmitter& fe, EVal a, EVal x) {
+    if (kind == Monoid::and_ || kind == Monoid::or_ || kind == Monoid::xor_)
+      return combine_bitwise(fe, a, x, kind);
     if (kind == Monoid::sum || kind == Monoid::prod) return combine_arith(fe, a, x, kind == Monoid::prod);
     return combine_extreme(fe, a, x, kind == Monoid::max);
   };
@@ -140,6 +151,9 @@ const RegisterReduction r_sum("reduce_sum", rule(Monoid::sum));
 const RegisterReduction r_prod("reduce_prod", rule(Monoid::prod));
 const RegisterReduction r_max("reduce_max", rule(Monoid::max));
 const RegisterReduction r_min("reduce_min", rule(Monoid::min));
+const RegisterReduction r_and("reduce_and", rule(Monoid::and_));
+const RegisterReduction r_or("reduce_or", rule(Monoid::or_));
+const RegisterReduction r_xor("reduce_xor", rule(Monoid::xor_));
 const RegisterReduction r_argmax("argmax", arg_rule(true));
 const RegisterReduction r_argmin("argmin", arg_rule(false));
 

@@ -198,6 +198,51 @@ kir::Value erf_inv_f64(kir::Builder& b, kir::Value x);
 kir::Value pow_f32(kir::Builder& b, kir::Value x, kir::Value y);
 kir::Value pow_f64(kir::Builder& b, kir::Value x, kir::Value y);
 
+/// The functions of transcendentals_elementary.cc and erfc (issue 29). Their bound, measured by
+/// tests/jit/test_special_accuracy.cc against tools/special_reference.py's mpmath values (a grid,
+/// the special values and 10,000 random points per type), is 4 ulp in f32 and f64 wherever the
+/// result is finite (erfc: where it is normal; absolute error below the smallest normal where it is
+/// subnormal), and each overflows to ±inf exactly where the correctly rounded result does. f32 is
+/// computed in f64 and rounded once. Every loop has a fixed iteration count stated below, and no
+/// function calls the C library.
+/// sinh: |x| <= 1: x + x z S(z), z = x^2, S a Chebyshev fit (tools/fit_special_polys.py); beyond:
+/// E - 1/(4E) with E = e^|x| / 2 from exp of the two-term argument |x| - ln 2 (exp_dd_f64), so E
+/// overflows exactly where sinh does. cosh: E + 1/(4E).
+kir::Value sinh_f32(kir::Builder& b, kir::Value x);
+kir::Value sinh_f64(kir::Builder& b, kir::Value x);
+kir::Value cosh_f32(kir::Builder& b, kir::Value x);
+kir::Value cosh_f64(kir::Builder& b, kir::Value x);
+/// asin(x) = atan2(x, sqrt(1 - x^2)), acos(x) = atan2(sqrt(1 - x^2), x), 1 - x^2 as (1 - |x|)(1 + |x|)
+/// (exact difference) for |x| >= 1/2 and one multiply-add below; |x| > 1: NaN. atan(x) = atan2(x, 1).
+kir::Value asin_f32(kir::Builder& b, kir::Value x);
+kir::Value asin_f64(kir::Builder& b, kir::Value x);
+kir::Value acos_f32(kir::Builder& b, kir::Value x);
+kir::Value acos_f64(kir::Builder& b, kir::Value x);
+kir::Value atan_f32(kir::Builder& b, kir::Value x);
+kir::Value atan_f64(kir::Builder& b, kir::Value x);
+/// asinh, acosh, atanh: fdlibm's arrangements (s_asinh.c, e_acosh.c, e_atanh.c, Sun Microsystems
+/// 1993) on our log and log1p: asinh |x| > 2^28: log|x| + ln 2, > 2: log(2|x| + 1/(sqrt(x^2+1) + |x|)),
+/// else log1p(|x| + x^2/(1 + sqrt(1 + x^2))); acosh x > 2^28: log x + ln 2, > 2: log(2x - 1/(x +
+/// sqrt(x^2-1))), else log1p(t + sqrt(2t + t^2)) with t = x - 1 (exact), NaN below 1; atanh |x| < 1/2:
+/// log1p(2a + 2a^2/(1-a))/2, else log1p(2a/(1-a))/2, ±inf at ±1, NaN beyond. Each takes one log1p
+/// of its selected argument (log(v) as log1p(v - 1)), so its code holds one logarithm.
+kir::Value asinh_f32(kir::Builder& b, kir::Value x);
+kir::Value asinh_f64(kir::Builder& b, kir::Value x);
+kir::Value acosh_f32(kir::Builder& b, kir::Value x);
+kir::Value acosh_f64(kir::Builder& b, kir::Value x);
+kir::Value atanh_f32(kir::Builder& b, kir::Value x);
+kir::Value atanh_f64(kir::Builder& b, kir::Value x);
+/// cbrt: a start from the encoding (exponent / 3, relative error < 6%), exactly 4 Newton steps (error
+/// 1e-20), then one correction from the exact residual y^3 - |x| (two-term products); subnormals
+/// scaled by 2^54 first; the sign of x; ±0, ±inf, NaN returned.
+kir::Value cbrt_f32(kir::Builder& b, kir::Value x);
+kir::Value cbrt_f64(kir::Builder& b, kir::Value x);
+/// erfc: |x| < 0.8: 1 ∓ x P(x^2) (erf's polynomial); [0.8, 3): exp(h(|x|) - x^2) (erfc_pos_f64);
+/// [3, 28]: e^(-x^2) G(1/x^2) / |x| with G a Chebyshev fit of degree 19 (tools/fit_special_polys.py),
+/// x^2 two-term, one exp of a two-term argument for both pieces; beyond 28: 0; x <= -0.8: 2 - erfc(|x|).
+kir::Value erfc_f32(kir::Builder& b, kir::Value x);
+kir::Value erfc_f64(kir::Builder& b, kir::Value x);
+
 /// Type-dispatching forms (f32 or f64 operands).
 kir::Value exp(kir::Builder& b, kir::Value x);
 kir::Value log(kir::Builder& b, kir::Value x);
@@ -211,6 +256,16 @@ kir::Value erf(kir::Builder& b, kir::Value x);
 kir::Value erf_inv(kir::Builder& b, kir::Value x);
 kir::Value atan2(kir::Builder& b, kir::Value y, kir::Value x);
 kir::Value pow(kir::Builder& b, kir::Value x, kir::Value y);
+kir::Value sinh(kir::Builder& b, kir::Value x);
+kir::Value cosh(kir::Builder& b, kir::Value x);
+kir::Value asin(kir::Builder& b, kir::Value x);
+kir::Value acos(kir::Builder& b, kir::Value x);
+kir::Value atan(kir::Builder& b, kir::Value x);
+kir::Value asinh(kir::Builder& b, kir::Value x);
+kir::Value acosh(kir::Builder& b, kir::Value x);
+kir::Value atanh(kir::Builder& b, kir::Value x);
+kir::Value cbrt(kir::Builder& b, kir::Value x);
+kir::Value erfc(kir::Builder& b, kir::Value x);
 
 // ---- outlined functions: one definition per module ---------------------------------------------------
 // A fusion kernel calls each transcendental through a module function of its own (one per function,
@@ -222,7 +277,8 @@ kir::Value pow(kir::Builder& b, kir::Value x, kir::Value y);
 inline constexpr const char* kTrigReduceRuntime = "mj_rt_trig_reduce";
 
 /// Whether `fn` ("exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "erf",
-/// "erf_inv", "pow", "atan2") is one of the functions call_outlined handles.
+/// "erf_inv", "pow", "atan2", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
+/// "cbrt", "erfc") is one of the functions call_outlined handles.
 bool is_outlined_function(const std::string& fn);
 
 /// Emits a call of module function `mj_math_<fn>_<f32|f64>x<lanes>` on args (one operand, two for

@@ -29,7 +29,10 @@ const std::map<std::string, Entry>& table() {
       {"expm1", {&expm1, nullptr}}, {"tanh", {&tanh, nullptr}},       {"logistic", {&logistic, nullptr}},
       {"sin", {&sin, nullptr}},     {"cos", {&cos, nullptr}},         {"tan", {&tan, nullptr}},
       {"erf", {&erf, nullptr}},     {"erf_inv", {&erf_inv, nullptr}}, {"pow", {nullptr, &pow}},
-      {"atan2", {nullptr, &atan2}}};
+      {"atan2", {nullptr, &atan2}}, {"sinh", {&sinh, nullptr}},       {"cosh", {&cosh, nullptr}},
+      {"asin", {&asin, nullptr}},   {"acos", {&acos, nullptr}},       {"atan", {&atan, nullptr}},
+      {"asinh", {&asinh, nullptr}}, {"acosh", {&acosh, nullptr}},     {"atanh", {&atanh, nullptr}},
+      {"cbrt", {&cbrt, nullptr}},   {"erfc", {&erfc, nullptr}}};
   return t;
 }
 

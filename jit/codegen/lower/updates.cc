@@ -115,8 +115,9 @@ Value combine(kir::Builder& b, Combine c, DType dt, Value o, Value u) {
 // out = operand; then every element of updates, in row-major order (eager's scatter_impl_of, so
 // repeated indices combine in the same order), is combined into out at its window position:
 // loops over the updates dims up to the last scatter (batch) dim read the index vector and clamp
-// each start into [0, dim - window] (CLIP, and PROMISE_IN_BOUNDS as XLA; eager raises instead);
-// FILL_OR_DROP skips a window any part of which is out of bounds. The remaining (window) dims
+// each start into [0, dim - window] (CLIP); FILL_OR_DROP and PROMISE_IN_BOUNDS skip a window any
+// part of which is out of bounds (XLA discards out-of-bounds scatter windows; eager raises
+// IndexError for a broken promise instead). The remaining (window) dims
 // loop inside; the innermost in vectors when it is the operand's last dim.
 void lower_scatter(ProgramEmitter& pe, const Eqn& e, Combine c) {
   kir::Builder& b = pe.b;
@@ -126,7 +127,7 @@ void lower_scatter(ProgramEmitter& pe, const Eqn& e, Combine c) {
   const ScatterParams sp = scatter_params(e);
   const auto gd = lax::mirrored_gather_dims(sp.dimension_numbers);
   const auto sizes = lax::scatter_slice_sizes(sp.dimension_numbers, xa.shape.size(), ua.shape);
-  const bool drop = sp.mode == lax::GatherScatterMode::FILL_OR_DROP;
+  const bool drop = sp.mode != lax::GatherScatterMode::CLIP;
   Value out = pe.addr(e.outputs[0]);
   pe.copy_atom(out, e.inputs[0]);
   pe.note(e, "in-place update",
