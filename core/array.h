@@ -255,10 +255,11 @@ struct Index {
 };
 
 /// What `x.at(i)` returns: JAX's `x.at[i]` (its _IndexUpdateRef) for an index along the leading
-/// dim. Each method returns a new array and leaves `x` unchanged; all are differentiable (they
-/// lower to slice, dynamic_slice, dynamic_update_slice and select_n, which have JVP and transpose
-/// rules). A static index was bounds-checked by at(); for a traced index, as JAX does, get()
-/// clamps into range and set()/add() drop an out-of-range update (x is returned unchanged).
+/// dim. Each method returns a new array and leaves `x` unchanged; all are differentiable (get()
+/// lowers to slice or dynamic_slice, the updates to lax::scatter, scatter_add, scatter_mul,
+/// scatter_min and scatter_max with one index, unique and sorted). A static index was
+/// bounds-checked by at(); for a traced index, as JAX does, get() clamps into range and the
+/// updates drop an out-of-range update (x is returned unchanged: mode FILL_OR_DROP).
 class IndexUpdateRef {
  public:
   /// x[i] (JAX's `x.at[i].get()`): shape x.shape[1:], x's dtype.
@@ -269,6 +270,12 @@ class IndexUpdateRef {
   Array set(const Operand& v) const;
   /// x with `v` added to row i (JAX's `x.at[i].add(v)`); `v` as for set().
   Array add(const Operand& v) const;
+  /// x with row i multiplied by `v` (JAX's `x.at[i].multiply(v)`); `v` as for set().
+  Array multiply(const Operand& v) const;
+  /// x with row i replaced by its elementwise minimum with `v` (JAX's `x.at[i].min(v)`).
+  Array min(const Operand& v) const;
+  /// x with row i replaced by its elementwise maximum with `v` (JAX's `x.at[i].max(v)`).
+  Array max(const Operand& v) const;
 
  private:
   friend class Array;

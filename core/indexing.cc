@@ -1,4 +1,4 @@
-// minijax indexing: `x[i]` and `x.at(i).get/set/add` along the leading dim (JAX's x[i], x.at[i]),
+// minijax indexing: `x[i]` and `x.at(i).get/set/add/multiply/min/max` along the leading dim (JAX's x[i], x.at[i]),
 // and jnp.take (axis, mode, fill_value) over lax::gather; owns their index checks and lowering.
 #include <numeric>
 #include <string>
@@ -8,6 +8,7 @@
 
 #include "core/array.h"
 #include "core/errors.h"
+#include "core/gather_scatter.h"
 #include "core/lax.h"
 #include "core/numpy.h"
 
@@ -19,7 +20,7 @@ namespace {
 struct Resolved {
   bool dynamic = false;
   int64_t value = 0;  ///< static: the normalized index
-  Array index;        ///< dynamic: the traced index as given
+  Array index;  ///< dynamic: the traced index as given
 };
 
 /// Checks `i` against the leading dim of `x` for `fn` (the name in messages).
@@ -63,14 +64,6 @@ Array normalized(const Array& i, int64_t n, SL loc) {
   if (d == DType::u32) return i;
   Array neg = lax::lt(i, lax::scalar(0, d), loc);
   return lax::select_n(neg, {i, lax::add(i, lax::scalar(double(n), d), loc)}, loc);
-}
-
-/// Whether the traced index lies in [-n, n) (unsigned: [0, n)).
-Array in_bounds(const Array& i, int64_t n, SL loc) {
-  const DType d = i.dtype();
-  Array below = lax::lt(i, lax::scalar(double(n), d), loc);
-  if (d == DType::u32) return below;
-  return lax::and_(lax::ge(i, lax::scalar(double(-n), d), loc), below, loc);
 }
 
 /// Start indices of row `first` of x: {first, 0, ..., 0} (all of first's dtype).
@@ -118,16 +111,23 @@ Array as_row_update(const Array& x, const Operand& v, const std::string& fn) {
   return u;
 }
 
-/// x with row r replaced by `row` (of shape x.shape[1:]); a dynamic index out of range leaves x.
-Array write_row(const Array& x, const Resolved& r, const Array& row, SL loc) {
-  Shape one = x.shape();
-  one[0] = 1;
-  Array update = lax::reshape(row, one, loc);
-  if (!r.dynamic)
-    return lax::dynamic_update_slice(x, update, row_start(x, lax::scalar(double(r.value), DType::i32)), loc);
-  const int64_t n = x.shape()[0];
-  Array written = lax::dynamic_update_slice(x, update, row_start(x, normalized(r.index, n, loc)), loc);
-  return lax::select_n(in_bounds(r.index, n, loc), {x, written}, loc);
+/// x with row r combined with `row` (of shape x.shape[1:]) by the scatter `fn` (lax::scatter,
+/// scatter_add, ...): indices [1] (the normalized index), updates the row (window dims all of it),
+/// inserted dim 0, FILL_OR_DROP, so a dynamic index out of range leaves x (as JAX's x.at[i]). One
+/// index: unique and sorted.
+using ScatterFn = Array (*)(const Array&, const Array&, const Array&, const lax::ScatterDimensionNumbers&,
+                            const lax::ScatterOptions&, SL);
+Array scatter_row(ScatterFn fn, const Array& x, const Resolved& r, const Array& row, SL loc) {
+  Array idx = r.dynamic ? normalized(r.index, x.shape()[0], loc) : lax::scalar(double(r.value), DType::i32);
+  idx = lax::reshape(idx, {1}, loc);
+  lax::ScatterDimensionNumbers d;
+  for (int64_t k = 0; k + 1 < x.ndim(); ++k) d.update_window_dims.push_back(k);
+  d.inserted_window_dims = {0};
+  d.scatter_dims_to_operand_dims = {0};
+  lax::ScatterOptions o;
+  o.indices_are_sorted = o.unique_indices = true;
+  o.mode = lax::GatherScatterMode::FILL_OR_DROP;
+  return fn(x, idx, row, d, o, loc);
 }
 
 /// jnp.take's mode: "fill", "clip" or "wrap"; ValueError naming `mode` otherwise.
@@ -222,13 +222,27 @@ Array IndexUpdateRef::get(SL loc) const {
 
 Array IndexUpdateRef::set(const Operand& v) const {
   const Resolved r = resolve(x_, i_, "Array::at(i).set");
-  return write_row(x_, r, as_row_update(x_, v, "Array::at(i).set"), v.loc);
+  return scatter_row(&lax::scatter, x_, r, as_row_update(x_, v, "Array::at(i).set"), v.loc);
 }
 
 Array IndexUpdateRef::add(const Operand& v) const {
   const Resolved r = resolve(x_, i_, "Array::at(i).add");
-  Array row = read_row(x_, r, v.loc);
-  return write_row(x_, r, lax::add(row, as_row_update(x_, v, "Array::at(i).add"), v.loc), v.loc);
+  return scatter_row(&lax::scatter_add, x_, r, as_row_update(x_, v, "Array::at(i).add"), v.loc);
+}
+
+Array IndexUpdateRef::multiply(const Operand& v) const {
+  const Resolved r = resolve(x_, i_, "Array::at(i).multiply");
+  return scatter_row(&lax::scatter_mul, x_, r, as_row_update(x_, v, "Array::at(i).multiply"), v.loc);
+}
+
+Array IndexUpdateRef::min(const Operand& v) const {
+  const Resolved r = resolve(x_, i_, "Array::at(i).min");
+  return scatter_row(&lax::scatter_min, x_, r, as_row_update(x_, v, "Array::at(i).min"), v.loc);
+}
+
+Array IndexUpdateRef::max(const Operand& v) const {
+  const Resolved r = resolve(x_, i_, "Array::at(i).max");
+  return scatter_row(&lax::scatter_max, x_, r, as_row_update(x_, v, "Array::at(i).max"), v.loc);
 }
 
 }  // namespace minijax

@@ -102,30 +102,70 @@ Array population_count(const Array& x, SL loc = SL::current());
 Array clz(const Array& x, SL loc = SL::current());
 
 // ---- more transcendentals (core/primitives/elementwise_special.cc) --------------------------------
-// A bf16, f32 or f64 operand (TypeError naming the function and the dtype otherwise), the result of
-// its shape and dtype. Eager uses the C library in the element's type (bf16 through f32); compiled
-// code is minijax's own vectorized implementation (jit/codegen/lower/transcendentals.h, within 4
-// ulp; tests/jit/test_special_accuracy.cc). JVPs are JAX's (jax/_src/lax/lax.py, special.py).
-/// Hyperbolic sine; JVP cosh(x) t.
+/// Hyperbolic sine, ±inf past overflow. JVP cosh(x) t. Source: jax/_src/lax/lax.py sinh.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
 Array sinh(const Array& x, SL loc = SL::current());
-/// Hyperbolic cosine; JVP sinh(x) t.
+/// Hyperbolic cosine, +inf past overflow. JVP sinh(x) t. Source: jax/_src/lax/lax.py cosh.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
 Array cosh(const Array& x, SL loc = SL::current());
-/// Arc sine on [-1, 1] (NaN outside); JVP rsqrt(1 - x^2) t.
+/// Arc sine on [-1, 1] (NaN outside). JVP rsqrt(1 - x^2) t. Source: jax/_src/lax/lax.py asin.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
 Array asin(const Array& x, SL loc = SL::current());
-/// Arc cosine on [-1, 1] (NaN outside); JVP -rsqrt(1 - x^2) t.
+/// Arc cosine on [-1, 1] (NaN outside). JVP -rsqrt(1 - x^2) t. Source: jax/_src/lax/lax.py acos.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
 Array acos(const Array& x, SL loc = SL::current());
-/// Arc tangent; JVP t / (1 + x^2).
+/// Arc tangent. JVP t / (1 + x^2). Source: jax/_src/lax/lax.py atan.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
 Array atan(const Array& x, SL loc = SL::current());
-/// Inverse hyperbolic sine; JVP rsqrt(x^2 + 1) t.
+/// Inverse hyperbolic sine. JVP rsqrt(x^2 + 1) t. Source: jax/_src/lax/lax.py asinh.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
 Array asinh(const Array& x, SL loc = SL::current());
-/// Inverse hyperbolic cosine on [1, inf) (NaN below); JVP rsqrt(x^2 - 1) t.
+/// Inverse hyperbolic cosine on [1, inf) (NaN below). JVP rsqrt((x - 1)(x + 1)) t. Source:
+/// jax/_src/lax/lax.py acosh.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
 Array acosh(const Array& x, SL loc = SL::current());
-/// Inverse hyperbolic tangent on [-1, 1] (±inf at ±1, NaN beyond); JVP (1 / (1 + x)) (t / (1 - x)).
+/// Inverse hyperbolic tangent on [-1, 1] (±inf at ±1, NaN beyond). JVP (1 / (1 + x)) (t / (1 - x)).
+/// Source: jax/_src/lax/lax.py atanh.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
 Array atanh(const Array& x, SL loc = SL::current());
-/// Real cube root (negative for negative x); JVP t / 3 * ans^-2.
+/// Real cube root (negative for negative x). JVP t / 3 * ans^-2. Source: jax/_src/lax/lax.py cbrt.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
 Array cbrt(const Array& x, SL loc = SL::current());
-/// Complementary error function 1 - erf(x), accurate where it is tiny; JVP -2/sqrt(pi) exp(-x^2) t.
+/// Complementary error function 1 - erf(x), accurate where it is tiny (subnormal results within
+/// the smallest normal number). JVP -2/sqrt(pi) exp(-x^2) t. Source: jax/_src/lax/lax.py erfc.
+/// x: bf16, f32 or f64, any shape; the result has x's shape and dtype. TypeError naming the
+/// function and the dtype for any other dtype. Eager uses the C library in the element's type
+/// (bf16 through f32); compiled code is minijax's own vectorized implementation, within 4 ulp
+/// (jit/codegen/lower/transcendentals.h; measured by tests/jit/test_special_accuracy.cc).
 Array erfc(const Array& x, SL loc = SL::current());
+
 
 /// cases[which] elementwise: which is bool (2 cases) or i32 (any number of cases), all cases of
 /// one aval, which of the same shape (or rank 0). Only the selected case reaches the output (NaN
@@ -167,9 +207,15 @@ Array reduce_prod(const Array& x, const std::vector<int64_t>& axes, SL loc = SL:
 /// TypeError naming the function and the dtype for a floating operand. The output is bool or
 /// integer: its tangent is float0. Source: jax/_src/lax/lax.py reduce_and (reduce_and_p).
 Array reduce_and(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
-/// Logical or bitwise OR over `axes`; as reduce_and (identity false / 0). Source: lax.py reduce_or.
+/// Logical (bool) or bitwise (i32, u32) OR of the elements over `axes` (removed from the shape;
+/// distinct dims in [0, rank), else ShapeError); the identity (false, 0) over none. TypeError
+/// naming the function and the dtype for a floating operand; float0 tangent. Source:
+/// jax/_src/lax/lax.py reduce_or (reduce_or_p).
 Array reduce_or(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
-/// Logical or bitwise XOR over `axes`; as reduce_and (identity false / 0). Source: lax.py reduce_xor.
+/// Logical (bool) or bitwise (i32, u32) XOR of the elements over `axes` (removed from the shape;
+/// distinct dims in [0, rank), else ShapeError); the identity (false, 0) over none. TypeError
+/// naming the function and the dtype for a floating operand; float0 tangent. Source:
+/// jax/_src/lax/lax.py reduce_xor (reduce_xor_p).
 Array reduce_xor(const Array& x, const std::vector<int64_t>& axes, SL loc = SL::current());
 /// Index of the max/min along `axis` (first occurrence; NaN counts as max), dtype index_dtype.
 Array argmax(const Array& x, int64_t axis, DType index_dtype = DType::i32, SL loc = SL::current());
@@ -186,7 +232,10 @@ Array cumprod(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::c
 /// Dtypes, errors and JVP as cumprod's (combine max: ties split the tangent 0.5/0.5 as max's
 /// JVP does). Source: jax/_src/lax/control_flow/loops.py cummax.
 Array cummax(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::current());
-/// Running minimum along `axis`; as cummax. Source: jax/_src/lax/control_flow/loops.py cummin.
+/// Running minimum along `axis` (from the end if reverse); NaN propagates to every later output.
+/// x of any shape, dtype i32, u32, bf16, f32 or f64; ShapeError for an axis out of range,
+/// TypeError for a bool operand. JVP: JAX's _cumulative_jvp_rule with min (ties split the tangent
+/// 0.5/0.5 as min's JVP does). Source: jax/_src/lax/control_flow/loops.py cummin.
 Array cummin(const Array& x, int64_t axis, bool reverse = false, SL loc = SL::current());
 /// log(cumsum(exp(x))) along `axis`, stably: each step is JAX's logaddexp, max(a, b) +
 /// log1p(exp(-|a - b|)), in double (a + b where a - b is NaN, so -inf inputs give -inf). Floating
@@ -228,7 +277,11 @@ std::vector<Array> sort(const std::vector<Array>& operands, int64_t dimension = 
                         int64_t num_keys = 1, SL loc = SL::current());
 /// lax.sort of one operand: `operand` sorted along `dimension` (as the list form with num_keys 1).
 Array sort(const Array& operand, int64_t dimension = -1, bool is_stable = true, SL loc = SL::current());
-/// JAX's lax.sort_key_val: `keys` sorted along `dimension` and `values` (same shape) permuted alike.
+/// JAX's lax.sort_key_val: `keys` sorted along `dimension` (JAX's order: NaNs last, -0.0 == +0.0)
+/// and `values` permuted alike. keys and values: the same shape, any dtypes but float0/token;
+/// ShapeError naming both shapes otherwise, ValueError naming a dimension out of range and the
+/// rank. Differentiable in both (tangents gathered with the permutation). Source:
+/// jax/_src/lax/lax.py sort_key_val.
 std::pair<Array, Array> sort_key_val(const Array& keys, const Array& values, int64_t dimension = -1,
                                      bool is_stable = true, SL loc = SL::current());
 /// JAX's lax.top_k: the `k` largest entries along the last axis of `operand` (rank >= 1, any
@@ -334,13 +387,14 @@ struct PadConfig {
 };
 Array pad(const Array& x, const Array& padding_value, const std::vector<PadConfig>& config,
           SL loc = SL::current());
-/// JAX's lax.GatherScatterMode: what gather and scatter_add do with an index outside [0, n) of
-/// the operand's dim 0 (n rows).
-/// - CLIP: the index is clamped into [0, n - 1] (gather reads, scatter_add adds at the edge row).
-/// - FILL_OR_DROP: gather gives the fill value for that row; scatter_add drops that update.
-/// - PROMISE_IN_BOUNDS: the caller promises every index is in range. Eager code checks the
-///   promise and raises IndexError naming the index; compiled code cannot raise and clamps, as
-///   XLA does (jnp.take's "wrap" mode uses it on indices already reduced mod n).
+/// JAX's lax.GatherScatterMode: what gather and the scatters do with a window start outside
+/// [0, dim - window size] of an indexed operand dim (for the row forms: an index outside [0, n)).
+/// - CLIP: the start is clamped into range (gather reads, a scatter combines at the edge).
+/// - FILL_OR_DROP: gather gives the fill value for the whole window; a scatter drops it.
+/// - PROMISE_IN_BOUNDS: the caller promises every start is in range. Eager code checks the
+///   promise and raises IndexError naming the index; compiled code cannot raise: gather clamps
+///   and a scatter drops the window, as XLA does (jnp.take's "wrap" mode uses it on indices
+///   already reduced mod n).
 /// The equation param `mode` prints as JAX prints it, `mode=GatherScatterMode.CLIP`, and parses
 /// back. Source: jax/_src/lax/slicing.py GatherScatterMode.
 enum class GatherScatterMode : uint8_t { CLIP = 0, FILL_OR_DROP = 1, PROMISE_IN_BOUNDS = 2 };
@@ -367,9 +421,10 @@ double gather_fill(DType dtype, std::optional<double> fill_value);
 /// Rows of x (dim 0) picked by integer `indices` of any shape: out shape
 /// indices.shape + x.shape[1:] (embedding lookup; JAX's gather with offset_dims = the row dims,
 /// collapsed_slice_dims = (0,), start_index_map = (0,)). i32 indices are signed, u32 unsigned.
-/// Equation: `gather[fill_value=None mode=GatherScatterMode.PROMISE_IN_BOUNDS
-/// slice_sizes=(1, *x.shape[1:])] x indices`.
-/// This overload is PROMISE_IN_BOUNDS (JAX's lax.gather defaults to FILL_OR_DROP): eager raises
+/// Equations: a `reshape` of the indices to indices.shape + [1], then the general gather
+/// (core/gather_scatter.h) with offset_dims the trailing x.ndim - 1 output dims,
+/// collapsed_slice_dims = start_index_map = (0,), slice_sizes = (1, *x.shape[1:]).
+/// This overload is PROMISE_IN_BOUNDS (as JAX's lax.gather's default): eager raises
 /// IndexError (naming the index, its position and the row count) for an index outside [0, n),
 /// compiled code clamps. Use the overload with a mode for defined out-of-range results.
 /// TypeError for non-integer indices, ShapeError for a rank-0 operand.

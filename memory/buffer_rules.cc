@@ -11,6 +11,7 @@
 #include "core/primitive.h"
 #include "core/views/collectives.h"
 #include "core/views/control_flow.h"
+#include "core/views/gather_scatter.h"
 
 namespace minijax {
 
@@ -72,9 +73,10 @@ const bool registered = [] {
                                                 return std::vector<int>{one_device(e) && self ? 0 : -1};
                                               },
                                               none_in_place});
-  for (const char* p : {"dynamic_update_slice", "scatter_add"})
-    register_buffer_rule(p, {[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },
-                             [](const Eqn&, size_t k) { return k == 0 ? std::vector<int>{0} : std::vector<int>{}; }});
+  const BufferRule update{[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },
+                          [](const Eqn&, size_t k) { return k == 0 ? std::vector<int>{0} : std::vector<int>{}; }};
+  register_buffer_rule("dynamic_update_slice", update);
+  for (const char* p : scatter_primitive_names()) register_buffer_rule(p, update);
   // A loop's carry buffers are its carry outputs' (memory/plan_buffers.h); an initial value that
   // dies at the loop is computed in place of its carry's buffer, so the loop copies nothing in.
   register_buffer_rule("scan", {[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },

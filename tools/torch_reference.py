@@ -1,17 +1,19 @@
 #!/usr/bin/python3
 # minijax tools: PyTorch reference values, gradients and Hessian-vector products (float64) of a
-# set of functions built from minijax's primitives; prints tests/autodiff/torch_reference_data.h.
+# set of functions built from minijax's primitives; writes tests/autodiff/torch_reference_data*.h.
 #
 # Usage (Debian's python3-torch; not a project dependency, only this generator needs it):
-#   /usr/bin/python3 tools/torch_reference.py > tests/autodiff/torch_reference_data.h
-#   /usr/bin/python3 tools/torch_reference.py --special > tests/autodiff/torch_reference_data_special.h
-# (--special: only the lgamma / digamma / polygamma cases, tested by test_torch_reference_special.cc).
-# The C++ side is tests/autodiff/test_torch_reference.cc (and test_torch_reference_conv.cc for the
-# convolution and pooling cases): it computes the same functions with minijax (f64) on the inputs
-# written here and compares with the values printed by this script.
+#   /usr/bin/python3 tools/torch_reference.py [OUT_DIR]   (default: tests/autodiff)
+# Each family of cases goes to its own header (GROUPS below): torch_reference_data.h (the core
+# ops), torch_reference_data_conv.h (convolution and pooling), torch_reference_data_lax.h (the
+# cumulative ops, sorting, top-k, the scatters and gathers, sinh/asin/erfc),
+# torch_reference_data_special.h (lgamma, digamma, polygamma). The C++ side is
+# tests/autodiff/test_torch_reference.cc, _conv.cc, _lax.cc and _special.cc: each computes the same functions with minijax (f64) on the inputs
+# written here and compares with the values written by this script.
 # Every input is written literally below; nothing is random.
 import datetime
 import math
+import os
 import sys
 
 import torch
@@ -58,6 +60,14 @@ def rem(x, y):
 # or integer), the function of (diff..., const...) returning a scalar, and HVP directions
 # (input name -> direction; the HVP is with respect to that input, the others held fixed).
 CASES = []
+# The header the cases registered next go to (GROUPS: group -> (file name, what it holds)).
+GROUPS = {'core': ('torch_reference_data.h', 'the core ops'),
+          'conv': ('torch_reference_data_conv.h', 'convolution and pooling'),
+          'lax': ('torch_reference_data_lax.h',
+                  'cumulative ops, sorting, top-k, scatters and gathers, sinh, asin, erfc'),
+          'special': ('torch_reference_data_special.h', 'lgamma, digamma and polygamma',
+                      'torch_reference_special')}
+GROUP = 'core'
 
 
 def case(name, diff, const, fn, hvps=(), doc='', jvp=None, jvp_by_grads=False):
@@ -66,7 +76,7 @@ def case(name, diff, const, fn, hvps=(), doc='', jvp=None, jvp_by_grads=False):
     jvp_by_grads (an op torch 1.13 has no forward-mode rule for: logcumsumexp), as <grad, v> from
     torch's reverse mode."""
     CASES.append(dict(name=name, diff=diff, const=const, fn=fn, hvps=dict(hvps), doc=doc,
-                      jvp=None if jvp is None else dict(jvp), jvp_by_grads=jvp_by_grads))
+                      jvp=None if jvp is None else dict(jvp), jvp_by_grads=jvp_by_grads, group=GROUP))
 
 
 case('sin_mul',
@@ -207,6 +217,7 @@ case('batched_dot',
 
 
 # ---- convolution and pooling --------------------------------------------------------------------
+GROUP = 'conv'
 # JAX's semantics (jax/_src/lax/convolution.py and windowed_reductions.py of JAX v0.7.0,
 # flax.linen's max_pool/avg_pool) written with torch's own convolutions and poolings:
 # lax.conv_general_dilated is a cross-correlation, as torch's convNd is. Padding strings are
@@ -524,6 +535,7 @@ def run_case(c, out):
 
 
 # ---- cumulative ops ------------------------------------------------------------------------------
+GROUP = 'lax'
 # lax.cumprod, cummax, cummin, cumlogsumexp (jax/_src/lax/control_flow/loops.py) against torch's
 # cumprod, cummax, cummin and logcumsumexp; reverse=True is torch's op on the input flipped along the
 # axis, flipped back. The inputs are distinct (no ties: torch's cummax/cummin gradient goes to the
@@ -560,11 +572,11 @@ case('sinh_asin_erfc',
      doc='sum(sinh(2 x) c + asin(x) erfc(x) + erfc(c x))',
      jvp=dict(x=t([0.3, 0.8, -0.6, 1.2, -0.9, 0.15], [6])))
 
-# lgamma, digamma and polygamma (issue 29 item 11): written to their own header
-# (tests/autodiff/torch_reference_data_special.h) by --special, which prints only these cases.
+# lgamma, digamma and polygamma (issue 29 item 11): their own header,
+# tests/autodiff/torch_reference_data_special.h (namespace torch_reference_special).
+GROUP = 'special'
 # polygamma's arguments stay positive (below -10 JAX's polygamma is XLA's zeta formula, not the
 # function torch computes).
-SPECIAL_START = len(CASES)
 # One function per case, sum(c f(x)) with c > 0, so each gradient element is one term (torch's
 # trigamma, behind every derivative of digamma, is accurate to about 5e-10 relative: a sum of terms
 # that cancel would lose that bound).
@@ -579,21 +591,100 @@ for name, fn, doc in [
         ('polygamma2', lambda x, c: torch.sum(c * torch.polygamma(2, torch.exp(x))), 'sum(c polygamma(2, exp(x)))'),
         ('polygamma3', lambda x, c: torch.sum(c * torch.polygamma(3, x * x + 0.25)), 'sum(c polygamma(3, x^2 + 1/4))')]:
     case(name, dict(x=GAMMA_X), dict(c=GAMMA_C), fn, hvps=dict(x=GAMMA_HVP), doc=doc, jvp=dict(x=GAMMA_JVP))
-SPECIAL_CASES = CASES[SPECIAL_START:]
-del CASES[SPECIAL_START:]
 
 
-def main():
-    special = '--special' in sys.argv[1:]
-    header = 'tests/autodiff/torch_reference_data_special.h' if special else 'tests/autodiff/torch_reference_data.h'
-    space = 'torch_reference_special' if special else 'torch_reference'
+# ---- sorting, top-k, scatters and gathers -----------------------------------------------------
+GROUP = 'lax'
+# lax.sort (jax/_src/lax/lax.py; stable, ties kept in input order, several operands permuted by the
+# first num_keys lexicographically), lax.top_k, and the general scatters and gather (slicing.py)
+# against torch.sort(stable=True), torch.topk, index_add, scatter_reduce and gather. The tangents
+# follow the permutation (sort, top_k) or the indices (scatters), as JAX's rules do; torch's
+# reverse mode is the reference, the JVP is <grad, v> (torch 1.13 lacks forward-mode rules for
+# some of these).
+
+def sort_rows_and_cols(x):
+    return torch.stack([torch.sort(x, dim=1, stable=True).values, torch.sort(x, dim=0, stable=True).values])
+
+
+# x [3, 6] with ties in each row and column (the stable order decides where each tangent goes).
+SORT_TIES_X = t([0.5, -1.0, 0.5, 2.0, -1.0, 0.5,
+                 1.5, 1.5, 0.25, -0.75, 1.5, 0.0,
+                 0.5, 0.25, -1.0, 2.0, 0.0, 0.5], [3, 6])
+sin_weighted('sort_stable_ties', dict(x=SORT_TIES_X), sort_rows_and_cols,
+             'stack([sort(x, 1), sort(x, 0)]), stable, with ties; jvp = <grad, v>', jvp_by_grads=True)
+
+
+def sort_two_keys(x):
+    """lax.sort((x[0], x[1], x[2]), dimension=0, num_keys=2): a stable lexicographic sort by
+    (x[0], x[1]) is a stable sort by x[1] followed by a stable sort by x[0]; x[2] is permuted."""
+    i2 = torch.sort(x[1], dim=0, stable=True).indices
+    i1 = torch.sort(x[0][i2], dim=0, stable=True).indices
+    perm = i2[i1]
+    return torch.stack([x[0][perm], x[1][perm], x[2][perm]])
+
+
+# Rows: keys 1 (with ties), keys 2 (ties among the tied keys 1 too), the carried values.
+SORT_KEYS_X = t([1.0, -0.5, 1.0, 0.25, -0.5, 1.0, 0.25, 2.0,
+                 0.3, 0.7, -0.2, 0.9, 0.7, 0.3, -0.4, 0.1,
+                 0.15, -0.35, 0.55, 1.25, -0.85, 0.45, 0.95, -1.1], [3, 8])
+sin_weighted('sort_two_keys', dict(x=SORT_KEYS_X), sort_two_keys,
+             'stack(lax.sort((x[0], x[1], x[2]), 0, num_keys=2)); jvp = <grad, v>', jvp_by_grads=True)
+sin_weighted('top_k', dict(x=ramp([3, 7], 5, 23, 0.2, 2.1)), lambda x: torch.topk(x, 3, 1).values,
+             'top_k(x, 3).values (distinct values); jvp = <grad, v>', jvp_by_grads=True)
+
+
+# The scatters: x's first 5 rows are the operand, the rest the updates (row windows of 3).
+SCATTER_ROWS = [1, 3, 1, 4]
+
+
+def scatter_rows(x, reduce, rows):
+    operand, updates = x[:5], x[5:5 + len(rows)]
+    index = torch.tensor(rows).reshape(-1, 1).expand(-1, 3)
+    return operand.scatter_reduce(0, index, updates, reduce, include_self=True)
+
+
+sin_weighted('scatter_add_repeated', dict(x=ramp([9, 3], 7, 29, 0.15, 1.9)),
+             lambda x: scatter_rows(x, 'sum', SCATTER_ROWS),
+             'scatter_add(x[:5], rows [1, 3, 1, 4], x[5:]) (repeated row 1); jvp = <grad, v>',
+             jvp_by_grads=True)
+sin_weighted('scatter_mul_unique', dict(x=ramp([8, 3], 5, 31, 0.1, 1.3)),
+             lambda x: scatter_rows(x, 'prod', [3, 0, 4]),
+             'scatter_mul(x[:5], rows [3, 0, 4], x[5:]); jvp = <grad, v>', jvp_by_grads=True)
+sin_weighted('scatter_max_repeated', dict(x=ramp([9, 3], 11, 37, 0.13, 2.3)),
+             lambda x: scatter_rows(x, 'amax', SCATTER_ROWS),
+             'scatter_max(x[:5], rows [1, 3, 1, 4], x[5:]) (distinct values); jvp = <grad, v>',
+             jvp_by_grads=True)
+sin_weighted('scatter_min_repeated', dict(x=ramp([9, 3], 13, 41, 0.11, 2.2)),
+             lambda x: scatter_rows(x, 'amin', SCATTER_ROWS),
+             'scatter_min(x[:5], rows [1, 3, 1, 4], x[5:]) (distinct values); jvp = <grad, v>',
+             jvp_by_grads=True)
+sin_weighted('scatter_unique', dict(x=ramp([8, 3], 3, 19, 0.17, 1.6)),
+             lambda x: x[:5].index_copy(0, torch.tensor([4, 0, 2]), x[5:]),
+             'scatter(x[:5], rows [4, 0, 2], x[5:]) (unique); jvp = <grad, v>', jvp_by_grads=True)
+# Per-column indices: torch's scatter_reduce along dim 0, in JAX's terms the column a batching dim
+# (operand_batching_dims (1,), scatter_indices_batching_dims (1,)).
+SCATTER_COLUMN_INDEX = [[0, 2, 4], [3, 2, 0], [0, 1, 4], [3, 3, 1]]
+sin_weighted('scatter_add_batched', dict(x=ramp([9, 3], 7, 43, 0.09, 1.7)),
+             lambda x: x[:5].scatter_reduce(0, torch.tensor(SCATTER_COLUMN_INDEX), x[5:], 'sum',
+                                            include_self=True),
+             'x[:5].scatter_reduce(0, index, x[5:], sum), index per column; jvp = <grad, v>',
+             jvp_by_grads=True)
+GATHER_INDEX = [[2, 0, 2, 4, 1], [3, 3, 0, 1, 4], [1, 4, 4, 0, 2]]
+sin_weighted('gather_along_axis', dict(x=ramp([3, 5], 5, 17, 0.21, 1.5)),
+             lambda x: torch.gather(x, 1, torch.tensor(GATHER_INDEX)),
+             'torch.gather(x, 1, index) (repeated indices); jvp = <grad, v>', jvp_by_grads=True)
+
+
+def header(group, cases, out_dir):
+    name, what = GROUPS[group][:2]
+    space = GROUPS[group][2] if len(GROUPS[group]) > 2 else 'torch_reference'
     out = []
     today = datetime.date.today().isoformat()
-    out.append('// minijax tests: PyTorch reference values, gradients and Hessian-vector products (f64).')
+    out.append(f'// minijax tests: PyTorch reference values, gradients and Hessian-vector products (f64) of {what}.')
     out.append(f'// GENERATED by tools/torch_reference.py with PyTorch {torch.__version__} (Debian '
                f'python3-torch 1.13.1) on {today}; do not edit.')
-    out.append('// Regenerate: /usr/bin/python3 tools/torch_reference.py ' + ('--special ' if special else '')
-               + '> ' + header)
+    out.append('// Regenerate: /usr/bin/python3 tools/torch_reference.py (writes every '
+               'tests/autodiff/torch_reference_data*.h)')
     out.append('// Each namespace holds one function\'s inputs (row-major, with *_shape), its value, '
                'grad_<input>')
     out.append('// for every differentiable input, and hvp_<input> = H v for the direction '
@@ -604,10 +695,18 @@ def main():
     out.append('')
     out.append(f'namespace {space} {{')
     out.append('')
-    for c in (SPECIAL_CASES if special else CASES):
+    for c in cases:
         run_case(c, out)
     out.append(f'}}  // namespace {space}')
-    sys.stdout.write('\n'.join(out) + '\n')
+    with open(os.path.join(out_dir, name), 'w') as f:
+        f.write('\n'.join(out) + '\n')
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, 'tests', 'autodiff')
+    for group in GROUPS:
+        header(group, [c for c in CASES if c['group'] == group], out_dir)
 
 
 if __name__ == '__main__':

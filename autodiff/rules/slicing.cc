@@ -1,12 +1,12 @@
 // minijax autodiff rules of the slicing primitives: JVP, transpose and batching of slice,
-// dynamic_slice, dynamic_update_slice, concatenate, pad, gather and scatter_add (JAX's rules,
+// dynamic_slice, dynamic_update_slice, concatenate and pad (JAX's rules,
 // jax/_src/lax/slicing.py and lax.py); iota is declared as having none (it has no operands).
 //
 // Each is linear in its array operands; index operands (start indices, gather indices) get
 // zero (empty) cotangents. Transposes: slice -> pad with zeros (interior padding for strides);
 // dynamic_slice -> dynamic_update_slice into zeros; dynamic_update_slice -> (ct with the update
 // region zeroed, dynamic_slice of ct); concatenate -> slices; pad -> slice of the operand part
-// and sum(ct) - sum(operand part) for the padding value; gather <-> scatter_add.
+// and sum(ct) - sum(operand part) for the padding value (gather and scatters: gather_scatter.cc).
 // Batching moves the batch dim to the front and shifts the params. Where an index operand is
 // batched (per-example start indices or gather indices), the rule loops over the batch
 // (rules::per_example_batch): exact, one equation group per example.
@@ -236,79 +236,6 @@ BOuts pad_batch(const Args& args, const Dims& dims, const Params& p) {
   return {{lax::select_n(mask, {pv, padded})}, {0}};
 }
 
-// ---- gather / scatter_add ------------------------------------------------------------------------
-
-// The tangent of a gather: the same gather of the tangent with fill value 0 (the fill value is a
-// constant), as JAX's _gather_jvp_rule.
-Params tangent_gather_params(const Params& p) {
-  GatherParams g = GatherParams::from(p);
-  if (g.mode != lax::GatherScatterMode::FILL_OR_DROP) return p;
-  g.fill_value = 0.0;
-  return g.to_params();
-}
-
-Outs gather_jvp(const Args& primals, const Args& tangents, const Params& p) {
-  const Primitive& prim = primitive("gather");
-  Array out = minijax::bind1(prim, primals, p);
-  Array t;
-  if (tangents[0].defined() && is_floating(out.dtype()))
-    t = minijax::bind1(prim, {tangents[0], primals[1]}, tangent_gather_params(p));
-  return {{out}, {t}};
-}
-
-// The transpose of a gather is a scatter_add in its mode (FILL_OR_DROP drops the cotangent of a
-// filled row: the fill value does not depend on the operand).
-Cts gather_transpose(const Cts& cts, const Args& args, const Avals& avals, const Params& p) {
-  Cts r(2);
-  if (!cts[0].defined() || args[0].defined()) return r;
-  r[0] = lax::scatter_add(ct_zeros(avals[0]), args[1], cts[0], GatherParams::from(p).mode);
-  return r;
-}
-
-BOuts gather_batch(const Args& args, const Dims& dims, const Params& p) {
-  const Array& idx = args[1];
-  if (dims[0] != kNotMapped && dims[1] != kNotMapped)
-    return rules::per_example_batch(primitive("gather"), args, dims, p);
-  const GatherParams g = GatherParams::from(p);
-  if (dims[0] == kNotMapped)  // only the indices are batched: out = idx.shape + row shape
-    return {{lax::gather(args[0], move_batch_dim(idx, dims[1], 0), g.mode, g.fill_value)}, {0}};
-  // Only the operand is batched: gather rows of [n, B, ...]; the batch dim follows idx's dims.
-  Array x = move_batch_dim(args[0], dims[0], 1);
-  return {{lax::gather(x, idx, g.mode, g.fill_value)}, {idx.ndim()}};
-}
-
-Outs scatter_add_jvp(const Args& primals, const Args& tangents, const Params& p) {
-  const Primitive& prim = primitive("scatter_add");
-  Array out = minijax::bind1(prim, primals, p);
-  if (!is_floating(out.dtype())) return {{out}, {Array()}};
-  Array to = instantiate_zero(tangents[0], primals[0].aval());
-  Array tu = instantiate_zero(tangents[2], primals[2].aval());
-  return {{out}, {minijax::bind1(prim, {to, primals[1], tu}, p)}};
-}
-
-// The updates' cotangent is a gather in the same mode with fill value 0 (a dropped update has
-// no effect, so its cotangent is 0), as JAX's _scatter_add_transpose_rule.
-Cts scatter_add_transpose(const Cts& cts, const Args& args, const Avals&, const Params& p) {
-  Cts r(3);
-  const Array& t = cts[0];
-  if (!t.defined()) return r;
-  if (!args[0].defined()) r[0] = t;
-  const lax::GatherScatterMode mode = ScatterAddParams::from(p).mode;
-  if (!args[2].defined())
-    r[2] = lax::gather(t, args[1], mode, mode == lax::GatherScatterMode::FILL_OR_DROP ? std::optional<double>(0.0) : std::nullopt);
-  return r;
-}
-
-BOuts scatter_add_batch(const Args& args, const Dims& dims, const Params& p) {
-  if (dims[1] != kNotMapped) return rules::per_example_batch(primitive("scatter_add"), args, dims, p);
-  // Rows stay along dim 0: operand [n, B, ...], updates [idx..., B, ...].
-  const int64_t size = batch_axis_size(args, dims);
-  const int64_t k = args[1].ndim();
-  Array x = materialize_batch(args[0], dims[0], size, 1);
-  Array u = materialize_batch(args[2], dims[2], size, k);
-  return {{lax::scatter_add(x, args[1], u, ScatterAddParams::from(p).mode)}, {1}};
-}
-
 Registrar reg([] {
   auto set = [](const char* name, JvpRule j, TransposeRule t, BatchRule b) {
     auto& p = get_or_create_primitive(name);
@@ -321,8 +248,6 @@ Registrar reg([] {
   set("dynamic_update_slice", dus_jvp, dus_transpose, dus_batch);
   set("concatenate", concatenate_jvp, concatenate_transpose, concatenate_batch);
   set("pad", pad_jvp, pad_transpose, pad_batch);
-  set("gather", gather_jvp, gather_transpose, gather_batch);
-  set("scatter_add", scatter_add_jvp, scatter_add_transpose, scatter_add_batch);
   auto& iota = get_or_create_primitive("iota");
   iota.no_jvp_reason = "no operands";
   iota.no_transpose_reason = "no operands";

@@ -2,12 +2,11 @@
 // _sort_batch_rule, _top_k_jvp and _top_k_batch_rule, jax/_src/lax/lax.py). Neither is linear.
 //
 // Both JVPs gather the tangents with the primal's permutation (sort: an iota sorted along as an
-// extra operand; top_k: its indices). JAX gathers with operand_batching_dims; until minijax has
-// the general gather, gather_along_axis below flattens the tangent and gathers its rows at flat
-// indices with today's row gather, whose transpose (scatter_add) and batching rule exist, so
-// reverse mode and second order follow.
+// extra operand; top_k: its indices) with one general gather whose other dims are batching dims,
+// as JAX's; its transpose (scatter_add) and batching rule give reverse mode and second order.
 #include "core/views/sorting.h"
 #include "autodiff/batching_util.h"
+#include "core/gather_scatter.h"
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "core/trace.h"
@@ -23,18 +22,24 @@ using BOuts = std::pair<std::vector<Array>, std::vector<int64_t>>;
 bool carries(const Array& t) { return t.defined() && is_floating(t.dtype()); }
 
 // out[i] = t[i with i[axis] replaced by idx[i]]: JAX's take_along_axis, for i32 `idx` whose shape
-// is t's except along `axis`. t is flattened to [N] and read by gather at the flat index
-// sum_d stride_d * (d == axis ? idx : iota_d). The one place to swap for the general gather.
+// is t's except along `axis`: one general gather of t at idx[..., None] whose other dims are
+// batching dims (operand dim d with indices dim d), slice sizes 1, the axis collapsed. The
+// indices are a permutation or top_k's positions, in bounds: mode CLIP.
 Array gather_along_axis(const Array& t, const Array& idx, int64_t axis) {
-  const Shape& is = idx.shape();
-  if (t.size() == 0 || idx.size() == 0) return lax::full(is, 0.0, t.dtype());
-  const std::vector<int64_t> st = strides_of(t.shape());
-  Array flat = lax::mul(idx, lax::full(is, double(st[size_t(axis)]), DType::i32));
-  for (int64_t d = 0; d < int64_t(is.size()); ++d)
-    if (d != axis && is[size_t(d)] > 1)
-      flat = lax::add(flat, lax::mul(lax::iota(DType::i32, is, d),
-                                     lax::full(is, double(st[size_t(d)]), DType::i32)));
-  return lax::gather(lax::reshape(t, {t.size()}), flat);
+  if (t.size() == 0 || idx.size() == 0) return lax::full(idx.shape(), 0.0, t.dtype());
+  lax::GatherDimensionNumbers dn;
+  dn.collapsed_slice_dims = {axis};
+  dn.start_index_map = {axis};
+  for (int64_t d = 0; d < t.ndim(); ++d)
+    if (d != axis) {
+      dn.operand_batching_dims.push_back(d);
+      dn.start_indices_batching_dims.push_back(d);
+    }
+  Shape is = idx.shape();
+  is.push_back(1);
+  lax::GatherOptions o;
+  o.mode = lax::GatherScatterMode::CLIP;
+  return lax::gather(t, lax::reshape(idx, is), dn, std::vector<int64_t>(size_t(t.ndim()), 1), o);
 }
 
 Outs sort_jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents, const Params& params) {

@@ -1,5 +1,5 @@
 // minijax slicing and indexing primitives: slice, dynamic_slice, dynamic_update_slice,
-// concatenate, pad, gather (rows by index), scatter_add and iota. Owns their shape rules, eager
+// concatenate, pad, the row forms of gather and scatter_add (binders only), and iota. Owns their shape rules, eager
 // implementations and lax:: binders (semantics of jax/_src/lax/slicing.py and XLA's clamping).
 #include <algorithm>
 #include <cctype>
@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/gather_scatter_params.h"
 #include "core/lax.h"
 #include "core/lax_params.h"
 #include "core/param_reads.h"
@@ -47,8 +48,7 @@ void check_same_memory_kind(const ShapedArray& a, const ShapedArray& b) {
 /// Index operands (dynamic_slice starts, gather indices) must be integers.
 void check_index(const ShapedArray& a, const std::string& what, bool rank0) {
   if (!is_integer(a.dtype) || (rank0 && a.ndim() != 0))
-    throw TypeError(what + " must be " + (rank0 ? "a rank-0 " : "an ") + "integer array, got " +
-                    a.str());
+    throw TypeError(what + " must be " + (rank0 ? "a rank-0 " : "an ") + "integer array, got " + a.str());
 }
 
 /// The integer elements of an index array as int64.
@@ -106,8 +106,7 @@ std::vector<ShapedArray> slice_shape(const std::vector<ShapedArray>& in, const P
       throw ShapeError("slice [" + std::to_string(start[i]) + ":" + std::to_string(limit[i]) +
                        ") of dimension " + std::to_string(i) + " is out of bounds for shape " +
                        tuple_str(x.shape) + " (need 0 <= start <= limit <= dim)");
-    if (strides[i] < 1)
-      throw ShapeError("strides " + tuple_str(strides) + " must be positive");
+    if (strides[i] < 1) throw ShapeError("strides " + tuple_str(strides) + " must be positive");
     out[i] = (limit[i] - start[i] + strides[i] - 1) / strides[i];
   }
   return {with_shape(x, out)};
@@ -121,8 +120,8 @@ std::vector<Array> slice_impl(const std::vector<Array>& a, const Params& p,
   std::vector<int64_t> src(st.size());
   for (size_t i = 0; i < st.size(); ++i) src[i] = st[i] * strides[i];
   Array o = Array::empty(out[0]);
-  detail::copy_strided(out_bytes(o), 0, strides_of(out[0].shape), in_bytes(a[0]),
-                       offset_of(start, st), src, out[0].shape, itemsize(out[0].dtype));
+  detail::copy_strided(out_bytes(o), 0, strides_of(out[0].shape), in_bytes(a[0]), offset_of(start, st), src,
+                       out[0].shape, itemsize(out[0].dtype));
   return {o};
 }
 
@@ -133,8 +132,8 @@ std::vector<ShapedArray> dynamic_slice_shape(const std::vector<ShapedArray>& in,
   const auto& x = in[0];
   const auto& sizes = param_ints(p, "slice_sizes");
   if (int64_t(in.size()) - 1 != x.ndim())
-    throw ShapeError("an operand of rank " + std::to_string(x.ndim()) + " needs " +
-                     std::to_string(x.ndim()) + " start indices, got " + std::to_string(in.size() - 1));
+    throw ShapeError("an operand of rank " + std::to_string(x.ndim()) + " needs " + std::to_string(x.ndim()) +
+                     " start indices, got " + std::to_string(in.size() - 1));
   for (size_t i = 1; i < in.size(); ++i) check_index(in[i], "start index " + std::to_string(i - 1), true);
   if (int64_t(sizes.size()) != x.ndim())
     throw ShapeError("slice_sizes " + tuple_str(sizes) + " must have one entry per dimension of " +
@@ -151,8 +150,8 @@ std::vector<Array> dynamic_slice_impl(const std::vector<Array>& a, const Params&
   auto starts = clamped_starts(a, 1, a[0].shape(), sizes);
   auto st = strides_of(a[0].shape());
   Array o = Array::empty(out[0]);
-  detail::copy_strided(out_bytes(o), 0, strides_of(sizes), in_bytes(a[0]), offset_of(starts, st), st,
-                       sizes, itemsize(out[0].dtype));
+  detail::copy_strided(out_bytes(o), 0, strides_of(sizes), in_bytes(a[0]), offset_of(starts, st), st, sizes,
+                       itemsize(out[0].dtype));
   return {o};
 }
 
@@ -163,8 +162,8 @@ std::vector<ShapedArray> dus_shape(const std::vector<ShapedArray>& in, const Par
   const auto& x = in[0];
   const auto& u = in[1];
   if (int64_t(in.size()) - 2 != x.ndim())
-    throw ShapeError("an operand of rank " + std::to_string(x.ndim()) + " needs " +
-                     std::to_string(x.ndim()) + " start indices, got " + std::to_string(in.size() - 2));
+    throw ShapeError("an operand of rank " + std::to_string(x.ndim()) + " needs " + std::to_string(x.ndim()) +
+                     " start indices, got " + std::to_string(in.size() - 2));
   for (size_t i = 2; i < in.size(); ++i) check_index(in[i], "start index " + std::to_string(i - 2), true);
   if (u.ndim() != x.ndim())
     throw ShapeError("update of shape " + tuple_str(u.shape) + " must have the rank of the operand " +
@@ -180,8 +179,7 @@ std::vector<ShapedArray> dus_shape(const std::vector<ShapedArray>& in, const Par
   return {x};
 }
 
-std::vector<Array> dus_impl(const std::vector<Array>& a, const Params&,
-                            const std::vector<ShapedArray>& out) {
+std::vector<Array> dus_impl(const std::vector<Array>& a, const Params&, const std::vector<ShapedArray>& out) {
   const Array& x = a[0];
   const Array& u = a[1];
   auto starts = clamped_starts(a, 2, x.shape(), u.shape());
@@ -214,8 +212,8 @@ std::vector<ShapedArray> concatenate_shape(const std::vector<ShapedArray>& in, c
         throw ShapeError("operand shapes " + tuple_str(a0.shape) + " and " + tuple_str(a.shape) +
                          " differ outside dimension " + std::to_string(d));
     if (a.dtype != a0.dtype)
-      throw TypeError(std::string("operands must have equal dtypes, got ") + dtype_name(a0.dtype) +
-                      " and " + dtype_name(a.dtype));
+      throw TypeError(std::string("operands must have equal dtypes, got ") + dtype_name(a0.dtype) + " and " +
+                      dtype_name(a.dtype));
     check_same_memory_kind(a0, a);
     out.shape[size_t(d)] += a.shape[size_t(d)];
     out.weak_type = out.weak_type && a.weak_type;
@@ -247,8 +245,8 @@ class PaddingConfigParam final : public ParamObject {
   std::string str() const override {
     std::string s = "(";
     for (size_t i = 0; i + 2 < flat_.size(); i += 3)
-      s += (i ? ", (" : "(") + std::to_string(flat_[i]) + ", " + std::to_string(flat_[i + 1]) +
-           ", " + std::to_string(flat_[i + 2]) + ")";
+      s += (i ? ", (" : "(") + std::to_string(flat_[i]) + ", " + std::to_string(flat_[i + 1]) + ", " +
+           std::to_string(flat_[i + 2]) + ")";
     if (flat_.size() == 3) s += ",";
     return s + ")";
   }
@@ -286,8 +284,7 @@ std::vector<ShapedArray> pad_shape(const std::vector<ShapedArray>& in, const Par
   const auto& x = in[0];
   const auto& pv = in[1];
   auto cfg = lax::padding_config(p);
-  if (pv.ndim() != 0)
-    throw ShapeError("padding_value must be rank 0, got shape " + tuple_str(pv.shape));
+  if (pv.ndim() != 0) throw ShapeError("padding_value must be rank 0, got shape " + tuple_str(pv.shape));
   if (pv.dtype != x.dtype)
     throw TypeError(std::string("padding_value dtype ") + dtype_name(pv.dtype) +
                     " differs from operand dtype " + dtype_name(x.dtype));
@@ -303,8 +300,8 @@ std::vector<ShapedArray> pad_shape(const std::vector<ShapedArray>& in, const Par
     const int64_t n = x.shape[i];
     const int64_t o = cfg[i].low + cfg[i].high + n + std::max<int64_t>(n - 1, 0) * cfg[i].interior;
     if (o < 0)
-      throw ShapeError("padding (" + std::to_string(cfg[i].low) + ", " + std::to_string(cfg[i].high) +
-                       ", " + std::to_string(cfg[i].interior) + ") of dimension " + std::to_string(i) +
+      throw ShapeError("padding (" + std::to_string(cfg[i].low) + ", " + std::to_string(cfg[i].high) + ", " +
+                       std::to_string(cfg[i].interior) + ") of dimension " + std::to_string(i) +
                        " of shape " + tuple_str(x.shape) + " gives a negative size " + std::to_string(o));
     out.shape[i] = o;
   }
@@ -340,35 +337,17 @@ std::vector<Array> pad_impl(const std::vector<Array>& a, const Params& p,
   return {o};
 }
 
-// ---- gather / scatter_add ------------------------------------------------------------------------
-// gather[fill_value mode slice_sizes=(1, *x.shape[1:])](x, indices): out[i..., r...] =
-// x[indices[i...], r...]. slice_sizes is JAX's parameter of the same name for this row gather
-// (redundant with the operand shape; the shape rule checks it). scatter_add[mode](operand,
-// indices, updates) adds updates[i..., r...] into operand[indices[i...], r...] (its transpose).
-// `mode` (lax::GatherScatterMode) decides an index outside [0, n): CLIP clamps it, FILL_OR_DROP
-// fills that row (gather) or drops that update (scatter_add), PROMISE_IN_BOUNDS raises IndexError
-// here (eager) while compiled code clamps (jit/codegen/lower/index_ops.cc, updates.cc).
+// ---- gather / scatter_add rows ----------------------------------------------------------------------
+// lax::gather(x, indices[, mode, fill_value]) and lax::scatter_add(operand, indices, updates[, mode])
+// are rows along dim 0: the general gather/scatter_add (core/primitives/gather_scatter.cc) with the
+// indices given a trailing index vector dim of 1, offset_dims/update_window_dims the row dims,
+// collapsed/inserted (0,) and start_index_map (0,). PROMISE_IN_BOUNDS checks the rows eagerly here
+// to name the user's call site.
 
 Shape row_slice_sizes(const Shape& x) {
   Shape s = x;
   if (!s.empty()) s[0] = 1;
   return s;
-}
-
-std::vector<ShapedArray> gather_shape(const std::vector<ShapedArray>& in, const Params& p) {
-  if (in.size() != 2) throw ValueError("gather takes an operand and indices");
-  const auto& x = in[0];
-  if (x.ndim() < 1) throw ShapeError("gather needs an operand of rank >= 1 (rows are gathered along dim 0)");
-  check_index(in[1], "indices", false);
-  const auto& ss = param_ints(p, "slice_sizes");
-  if (ss != row_slice_sizes(x.shape))
-    throw ShapeError("slice_sizes " + tuple_str(ss) + " must be " + tuple_str(row_slice_sizes(x.shape)) +
-                     " (one row of the operand)");
-  lax::gather_scatter_mode(p);  // validates the mode and fill_value params
-  lax::gather_fill_value(p);
-  Shape out = in[1].shape;
-  out.insert(out.end(), x.shape.begin() + 1, x.shape.end());
-  return {with_shape(x, out)};
 }
 
 std::string position_str(int64_t flat, const Shape& s) {
@@ -387,103 +366,10 @@ void check_rows(const std::vector<int64_t>& idx, const ShapedArray& x, const Sha
   for (size_t i = 0; i < idx.size(); ++i)
     if (idx[i] < 0 || idx[i] >= n)
       throw IndexError(std::string(prim) + "(" + x.str() + ", " + indices.str() + "): index " +
-                           std::to_string(idx[i]) + " at position " +
-                           position_str(int64_t(i), idx_shape) +
+                           std::to_string(idx[i]) + " at position " + position_str(int64_t(i), idx_shape) +
                            " of the indices is out of bounds for dimension 0 of size " + std::to_string(n) +
                            " (mode GatherScatterMode.PROMISE_IN_BOUNDS; pass a mode to clip or fill)",
                        loc);
-}
-
-/// The row each index reads or writes under `mode`: clamped (CLIP, PROMISE_IN_BOUNDS after the
-/// promise check), or -1 for an index outside [0, n) under FILL_OR_DROP.
-std::vector<int64_t> resolve_rows(std::vector<int64_t> idx, const ShapedArray& x, const ShapedArray& indices,
-                                  lax::GatherScatterMode mode, const char* prim) {
-  const int64_t n = x.shape[0];
-  if (mode == lax::GatherScatterMode::PROMISE_IN_BOUNDS)
-    check_rows(idx, x, indices, prim, std::source_location::current());
-  for (auto& i : idx) {
-    if (mode == lax::GatherScatterMode::FILL_OR_DROP) i = (i < 0 || i >= n) ? -1 : i;
-    else if (n == 0) throw IndexError(std::string(prim) + "(" + x.str() + ", " + indices.str() +
-                                      "): every index is out of bounds for dimension 0 of size 0");
-    else i = std::clamp<int64_t>(i, 0, n - 1);
-  }
-  return idx;
-}
-
-std::vector<Array> gather_impl(const std::vector<Array>& a, const Params& p,
-                               const std::vector<ShapedArray>& out) {
-  const Array& x = a[0];
-  const int64_t n = x.shape()[0];
-  const auto idx = resolve_rows(read_indices(a[1]), x.aval(), a[1].aval(), lax::gather_scatter_mode(p), "gather");
-  const double fill = lax::gather_fill(x.dtype(), lax::gather_fill_value(p));
-  const int64_t row_elems = n > 0 ? x.size() / n : shape_size(row_slice_sizes(x.shape()));
-  const size_t row = size_t(row_elems) * itemsize(x.dtype());
-  Array o = Array::empty(out[0]);  // one row per index: idx.size() * row bytes = all of out
-  char* dst = out_bytes(o);
-  const char* src = in_bytes(x);
-  if (row == 0) return {o};
-  // One row of the fill value, in x's dtype (written as eager converts a double: cast, bf16 rounded).
-  std::vector<char> fill_row(row);
-  dispatch_dtype(x.dtype(), [&]<class T>() {
-    T v;
-    if constexpr (std::is_same_v<T, bool>) v = fill != 0;
-    else if constexpr (std::is_same_v<T, bfloat16>) v = bfloat16(float(fill));
-    else if constexpr (std::is_same_v<T, uint32_t>) v = T(uint32_t(int64_t(fill)));
-    else v = T(fill);
-    for (int64_t r = 0; r < row_elems; ++r) std::memcpy(fill_row.data() + size_t(r) * sizeof(T), &v, sizeof(T));
-  });
-  for (size_t i = 0; i < idx.size(); ++i)
-    std::memcpy(dst + i * row, idx[i] < 0 ? fill_row.data() : src + size_t(idx[i]) * row, row);
-  return {o};
-}
-
-std::vector<ShapedArray> scatter_add_shape(const std::vector<ShapedArray>& in, const Params& p) {
-  if (in.size() != 3) throw ValueError("scatter_add takes an operand, indices and updates");
-  const auto& x = in[0];
-  const auto& u = in[2];
-  if (x.ndim() < 1) throw ShapeError("scatter_add needs an operand of rank >= 1 (rows along dim 0)");
-  check_index(in[1], "indices", false);
-  lax::gather_scatter_mode(p);  // validates the mode param
-  Shape want = in[1].shape;
-  want.insert(want.end(), x.shape.begin() + 1, x.shape.end());
-  if (u.shape != want)
-    throw ShapeError("updates of shape " + tuple_str(u.shape) + " must have shape indices.shape + "
-                     "operand.shape[1:] = " + tuple_str(want));
-  if (u.dtype != x.dtype)
-    throw TypeError(std::string("updates dtype ") + dtype_name(u.dtype) + " differs from operand dtype " +
-                    dtype_name(x.dtype));
-  check_same_memory_kind(x, u);
-  ShapedArray out = x;
-  out.weak_type = x.weak_type && u.weak_type;
-  return {out};
-}
-
-std::vector<Array> scatter_add_impl(const std::vector<Array>& a, const Params& p,
-                                    const std::vector<ShapedArray>& out) {
-  const Array& x = a[0];
-  const Array& u = a[2];
-  const int64_t n = x.shape()[0];
-  Array o = Array::empty(out[0]);  // the copy of x below initialises every byte first
-  if (out[0].dtype == DType::float0) return {o};  // zero-sized elements: nothing to add
-  std::memcpy(out_bytes(o), in_bytes(x), size_t(out[0].nbytes()));
-  const int64_t row = x.size() / std::max<int64_t>(n, 1);
-  if (a[1].size() == 0 || row == 0) return {o};
-  const auto idx = resolve_rows(read_indices(a[1]), x.aval(), a[1].aval(), lax::gather_scatter_mode(p), "scatter_add");
-  dispatch_dtype(out[0].dtype, [&]<class T>() {
-    T* dst = o.mutable_data<T>();
-    const T* src = u.data<T>();
-    for (size_t i = 0; i < idx.size(); ++i) {
-      if (idx[i] < 0) continue;  // FILL_OR_DROP: dropped
-      T* d = dst + idx[i] * row;
-      const T* s = src + int64_t(i) * row;
-      for (int64_t r = 0; r < row; ++r) {
-        if constexpr (std::is_same_v<T, bool>) d[r] = d[r] || s[r];
-        else if constexpr (std::is_same_v<T, bfloat16>) d[r] = bfloat16(float(d[r]) + float(s[r]));
-        else d[r] = T(d[r] + s[r]);
-      }
-    }
-  });
-  return {o};
 }
 
 // ---- iota ----------------------------------------------------------------------------------------
@@ -533,14 +419,6 @@ Registrar reg([] {
   set("dynamic_update_slice", dus_shape, dus_impl, kOther, kMove);
   set("concatenate", concatenate_shape, concatenate_impl, kIndexMap, kMove);
   set("pad", pad_shape, pad_impl, kIndexMap, kMove);
-  set("gather", gather_shape, gather_impl, kIndexMap, kMove);
-  set("scatter_add", scatter_add_shape, scatter_add_impl, kOther, CostClass::custom);
-  // One add per scattered element.
-  get_or_create_primitive("scatter_add").cost = [](const Eqn& e, bool count_bytes, const JaxprCost&) {
-    CostEstimate c = operand_and_result_bytes(e, count_bytes);
-    c.flops = double(atom_aval(e.inputs.back()).size());
-    return c;
-  };
   set("iota", iota_shape, iota_impl, kIndexMap, kMove);
   // Duplicated into every consumer group by fusion: computing an index is cheaper than a store.
   get_or_create_primitive("iota").fusion_class = FusionClass::cheap;
@@ -605,8 +483,8 @@ Array lax::dynamic_slice(const Array& x, const std::vector<Array>& start_indices
   return minijax::bind1(primitive("dynamic_slice"), args, Params{{"slice_sizes", slice_sizes}}, loc);
 }
 
-Array lax::dynamic_update_slice(const Array& x, const Array& update,
-                                const std::vector<Array>& start_indices, SL loc) {
+Array lax::dynamic_update_slice(const Array& x, const Array& update, const std::vector<Array>& start_indices,
+                                SL loc) {
   std::vector<Array> args{x, update};
   args.insert(args.end(), start_indices.begin(), start_indices.end());
   return minijax::bind1(primitive("dynamic_update_slice"), args, {}, loc);
@@ -619,8 +497,7 @@ Array lax::concatenate(const std::vector<Array>& xs, int64_t dimension, SL loc) 
   return minijax::bind1(primitive("concatenate"), xs, Params{{"dimension", dimension}}, loc);
 }
 
-Array lax::pad(const Array& x, const Array& padding_value, const std::vector<PadConfig>& config,
-               SL loc) {
+Array lax::pad(const Array& x, const Array& padding_value, const std::vector<PadConfig>& config, SL loc) {
   return minijax::bind1(primitive("pad"), {x, padding_value},
                         Params{{"padding_config", padding_config_param(config)}}, loc);
 }
@@ -645,8 +522,10 @@ lax::GatherScatterMode lax::gather_scatter_mode(const Params& params) {
     if (t == "FILL_OR_DROP") return GatherScatterMode::FILL_OR_DROP;
     if (t == "PROMISE_IN_BOUNDS") return GatherScatterMode::PROMISE_IN_BOUNDS;
   }
-  throw ValueError("parameter 'mode' must be GatherScatterMode.CLIP, GatherScatterMode.FILL_OR_DROP or "
-                   "GatherScatterMode.PROMISE_IN_BOUNDS, got " + param_to_string(v));
+  throw ValueError(
+      "parameter 'mode' must be GatherScatterMode.CLIP, GatherScatterMode.FILL_OR_DROP or "
+      "GatherScatterMode.PROMISE_IN_BOUNDS, got " +
+      param_to_string(v));
 }
 
 std::optional<double> lax::gather_fill_value(const Params& params) {
@@ -681,11 +560,28 @@ double lax::gather_fill(DType dtype, std::optional<double> fill_value) {
 }
 
 namespace {
-Params gather_params(const Shape& x, lax::GatherScatterMode mode, std::optional<double> fill_value) {
-  Params p{{"slice_sizes", row_slice_sizes(x)}, {"mode", std::string(lax::gather_scatter_mode_name(mode))}};
-  if (fill_value) p.set("fill_value", *fill_value);
-  else p.set("fill_value", ParamObjectPtr{});  // printed fill_value=None, as in JAX
-  return p;
+// The row gather's/scatter_add's general dimension numbers for indices of rank k and an operand of rank r.
+lax::GatherDimensionNumbers row_gather_dims(int64_t k, int64_t r) {
+  lax::GatherDimensionNumbers d;
+  for (int64_t i = 0; i + 1 < r; ++i) d.offset_dims.push_back(k + i);
+  d.collapsed_slice_dims = {0};
+  d.start_index_map = {0};
+  return d;
+}
+
+// indices with a trailing index vector dim of size 1; TypeError/ShapeError for what the row form refuses.
+Array row_indices(const Array& x, const Array& indices, const char* prim, std::source_location loc) {
+  if (!is_integer(indices.dtype()))
+    throw TypeError(std::string(prim) + "(" + x.aval().str() + ", " + indices.aval().str() +
+                        "): indices must be an integer array, got " + indices.aval().str(),
+                    loc);
+  if (x.ndim() < 1)
+    throw ShapeError(std::string(prim) + " needs an operand of rank >= 1 (rows are taken along dim 0), got " +
+                         x.aval().str(),
+                     loc);
+  Shape s = indices.shape();
+  s.push_back(1);
+  return lax::reshape(indices, s, loc);
 }
 }  // namespace
 
@@ -695,8 +591,18 @@ Array lax::gather(const Array& x, const Array& indices, SL loc) {
 
 Array lax::gather(const Array& x, const Array& indices, GatherScatterMode mode,
                   std::optional<double> fill_value, SL loc) {
+  check_gather_scatter_mode("gather", mode, loc);
+  Array idx = row_indices(x, indices, "gather", loc);
+  if (mode == GatherScatterMode::FILL_OR_DROP && x.shape()[0] == 0) {  // every index is out of range
+    Shape out = indices.shape();
+    out.insert(out.end(), x.shape().begin() + 1, x.shape().end());
+    return full(out, gather_fill(x.dtype(), fill_value), x.dtype());
+  }
   if (mode == GatherScatterMode::PROMISE_IN_BOUNDS) eager_check_rows(x, indices, "gather", loc);
-  return minijax::bind1(primitive("gather"), {x, indices}, gather_params(x.shape(), mode, fill_value), loc);
+  GatherOptions o;
+  o.mode = mode;
+  o.fill_value = fill_value;
+  return gather(x, idx, row_gather_dims(indices.ndim(), x.ndim()), row_slice_sizes(x.shape()), o, loc);
 }
 
 Array lax::scatter_add(const Array& operand, const Array& indices, const Array& updates, SL loc) {
@@ -705,9 +611,13 @@ Array lax::scatter_add(const Array& operand, const Array& indices, const Array& 
 
 Array lax::scatter_add(const Array& operand, const Array& indices, const Array& updates,
                        GatherScatterMode mode, SL loc) {
+  check_gather_scatter_mode("scatter_add", mode, loc);
+  Array idx = row_indices(operand, indices, "scatter_add", loc);
   if (mode == GatherScatterMode::PROMISE_IN_BOUNDS) eager_check_rows(operand, indices, "scatter_add", loc);
-  return minijax::bind1(primitive("scatter_add"), {operand, indices, updates},
-                        Params{{"mode", std::string(gather_scatter_mode_name(mode))}}, loc);
+  ScatterOptions o;
+  o.mode = mode;
+  return scatter_add(operand, idx, updates,
+                     mirrored_scatter_dims(row_gather_dims(indices.ndim(), operand.ndim())), o, loc);
 }
 
 Array lax::iota(DType dtype, const Shape& shape, int64_t dimension, SL loc) {

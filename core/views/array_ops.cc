@@ -124,27 +124,6 @@ PadParams PadParams::from(const Params& p) {
 }
 Params PadParams::to_params() const { return Params{{"padding_config", lax::padding_config_param(padding_config)}}; }
 
-MJ_ARRAY_VIEW(GatherParams, gather_params, "gather")
-GatherParams GatherParams::from(const Params& p) {
-  return views::read_view("gather", [&] {
-    return GatherParams{param_ints(p, "slice_sizes"), lax::gather_scatter_mode(p), lax::gather_fill_value(p)};
-  });
-}
-Params GatherParams::to_params() const {
-  Params p{{"slice_sizes", slice_sizes}, {"mode", std::string(lax::gather_scatter_mode_name(mode))}};
-  if (fill_value) p.set("fill_value", *fill_value);
-  else p.set("fill_value", ParamObjectPtr{});  // printed fill_value=None, as in JAX
-  return p;
-}
-
-MJ_ARRAY_VIEW(ScatterAddParams, scatter_add_params, "scatter_add")
-ScatterAddParams ScatterAddParams::from(const Params& p) {
-  return views::read_view("scatter_add", [&] { return ScatterAddParams{lax::gather_scatter_mode(p)}; });
-}
-Params ScatterAddParams::to_params() const {
-  return Params{{"mode", std::string(lax::gather_scatter_mode_name(mode))}};
-}
-
 // ---- contraction -----------------------------------------------------------------------------------
 
 MJ_ARRAY_VIEW(DotGeneralParams, dot_general_params, "dot_general")
@@ -301,8 +280,6 @@ Registrar reg_checks([] {
   set("dynamic_update_slice", check_with<DynamicUpdateSliceParams>());
   set("concatenate", check_with<ConcatenateParams>());
   set("pad", check_with<PadParams>());
-  set("gather", check_with<GatherParams>());
-  set("scatter_add", check_with<ScatterAddParams>());
   set("dot_general", check_with<DotGeneralParams>());
   for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor"})
     set(n, [n](const Params& p) { return ReduceParams::from(p, n).to_params(); });

@@ -9,6 +9,7 @@
 
 #include "core/lax.h"
 #include "core/lax_params.h"
+#include "core/views/gather_scatter.h"
 #include "core/views/view.h"
 
 namespace minijax {
@@ -136,29 +137,6 @@ struct PadParams {
   Params to_params() const;
 };
 PadParams pad_params(const Eqn& e);
-
-/// gather (rows of the operand at integer indices): `slice_sizes` (1, *operand.shape[1:]), the
-/// out-of-range `mode` and the FILL_OR_DROP `fill_value` (nullopt: None, the dtype's default).
-struct GatherParams {
-  std::vector<int64_t> slice_sizes;
-  lax::GatherScatterMode mode = lax::GatherScatterMode::PROMISE_IN_BOUNDS;
-  std::optional<double> fill_value;
-  static bool is(const Eqn& e);
-  static bool is(const Primitive& p);
-  static GatherParams from(const Params& p);
-  Params to_params() const;
-};
-GatherParams gather_params(const Eqn& e);
-
-/// scatter_add: the out-of-range `mode` (as gather's).
-struct ScatterAddParams {
-  lax::GatherScatterMode mode = lax::GatherScatterMode::PROMISE_IN_BOUNDS;
-  static bool is(const Eqn& e);
-  static bool is(const Primitive& p);
-  static ScatterAddParams from(const Params& p);
-  Params to_params() const;
-};
-ScatterAddParams scatter_add_params(const Eqn& e);
 
 /// dot_general: dimension numbers, precision (nullopt: None; no effect on the CPU) and the
 /// output dtype. The generalisation of lax::dot_dimension_numbers (which reads one field).

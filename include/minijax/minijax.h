@@ -17,6 +17,7 @@
 #include "core/control_flow.h"
 #include "core/debug.h"
 #include "core/lax.h"
+#include "core/gather_scatter.h"
 #include "core/special_gamma.h"
 #include "core/special_igamma.h"
 #include "core/convolution.h"

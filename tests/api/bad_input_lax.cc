@@ -1,6 +1,7 @@
 // minijax public-API bad-input cases: the lax primitives (core/lax.h, core/collectives.h, random).
 // Owns lax_cases(): one bad call per listed lax:: and random:: declaration.
 #include "api/bad_input.h"
+#include "core/gather_scatter.h"
 
 namespace bad_input {
 namespace {
@@ -13,6 +14,12 @@ using mj::TypeError;
 using mj::ValueError;
 
 Array b1() { return mj::scalar(1, DType::bool_); }
+Array i21() { return mj::array({0, 1}, {2, 1}, DType::i32); }  // two row indices, index vector last
+lax::GatherOptions bad_mode() {
+  lax::GatherOptions o;
+  o.mode = lax::GatherScatterMode(7);
+  return o;
+}
 
 }  // namespace
 
@@ -183,6 +190,40 @@ std::vector<Case> lax_cases() {
       BAD("minijax::lax::all_reduce", ValueError, lax::all_reduce(x23(), {"x"}, 2, "median"), "all_reduce",
           "median"),
       BAD("minijax::lax::psum", ValueError, lax::psum(x23(), {}, 2), "all_reduce", "at least one axis name"),
+      // The general forms: dimension numbers that do not fit (ShapeError naming shapes and the
+      // parameter), slice sizes larger than the operand, updates of the wrong shape, unknown mode.
+      BAD("minijax::lax::gather", ShapeError, lax::gather(x23(), i21(), {{5}, {0}, {0}, {}, {}}, {1, 3}),
+          "gather", "f32[2,3]", "i32[2,1]", "offset_dims", "out of range"),
+      BAD("minijax::lax::gather", ShapeError, lax::gather(x23(), i21(), {{1}, {0, 0}, {0}, {}, {}}, {1, 3}),
+          "gather", "collapsed_slice_dims", "repeats"),
+      BAD("minijax::lax::gather", ShapeError, lax::gather(x23(), i21(), {{1}, {0}, {0}, {}, {}}, {1, 4}),
+          "gather", "f32[2,3]", "slice_sizes", "(1, 4)"),
+      BAD("minijax::lax::gather", ValueError,
+          lax::gather(x23(), i21(), {{1}, {0}, {0}, {}, {}}, {1, 3}, bad_mode()), "GatherScatterMode", "7"),
+      BAD("minijax::lax::scatter_add", ShapeError,
+          lax::scatter_add(x23(), i21(), mj::ones({2, 3}), {{1}, {1}, {0}, {}, {}}), "scatter_add",
+          "f32[2,3]", "update_window_dims"),
+      BAD("minijax::lax::scatter_add", ShapeError,
+          lax::scatter_add(x23(), i21(), mj::ones({2, 3}), {{2}, {0}, {0}, {}, {}}), "scatter_add",
+          "update_window_dims", "out of range"),
+      BAD("minijax::lax::scatter_add", ShapeError,
+          lax::scatter_add(x23(), i21(), mj::ones({3, 3}), {{1}, {0}, {0}, {}, {}}), "scatter_add",
+          "f32[3,3]", "i32[2,1]", "updates"),
+      BAD("minijax::lax::scatter_add", ShapeError,
+          lax::scatter_add(x23(), i21(), mj::ones({2, 3}), {{1}, {0, 0}, {0}, {}, {}}), "scatter_add",
+          "inserted_window_dims", "repeats"),
+      BAD("minijax::lax::scatter", ShapeError,
+          lax::scatter(x23(), i21(), mj::ones({2, 4}), {{1}, {0}, {0}, {}, {}}), "scatter", "f32[2,4]",
+          "update_window_dims", "larger than operand dim 1"),
+      BAD("minijax::lax::scatter_mul", TypeError,
+          lax::scatter_mul(x23(), i21(), mj::ones({2, 3}, DType::i32), {{1}, {0}, {0}, {}, {}}),
+          "scatter_mul", "i32", "f32"),
+      BAD("minijax::lax::scatter_min", ShapeError,
+          lax::scatter_min(x23(), i21(), mj::ones({2, 3}), {{1}, {0}, {0, 1}, {}, {}}), "scatter_min",
+          "scatter_dims_to_operand_dims", "i32[2,1]"),
+      BAD("minijax::lax::scatter_max", ShapeError,
+          lax::scatter_max(x23(), i21(), mj::ones({2, 3}), {{1}, {0}, {0}, {1}, {0}}), "scatter_max",
+          "inserted_window_dims", "operand_batching_dims"),
       BAD("minijax::lax::reduce_scatter", ShapeError, lax::reduce_scatter(x23(), {"x"}, 4, 1),
           "reduce_scatter", "4"),
       BAD("minijax::lax::all_to_all", ShapeError, lax::all_to_all(x23(), {"x"}, 2, 5, 0), "all_to_all", "5"),

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "autodiff/float0_sweep.h"
+#include "core/gather_scatter.h"
 
 namespace float0_sweep {
 namespace {
@@ -17,6 +18,8 @@ using mj::u32;
 Array U(const Array& x) { return mj::astype(I(x), u32); }
 Array B(const Array& x) { return x > 0.25; }
 Array C(const Array& like, double v) { return mj::full_like(like, v); }
+// Scalar updates into the rows of a rank-1 table at indices [n, 1].
+const lax::ScatterDimensionNumbers kRowScatter{{}, {0}, {0}, {}, {}};
 Array S(const Array& i) { return lax::rem(mj::sum(i), mj::scalar(4, i32)); }  // rank-0 index in [0, 3]
 // A float table of 8 rows depending on x (what gather/dynamic_slice/scatter read or write).
 Array table(const Array& x) { return mj::sin(lax::iota(x.dtype(), {8}) * 0.3 + mj::sum(x)); }
@@ -258,6 +261,37 @@ std::vector<E> structural() {
        mix},
       {"scatter_add", "i32_indices", [](const Array& x) { return V{table(x), I(x), x * x}; },
        [](const V& a) { return one(lax::scatter_add(a[0], a[1], a[2])); }, mix},
+      // The general forms: indices [n, 1] into the rows of the table (inserted dim 0).
+      {"gather", "general_i32_indices", [](const Array& x) { return V{table(x), I(x)}; },
+       [](const V& a) {
+         return one(lax::gather(a[0], lax::reshape(a[1], {a[1].size(), 1}), {{}, {0}, {0}, {}, {}}, {1}));
+       },
+       mix},
+      {"scatter", "i32_indices", [](const Array& x) { return V{table(x), I(x), x * x}; },
+       [](const V& a) {
+         return one(lax::scatter(a[0], lax::reshape(a[1], {a[1].size(), 1}), lax::reshape(a[2], {a[2].size()}),
+                                    kRowScatter));
+       },
+       mix},
+      // Updates constant: scatter_mul differentiates its updates only with unique indices (JAX).
+      {"scatter_mul", "i32_indices", [](const Array& x) { return V{table(x), I(x), lax::full(x.shape(), 1.5, x.dtype())}; },
+       [](const V& a) {
+         return one(lax::scatter_mul(a[0], lax::reshape(a[1], {a[1].size(), 1}), lax::reshape(a[2], {a[2].size()}),
+                                    kRowScatter));
+       },
+       mix},
+      {"scatter_min", "i32_indices", [](const Array& x) { return V{table(x), I(x), x * x}; },
+       [](const V& a) {
+         return one(lax::scatter_min(a[0], lax::reshape(a[1], {a[1].size(), 1}), lax::reshape(a[2], {a[2].size()}),
+                                    kRowScatter));
+       },
+       mix},
+      {"scatter_max", "i32_indices", [](const Array& x) { return V{table(x), I(x), x * x}; },
+       [](const V& a) {
+         return one(lax::scatter_max(a[0], lax::reshape(a[1], {a[1].size(), 1}), lax::reshape(a[2], {a[2].size()}),
+                                    kRowScatter));
+       },
+       mix},
       {"device_put", "i32_host_and_back", in_i,
        [](const V& a) {
          Array h = lax::device_put(a[0], mj::MemoryKind::pinned_host);

@@ -278,28 +278,6 @@ TEST(TorchReference, BatchedDotVarMean) {
                  "hvp a");
 }
 
-// sinh, asin and erfc (issue 29): value, gradient, JVP and HVP, eagerly and under jit (compiled
-// code: minijax's own vectorized functions, jit/codegen/lower/transcendentals.h).
-TEST(TorchReference, SinhAsinErfc) {
-  namespace c = ref::sinh_asin_erfc;
-  mj::Array cc = f64(c::c, c::c_shape);
-  auto f = [cc](const mj::Array& x) {
-    return mj::sum(mj::lax::sinh(2.0 * x) * cc + mj::lax::asin(x) * mj::lax::erfc(x) + mj::lax::erfc(cc * x));
-  };
-  mj::Array x = f64(c::x, c::x_shape), t = f64(c::jvp_x_dir, c::jvp_x_dir_shape);
-  mj::Array v = f64(c::hvp_x_dir, c::hvp_x_dir_shape);
-  auto hvp_of = [f](const mj::Array& a, const mj::Array& d) { return mj::jvp(mj::grad(f), a, d).second; };
-  for (int compiled = 0; compiled < 2; ++compiled) {
-    const std::string how = compiled ? "compiled " : "eager ";
-    auto [val, g] = compiled ? mj::jit(mj::value_and_grad(f))(x) : mj::value_and_grad(f)(x);
-    expect_value(val, c::value, how + "value");
-    expect_matches(g, c::grad_x, c::grad_x_shape, how + "grad x");
-    auto jvp_of = [f](const mj::Array& a, const mj::Array& d) { return mj::jvp(f, a, d).second; };
-    expect_value(compiled ? mj::jit(jvp_of)(x, t) : jvp_of(x, t), c::jvp, how + "jvp");
-    expect_matches(compiled ? mj::jit(hvp_of)(x, v) : hvp_of(x, v), c::hvp_x, c::hvp_x_shape, how + "hvp x");
-  }
-}
-
 // The HVPs agree with reverse-over-reverse in minijax as well (grad of <grad f, v>).
 TEST(TorchReference, ReverseOverReverseHvp) {
   namespace c = ref::activations;

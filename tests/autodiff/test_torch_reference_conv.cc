@@ -1,5 +1,5 @@
 // Tests of minijax's convolution, windowed reductions and pooling against PyTorch (f64): values,
-// gradients, JVPs and Hessian-vector products, eager and compiled. Data: torch_reference_data.h.
+// gradients, JVPs and Hessian-vector products, eager and compiled. Data: torch_reference_data_conv.h.
 //
 // Each case is sum(sin(op(inputs...)) * c), c a literal of op's result shape, op written here with
 // minijax's lax/nn functions exactly as tools/torch_reference.py writes it with torch (same
@@ -24,7 +24,7 @@
 
 #include <minijax/minijax.h>
 
-#include "autodiff/torch_reference_data.h"
+#include "autodiff/torch_reference_data_conv.h"
 
 namespace {
 

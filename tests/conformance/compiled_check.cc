@@ -75,6 +75,10 @@ const std::map<std::string, Rule>& rules() {
     // dot_general is the GEMM library's order, cumsum a running sum and scatter_add adds in update
     // order: any order, up to n deep.
     for (const char* p : {"cumsum", "dot_general", "scatter_add"}) m[p] = {Bound::sum, 0};
+    // scatter, scatter_min and scatter_max write or select in update order, as eager: exact.
+    // scatter_mul multiplies in update order: a product of up to n factors.
+    for (const char* p : {"scatter", "scatter_min", "scatter_max"}) m[p] = {Bound::exact, 0};
+    m["scatter_mul"] = {Bound::product, 0};
     // A convolution through oneDNN (f32, bf16) sums in its own blocked order, the loop nest in
     // the input's memory order, eager as an im2col GEMM; a window sum through oneDNN is its
     // average times the window's size; select_and_scatter_add through oneDNN's pooling backward

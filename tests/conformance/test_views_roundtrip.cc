@@ -48,7 +48,7 @@ const std::map<std::string, RoundTrip>& round_trips() {
       {"concatenate", rt<mj::ConcatenateParams>()},
       {"pad", rt<mj::PadParams>()},
       {"gather", rt<mj::GatherParams>()},
-      {"scatter_add", rt<mj::ScatterAddParams>()},
+      {"scatter_add", rt<mj::ScatterParams>()},
       {"dot_general", rt<mj::DotGeneralParams>()},
       {"reduce_sum", rt_named<mj::ReduceParams>("reduce_sum")},
       {"reduce_max", rt_named<mj::ReduceParams>("reduce_max")},

@@ -5,6 +5,7 @@
 #include <minijax/minijax.h>
 
 #include "core/lax.h"
+#include "core/gather_scatter_params.h"
 #include "core/views/array_ops.h"
 
 namespace {
@@ -60,7 +61,11 @@ TEST(ArrayOpViews, MissingOrWrongTypedParamIsValueErrorNamingPrimitiveAndParam) 
   m = value_error([&] { dot.check_params(Params{{"dimension_numbers", std::vector<int64_t>{1}}}); });
   EXPECT_NE(m.find("dot_general"), std::string::npos) << m;
   EXPECT_NE(m.find("dimension_numbers"), std::string::npos) << m;
-  m = value_error([] { mj::GatherParams::from(Params{{"slice_sizes", std::vector<int64_t>{1}}, {"mode", int64_t(0)}}); });
+  m = value_error([] {
+    mj::GatherParams::from(Params{{"dimension_numbers", mj::lax::gather_dimension_numbers_param({{}, {0}, {0}, {}, {}})},
+                                  {"slice_sizes", std::vector<int64_t>{1}},
+                                  {"mode", int64_t(0)}});
+  });
   EXPECT_NE(m.find("gather"), std::string::npos) << m;
   EXPECT_NE(m.find("mode"), std::string::npos) << m;
 }

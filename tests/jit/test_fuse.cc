@@ -133,6 +133,8 @@ TEST(PrimitiveClasses, EveryPrimitiveHasTheClassesOfItsDefinition) {
   for (const char* n : {"reshape", "squeeze", "expand_dims", "optimization_barrier"}) cost[n] = mj::CostClass::view;
   for (const char* n : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin"})
     cost[n] = mj::CostClass::reduction;
+  for (const char* n : {"scatter", "scatter_mul", "scatter_min", "scatter_max"})
+    cost[n] = mj::CostClass::custom;
   for (const char* n : {"reduce_and", "reduce_or", "reduce_xor"}) cost[n] = mj::CostClass::reduction;
   // cumprod/cummax/cummin: one combine per element; cumlogsumexp six (its logaddexp).
   for (const char* n : {"cumprod", "cummax", "cummin", "cumlogsumexp"}) cost[n] = mj::CostClass::custom;

@@ -9,6 +9,8 @@
 #include <minijax/minijax.h>
 
 #include "autodiff/checkpoint.h"
+#include "core/gather_scatter.h"
+#include "core/gather_scatter_params.h"
 #include "core/lax.h"
 #include "core/random.h"
 
@@ -20,6 +22,10 @@ namespace lax = mj::lax;
 
 /// An array of ones (the samples are traced, so only the avals matter).
 inline Array filled(mj::Shape s, DType d = DType::f32) { return lax::full(s, 1, d); }
+
+/// The row gather and scatter (indices [..., 1] into dim 0 of a rank-2 operand).
+inline const lax::GatherDimensionNumbers kRowGather{{2}, {0}, {0}, {}, {}};
+inline const lax::ScatterDimensionNumbers kRowScatter{{2}, {0}, {0}, {}, {}};
 
 /// One sample program: its arguments and its body (traced with make_jaxpr).
 struct Sample {
@@ -121,27 +127,37 @@ inline std::vector<Sample> samples() {
              lax::dot_general(a[0], a[2], {{2}, {0}, {}, {}})};
   }});
   v.push_back({"slicing", {filled({6, 8}), filled({2, 8}), filled({}, DType::i32), filled({5, 3}),
-                           filled({2, 4}, DType::i32)},
+                           filled({2, 4, 1}, DType::i32)},
                [](const V& a) {
                  return V{lax::slice(a[0], {1, 0}, {5, 8}), lax::slice(a[0], {0, 0}, {6, 8}, {2, 1}),
                           lax::dynamic_slice(a[0], {a[2], a[2]}, {3, 8}),
                           lax::dynamic_update_slice(a[0], a[1], {a[2], a[2]}),
                           lax::concatenate({a[0], a[1]}, 0),
                           lax::pad(a[0], lax::full({}, 0, DType::f32), {{1, 2, 0}, {0, 0, 0}}),
-                          lax::gather(a[3], a[4]),
-                          lax::scatter_add(a[3], a[4], lax::full({2, 4, 3}, 1, DType::f32))};
+                          lax::gather(a[3], a[4], kRowGather, {1, 3}),
+                          lax::scatter_add(a[3], a[4], lax::full({2, 4, 3}, 1, DType::f32), kRowScatter)};
                }});
   // Even sizes, so that the pass-through test (test_pass_through.cc) has a factor divisible by 2
   // to shard on each of these: broadcast/squeeze/expand_dims keep a dim of 4, scatter_add's
   // feature dim is 4, bitcast 4->8 bytes keeps the leading dim of 4 (the pair dim 2 is not
   // shared).
-  v.push_back({"even sizes", {filled({1, 4}), filled({5, 4}), filled({2, 4}, DType::i32),
+  v.push_back({"even sizes", {filled({1, 4}), filled({5, 4}), filled({2, 4, 1}, DType::i32),
                               filled({4, 2}, DType::u32)},
                [](const V& a) {
                  return V{lax::broadcast_in_dim(a[0], {2, 3, 4}, {1, 2}), lax::squeeze(a[0], {0}),
                           lax::expand_dims(a[0], {0}),
-                          lax::scatter_add(a[1], a[2], lax::full({2, 4, 4}, 1, DType::f32)),
+                          lax::scatter_add(a[1], a[2], lax::full({2, 4, 4}, 1, DType::f32), kRowScatter),
                           lax::bitcast_convert_type(a[3], DType::f64)};
+               }});
+  // The general gather and the scatter family with batching dims: operand [2, 8, 6], indices
+  // [2, 4, 1] (batch 2 paired with the operand's dim 0), windows of the whole dim 2.
+  v.push_back({"gather/scatter batching", {filled({2, 8, 6}), filled({2, 4, 1}, DType::i32), filled({2, 4, 6})},
+               [](const V& a) {
+                 const lax::GatherDimensionNumbers g{{2}, {1}, {1}, {0}, {0}};
+                 const auto s = lax::mirrored_scatter_dims(g);
+                 return V{lax::gather(a[0], a[1], g, {1, 1, 6}), lax::scatter(a[0], a[1], a[2], s),
+                          lax::scatter_add(a[0], a[1], a[2], s), lax::scatter_mul(a[0], a[1], a[2], s),
+                          lax::scatter_min(a[0], a[1], a[2], s), lax::scatter_max(a[0], a[1], a[2], s)};
                }});
   // debug_callback (debug::print): no results; every operand dim needs replication.
   v.push_back({"debug print", {filled({4, 6})}, [](const V& a) {

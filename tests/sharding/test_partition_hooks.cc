@@ -5,6 +5,7 @@
 #include <minijax/minijax.h>
 
 #include "core/lax.h"
+#include "core/gather_scatter.h"
 #include "core/views/array_ops.h"
 #include "sharding/partition_rule.h"
 
@@ -71,9 +72,13 @@ TEST(PartitionHooks, RewriteGlobalSizesToLocal) {
       {x});
   EXPECT_EQ(mj::DynamicSliceParams::from(local_params(ds, {2, 4}, {2, 2})).slice_sizes, (std::vector<int64_t>{2, 2}));
   // gather: rows of x [8, 4] sharded on dim 1 (2 ways): slice_sizes (1, 4) -> (1, 2); mode kept.
-  Array idx = mj::lax::full({3}, 0.0, mj::DType::i32);
+  Array idx = mj::lax::full({3, 1}, 0.0, mj::DType::i32);
   mj::Eqn g = only_eqn(
-      [](const std::vector<Array>& a) { return mj::lax::gather(a[0], a[1], mj::lax::GatherScatterMode::CLIP); },
+      [](const std::vector<Array>& a) {
+        mj::lax::GatherOptions o;
+        o.mode = mj::lax::GatherScatterMode::CLIP;
+        return mj::lax::gather(a[0], a[1], {{1}, {0}, {0}, {}, {}}, {1, 4}, o);
+      },
       {x, idx});
   mj::GatherParams gp = mj::GatherParams::from(local_params(g, {8, 2}, {3, 2}));
   EXPECT_EQ(gp.slice_sizes, (std::vector<int64_t>{1, 2}));

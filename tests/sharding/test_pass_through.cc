@@ -254,14 +254,17 @@ TEST(PassThrough, EveryRuleKeepsEachPassThroughAxis) {
   //     k=1 of [4,6,2] (4 and 6; the last dim is replaced): 2 -> 4;
   //   dot_general: batched [3,4,5]x[3,5,6] (4 and 6; batch 3 odd): 2, [3,4,5]x[5,7] (4): 1 -> 3;
   //   slicing: slice, strided slice, dynamic_slice, dynamic_update_slice, concatenate, pad
-  //     (the kept dim of 8 each): 6, gather [5,3] by [2,4] (2 and 4): 2, scatter_add (3): 0 -> 8;
+  //     (the kept dim of 8 each): 6, gather [5,3] by [2,4,1] (2 and 4): 2, scatter_add (3): 0 -> 8;
   //   even sizes: broadcast, squeeze, expand_dims, scatter_add, bitcast (the 4 each): 5;
   //   windowed: reduce_window_sum/max/min, reduce_window, select_and_gather_add and
   //     select_and_scatter_add over [2,4,6,3] (the batch 2 each; the features 3 are odd): 6;
   //   convolution: NCHW [2,3,5,5]x[4,3,3,3] (batch 2, output features 4; the input features
-  //     are a reduction): 2, grouped NHWC [2,5,5,4]x[3,3,2,4] (batch 2): 1 -> 3.
-  // Total 66 + 8 + 10 + 4 + 34 + 14 + 1 + 1 + 10 + 10 + 13 + 13 + 4 + 3 + 8 + 5 + 6 + 3 = 213.
-  EXPECT_EQ(pairs, 213u);
+  //     are a reduction): 2, grouped NHWC [2,5,5,4]x[3,3,2,4] (batch 2): 1 -> 3;
+  //   gather/scatter batching: gather [2,8,6] by [2,4,1] (the batching pair 2, the index dim 4,
+  //     the whole window 6): 3; scatter, scatter_add, scatter_mul, scatter_min, scatter_max (the
+  //     batching pair 2 and the window 6 each; the index dim 4 needs replication): 10 -> 13.
+  // Total 66 + 8 + 10 + 4 + 34 + 14 + 1 + 1 + 10 + 10 + 13 + 13 + 4 + 3 + 8 + 5 + 6 + 3 + 13 = 226.
+  EXPECT_EQ(pairs, 226u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <minijax/minijax.h>
 
+#include "core/gather_scatter_params.h"
 #include "core/lax.h"
 #include "core/primitive.h"
 #include "sharding/propagate_shardings.h"
@@ -160,14 +161,16 @@ TEST(ShardingRules, NeedReplicationOnScannedSlicedAndReversedDims) {
 }
 
 TEST(ShardingRules, ScatterAddIndexDimsNeedReplication) {
-  // x [5,3], indices [2,4], updates [2,4,3]: row i=5 (need replication), index dims j=2, k=4
-  // (indices and updates only; need replication: as reduction factors every shard would add x
-  // into its partial result, and the sum would count x once per shard), feature l=3 shared by
-  // x, updates and the result.
-  ShapedArray idx{{2, 4}, DType::i32, false, mj::MemoryKind::device};
-  FactorRule r = rule_of("scatter_add", {f32({5, 3}), idx, f32({2, 4, 3})}, Params{});
-  EXPECT_EQ(r.str(), "([i, l], [j, k], [j, k, l])->([i, l]) {i=5, j=2, k=4, l=3} "
-                     "need_replication={i, j, k}");
+  // x [5,3], indices [2,4,1] (index vector last), updates [2,4,3] (window dim 2, row dim 0
+  // inserted): scatter dims i=2, j=4 (indices and updates only; need replication: as reduction
+  // factors every shard would add x into its partial result, and the sum would count x once per
+  // shard), the index vector k=1, row l=5 (indexed: need replication), feature m=3 (a whole window
+  // dim) shared by x, updates and the result.
+  ShapedArray idx{{2, 4, 1}, DType::i32, false, mj::MemoryKind::device};
+  mj::lax::ScatterDimensionNumbers dims{{2}, {0}, {0}, {}, {}};
+  FactorRule r = rule_of("scatter_add", {f32({5, 3}), idx, f32({2, 4, 3})}, mj::lax::scatter_params(dims, {}));
+  EXPECT_EQ(r.str(), "([l, m], [i, j, k], [i, j, m])->([l, m]) {i=2, j=4, k=1, l=5, m=3} "
+                     "need_replication={i, j, k, l}");
 }
 
 TEST(ShardingRules, CheckRejectsInconsistentRules) {

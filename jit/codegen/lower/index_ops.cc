@@ -1,12 +1,14 @@
 // minijax elemental lowering of index maps: broadcast_in_dim, transpose, slice, rev, pad,
 // concatenate, iota, iota_2x32_shape, dynamic_slice and gather (lane patterns kept where they can
 // be, so contiguous reads stay vector loads; computed or clamped indices become gathers).
+#include <algorithm>
 #include <optional>
 
 #include "core/errors.h"
 #include "core/lax.h"
 #include "core/lax_params.h"
 #include "core/views/array_ops.h"
+#include "core/views/gather_scatter.h"
 #include "jit/codegen/lower/elementwise_util.h"
 
 namespace minijax::lower {
@@ -38,7 +40,8 @@ Value clamp_i64(kir::Builder& b, Value v, int64_t lo, int64_t hi) {
 // A rank-0 index operand (dynamic_slice start) as a scalar i64.
 Value scalar_index_operand(FusionEmitter& fe, const Atom& a) {
   EVal v = fe.value1(a, fe.scalar_index(1));
-  if (v.lanes != 1) throw ValueError("fusion emitter: a rank-0 index operand with " + std::to_string(v.lanes) + " lanes");
+  if (v.lanes != 1)
+    throw ValueError("fusion emitter: a rank-0 index operand with " + std::to_string(v.lanes) + " lanes");
   return index_i64(fe, v);
 }
 
@@ -57,7 +60,8 @@ class ArmValue {
   }
   EVal get() {
     Value raw = fe_.b.load(slot_type(), slot_, fe_.b.i64(0));
-    if (d_ == DType::bool_) raw = fe_.b.icmp(Pred::ne, raw, fe_.b.splat(fe_.b.const_int(kir::kI8, 0), lanes_));
+    if (d_ == DType::bool_)
+      raw = fe_.b.icmp(Pred::ne, raw, fe_.b.splat(fe_.b.const_int(kir::kI8, 0), lanes_));
     return EVal{raw, d_, lanes_};
   }
 
@@ -117,7 +121,8 @@ Value window_all_valid(FusionEmitter& fe, const DimIdx& d, const Window& w, int 
   kir::Builder& b = fe.b;
   Value first = b.sub(d.base, b.i64(w.shift));
   Value last = b.add(first, b.i64(d.coef * (lanes - 1)));
-  Value lo = b.intrinsic("smin", kir::kI64, {first, last}), hi = b.intrinsic("smax", kir::kI64, {first, last});
+  Value lo = b.intrinsic("smin", kir::kI64, {first, last}),
+        hi = b.intrinsic("smax", kir::kI64, {first, last});
   return b.binop(Op::And, b.icmp(Pred::sge, lo, b.i64(0)), b.icmp(Pred::slt, hi, b.i64(w.n)));
 }
 
@@ -180,7 +185,8 @@ EVal read_window(FusionEmitter& fe, const Atom& x, const ElemIndex& at, const Wi
   for (size_t k = 0; k < win.size(); ++k) {
     if (!win[k]) continue;
     const DimIdx& d = at.dims[k];
-    Value v = uniform(d, lanes) ? window_valid(fe, d, *win[k], lanes) : window_all_valid(fe, d, *win[k], lanes);
+    Value v = uniform(d, lanes) ? window_valid(fe, d, *win[k], lanes)
+                                : window_all_valid(fe, d, *win[k], lanes);
     all_ok = b.binop(Op::And, all_ok, v);
   }
   ArmValue r(fe, dt, lanes);
@@ -308,7 +314,8 @@ std::vector<EVal> concatenate(FusionEmitter& fe, const Eqn& e, const ElemIndex& 
     if (n > 0) ops.push_back(j), off.push_back(pos);
     pos += n;
   }
-  if (ops.empty()) throw ValueError("concatenate lowering: every operand is empty along dimension " + std::to_string(dim));
+  if (ops.empty())
+    throw ValueError("concatenate lowering: every operand is empty along dimension " + std::to_string(dim));
   auto win = [&](size_t t) {
     Windows w(at.dims.size());
     w[dim] = Window{off[t], 1, atom_aval(e.inputs[ops[t]]).shape[dim]};
@@ -381,41 +388,79 @@ std::vector<EVal> iota_2x32_shape(FusionEmitter& fe, const Eqn& e, const ElemInd
 
 // ---- gather ---------------------------------------------------------------------------------------
 
-// out[i..., r...] = x[indices[i...], r...] (the row gather of core/primitives/slicing.cc); i32
-// indices are signed, u32 unsigned. The row read is always clamped into [0, rows - 1] so every
-// load stays in bounds: that is the result for CLIP and PROMISE_IN_BOUNDS (XLA clamps a broken
-// promise; eager raises IndexError instead). FILL_OR_DROP then selects the fill value into the
-// lanes whose index is outside [0, rows), as eager does.
+// d + start, where start is an i64 scalar or a vector of `lanes` lanes.
+DimIdx add_start(FusionEmitter& fe, const DimIdx& d, Value start, int lanes) {
+  if (fe.b.type(start).lanes == 1) return fe.offset(d, start);
+  return DimIdx{{}, 0, fe.b.add(fe.dim_vector(d, lanes), start)};
+}
+
+// The general gather (core/primitives/gather_scatter.cc): the output element's batch position
+// reads its index vector from the indices operand (the index vector dim last); each entry starts
+// its operand dim (start_index_map), clamped into [0, dim - slice size] so every load stays in
+// bounds (CLIP, and PROMISE_IN_BOUNDS as XLA: eager raises IndexError instead); a batching dim
+// starts at the batch position; window dims add the output's offset index. FILL_OR_DROP then
+// selects the fill value into the lanes whose window is not wholly in bounds, as eager does.
+// i32 indices are signed, u32 unsigned.
 std::vector<EVal> gather(FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {
   kir::Builder& b = fe.b;
   const ShapedArray& xa = atom_aval(e.inputs[0]);
   const ShapedArray& ia = atom_aval(e.inputs[1]);
-  const size_t k = ia.shape.size();
-  const int64_t rows = xa.shape.at(0);
   const GatherParams gp = gather_params(e);
+  const auto& d = gp.dimension_numbers;
   const bool fill = gp.mode == lax::GatherScatterMode::FILL_OR_DROP;
-  auto fill_value = [&](int lanes) {
-    return fe.constant(xa.dtype, lax::gather_fill(xa.dtype, gp.fill_value), lanes);
+  auto has = [](const std::vector<int64_t>& v, int64_t x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
   };
-  if (rows == 0) {
-    if (fill) return {fill_value(at.lanes)};
-    throw IndexError("gather(" + xa.str() + ", " + ia.str() + "): every index is out of bounds for dimension 0 of size 0");
+  // The output dims: offset dims (window dims of the operand, in order) and batch dims.
+  std::vector<DimIdx> batch;
+  std::vector<size_t> window_out;
+  for (size_t j = 0; j < at.dims.size(); ++j) {
+    if (has(d.offset_dims, int64_t(j))) window_out.push_back(j);
+    else batch.push_back(at.dims[j]);
   }
-  std::vector<DimIdx> idims(at.dims.begin(), at.dims.begin() + long(k));
-  EVal iv = fe.value1(e.inputs[1], fe.index(std::move(idims), at.lanes));
-  Value i = index_i64(fe, iv);
-  Value row = clamp_i64(b, i, 0, rows - 1);
-  std::vector<DimIdx> dims;
-  dims.push_back(iv.lanes == 1 ? FusionEmitter::affine(row) : DimIdx{{}, 0, row});
-  dims.insert(dims.end(), at.dims.begin() + long(k), at.dims.end());
+  const size_t r = xa.shape.size();
+  std::vector<DimIdx> dims(r);
+  std::vector<Value> start(r);
+  Value valid;
+  const int64_t K = ia.shape.back();
+  for (int64_t k = 0; k < K; ++k) {
+    std::vector<DimIdx> id = batch;
+    id.push_back(FusionEmitter::affine(b.i64(k)));
+    EVal iv = fe.value1(e.inputs[1], fe.index(std::move(id), at.lanes));
+    const size_t od = size_t(d.start_index_map[size_t(k)]);
+    const int64_t hi = xa.shape[od] - gp.slice_sizes[od];
+    Value v = index_i64(fe, iv);
+    start[od] = clamp_i64(b, v, 0, std::max<int64_t>(hi, 0));
+    if (fill) {  // 0 <= v <= hi: one unsigned compare (a negative i64 is a huge unsigned one)
+      Value ok = b.icmp(Pred::ult, v, b.splat(b.i64(hi + 1), iv.lanes));
+      if (!valid.valid()) valid = ok;
+      else {
+        const int L = std::max(b.type(valid).lanes, b.type(ok).lanes);
+        if (b.type(valid).lanes != L) valid = b.splat(valid, L);
+        if (b.type(ok).lanes != L) ok = b.splat(ok, L);
+        valid = b.binop(Op::And, valid, ok);
+      }
+    }
+  }
+  size_t w = 0;
+  for (size_t od = 0; od < r; ++od) {
+    auto bi = std::find(d.operand_batching_dims.begin(), d.operand_batching_dims.end(), int64_t(od));
+    if (bi != d.operand_batching_dims.end()) {
+      dims[od] = batch.at(
+          size_t(d.start_indices_batching_dims[size_t(bi - d.operand_batching_dims.begin())]));
+      continue;
+    }
+    const bool collapsed = has(d.collapsed_slice_dims, int64_t(od));
+    DimIdx base = collapsed ? FusionEmitter::affine(b.i64(0)) : at.dims.at(window_out.at(w++));
+    dims[od] = start[od].valid() ? add_start(fe, base, start[od], at.lanes) : base;
+  }
   EVal v = fe.value1(e.inputs[0], fe.index(std::move(dims), at.lanes));
-  if (!fill) return {v};
-  // In range: 0 <= i < rows, one unsigned compare (a negative i64 is a huge unsigned one).
-  Value valid = b.icmp(Pred::ult, i, b.splat(b.i64(rows), b.type(i).lanes));
-  const int lanes = std::max(v.lanes, iv.lanes);
+  if (!fill || !valid.valid()) return {v};
+  const int lanes = std::max(v.lanes, b.type(valid).lanes);
   v = fe.widen(v, lanes);
   if (b.type(valid).lanes != lanes) valid = b.splat(valid, lanes);
-  return {EVal{b.select(valid, v.v, fill_value(lanes).v), xa.dtype, lanes}};
+  EVal f = fe.constant(xa.dtype, lax::gather_fill(xa.dtype, gp.fill_value), lanes);
+  return {EVal{b.select(valid, v.v, f.v), xa.dtype, lanes}};
 }
 
 const RegisterElemental r_bcast("broadcast_in_dim", broadcast_in_dim);

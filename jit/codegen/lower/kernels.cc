@@ -462,8 +462,8 @@ std::vector<Acc> block_lanes(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
 // One block [lo, hi) when the innermost input dim is kept: `out_lanes` outputs at a time. Element
 // j goes into accumulator (j - lo) % 16 of a 16-entry array (pairwise rules: the same
 // accumulators as the lanes of block_lanes, joined by the same tree), or is combined in sequence
-// into one result (other rules). A dim of at most kSumBlock elements (one block) is unrolled:
-// every accumulator index is a constant, so the array lives in registers.
+// into one result (other rules). A dim of at most kSumBlock elements (one block) is unrolled
+// group by group: every accumulator index is a constant, so the array lives in registers.
 std::vector<Acc> block_strided(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
   kir::Builder& b = k.b;
   const int ol = P.out_lanes;
@@ -489,7 +489,16 @@ std::vector<Acc> block_strided(KernelCtx& k, PointCtx& P, Value lo, Value hi) {
     combine_at(k, P.L, P.reds, dst, P.out, red_at(P, j, 0), ol);
   };
   if (P.nblocks == 1 && P.extent <= kSumBlock) {  // lo = 0, hi = extent (a max's block is the whole dim)
-    for (int64_t t = 0; t < P.extent; ++t) element(b.add(lo, b.i64(t)), b.i64((t & (kSumLanes - 1)) * ol));
+    // Two or more whole groups of kSumLanes run as a loop over groups whose body is unrolled: the
+    // accumulator indices stay constants, and the IR is one group's, not the block's (a fully
+    // unrolled 128-row Adam bias step was 127 KB of IR and doubled the MLP step's cold compile).
+    const int64_t whole = P.extent / kSumLanes * kSumLanes;
+    const int64_t looped = whole >= 2 * kSumLanes ? whole : 0;
+    if (looped > 0)
+      b.for_(lo, b.add(lo, b.i64(looped)), b.i64(kSumLanes), [&](Value g) {
+        for (int64_t t = 0; t < kSumLanes; ++t) element(b.add(g, b.i64(t)), b.i64(t * ol));
+      });
+    for (int64_t t = looped; t < P.extent; ++t) element(b.add(lo, b.i64(t)), b.i64((t & (kSumLanes - 1)) * ol));
   } else {
     b.for_(lo, hi, b.i64(1), [&](Value j) {
       element(j, b.mul(b.binop(kir::Op::And, b.sub(j, lo), b.i64(kSumLanes - 1)), b.i64(ol)));
