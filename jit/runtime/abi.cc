@@ -4,6 +4,7 @@
 // included). Errors are recorded per thread, never thrown.
 #include "jit/runtime/abi.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -108,7 +109,11 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
 
 extern "C" void mj_rt_parallel_for(mj_rt_kernel kernel, void** bufs, int64_t n, int64_t grain) {
   if (n <= grain) return kernel(bufs, 0, n);
-  minijax::parallel_for_blocks(n, grain, [&](int64_t lo, int64_t hi) { kernel(bufs, lo, hi); });
+  // Blocks of whole grains: every bound but n is a multiple of grain (kernels.cc's vector loops
+  // rely on it to drop their scalar tails).
+  minijax::parallel_for_blocks((n + grain - 1) / grain, 1, [&](int64_t lo, int64_t hi) {
+    kernel(bufs, lo * grain, std::min(hi * grain, n));
+  });
 }
 
 extern "C" void mj_rt_raise_flag(int32_t* flag) {

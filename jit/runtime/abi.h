@@ -30,9 +30,10 @@ void record_runtime_error(const std::string& msg);
 extern "C" {
 /// A kernel's type: computes outer indices [begin, end) with the buffer addresses in bufs.
 typedef void (*mj_rt_kernel)(void** bufs, int64_t begin, int64_t end);
-/// Runs kernel over [0, n) in chunks of `grain` outer indices on the oneTBB pool (the calling
-/// thread takes part). Chunks are fixed by n and grain, not by the thread count, and each outer
-/// index is computed by one chunk, so results do not depend on scheduling.
+/// Runs kernel over [0, n) in chunks [i grain, min((i + 1) grain, n)) of outer indices on the oneTBB
+/// pool (the calling thread takes part). Chunks are fixed by n and grain, not by the thread count,
+/// and each outer index is computed by one chunk, so results do not depend on scheduling; every
+/// chunk bound but n is a multiple of grain.
 void mj_rt_parallel_for(mj_rt_kernel kernel, void** bufs, int64_t n, int64_t grain);
 /// Sets *flag to 1 (an atomic store: chunks of one kernel on several threads may raise the same
 /// flag). A kernel watching an output for NaN or -inf calls it when it stored one.

@@ -313,3 +313,35 @@ TEST(ElementwiseLowering, SelectAndClampMatchEager) {
     expect_same2("clamp", [z](const Array& a, const Array& b) { return mj::lax::clamp(mj::lax::min(a, b), z, mj::lax::max(a, b)); }, x, y);
   }
 }
+
+namespace {
+
+// The KIR of the program's first fused loop kernel (from its "; fusion" comment to its end).
+std::string first_kernel(const std::string& text) {
+  const size_t start = text.find("; fusion fusion.0:");
+  if (start == std::string::npos) return "";
+  return text.substr(start, text.find("\n}", start) - start);
+}
+
+}  // namespace
+
+// A fused loop whose extent is a multiple of the vector lanes has no scalar tail: inline, and
+// parallel, where mj_rt_parallel_for's chunks start at multiples of the grain (a multiple of the
+// lanes), so every chunk is whole vectors. Other extents keep the tail. Each result equals eager's
+// bit for bit, at the sizes that exercise both (inline and parallel, with and without the tail).
+TEST(ElementwiseLowering, WholeVectorExtentsHaveNoScalarTail) {
+  auto f = [](const Array& a) { return mj::lax::add(mj::lax::mul(a, mj::lax::scalar(1.5, mj::f32)), mj::lax::scalar(0.25, mj::f32)); };
+  for (int64_t n : {int64_t(4096), int64_t(4099), (int64_t(1) << 17) + 48, (int64_t(1) << 17) + 5, int64_t(1) << 20}) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = float(i % 1000) * 0.001f - 0.3f;
+    const Array x = mj::array(v, {n});
+    auto jf = mj::jit(f);
+    const std::string kernel = first_kernel(jf.lower(x).compile().as_text());
+    ASSERT_FALSE(kernel.empty()) << n;
+    const bool whole = n % 16 == 0;  // 16: the lanes of f32 on the widest host (a multiple of the others')
+    EXPECT_EQ(kernel.find("= load f32 ") == std::string::npos, whole) << n << "\n" << kernel;  // the tail's loads
+    const Array got = jf(x), want = f(x);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data<float>(), want.data<float>(), size_t(n) * sizeof(float)), 0) << n;
+  }
+}

@@ -55,10 +55,14 @@ int kernel_lanes(const Jaxpr& body) {
   return lanes;
 }
 
-// for j in [lo, hi): point(j, lanes) -- vector steps while a whole vector fits, then scalars.
-void vector_loop(kir::Builder& b, Value lo, Value hi, int64_t static_extent, int lanes,
+// for j in [lo, hi): point(j, lanes) -- vector steps while a whole vector fits, then scalars. [lo, hi)
+// is a dimension of `extent` elements, whole or one block of mj_rt_parallel_for, whose bounds are
+// multiples of its grain and so of `lanes` (program.cc rounds the grain of a vectorized outer loop):
+// when extent is a multiple of lanes, so is every block, and the scalar tail is not emitted.
+void vector_loop(kir::Builder& b, Value lo, Value hi, int64_t extent, int lanes,
                  const std::function<void(Value, int)>& point) {
-  if (lanes > 1 && (static_extent < 0 || static_extent >= lanes)) {
+  if (lanes > 1 && extent >= lanes) {
+    if (extent % lanes == 0) return b.for_(lo, hi, b.i64(lanes), [&](Value j) { point(j, lanes); });
     Value n = b.sub(hi, lo);
     Value vend = b.add(lo, b.mul(b.binop(kir::Op::SDiv, n, b.i64(lanes)), b.i64(lanes)));
     b.for_(lo, vend, b.i64(lanes), [&](Value j) { point(j, lanes); });
@@ -177,7 +181,7 @@ void emit_loop(KernelCtx& k, KernelInfo& info, Value begin, Value end) {
   std::vector<Value> ivs;
   info.outer_vectorized = r == 1 && k.lanes > 1;
   if (r == 1) {
-    vector_loop(b, begin, end, -1, k.lanes, [&](Value j, int lanes) { point(ivs, j, lanes); });
+    vector_loop(b, begin, end, space[0], k.lanes, [&](Value j, int lanes) { point(ivs, j, lanes); });
   } else {
     nest(b, space, 0, r - 1, ivs, [&] {
       vector_loop(b, b.i64(0), b.i64(space[r - 1]), space[r - 1], k.lanes,
@@ -725,7 +729,7 @@ void emit_reduction(KernelCtx& k, KernelInfo& info, Value begin, Value end) {
     reduce_point(k, L, reds, d, lanes);
   };
   info.outer_vectorized = ro == 1 && k.lanes > 1;
-  if (ro == 1) return vector_loop(b, begin, end, -1, k.lanes, point);
+  if (ro == 1) return vector_loop(b, begin, end, L.out_shape[0], k.lanes, point);
   nest(b, L.out_shape, 0, ro - 1, ivs, [&] {
     vector_loop(b, b.i64(0), b.i64(L.out_shape[ro - 1]), L.out_shape[ro - 1], k.lanes, point);
   }, begin, end);
