@@ -18,7 +18,8 @@
 //               compiles the same step with config().compilation_cache_dir = DIR. Target ≤ 30 ms.
 //   chain       fused chains of transcendental links, each compiled cold in a new process
 //               (bench/compile_chain.cc: cases, targets; --runs R per case (3), --max-links N skips
-//               the longer chains); `chain-one --chain sin|mixed --links N` is one such process.
+//               the longer chains); `chain-one --chain mixed|F --links N` is one such process
+//               (F: one function of the mixed list, chained alone).
 // In-memory hit (cold mode): a cached call of the step's 21-leaf signature (TrainState: 6
 // parameters, 12 moments, the step count; x, y) costs the signature lookup before the code runs.
 // Measured on a function of the same signature that returns its first argument (no kernel), as
@@ -201,7 +202,7 @@ int run_persistent(std::string cache_dir, mjbench::Environment& env) {
 int main(int argc, char** argv) {
   mjbench::Args args(argc, argv,
                      "usage: minijax_bench_compile [cold | persistent | chain] [--cache-dir DIR] [--verify] [--as-text FILE] "
-                     "[--runs R] [--max-links N]\n       minijax_bench_compile chain-one --chain sin|mixed --links N");
+                     "[--runs R] [--max-links N]\n       minijax_bench_compile chain-one --chain mixed|sin|cos|...|igamma_grad_a --links N");
   const std::string mode = args.positional("cold");
   const std::string dir = args.string("cache-dir", "");
   const std::string as_text = args.string("as-text", "");

@@ -5,7 +5,8 @@
 // "mixed": N links y = f(y) * 0.999 + 0.001 with f cycling through sin, cos, tan, exp, log, log1p,
 // expm1, tanh, logistic, erf and issue 29's sinh, cosh, asin, acos, atan, asinh, acosh, atanh, cbrt,
 // erfc, lgamma, digamma, polygamma(1, .), igamma(y, y), igamma_grad_a(y, y) (50 links: two or three of each; only compile time
-// counts, so values need not stay finite). Cases: (a) sin 50, (b) mixed 50, (c) sin 5, 25, 50, 100, 200, 400, and mixed 100 for
+// counts, so values need not stay finite); `chain-one --chain F` with F one of those names chains F alone
+// (a diagnostic: the compile time one function costs). Cases: (a) sin 50, (b) mixed 50, (c) sin 5, 25, 50, 100, 200, 400, and mixed 100 for
 // the mixed chain's marginal cost. Each case runs `--runs` times (3), rounds interleaved,
 // every run a new process `minijax_bench_compile chain-one --chain C --links N` that traces
 // (jit.lower) and compiles (Lowered::compile) once: cold = trace + compile, nothing cached.
@@ -59,11 +60,18 @@ const std::vector<std::pair<const char*, Fn1>>& mixed_fns() {
   return fs;
 }
 
+// The function of a one-function chain ("sin", or any name of the mixed list); nullptr for none.
+Fn1 one_fn(const std::string& name) {
+  for (const auto& [n, f] : mixed_fns())
+    if (name == n) return f;
+  return nullptr;
+}
+
 mj::Array chain_fn(const std::string& chain, int links, const mj::Array& x) {
   const mj::Array a = lax::scalar(0.999, mj::f32), c = lax::scalar(0.001, mj::f32);
   mj::Array y = x;
   for (int i = 0; i < links; ++i) {
-    Fn1 f = chain == "sin" ? Fn1(&lax::sin) : mixed_fns()[size_t(i) % mixed_fns().size()].second;
+    Fn1 f = chain == "mixed" ? mixed_fns()[size_t(i) % mixed_fns().size()].second : one_fn(chain);
     y = lax::add(lax::mul(f(y, std::source_location::current()), a), c);
   }
   return y;
@@ -124,7 +132,8 @@ double slope(const std::vector<double>& x, const std::vector<double>& y) {
 }  // namespace
 
 int run_chain_one(const std::string& chain, int links, Environment& env) {
-  if (chain != "sin" && chain != "mixed") throw minijax::ValueError("chain-one: unknown chain '" + chain + "' (sin or mixed)");
+  if (chain != "mixed" && !one_fn(chain))
+    throw minijax::ValueError("chain-one: unknown chain '" + chain + "' (mixed, or one function of the mixed list)");
   if (links < 1) throw minijax::ValueError("chain-one: --links must be >= 1, got " + std::to_string(links));
   mj::config().compilation_cache_dir.clear();  // cold: no disk hit
   mj::Array x = mj::full({4096}, 0.5, mj::f32);
@@ -147,6 +156,12 @@ int run_chain_one(const std::string& chain, int links, Environment& env) {
   mj::Array y = compiled(x);
   mj::block_until_ready(y);
   const double run = seconds_since(t0);
+  std::vector<double> again;  // the compiled code's own speed: 10 more calls
+  for (int r = 0; r < 10; ++r) {
+    t0 = clock_type::now();
+    mj::block_until_ready(compiled(x));
+    again.push_back(seconds_since(t0));
+  }
   const auto& t = exe.times;
   Json j;
   j.str("name", "compile").str("mode", "chain-one").str("chain", chain).integer("links", links);
@@ -155,7 +170,7 @@ int run_chain_one(const std::string& chain, int links, Environment& env) {
   j.num("passes_ms", t.passes * 1e3).num("lower_ms", t.lower * 1e3).num("translate_ms", t.translate * 1e3);
   j.num("optimize_ms", t.optimize * 1e3).num("codegen_ms", t.codegen * 1e3).num("load_ms", t.load * 1e3);
   j.integer("top_level_fusions", fusions).integer("kernel_ir_chars", int64_t(exe.kernels.size()));
-  j.num("first_run_ms", run * 1e3);
+  j.num("first_run_ms", run * 1e3).num("run_ms_median", stats(again).median * 1e3);
   const double y0 = double(y.data<float>()[0]);  // the mixed chain's value may be NaN: null
   if (std::isfinite(y0)) j.num("y0", y0);
   else j.raw("y0", "null");
