@@ -15,6 +15,8 @@
 
 #include <minijax/minijax.h>
 
+#include "special_reference.h"
+
 namespace {
 
 using mj::Array;
@@ -22,50 +24,8 @@ namespace lax = mj::lax;
 
 constexpr double kFail = 1e9;  // a class mismatch: NaN, an infinity, the sign of a zero
 
-// The reference file of one function: f32 inputs with f64 values, f64 inputs with hi + lo values.
-struct Reference {
-  std::vector<float> x32;
-  std::vector<double> r32;
-  std::vector<double> x64;
-  std::vector<long double> r64;
-};
-
-Reference read_reference(const std::string& fn) {
-  const std::string path = std::string(MINIJAX_SOURCE_DIR) + "/tests/jit/special_reference/" + fn + ".bin";
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Reference r;
-  if (bytes.size() < 16 || std::string(bytes.data(), 8) != "MJSREF01") {
-    ADD_FAILURE() << "cannot read " << path
-                  << " (regenerate with /usr/bin/python3 tools/special_reference.py)";
-    return r;
-  }
-  uint32_t n32, n64;
-  std::memcpy(&n32, bytes.data() + 8, 4);
-  std::memcpy(&n64, bytes.data() + 12, 4);
-  if (bytes.size() != 16 + size_t(n32) * 12 + size_t(n64) * 24) {
-    ADD_FAILURE() << path << ": size " << bytes.size() << " does not match its counts";
-    return r;
-  }
-  const char* p = bytes.data() + 16;
-  for (uint32_t i = 0; i < n32; ++i, p += 12) {
-    float x;
-    double v;
-    std::memcpy(&x, p, 4);
-    std::memcpy(&v, p + 4, 8);
-    r.x32.push_back(x);
-    r.r32.push_back(v);
-  }
-  for (uint32_t i = 0; i < n64; ++i, p += 24) {
-    double x, hi, lo;
-    std::memcpy(&x, p, 8);
-    std::memcpy(&hi, p + 8, 8);
-    std::memcpy(&lo, p + 16, 8);
-    r.x64.push_back(x);
-    r.r64.push_back(lo == 0 ? (long double)hi : (long double)hi + lo);  // keeps -0
-  }
-  return r;
-}
+using Reference = special_reference::Unary;
+Reference read_reference(const std::string& fn) { return special_reference::read_unary(fn); }
 
 // |got - ref| in units of the last place of ref rounded to T (T's ulp at that binade; below the
 // normal range the subnormal spacing). NaN, infinities and the sign of zero must match: a result

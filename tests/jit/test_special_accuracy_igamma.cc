@@ -13,59 +13,16 @@
 
 #include <minijax/minijax.h>
 
+#include "special_reference.h"
+
 namespace {
 
 using mj::Array;
 namespace lax = mj::lax;
 
-// The pairs of one dtype and their reference values (double, correctly rounded from 200 bits).
-struct Pairs {
-  std::vector<double> a, x, ref;
-};
-
-struct Reference {
-  Pairs f32, f64;
-};
-
-Reference read_reference(const std::string& fn) {
-  const std::string path = std::string(MINIJAX_SOURCE_DIR) + "/tests/jit/special_reference/" + fn + ".bin";
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Reference r;
-  if (bytes.size() < 16 || std::string(bytes.data(), 8) != "MJSREF02") {
-    ADD_FAILURE() << "cannot read " << path
-                  << " (regenerate with /usr/bin/python3 tools/special_reference_igamma.py)";
-    return r;
-  }
-  uint32_t n32, n64;
-  std::memcpy(&n32, bytes.data() + 8, 4);
-  std::memcpy(&n64, bytes.data() + 12, 4);
-  if (bytes.size() != 16 + size_t(n32) * 16 + size_t(n64) * 24) {
-    ADD_FAILURE() << path << ": size " << bytes.size() << " does not match its counts";
-    return r;
-  }
-  const char* p = bytes.data() + 16;
-  for (uint32_t i = 0; i < n32; ++i, p += 16) {
-    float a, x;
-    double v;
-    std::memcpy(&a, p, 4);
-    std::memcpy(&x, p + 4, 4);
-    std::memcpy(&v, p + 8, 8);
-    r.f32.a.push_back(a);
-    r.f32.x.push_back(x);
-    r.f32.ref.push_back(v);
-  }
-  for (uint32_t i = 0; i < n64; ++i, p += 24) {
-    double a, x, v;
-    std::memcpy(&a, p, 8);
-    std::memcpy(&x, p + 8, 8);
-    std::memcpy(&v, p + 16, 8);
-    r.f64.a.push_back(a);
-    r.f64.x.push_back(x);
-    r.f64.ref.push_back(v);
-  }
-  return r;
-}
+using special_reference::Pairs;
+using Reference = special_reference::Binary;
+Reference read_reference(const std::string& fn) { return special_reference::read_binary(fn); }
 
 Array to_array(const std::vector<double>& v, mj::DType dt) {
   return mj::astype(mj::array(v, {int64_t(v.size())}, mj::f64), dt);
