@@ -8,7 +8,9 @@
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Config/llvm-config.h>
+#include <llvm/Analysis/LoopInfo.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/PassInstrumentation.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -26,6 +28,9 @@
 namespace minijax {
 
 namespace {
+
+// The function attribute of kir::Function::light_optimization.
+constexpr const char* kLightOptAttr = "minijax-light-optimization";
 
 void init_llvm() {
   static std::once_flag once;
@@ -101,6 +106,7 @@ class Translator {
     fn->addFnAttr(llvm::Attribute::NoUnwind);
     if (f.inlining == kir::Inline::always) fn->addFnAttr(llvm::Attribute::AlwaysInline);
     if (f.inlining == kir::Inline::never) fn->addFnAttr(llvm::Attribute::NoInline);
+    if (f.light_optimization) fn->addFnAttr(kLightOptAttr);
     const HostTarget& h = host_target();
     fn->addFnAttr("target-cpu", h.cpu);
     fn->addFnAttr("target-features", h.features);
@@ -437,7 +443,26 @@ std::unique_ptr<llvm::Module> translate(llvm::LLVMContext& ctx, const kir::Modul
   return mod;
 }
 
+// The function an IR unit of the pass manager belongs to (a function, or a loop's), else null.
+const llvm::Function* function_of(const llvm::Any& ir) {
+  if (const auto* f = llvm::any_cast<const llvm::Function*>(&ir)) return *f;
+  if (const auto* l = llvm::any_cast<const llvm::Loop*>(&ir)) return (*l)->getHeader()->getParent();
+  return nullptr;
+}
+
 void optimize(llvm::Module& mod, llvm::TargetMachine* tm) {
+  // Functions marked kLightOptAttr get the first run of each cleanup pass and skip the rest of
+  // the O2 function pipeline (skippable passes only: LLVM runs the required ones regardless).
+  llvm::PassInstrumentationCallbacks pic;
+  std::map<std::pair<const llvm::Function*, std::string>, int> runs;
+  pic.registerShouldRunOptionalPassCallback([&runs](llvm::StringRef pass, llvm::Any ir) {
+    const llvm::Function* f = function_of(ir);
+    if (!f || !f->hasFnAttribute(kLightOptAttr)) return true;
+    static const char* const kCleanup[] = {"SROAPass", "EarlyCSEPass", "InstCombinePass", "SimplifyCFGPass"};
+    for (const char* c : kCleanup)
+      if (pass == c) return runs[{f, c}]++ == 0;
+    return false;
+  });
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -445,7 +470,7 @@ void optimize(llvm::Module& mod, llvm::TargetMachine* tm) {
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = true;
   pto.SLPVectorization = true;
-  llvm::PassBuilder pb(tm, pto);
+  llvm::PassBuilder pb(tm, pto, std::nullopt, &pic);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);

@@ -588,7 +588,7 @@ std::string to_string(const Function& f) {
     if (i < f.param_names.size() && !f.param_names[i].empty()) os << " " << f.param_names[i];
   }
   os << ")" << (f.inlining == Inline::always ? " alwaysinline" : f.inlining == Inline::never ? " noinline" : "")
-     << (f.unroll_loops ? "" : " nounroll") << " {\n";
+     << (f.unroll_loops ? "" : " nounroll") << (f.light_optimization ? " lightopt" : "") << " {\n";
   print_block(os, f, f.body, 2);
   os << "}\n";
   return os.str();

@@ -119,6 +119,11 @@ struct Function {
   /// unrolling such a kernel changes its microseconds by little but made the MLP step's cold
   /// compile about 1.5× longer (its 12 inline kernels unrolled: object 19.2 KB, not 11.8 KB).
   bool unroll_loops = true;
+  /// Its code is emitted already simplified (the outlined math functions: straight-line vector code
+  /// and fixed loops): LLVM runs its cleanup passes on it once (SROA, EarlyCSE, InstCombine,
+  /// SimplifyCFG) instead of the whole O2 function pipeline, which costs several times more compile
+  /// time on such code for little gain. Module passes (constant propagation, inlining) still see it.
+  bool light_optimization = false;
 };
 
 /// A declared external function (a runtime call, resolved when the module is loaded).

@@ -154,6 +154,33 @@ Value to_f32(kir::Builder& b, Value x) {
   return b.cast(Op::FPTrunc, kir::kF32.with_lanes(b.type(x).lanes), x);
 }
 
+void need(kir::Builder& b, Value x, Scalar s, const char* fn) {
+  if (b.type(x).s != s)
+    throw ValueError(std::string(fn) + ": operand of type " + kir::type_str(b.type(x)) + ", expected " +
+                     (s == Scalar::f32 ? "f32" : "f64"));
+}
+
+Value through_f64(kir::Builder& b, Value x, Value (*f)(VMath&, Value), bool is32, const char* name) {
+  need(b, x, is32 ? Scalar::f32 : Scalar::f64, name);
+  Value xd = is32 ? to_f64(b, x) : x;
+  VMath m(b, b.type(xd));
+  Value r = f(m, xd);
+  return is32 ? to_f32(b, r) : r;
+}
+
+Value LoopState::make(Value init) {
+  Value p = m.b.stack_slot(m.t);
+  m.b.store(p, m.b.i64(0), init);
+  return p;
+}
+Value LoopState::get(Value slot) { return m.b.load(m.t, slot, m.b.i64(0)); }
+void LoopState::set(Value slot, Value v) { m.b.store(slot, m.b.i64(0), v); }
+void LoopState::set_where(Value on, Value slot, Value v) { set(slot, m.sel(on, v, get(slot))); }
+
+void repeat(kir::Builder& b, int n, const std::function<void(Value)>& body) {
+  b.for_(b.i64(0), b.i64(n), b.i64(1), body);
+}
+
 Value any_lane(kir::Builder& b, Value m) {
   int n = b.type(m).lanes;
   // Halve by shuffles while at least 4 lanes remain (a one-lane shuffle would be a <1 x i1>).
@@ -175,12 +202,6 @@ Value any_lane(kir::Builder& b, Value m) {
 }
 
 namespace {
-
-void need(kir::Builder& b, Value x, Scalar s, const char* fn) {
-  if (b.type(x).s != s)
-    throw ValueError(std::string(fn) + ": operand of type " + kir::type_str(b.type(x)) + ", expected " +
-                     (s == Scalar::f32 ? "f32" : "f64"));
-}
 
 // Coefficients: minimax (Remez exchange on the weighted error named), computed for this file with
 // mpmath at 50 digits and rounded to the target precision; the bound includes that rounding.

@@ -2,6 +2,7 @@
 // VMath helper they are written with; lane-count generic, no libm calls, no per-element branches.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,27 @@ class VMath {
   /// code with FMA. Affects code emitted afterwards (compile different programs to compare).
   static void set_fma_override(int v);
 };
+
+/// Loop-carried vectors of m's type in stack slots (a KIR value lives in the block that defines it;
+/// LLVM's SROA turns the slots back into registers).
+struct LoopState {
+  VMath& m;
+  /// A new slot holding `init`.
+  kir::Value make(kir::Value init);
+  kir::Value get(kir::Value slot);
+  void set(kir::Value slot, kir::Value v);
+  /// set(slot, on ? v : get(slot)) lane by lane.
+  void set_where(kir::Value on, kir::Value slot, kir::Value v);
+};
+
+/// for (i = 0; i < n; ++i) body(i): a KIR loop (i an i64 scalar), not unrolled into the code.
+void repeat(kir::Builder& b, int n, const std::function<void(kir::Value)>& body);
+
+/// ValueError naming `fn` unless x's scalar type is s.
+void need(kir::Builder& b, kir::Value x, kir::Scalar s, const char* fn);
+/// f on x: f64 directly; f32 (is32) widened to f64, f, rounded once. ValueError naming `name` for
+/// x of the other type.
+kir::Value through_f64(kir::Builder& b, kir::Value x, kir::Value (*f)(VMath&, kir::Value), bool is32, const char* name);
 
 /// Floating-point type conversion helpers (lanes kept).
 kir::Value to_f64(kir::Builder& b, kir::Value x);
@@ -324,10 +346,11 @@ kir::Value igamma(kir::Builder& b, kir::Value a, kir::Value x);
 kir::Value igamma_grad_a(kir::Builder& b, kir::Value a, kir::Value x);
 
 // ---- outlined functions: one definition per module ---------------------------------------------------
-// A fusion kernel calls each transcendental through a module function of its own (one per function,
-// float type and lane count) instead of inlining the code at every use: LLVM then optimizes and
-// compiles each function's code once per module, however many equations use it, so a kernel's
-// compile time grows with its equations by a call each rather than by the function's whole code.
+// A fusion kernel calls each transcendental through a module function of its own (one per function
+// and float type, on the vector register's lanes) instead of inlining the code at every use: LLVM
+// then optimizes and compiles each function's code once per module, however many equations use it,
+// so a kernel's compile time grows with its equations by a call each rather than by the function's
+// whole code.
 
 /// The runtime function sin, cos and tan call for huge arguments (jit/runtime/trig_reduction.h).
 inline constexpr const char* kTrigReduceRuntime = "mj_rt_trig_reduce";
@@ -337,23 +360,37 @@ inline constexpr const char* kTrigReduceRuntime = "mj_rt_trig_reduce";
 /// "cbrt", "erfc", "lgamma", "digamma", "polygamma", "igamma", "igamma_grad_a") is one of the functions call_outlined handles.
 bool is_outlined_function(const std::string& fn);
 
-/// Emits a call of module function `mj_math_<fn>_<f32|f64>x<lanes>` on args (one operand, two for
-/// pow, atan2, igamma and igamma_grad_a, all of one f32 or f64 type) and returns its result. The
-/// function is defined later by define_outlined_functions. ValueError for an unknown fn, a non-float
-/// type or operands of different types.
+/// Emits a call of module function `mj_math_<fn>_<f32|f64>x<W>` on args (one operand, two for
+/// pow, atan2, polygamma, igamma and igamma_grad_a, all of one f32 or f64 type of any lane count)
+/// and returns its result, of the args' type. W is the register's lanes for the type the code runs
+/// in: args with fewer lanes (a loop's scalar tail) are padded with lane 0's value and cut back,
+/// more are split into calls of W lanes and joined. The functions whose f32 form is their f64 code
+/// on widened operands (sinh, cosh, asin, acos, asinh, acosh, atanh, cbrt, erfc and the gamma
+/// family) widen f32 args to f64 here, call the f64 function (two calls for a whole f32 register)
+/// and round once, so a module has one copy of their code. The shuffles and conversions of
+/// constants fold where they are emitted: a constant operand (polygamma's order) reaches the call
+/// as a constant, which LLVM propagates into the function. The function is defined later by
+/// define_outlined_functions. ValueError for an unknown fn, a non-float type or operands of
+/// different types.
 kir::Value call_outlined(kir::Builder& b, const std::string& fn, const std::vector<kir::Value>& args);
 
 /// Defines in `m` every `mj_math_*` function its functions call that it does not define yet, with
-/// the code of the functions above (so the same results, bit for bit, as inline code). A function
-/// called from one place is always inlined (the code is then that of inline emission); one called
-/// from several places is never inlined, so LLVM optimizes and compiles its code once. Declares
-/// mj_rt_trig_reduce when some function calls it. Call once, after the module's last kernel.
+/// the code of the functions above; a definition may call others (lgamma calls log, polygamma
+/// calls digamma), which are defined in turn. A function called from one place is always inlined;
+/// one called from several places is never inlined, so LLVM optimizes and compiles its code once.
+/// Each is marked kir::Function::light_optimization (LLVM's cleanup passes once, not the whole O2
+/// function pipeline) and keeps its loops rolled. Declares mj_rt_trig_reduce when some function
+/// calls it. Call once, after the module's last kernel.
 void define_outlined_functions(kir::Module& m);
 
 // ---- building blocks shared by the implementation files ---------------------------------------------
 /// exp(hi + lo) for a two-term argument (|lo| < 2^-30; f64): e^r (1 + d) with d = lo - k ln2_lo;
 /// overflow and underflow as exp (a clamped hi drops lo).
 kir::Value exp_dd_f64(kir::Builder& b, kir::Value hi, kir::Value lo);
+/// s = sin(pi r) and c = cos(pi r) for |r| <= 1/2 (f64; r exact, as x - rint(x) is): r = f + n/2 with
+/// |f| <= 1/4, pi f in two terms, the sin/cos polynomials of sin_f64 (within 1 ulp). The reflection
+/// formulas of lgamma and digamma use it instead of sin and tan of pi r (no argument reduction).
+void sincos_pi_f64(kir::Builder& b, kir::Value r, kir::Value& s, kir::Value& c);
 /// log(x) as hi + lo (x > 0 finite, f64), relative error about 2^-68 (see pow_f64).
 void log_dd_f64(kir::Builder& b, kir::Value x, kir::Value& hi, kir::Value& lo);
 

@@ -12,12 +12,6 @@ using kir::Value;
 
 namespace {
 
-void need(kir::Builder& b, Value x, Scalar s, const char* fn) {
-  if (b.type(x).s != s)
-    throw ValueError(std::string(fn) + ": operand of type " + kir::type_str(b.type(x)) + ", expected " +
-                     (s == Scalar::f32 ? "f32" : "f64"));
-}
-
 // (sinh(x) / x - 1) / x^2 in z = x^2 on [0, 1] (tools/fit_special_polys.py: Chebyshev fit with
 // mpmath at 50 digits, relative error 1.5e-21 before rounding the coefficients to f64).
 const std::vector<double> kSinhSmall = {1.66666666666666667e-1,  8.33333333333333337e-3,
@@ -144,17 +138,6 @@ Value cbrt64(VMath& m, Value x) {
   y = m.mul(y, m.sel(sub, m.c(0x1p-18), m.sel(big, m.c(0x1p33), m.c(1.0))));
   y = m.sel(m.mor(m.eq(a, m.c(0.0)), m.mnot(m.lt(a, m.c(INFINITY)))), a, y);  // ±0, inf, NaN: |x|
   return m.sel(m.isnan(x), x, m.copysign(y, x));
-}
-
-using Fn64 = Value (*)(VMath&, Value);
-
-// f on x: f64 directly; f32 in f64, rounded once.
-Value through_f64(kir::Builder& b, Value x, Fn64 f, bool is32, const char* name) {
-  need(b, x, is32 ? Scalar::f32 : Scalar::f64, name);
-  Value xd = is32 ? to_f64(b, x) : x;
-  VMath m(b, b.type(xd));
-  Value r = f(m, xd);
-  return is32 ? to_f32(b, r) : r;
 }
 
 }  // namespace

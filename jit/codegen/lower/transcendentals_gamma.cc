@@ -13,12 +13,6 @@ using kir::Value;
 
 namespace {
 
-void need(kir::Builder& b, Value x, Scalar s, const char* fn) {
-  if (b.type(x).s != s)
-    throw ValueError(std::string(fn) + ": operand of type " + kir::type_str(b.type(x)) + ", expected " +
-                     (s == Scalar::f32 ? "f32" : "f64"));
-}
-
 // lgamma(1 + t) / (t (t - 1)) in u = t - 1/2, t in [0, 1] (tools/fit_special_polys.py: Chebyshev fit
 // with mpmath at 50 digits, degree 23, relative error 5.3e-20 before rounding the coefficients).
 const std::vector<double> kLgammaFit = {
@@ -63,6 +57,7 @@ const std::vector<double> kZetaEM = {0.08333333333333333,    -0.0013888888888888
 // computed (larger m: NaN; m! overflows from m = 171 anyway).
 constexpr int kZetaDirectTerms = 10;
 constexpr double kMaxOrder = 2046;
+constexpr double kMaxFactor = 171;  // 171! overflows f64
 
 // lgamma(1 + t) = t (t - 1) P(t - 1/2) for t in [0, 1].
 Value lgamma1p_fit(VMath& m, Value t) {
@@ -86,8 +81,8 @@ Value lgamma_pos(VMath& m, Value x) {
   Value lt1 = m.lt(x, one), le2 = m.le(x, two);
   Value t = m.sel(lt1, x, m.sel(le2, m.sub(x, one), m.sub(y, two)));
   Value core = lgamma1p_fit(m, t);
-  Value logx = m.sel(m.ge(x, m.c(0.5)), log1p_f64(b, m.sub(x, one)), log_f64(b, x));
-  Value up = m.add(m.add(core, log1p_f64(b, t)), log_f64(b, prod));
+  Value logx = m.sel(m.ge(x, m.c(0.5)), call_outlined(m.b, "log1p", {m.sub(x, one)}), call_outlined(m.b, "log", {x}));
+  Value up = m.add(m.add(core, call_outlined(m.b, "log1p", {t})), call_outlined(m.b, "log", {prod}));
   Value small = m.sel(lt1, m.sub(core, logx), m.sel(le2, core, up));
   // Stirling (lanes below 10 evaluate it at 10).
   Value xs = m.sel(m.ge(x, m.c(10.0)), x, m.c(10.0));
@@ -120,9 +115,11 @@ Value positive_arg(VMath& m, Value x) {
 Value lgamma64(VMath& m, Value x) {
   Value pos = lgamma_pos(m, positive_arg(m, x));
   Value r = m.sub(x, m.rint(x));
-  Value sn = m.abs(sin_f64(m.b, m.mul(m.c(kPi), r)));
-  Value refl = m.sub(m.sub(m.c(kLogPi), log_f64(m.b, sn)), pos);
-  Value tiny = m.neg(log_f64(m.b, m.abs(x)));
+  Value sn, cs;
+  sincos_pi_f64(m.b, r, sn, cs);
+  sn = m.abs(sn);
+  Value refl = m.sub(m.sub(m.c(kLogPi), call_outlined(m.b, "log", {sn})), pos);
+  Value tiny = m.neg(call_outlined(m.b, "log", {m.abs(x)}));
   Value res = m.sel(m.lt(x, m.c(0.0)), m.sel(m.gt(x, m.c(-0x1p-60)), tiny, refl), pos);
   res = m.sel(m.mor(at_pole(m, x), m.isinf(x)), m.c(INFINITY), res);
   return m.sel(m.isnan(x), x, res);
@@ -131,11 +128,12 @@ Value lgamma64(VMath& m, Value x) {
 // digamma(x) for finite x > 0. x < 1: digamma(1 + x) - 1/x; [2, 10): digamma(1 + t) + sum 1/(x - j)
 // over j = 1..n (n <= 8, t = x - 1 - n exact), each reciprocal with its exact remainder and the sum
 // compensated (TwoSum), so the cancellation around the zero 1.4616 costs no accuracy; [1, 2): the fit
-// ((t - t0_hi) - t0_lo) P(t - 1/2); from 10: log x (two-term) - 1/(2x) - sum B_2k / (2k x^2k).
+// ((t - t0_hi) - t0_lo) P(t - 1/2); from 10: log x - 1/(2x) - sum B_2k / (2k x^2k) (the sum is below
+// 1/(2x) <= 0.05 of log x >= 2.3, so log's rounding dominates the error).
 Value digamma_pos(VMath& m, Value x) {
   Value one = m.c(1.0), zero = m.c(0.0);
-  Value s = zero, comp = zero;
-  auto add_reciprocal = [&](Value d, Value on, bool negative) {
+  // s + comp += -1/d (negative) or 1/d on the lanes of `on`.
+  auto add_reciprocal = [&](Value s, Value comp, Value d, Value on, bool negative, Value& s_out, Value& comp_out) {
     Value r = m.div(one, d);
     Value p, pe;
     m.two_prod(r, d, p, pe);
@@ -143,31 +141,35 @@ Value digamma_pos(VMath& m, Value x) {
     if (negative) r = m.neg(r), re = m.neg(re);
     Value ns, ne;
     m.two_sum(s, r, ns, ne);
-    s = m.sel(on, ns, s);
+    s_out = m.sel(on, ns, s);
     // 1/d overflows for subnormal d (digamma is -inf there): no correction terms (NaN otherwise).
     Value fin = m.lt(m.abs(r), m.c(INFINITY));
-    comp = m.sel(m.mand(on, fin), m.add(comp, m.add(ne, re)), comp);
+    comp_out = m.sel(m.mand(on, fin), m.add(comp, m.add(ne, re)), comp);
   };
   Value lt1 = m.lt(x, one);
-  add_reciprocal(x, lt1, true);
-  Value y = x;
-  for (int i = 0; i < 8; ++i) {
-    Value down = m.ge(y, m.c(2.0));
-    Value y1 = m.sub(y, one);
-    add_reciprocal(y1, down, false);
-    y = m.sel(down, y1, y);
-  }
+  Value s0, comp0;
+  add_reciprocal(zero, zero, x, lt1, true, s0, comp0);
+  // y = x - n in [1, 2) by at most 8 steps (a loop: the same code for each step).
+  LoopState st{m};
+  Value s_slot = st.make(s0), comp_slot = st.make(comp0), y_slot = st.make(x);
+  repeat(m.b, 8, [&](Value) {
+    Value y = st.get(y_slot), down = m.ge(y, m.c(2.0)), y1 = m.sub(y, one);
+    Value ns, nc;
+    add_reciprocal(st.get(s_slot), st.get(comp_slot), y1, down, false, ns, nc);
+    st.set(s_slot, ns);
+    st.set(comp_slot, nc);
+    st.set(y_slot, m.sel(down, y1, y));
+  });
+  Value s = st.get(s_slot), comp = st.get(comp_slot), y = st.get(y_slot);
   Value t = m.sel(lt1, x, m.sub(y, one));
   Value fit = m.mul(m.sub(m.sub(t, m.c(kT0Hi)), m.c(kT0Lo)), m.poly(m.sub(t, m.c(0.5)), kDigammaFit));
   Value hs, he;
   m.two_sum(s, fit, hs, he);
   Value small = m.sel(m.isinf(s), s, m.add(hs, m.add(he, comp)));
   Value xs = m.sel(m.ge(x, m.c(10.0)), x, m.c(10.0));
-  Value lh, ll;
-  log_dd_f64(m.b, xs, lh, ll);
   Value w = m.div(one, xs), z = m.mul(w, w);
   Value tail = m.add(m.mul(m.c(0.5), w), m.mul(z, m.poly(z, kDigammaAsym)));
-  Value big = m.add(lh, m.sub(ll, tail));
+  Value big = m.sub(call_outlined(m.b, "log", {xs}), tail);
   return m.sel(m.lt(x, m.c(10.0)), small, big);
 }
 
@@ -176,7 +178,9 @@ Value digamma_pos(VMath& m, Value x) {
 Value digamma64(VMath& m, Value x) {
   Value pos = digamma_pos(m, positive_arg(m, x));
   Value r = m.sub(x, m.rint(x));
-  Value cot = m.div(m.c(kPi), tan_f64(m.b, m.mul(m.c(kPi), r)));
+  Value sn, cs;
+  sincos_pi_f64(m.b, r, sn, cs);
+  Value cot = m.div(m.mul(m.c(kPi), cs), sn);  // pi / tan(pi r)
   Value tiny = m.sub(m.div(m.c(-1.0), x), m.c(kEuler));
   Value res = m.sel(m.lt(x, m.c(0.0)), m.sel(m.gt(x, m.c(-0x1p-30)), tiny, m.sub(pos, cot)), pos);
   res = m.sel(at_pole(m, x), m.c(NAN), res);
@@ -186,6 +190,7 @@ Value digamma64(VMath& m, Value x) {
 
 // y^-k for a per-lane integer k in [0, 2047]: binary powering (11 squarings, relative error below
 // 2^-47), then one division; y^k overflowing gives 0, underflowing gives inf, as y^-k itself does.
+// For a constant k (polygamma(1, x), digamma's derivative) LLVM folds it to k's multiplications.
 Value inv_ipow(VMath& m, Value y, Value k) {
   Value r = m.c(1.0), p = y;
   for (int i = 0; i < 11; ++i) {
@@ -198,17 +203,24 @@ Value inv_ipow(VMath& m, Value y, Value k) {
 
 // polygamma(n, x): n = 0: digamma; integer 1 <= n <= 2046: (-1)^(n+1) n! zeta(n + 1, x), zeta(s, x) =
 // sum_{k<10} (x + k)^-s + a^(1-s) / (s - 1) + a^-s (1/2 + sum_{j=1..12} B_2j / (2j)! (s)_(2j-1) / a^(2j-1))
-// with a = x + 10 (Euler–Maclaurin, the term counts of XLA's chlo.zeta), n! = exp(lgamma(n + 1)). At
-// x = 0, the negative integers and -inf: +inf for odd n, NaN for even n (XLA's zeta pole rule). n
-// negative, not an integer, or above 2046: NaN.
+// with a = x + 10 (Euler–Maclaurin, the term counts of XLA's chlo.zeta); the direct terms and n! are
+// loops. At x = 0, the negative integers and -inf:
+// +inf for odd n, NaN for even n (XLA's zeta pole rule). n negative, not an integer, or above 2046: NaN.
 Value polygamma64(VMath& m, Value n, Value x) {
+  kir::Builder& b = m.b;
   Value one = m.c(1.0);
   Value valid = m.mand(m.mand(m.ge(n, m.c(0.0)), m.eq(m.rint(n), n)), m.le(n, m.c(kMaxOrder)));
   Value nc = m.sel(valid, m.sel(m.eq(n, m.c(0.0)), one, n), one);
   Value s = m.add(nc, one);
+  Value half = m.mul(nc, m.c(0.5));
+  Value odd = m.mnot(m.eq(m.rint(half), half));
   Value ks = m.to_int(s), ks1 = m.to_int(nc);
-  Value sum = m.c(0.0);
-  for (int k = 0; k < kZetaDirectTerms; ++k) sum = m.add(sum, inv_ipow(m, m.add(x, m.c(k)), ks));
+  Value sum = b.stack_slot(m.t);
+  b.store(sum, b.i64(0), m.c(0.0));
+  b.for_(b.i64(0), b.i64(kZetaDirectTerms), b.i64(1), [&](Value k) {
+    Value y = m.add(x, b.cast(kir::Op::SIToFP, m.t, b.splat(k, m.t.lanes)));
+    b.store(sum, b.i64(0), m.add(b.load(m.t, sum, b.i64(0)), inv_ipow(m, y, ks)));
+  });
   Value a = m.add(x, m.c(kZetaDirectTerms));
   Value ia = m.div(one, a), ia2 = m.mul(ia, ia);
   Value pj = m.mul(s, ia);
@@ -218,24 +230,24 @@ Value polygamma64(VMath& m, Value n, Value x) {
     em = m.mad(m.c(kZetaEM[j]), pj, em);
   }
   Value tail = m.add(m.div(inv_ipow(m, a, ks1), nc), m.mul(inv_ipow(m, a, ks), m.add(m.c(0.5), em)));
-  Value zeta = m.add(sum, tail);
-  Value fact = exp_f64(m.b, lgamma_pos(m, s));
-  Value half = m.mul(nc, m.c(0.5));
-  Value odd = m.mnot(m.eq(m.rint(half), half));
-  Value res = m.mul(m.mul(m.sel(odd, one, m.c(-1.0)), fact), zeta);
+  Value zeta = m.add(b.load(m.t, sum, b.i64(0)), tail);
+  // n! = 2 * 3 * ... * n (exact to 22!, then within n/2 ulp; inf from 171!): a loop while some
+  // lane's factor is <= n, none for a constant n = 1.
+  LoopState st{m};
+  Value fact = st.make(one), j = st.make(m.c(2.0));
+  b.while_([&] { return any_lane(b, m.mand(m.le(st.get(j), nc), m.le(st.get(j), m.c(kMaxFactor)))); },
+           [&] {
+             Value jv = st.get(j);
+             st.set_where(m.le(jv, nc), fact, m.mul(st.get(fact), jv));
+             st.set(j, m.add(jv, one));
+           });
+  Value f = m.sel(m.gt(nc, m.c(kMaxFactor)), m.c(INFINITY), st.get(fact));
+  Value res = m.mul(m.mul(m.sel(odd, one, m.c(-1.0)), f), zeta);
   res = m.sel(at_pole(m, x), m.sel(odd, m.c(INFINITY), m.c(NAN)), res);
-  res = m.sel(m.eq(n, m.c(0.0)), digamma64(m, x), res);
-  return m.sel(valid, res, m.c(NAN));
-}
-
-using Fn64 = Value (*)(VMath&, Value);
-
-Value through_f64(kir::Builder& b, Value x, Fn64 f, bool is32, const char* name) {
-  need(b, x, is32 ? Scalar::f32 : Scalar::f64, name);
-  Value xd = is32 ? to_f64(b, x) : x;
-  VMath m(b, b.type(xd));
-  Value r = f(m, xd);
-  return is32 ? to_f32(b, r) : r;
+  // n = 0: digamma, called only when some lane asks for it (never for a constant n >= 1).
+  Value out = st.make(res);
+  b.if_(any_lane(b, m.eq(n, m.c(0.0))), [&] { st.set_where(m.eq(n, m.c(0.0)), out, call_outlined(m.b, "digamma", {x})); });
+  return m.sel(valid, st.get(out), m.c(NAN));
 }
 
 }  // namespace

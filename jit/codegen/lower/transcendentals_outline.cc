@@ -1,9 +1,11 @@
 // minijax vectorized transcendentals, part 4: each function outlined once per module (a call per use
 // in the kernels, one definition per function, type and lane count) and the runtime they declare.
+#include <algorithm>
 #include <map>
 #include <string>
 
 #include "core/errors.h"
+#include "jit/codegen/emit_llvm.h"
 #include "jit/codegen/lower/transcendentals.h"
 
 namespace minijax::lower::math {
@@ -21,6 +23,9 @@ using Fn2 = Value (*)(kir::Builder&, Value, Value);
 struct Entry {
   Fn1 f1 = nullptr;  // unary (type-dispatching)
   Fn2 f2 = nullptr;  // binary
+  // Its f32 form is its f64 code on the operands widened to f64, rounded once (f32(x) ==
+  // to_f32(f64(to_f64(x))) by construction): the f32 function calls the f64 one.
+  bool f64_core = false;
 };
 
 const std::map<std::string, Entry>& table() {
@@ -29,12 +34,13 @@ const std::map<std::string, Entry>& table() {
       {"expm1", {&expm1, nullptr}}, {"tanh", {&tanh, nullptr}},       {"logistic", {&logistic, nullptr}},
       {"sin", {&sin, nullptr}},     {"cos", {&cos, nullptr}},         {"tan", {&tan, nullptr}},
       {"erf", {&erf, nullptr}},     {"erf_inv", {&erf_inv, nullptr}}, {"pow", {nullptr, &pow}},
-      {"atan2", {nullptr, &atan2}}, {"sinh", {&sinh, nullptr}},       {"cosh", {&cosh, nullptr}},
-      {"asin", {&asin, nullptr}},   {"acos", {&acos, nullptr}},       {"atan", {&atan, nullptr}},
-      {"asinh", {&asinh, nullptr}}, {"acosh", {&acosh, nullptr}},     {"atanh", {&atanh, nullptr}},
-      {"cbrt", {&cbrt, nullptr}},   {"erfc", {&erfc, nullptr}},
-      {"lgamma", {&lgamma, nullptr}}, {"digamma", {&digamma, nullptr}}, {"polygamma", {nullptr, &polygamma}},
-      {"igamma", {nullptr, &igamma}}, {"igamma_grad_a", {nullptr, &igamma_grad_a}}};
+      {"atan2", {nullptr, &atan2}}, {"sinh", {&sinh, nullptr, true}}, {"cosh", {&cosh, nullptr, true}},
+      {"asin", {&asin, nullptr, true}},   {"acos", {&acos, nullptr, true}},   {"atan", {&atan, nullptr}},
+      {"asinh", {&asinh, nullptr, true}}, {"acosh", {&acosh, nullptr, true}}, {"atanh", {&atanh, nullptr, true}},
+      {"cbrt", {&cbrt, nullptr, true}},   {"erfc", {&erfc, nullptr, true}},
+      {"lgamma", {&lgamma, nullptr, true}}, {"digamma", {&digamma, nullptr, true}},
+      {"polygamma", {nullptr, &polygamma, true}}, {"igamma", {nullptr, &igamma, true}},
+      {"igamma_grad_a", {nullptr, &igamma_grad_a, true}}};
   return t;
 }
 
@@ -54,8 +60,11 @@ bool parse_name(const std::string& name, std::string& fn, Type& t) {
   return t.lanes >= 1;
 }
 
-// The definition of `name` (fn on type t): its parameters, the inline code, the return.
-kir::Function define(const std::string& name, const std::string& fn, Type t, int call_sites) {
+// The lanes of the widest vector register for scalar s.
+int native_lanes(kir::Scalar s) { return std::max(1, host_target().vector_bytes / (s == kir::Scalar::f64 ? 8 : 4)); }
+
+// The definition of `name` (fn on type t): its parameters, the code, the return.
+kir::Function define(const std::string& name, const std::string& fn, Type t) {
   const Entry& e = table().at(fn);
   kir::Function f;
   f.name = name;
@@ -63,9 +72,9 @@ kir::Function define(const std::string& name, const std::string& fn, Type t, int
   f.param_names = e.f2 ? std::vector<std::string>{"x", "y"} : std::vector<std::string>{"x"};
   f.ret = t;
   f.linkage = kir::Linkage::internal;
-  f.inlining = call_sites == 1 ? kir::Inline::always : kir::Inline::never;
-  f.comment = fn + " on " + kir::type_str(t) + ", called from " + std::to_string(call_sites) +
-              (call_sites == 1 ? " place (inlined)" : " places");
+  f.light_optimization = true;
+  f.unroll_loops = false;  // their loops (digamma's recurrence, polygamma's terms) stay loops: less code to compile
+  f.comment = fn + " on " + kir::type_str(t);
   kir::Builder b(f);
   b.ret(e.f2 ? e.f2(b, b.arg(0), b.arg(1)) : e.f1(b, b.arg(0)));
   return f;
@@ -75,6 +84,44 @@ bool calls(const kir::Function& f, const std::string& callee) {
   for (const kir::Inst& in : f.insts)
     if (in.op == kir::Op::Call && in.name == callee) return true;
   return false;
+}
+
+// A call of fn's definition on w lanes with args of type t: w lanes directly; fewer (a scalar tail,
+// a narrower loop) padded to w with lane 0's value and cut back; more split into calls on w lanes
+// each (the lanes of t a power-of-two multiple of w, as the loops' widths are) and joined. The shuffles of
+// constants fold where they are emitted, so a constant operand reaches the call as a constant.
+Value call_at_lanes(kir::Builder& b, const std::string& fn, Type t, int w, const std::vector<Value>& args) {
+  const int n = t.lanes;
+  const std::string callee = function_name(fn, Type{t.s, w});
+  const Type wt{t.s, w};
+  if (n == w) return b.call(callee, wt, args);
+  if (n < w) {
+    std::vector<int> pad(size_t(w), 0), cut;
+    for (int i = 0; i < n; ++i) pad[size_t(i)] = i, cut.push_back(i);
+    std::vector<Value> wide;
+    for (Value a : args) wide.push_back(n == 1 ? b.splat(a, w) : b.shuffle(a, a, pad));
+    Value r = b.call(callee, wt, wide);
+    return n == 1 ? b.extract(r, 0) : b.shuffle(r, r, cut);
+  }
+  if (n % w || ((n / w) & (n / w - 1)))
+    throw ValueError("call_outlined: " + std::to_string(n) + " lanes, not a power-of-two multiple of the " +
+                     std::to_string(w) + " of " + callee);
+  std::vector<Value> parts;
+  for (int c = 0; c < n / w; ++c) {
+    std::vector<int> part;
+    for (int i = 0; i < w; ++i) part.push_back(c * w + i);
+    std::vector<Value> xs;
+    for (Value a : args) xs.push_back(b.shuffle(a, a, part));
+    parts.push_back(b.call(callee, wt, xs));
+  }
+  for (int k = w; parts.size() > 1; k *= 2) {  // join neighbours: k lanes each -> 2k
+    std::vector<int> both;
+    for (int i = 0; i < 2 * k; ++i) both.push_back(i);
+    std::vector<Value> next;
+    for (size_t i = 0; i < parts.size(); i += 2) next.push_back(b.shuffle(parts[i], parts[i + 1], both));
+    parts = next;
+  }
+  return parts[0];
 }
 
 }  // namespace
@@ -94,19 +141,47 @@ Value call_outlined(kir::Builder& b, const std::string& fn, const std::vector<Va
     if (!(b.type(a) == t))
       throw ValueError("call_outlined: " + fn + " operands of types " + kir::type_str(t) + " and " +
                        kir::type_str(b.type(a)));
-  return b.call(function_name(fn, t), t, args);
+  std::vector<Value> xs = args;
+  Type code_t = t;
+  if (it->second.f64_core && t.s == kir::Scalar::f32) {
+    for (Value& x : xs) x = to_f64(b, x);  // f64 code on the f32 lanes
+    code_t.s = kir::Scalar::f64;
+  }
+  // One definition per function and code type, at the register width (an f32 caller's f64 code on
+  // 16 lanes is two calls on 8). Defining it on 16 f64 lanes instead would let the two halves'
+  // polynomials interleave (about 1.2x faster for erfc and lgamma on f32) but doubles the machine
+  // code LLVM selects and allocates registers for: the mixed compile chain took 1.6x longer.
+  const int w = native_lanes(code_t.s);
+  Value r = call_at_lanes(b, fn, code_t, w, xs);
+  return code_t.s == t.s ? r : to_f32(b, r);
 }
 
 void define_outlined_functions(kir::Module& m) {
-  std::map<std::string, int> sites;  // callee -> call sites, for the names this module lacks
+  // Define what is called and missing until nothing is (a definition may call others: lgamma calls
+  // log), then count every call site, the definitions' own included.
+  const size_t first = m.functions.size();
+  for (bool more = true; more;) {
+    std::map<std::string, int> missing;
+    for (const kir::Function& f : m.functions)
+      for (const kir::Inst& in : f.insts)
+        if (in.op == kir::Op::Call && in.name.rfind(kPrefix, 0) == 0 && m.find(in.name) < 0) ++missing[in.name];
+    for (const auto& [name, n] : missing) {
+      std::string fn;
+      Type t;
+      if (!parse_name(name, fn, t)) throw ValueError("define_outlined_functions: unknown math function @" + name);
+      m.functions.push_back(define(name, fn, t));
+    }
+    more = !missing.empty();
+  }
+  std::map<std::string, int> sites;
   for (const kir::Function& f : m.functions)
     for (const kir::Inst& in : f.insts)
-      if (in.op == kir::Op::Call && in.name.rfind(kPrefix, 0) == 0 && m.find(in.name) < 0) ++sites[in.name];
-  for (const auto& [name, n] : sites) {
-    std::string fn;
-    Type t;
-    if (!parse_name(name, fn, t)) throw ValueError("define_outlined_functions: unknown math function @" + name);
-    m.functions.push_back(define(name, fn, t, n));
+      if (in.op == kir::Op::Call) ++sites[in.name];
+  for (size_t i = first; i < m.functions.size(); ++i) {
+    kir::Function& f = m.functions[i];
+    const int n = sites[f.name];
+    f.inlining = n == 1 ? kir::Inline::always : kir::Inline::never;
+    f.comment += ", called from " + std::to_string(n) + (n == 1 ? " place (inlined)" : " places");
   }
   bool trig = false;
   for (const kir::Function& f : m.functions) trig = trig || calls(f, kTrigReduceRuntime);

@@ -14,12 +14,6 @@ using kir::Value;
 
 namespace {
 
-void need(kir::Builder& b, Value x, Scalar s, const char* fn) {
-  if (b.type(x).s != s)
-    throw ValueError(std::string(fn) + ": operand of type " + kir::type_str(b.type(x)) + ", expected " +
-                     (s == Scalar::f32 ? "f32" : "f64"));
-}
-
 // Coefficients: minimax (Remez exchange), computed for this file with mpmath at 50 digits and rounded
 // to the target precision; the bounds include the rounding.
 // erf(x) / x - 1 in z = x^2: f32 on [0, 1] (relative error of erf 2^-28.6), f64 on [0, 0.64] (2^-56.3).

@@ -144,12 +144,6 @@ Value trig64(kir::Builder& b, Value x, Trig which, bool for_f32) {
   return m.sel(finite, res, m.c(NAN));
 }
 
-void need(kir::Builder& b, Value x, Scalar s, const char* fn) {
-  if (b.type(x).s != s)
-    throw ValueError(std::string(fn) + ": operand of type " + kir::type_str(b.type(x)) + ", expected " +
-                     (s == Scalar::f32 ? "f32" : "f64"));
-}
-
 Value trig32(kir::Builder& b, Value x, Trig which, const char* fn) {
   need(b, x, Scalar::f32, fn);
   return to_f32(b, trig64(b, to_f64(b, x), which, true));
@@ -160,6 +154,28 @@ Value trig32(kir::Builder& b, Value x, Trig which, const char* fn) {
 Value sin_f32(kir::Builder& b, Value x) { return trig32(b, x, Trig::sin, "sin_f32"); }
 Value cos_f32(kir::Builder& b, Value x) { return trig32(b, x, Trig::cos, "cos_f32"); }
 Value tan_f32(kir::Builder& b, Value x) { return trig32(b, x, Trig::tan, "tan_f32"); }
+void sincos_pi_f64(kir::Builder& b, Value r, Value& s, Value& c) {
+  need(b, r, Scalar::f64, "sincos_pi_f64");
+  VMath m(b, b.type(r));
+  // r = f + n/2 exactly with n = rint(2r) in {-1, 0, 1}, |f| <= 1/4; pi f as hi + lo (TwoProd
+  // with pi's high part, plus f times its low part): the reduced argument of sin_r and cos_r.
+  Value n = m.rint(m.mul(r, m.c(2.0)));
+  Value f = m.sub(r, m.mul(n, m.c(0.5)));
+  Reduced red;
+  Value e;
+  m.two_prod(f, m.c(kPiHi), red.hi, e);
+  red.lo = m.mad(f, m.c(kPiLo), e);
+  red.q = m.to_int(n);
+  Value sr = sin_r(m, red, false), cr = cos_r(m, red, false);
+  auto quadrant = [&](Value q) {
+    Value odd = b.icmp(Pred::ne, m.iand(q, m.ci(1)), m.ci(0)), neg = b.icmp(Pred::ne, m.iand(q, m.ci(2)), m.ci(0));
+    Value v = m.sel(odd, cr, sr);
+    return m.sel(neg, m.neg(v), v);
+  };
+  s = m.sel(m.eq(r, m.c(0.0)), r, quadrant(red.q));  // sin(pi * -0) = -0
+  c = quadrant(m.iadd(red.q, m.ci(1)));
+}
+
 Value sin_f64(kir::Builder& b, Value x) {
   need(b, x, Scalar::f64, "sin_f64");
   return trig64(b, x, Trig::sin, false);
