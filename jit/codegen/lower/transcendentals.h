@@ -366,8 +366,10 @@ bool is_outlined_function(const std::string& fn);
 /// in: args with fewer lanes (a loop's scalar tail) are padded with lane 0's value and cut back,
 /// more are split into calls of W lanes and joined. The functions whose f32 form is their f64 code
 /// on widened operands (sinh, cosh, asin, acos, asinh, acosh, atanh, cbrt, erfc and the gamma
-/// family) widen f32 args to f64 here, call the f64 function (two calls for a whole f32 register)
-/// and round once, so a module has one copy of their code. The shuffles and conversions of
+/// family) widen f32 args to f64 here, call the f64 function (two calls for a whole f32 register;
+/// one call of a definition on the f32 register's lanes for erfc, lgamma, igamma and
+/// igamma_grad_a, whose halves then interleave) and round once, so a module has no f32 copy of
+/// their code. The shuffles and conversions of
 /// constants fold where they are emitted: a constant operand (polygamma's order) reaches the call
 /// as a constant, which LLVM propagates into the function. The function is defined later by
 /// define_outlined_functions. ValueError for an unknown fn, a non-float type or operands of

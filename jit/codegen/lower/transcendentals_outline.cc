@@ -26,6 +26,11 @@ struct Entry {
   // Its f32 form is its f64 code on the operands widened to f64, rounded once (f32(x) ==
   // to_f32(f64(to_f64(x))) by construction): the f32 function calls the f64 one.
   bool f64_core = false;
+  // (f64_core) An f32 caller's f64 code runs on the f32 register's lanes, twice the f64 one's: the
+  // two halves' dependency chains interleave in one function. For the latency-bound ones (the
+  // continued fraction's divisions, erfc's rational function) that is 1.2-1.6x faster than two
+  // calls on half the lanes; it doubles their machine code, so the others do not.
+  bool f32_wide = false;
 };
 
 const std::map<std::string, Entry>& table() {
@@ -37,10 +42,10 @@ const std::map<std::string, Entry>& table() {
       {"atan2", {nullptr, &atan2}}, {"sinh", {&sinh, nullptr, true}}, {"cosh", {&cosh, nullptr, true}},
       {"asin", {&asin, nullptr, true}},   {"acos", {&acos, nullptr, true}},   {"atan", {&atan, nullptr}},
       {"asinh", {&asinh, nullptr, true}}, {"acosh", {&acosh, nullptr, true}}, {"atanh", {&atanh, nullptr, true}},
-      {"cbrt", {&cbrt, nullptr, true}},   {"erfc", {&erfc, nullptr, true}},
-      {"lgamma", {&lgamma, nullptr, true}}, {"digamma", {&digamma, nullptr, true}},
-      {"polygamma", {nullptr, &polygamma, true}}, {"igamma", {nullptr, &igamma, true}},
-      {"igamma_grad_a", {nullptr, &igamma_grad_a, true}}};
+      {"cbrt", {&cbrt, nullptr, true}},   {"erfc", {&erfc, nullptr, true, true}},
+      {"lgamma", {&lgamma, nullptr, true, true}}, {"digamma", {&digamma, nullptr, true}},
+      {"polygamma", {nullptr, &polygamma, true}}, {"igamma", {nullptr, &igamma, true, true}},
+      {"igamma_grad_a", {nullptr, &igamma_grad_a, true, true}}};
   return t;
 }
 
@@ -147,11 +152,11 @@ Value call_outlined(kir::Builder& b, const std::string& fn, const std::vector<Va
     for (Value& x : xs) x = to_f64(b, x);  // f64 code on the f32 lanes
     code_t.s = kir::Scalar::f64;
   }
-  // One definition per function and code type, at the register width (an f32 caller's f64 code on
-  // 16 lanes is two calls on 8). Defining it on 16 f64 lanes instead would let the two halves'
-  // polynomials interleave (about 1.2x faster for erfc and lgamma on f32) but doubles the machine
-  // code LLVM selects and allocates registers for: the mixed compile chain took 1.6x longer.
-  const int w = native_lanes(code_t.s);
+  // One definition per function and code type, at the register width: an f32 caller's f64 code on
+  // 16 lanes is two calls on 8, except for the f32_wide functions, whose f64 definition then has 16
+  // lanes (bench/compile chain-one, f32[4096] x 50 links, against inline 16-lane code: erfc 1.35x,
+  // igamma 1.58x slower as two calls; 0.97x and 1.10x wide).
+  const int w = it->second.f32_wide && t.s == kir::Scalar::f32 ? native_lanes(t.s) : native_lanes(code_t.s);
   Value r = call_at_lanes(b, fn, code_t, w, xs);
   return code_t.s == t.s ? r : to_f32(b, r);
 }
