@@ -336,7 +336,10 @@ TEST(ElementwiseLowering, WholeVectorExtentsHaveNoScalarTail) {
     for (int64_t i = 0; i < n; ++i) v[size_t(i)] = float(i % 1000) * 0.001f - 0.3f;
     const Array x = mj::array(v, {n});
     auto jf = mj::jit(f);
-    const std::string kernel = first_kernel(jf.lower(x).compile().as_text());
+    const std::string text = jf.lower(x).compile().as_text();
+    const std::string kernel = first_kernel(text);
+    // the sizes from 2^16 elements run in chunks on the thread pool (program.cc)
+    EXPECT_EQ(text.find(" lanes parallel") != std::string::npos, n >= (int64_t(1) << 16)) << n;
     ASSERT_FALSE(kernel.empty()) << n;
     const bool whole = n % 16 == 0;  // 16: the lanes of f32 on the widest host (a multiple of the others')
     EXPECT_EQ(kernel.find("= load f32 ") == std::string::npos, whole) << n << "\n" << kernel;  // the tail's loads

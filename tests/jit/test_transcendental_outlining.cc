@@ -1,5 +1,5 @@
 // minijax tests of outlined transcendentals (jit/codegen/lower/transcendentals_outline.cc): one module function
-// per function, type and lane count whatever the number of uses, and compiled == eager through it.
+// per function and type whatever the number of uses, and compiled == eager through it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -72,7 +72,8 @@ TEST(TranscendentalOutlining, EachFunctionIsDefinedOncePerType) {
 
 TEST(TranscendentalOutlining, F32UsesOfF64CodeCallTheF64Function) {
   // lgamma, erfc and igamma compute f32 in f64 and round once: an f32 kernel calls their f64
-  // definition (on each half of its lanes); there is no f32 copy of their code. lgamma's and
+  // definition (on the f32 register's lanes for erfc, lgamma and igamma, whose halves then
+  // interleave; on each half of them for the others); there is no f32 copy of their code. lgamma's and
   // igamma's own calls of log go to one shared definition of log.
   Array x = mj::full({4096}, 2.5, mj::f32);
   auto f = [](const Array& a) {
@@ -86,6 +87,12 @@ TEST(TranscendentalOutlining, F32UsesOfF64CodeCallTheF64Function) {
     EXPECT_EQ(count(kir, std::string("@mj_math_") + fn + "_f32x"), 0) << fn << ": an f32 definition or call";
     EXPECT_GE(count(kir, std::string("@mj_math_") + fn + "_f64x"), 1) << fn;
   }
+  const int f32_lanes = mj::host_target().vector_bytes / 4;
+  for (const char* fn : {"lgamma", "erfc", "igamma"})
+    EXPECT_EQ(count(kir, std::string("define internal <") + std::to_string(f32_lanes) + " x f64> @mj_math_" + fn +
+                             "_f64x" + std::to_string(f32_lanes) + "("),
+              1)
+        << fn << ": one f64 definition on the f32 register's lanes";
   int log_defs = 0;
   for (size_t p = kir.find("define internal"); p != std::string::npos; p = kir.find("define internal", p + 1))
     log_defs += kir.find("@mj_math_log_f64x", p) == kir.find('@', p);
@@ -139,6 +146,38 @@ TEST(TranscendentalOutlining, ChainsOfEveryFunctionMatchEager) {
     };
     EXPECT_LE(err(mj::jit(g)(xb), g(xb), tol, tol), 8.0) << "huge arguments, " << mj::dtype_name(d);
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(TranscendentalOutlining, OutlinedFunctionsGetTheCleanupPasses) {
+  // digamma's and polygamma's loops keep their state in stack slots in KIR; the light pipeline's
+  // SROA must still run on them: their optimized LLVM IR has no alloca left.
+  mj::JitOptions opt;
+  opt.keep_llvm_ir = true;
+  Array x = mj::full({4096}, 2.5, mj::f64);
+  auto f = [](const Array& a) {
+    Array y = lax::add(lax::digamma(a), lax::polygamma(2, a));  // each used twice: not inlined
+    return lax::add(lax::polygamma(2, y), lax::digamma(lax::add(a, y)));
+  };
+  const std::string text = mj::jit(f, opt).lower(x).compile().as_text(true);
+  const std::string ir = text.substr(std::min(text.size(), text.find("; ModuleID")));
+  int checked = 0;
+  for (const char* fn : {"@mj_math_digamma_f64x", "@mj_math_polygamma_f64x"}) {
+    for (size_t p = ir.find("define internal"); p != std::string::npos; p = ir.find("define internal", p + 1)) {
+      const std::string head = ir.substr(p, ir.find('\n', p) - p);
+      if (head.find(fn) == std::string::npos) continue;
+      const std::string body = ir.substr(p, ir.find("\n}\n", p) - p);
+      EXPECT_EQ(body.find("alloca"), std::string::npos) << fn << ":\n" << body.substr(0, 3000);
+      EXPECT_NE(body.find("br "), std::string::npos) << fn << ": its loop is gone";
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2) << ir.substr(0, 2000);
+  Array xs = lax::add(mj::astype(mj::arange(4096), mj::f64), mj::full({4096}, 0.25, mj::f64));
+  EXPECT_LE(err(mj::jit(f)(xs), f(xs), 1e-12, 1e-12), 1.0);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ void need_float(const Eqn& e, DType d) {
 }
 
 // f(x) elementwise through the module's outlined function of f (math::call_outlined: one
-// definition per function, type and lane count, called from every use): f64 arrays in f64, f32 and
+// definition per function and type, called from every use): f64 arrays in f64, f32 and
 // bf16 in f32 (bf16 rounded by the emitter afterwards, as eager rounds each result).
 ElementalRule float_unary(const char* fn) {
   return [fn](FusionEmitter& fe, const Eqn& e, const ElemIndex& at) {

@@ -185,7 +185,9 @@ struct KernelInfo {
   int lanes = 1;                    ///< vector lanes of the innermost loop
   /// Whether the outer index is the vectorized one (a loop fusion of rank 1, a reduction whose
   /// result has rank 1 and keeps the input's innermost dim): a caller splitting [0, outer_extent)
-  /// then starts each chunk at a multiple of `lanes`, or the chunks run the scalar tail loop.
+  /// must then start each chunk at a multiple of `lanes` (program.cc rounds mj_rt_parallel_for's
+  /// grain so): when outer_extent is a multiple of lanes the kernel has no scalar tail loop, and a
+  /// misaligned chunk would run whole vectors past its end.
   bool outer_vectorized = false;
   std::string describe() const;     ///< e.g. "loop f32[1048576] x16 lanes"
 };

@@ -138,7 +138,10 @@ kir::Value any_lane(kir::Builder& b, kir::Value m);
 // ---- the functions ---------------------------------------------------------------------------------
 // Each takes and returns an f32 or f64 value of any lane count (the _f32/_f64 forms throw ValueError
 // for another type; the unsuffixed forms dispatch on it) and emits straight-line code: selects, no
-// per-element branches, no calls (sin/cos/tan add one branch per vector for huge arguments). Errors
+// per-element branches (sin/cos/tan add one branch per vector for huge arguments), no calls but of
+// the module's outlined functions: lgamma, digamma, polygamma and igamma call log, log1p, exp and
+// digamma through call_outlined and run fixed loops, so a module using them must run
+// define_outlined_functions. Errors
 // are relative to the exact value, measured by tests/jit/test_transcendentals.cc over 2^24 f32
 // inputs (reference: f64 libm) and 2^20 f64 inputs (reference: long double libm) plus the special
 // values; the bracket gives the maximum found with FMA (f32 / f64). All are within 4 ulp. Special
@@ -371,7 +374,7 @@ bool is_outlined_function(const std::string& fn);
 /// igamma_grad_a, whose halves then interleave) and round once, so a module has no f32 copy of
 /// their code. The shuffles and conversions of
 /// constants fold where they are emitted: a constant operand (polygamma's order) reaches the call
-/// as a constant, which LLVM propagates into the function. The function is defined later by
+/// as a constant, which LLVM propagates into the function when every call passes the same one. The function is defined later by
 /// define_outlined_functions. ValueError for an unknown fn, a non-float type or operands of
 /// different types.
 kir::Value call_outlined(kir::Builder& b, const std::string& fn, const std::vector<kir::Value>& args);

@@ -156,7 +156,11 @@ Value call_outlined(kir::Builder& b, const std::string& fn, const std::vector<Va
   // 16 lanes is two calls on 8, except for the f32_wide functions, whose f64 definition then has 16
   // lanes (bench/compile chain-one, f32[4096] x 50 links, against inline 16-lane code: erfc 1.35x,
   // igamma 1.58x slower as two calls; 0.97x and 1.10x wide).
-  const int w = it->second.f32_wide && t.s == kir::Scalar::f32 ? native_lanes(t.s) : native_lanes(code_t.s);
+  // An f32 loop narrower than the f32 register (a kernel with f64 data, whose loops have the f64
+  // lanes) calls the f64 definition f64 callers use; a scalar tail the f32 register's, as its loop.
+  const int f64w = native_lanes(kir::Scalar::f64), f32w = native_lanes(kir::Scalar::f32);
+  const int w = it->second.f32_wide && t.s == kir::Scalar::f32 ? (t.lanes >= f64w ? std::min(t.lanes, f32w) : f32w)
+                                                                : native_lanes(code_t.s);
   Value r = call_at_lanes(b, fn, code_t, w, xs);
   return code_t.s == t.s ? r : to_f32(b, r);
 }
