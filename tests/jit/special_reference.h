@@ -85,25 +85,21 @@ inline Binary read_binary(const std::string& fn) {
   Binary r;
   if (bytes.empty()) return r;
   const char* p = bytes.data() + 16;
-  for (uint32_t i = 0; i < n32; ++i, p += 16) {
-    float a, x;
-    double v;
-    std::memcpy(&a, p, 4);
-    std::memcpy(&x, p + 4, 4);
-    std::memcpy(&v, p + 8, 8);
-    r.f32.a.push_back(a);
-    r.f32.x.push_back(x);
-    r.f32.ref.push_back(v);
-  }
-  for (uint32_t i = 0; i < n64; ++i, p += 24) {
-    double a, x, v;
-    std::memcpy(&a, p, 8);
-    std::memcpy(&x, p + 8, 8);
-    std::memcpy(&v, p + 16, 8);
-    r.f64.a.push_back(a);
-    r.f64.x.push_back(x);
-    r.f64.ref.push_back(v);
-  }
+  // n rows of (a, x) in T, then the value in double
+  auto rows = [&p]<class T>(uint32_t n, Pairs& out, T) {
+    for (uint32_t i = 0; i < n; ++i, p += 2 * sizeof(T) + 8) {
+      T a, x;
+      double v;
+      std::memcpy(&a, p, sizeof(T));
+      std::memcpy(&x, p + sizeof(T), sizeof(T));
+      std::memcpy(&v, p + 2 * sizeof(T), 8);
+      out.a.push_back(a);
+      out.x.push_back(x);
+      out.ref.push_back(v);
+    }
+  };
+  rows(n32, r.f32, float{});
+  rows(n64, r.f64, double{});
   return r;
 }
 

@@ -215,11 +215,11 @@ Value polygamma64(VMath& m, Value n, Value x) {
   Value half = m.mul(nc, m.c(0.5));
   Value odd = m.mnot(m.eq(m.rint(half), half));
   Value ks = m.to_int(s), ks1 = m.to_int(nc);
-  Value sum = b.stack_slot(m.t);
-  b.store(sum, b.i64(0), m.c(0.0));
-  b.for_(b.i64(0), b.i64(kZetaDirectTerms), b.i64(1), [&](Value k) {
+  LoopState st{m};
+  Value sum = st.make(m.c(0.0));
+  repeat(b, kZetaDirectTerms, [&](Value k) {
     Value y = m.add(x, b.cast(kir::Op::SIToFP, m.t, b.splat(k, m.t.lanes)));
-    b.store(sum, b.i64(0), m.add(b.load(m.t, sum, b.i64(0)), inv_ipow(m, y, ks)));
+    st.set(sum, m.add(st.get(sum), inv_ipow(m, y, ks)));
   });
   Value a = m.add(x, m.c(kZetaDirectTerms));
   Value ia = m.div(one, a), ia2 = m.mul(ia, ia);
@@ -230,10 +230,9 @@ Value polygamma64(VMath& m, Value n, Value x) {
     em = m.mad(m.c(kZetaEM[j]), pj, em);
   }
   Value tail = m.add(m.div(inv_ipow(m, a, ks1), nc), m.mul(inv_ipow(m, a, ks), m.add(m.c(0.5), em)));
-  Value zeta = m.add(b.load(m.t, sum, b.i64(0)), tail);
+  Value zeta = m.add(st.get(sum), tail);
   // n! = 2 * 3 * ... * n (exact to 22!, then within n/2 ulp; inf from 171!): a loop while some
   // lane's factor is <= n, none for a constant n = 1.
-  LoopState st{m};
   Value fact = st.make(one), j = st.make(m.c(2.0));
   b.while_([&] { return any_lane(b, m.mand(m.le(st.get(j), nc), m.le(st.get(j), m.c(kMaxFactor)))); },
            [&] {
