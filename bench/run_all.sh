@@ -10,7 +10,7 @@
 #                   on a machine shared with other work, this stands in for an idle machine (other
 #                   processes get only the CPU time the benchmark leaves); env.sched records it
 #   --only          run only these benchmarks (mlp_step gru_step cnn_step conv compile elementwise
-#                   dot loops dispatch collectives offload sort peers)
+#                   dot loops dispatch collectives offload sort linalg peers)
 #   --wait-idle S   before running, wait up to S seconds for a 5-second window in which the CPUs
 #                   are at least 90% idle (/proc/stat); the wait is reported on stderr
 # mlp_step runs twice: as is, and with a busy loop (`while :; do :; done`) competing for the CPUs,
@@ -147,6 +147,10 @@ if wanted sort; then
   if [[ $quick == 1 ]]; then run sort "$b/minijax_bench_sort" --reps 5 --warmup 1
   else run sort "$b/minijax_bench_sort"; fi
 fi
+if wanted linalg; then
+  if [[ $quick == 1 ]]; then run linalg "$b/minijax_bench_linalg" --reps 3 --warmup 1
+  else run linalg "$b/minijax_bench_linalg"; fi
+fi
 if wanted compile; then
   run compile_cold "$b/minijax_bench_compile" cold
   run compile_persistent "$b/minijax_bench_compile" persistent
@@ -243,6 +247,16 @@ if so:
     add('top_k 10 of [1024,32768], 1 thread: partial_sort / minijax', f"{r['std_partial_sort_rows']['median_ms']:.1f} / {r['minijax']['median_ms']:.1f} ms = {r['speed_ratio']:.2f}", '>= 1.0', r['target_met'])
     r2 = so['top_k_2_threads']
     lines.append(f"  {'top_k, 2 threads: row-parallel partial_sort / minijax':58s} {r2['std_partial_sort_rows_tbb']['median_ms']:.1f} / {r2['minijax']['median_ms']:.1f} ms = {r2['speed_ratio']:.2f}")
+li = first('linalg')
+if li:
+    for op in ('cholesky', 'triangular_solve'):
+        for key, what in (('batched', 'f64[64,128,128]'), ('single', 'f64[1024,1024]')):
+            r = li[f'{op}_{key}']
+            text = f"{r['lapack_direct']['median_ms']:.2f} / {r['minijax']['median_ms']:.2f} ms = {r['speed_ratio']:.2f}"
+            if 'target_met' in r:
+                add(f'{op} {what}: LAPACK direct / minijax', text, '>= 0.95', r['target_met'])
+            else:
+                lines.append(f"  {op + ' ' + what + ': LAPACK direct / minijax':58s} {text}")
 co = first('collectives')
 if co:
     def size(b): return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"

@@ -77,6 +77,13 @@ const bool registered = [] {
                           [](const Eqn&, size_t k) { return k == 0 ? std::vector<int>{0} : std::vector<int>{}; }};
   register_buffer_rule("dynamic_update_slice", update);
   for (const char* p : scatter_primitive_names()) register_buffer_rule(p, update);
+  // cholesky and triangular_solve replace a matrix (the operand, b) with its factor or solution,
+  // in place when it dies there, as JAX's LAPACK calls alias it (operand_output_aliases); the
+  // runtime (jit/runtime/linalg.h) copies only when the buffers differ.
+  register_buffer_rule("cholesky", update);
+  register_buffer_rule("triangular_solve", {update.views, [](const Eqn&, size_t k) {
+                         return k == 0 ? std::vector<int>{1} : std::vector<int>{};
+                       }});
   // A loop's carry buffers are its carry outputs' (memory/plan_buffers.h); an initial value that
   // dies at the loop is computed in place of its carry's buffer, so the loop copies nothing in.
   register_buffer_rule("scan", {[](const Eqn& e) { return std::vector<int>(e.outputs.size(), -1); },

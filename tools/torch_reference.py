@@ -7,9 +7,10 @@
 # Each family of cases goes to its own header (GROUPS below): torch_reference_data.h (the core
 # ops), torch_reference_data_conv.h (convolution and pooling), torch_reference_data_lax.h (the
 # cumulative ops, sorting, top-k, the scatters and gathers, sinh/asin/erfc),
-# torch_reference_data_special.h (lgamma, digamma, polygamma). The C++ side is
-# tests/autodiff/test_torch_reference.cc, _conv.cc, _lax.cc and _special.cc: each computes the same functions with minijax (f64) on the inputs
-# written here and compares with the values written by this script.
+# torch_reference_data_special.h (lgamma, digamma, polygamma), torch_reference_data_linalg.h
+# (cholesky, triangular_solve). The C++ side is tests/autodiff/test_torch_reference.cc, _conv.cc,
+# _lax.cc, _special.cc and _linalg.cc: each computes the same functions with minijax (f64) on the
+# inputs written here and compares with the values written by this script.
 # Every input is written literally below; nothing is random.
 import datetime
 import math
@@ -66,7 +67,9 @@ GROUPS = {'core': ('torch_reference_data.h', 'the core ops'),
           'lax': ('torch_reference_data_lax.h',
                   'cumulative ops, sorting, top-k, scatters and gathers, sinh, asin, erfc'),
           'special': ('torch_reference_data_special.h', 'lgamma, digamma and polygamma',
-                      'torch_reference_special')}
+                      'torch_reference_special'),
+          'linalg': ('torch_reference_data_linalg.h', 'cholesky and triangular_solve',
+                     'torch_reference_linalg')}
 GROUP = 'core'
 
 
@@ -673,6 +676,55 @@ GATHER_INDEX = [[2, 0, 2, 4, 1], [3, 3, 0, 1, 4], [1, 4, 4, 0, 2]]
 sin_weighted('gather_along_axis', dict(x=ramp([3, 5], 5, 17, 0.21, 1.5)),
              lambda x: torch.gather(x, 1, torch.tensor(GATHER_INDEX)),
              'torch.gather(x, 1, index) (repeated indices); jvp = <grad, v>', jvp_by_grads=True)
+
+# ---- linear algebra ------------------------------------------------------------------------------
+GROUP = 'linalg'
+# lax.linalg.cholesky and triangular_solve (jax/_src/lax/linalg.py) against torch.linalg.cholesky and
+# torch.linalg.solve_triangular. Inputs are batched ([2, n, n]); matrices are made well conditioned
+# inside the function (the same expression on both sides). The triangle a triangular solve reads is
+# taken here explicitly (tril/triu, ones on the diagonal when unit), so torch's own treatment of the
+# other triangle does not enter the oracle.
+
+
+def spd_of(x):
+    """x x^T / n + I: symmetric positive definite and smooth in x (batched over the leading dim)."""
+    n = x.shape[-1]
+    return x @ x.mT / n + torch.eye(n)
+
+
+sin_weighted('cholesky_batched', dict(x=ramp([2, 4, 4], 7, 23, 0.1, 1.1)),
+             lambda x: torch.linalg.cholesky(spd_of(x)),
+             'cholesky(x x^T / 4 + I), x [2, 4, 4]')
+
+
+def triangle(a, lower, unit):
+    """The matrix lax.linalg.triangular_solve reads from a: its lower (else upper) triangle, with
+    ones on the diagonal if unit."""
+    n = a.shape[-1]
+    if unit:
+        strict = torch.tril(a, -1) if lower else torch.triu(a, 1)
+        return strict + torch.eye(n)
+    return torch.tril(a) if lower else torch.triu(a)
+
+
+def tri_solve(a, b, left, lower, trans, unit):
+    """lax.linalg.triangular_solve(a + 3 I, b, left_side, lower, transpose_a, unit_diagonal)."""
+    t = triangle(a + 3 * torch.eye(a.shape[-1]), lower, unit)
+    op = t.mT if trans else t
+    return torch.linalg.solve_triangular(op, b, upper=(lower == trans), left=left)
+
+
+for combo in range(8):
+    left, trans, unit = bool(combo & 1), bool(combo & 2), bool(combo & 4)
+    lower = combo % 3 != 1
+    b_shape = [2, 3, 2] if left else [2, 2, 3]
+    sin_weighted(f'triangular_solve_{combo}',
+                 dict(a=ramp([2, 3, 3], 5 + combo, 29, 0.07, 0.9), b=ramp(b_shape, 3 + combo, 31, 0.05, 0.7)),
+                 lambda a, b, left=left, lower=lower, trans=trans, unit=unit: tri_solve(a, b, left, lower, trans,
+                                                                                      unit),
+                 f'triangular_solve(a + 3 I, b, left_side={left}, lower={lower}, transpose_a={trans}, '
+                 f'unit_diagonal={unit}), a [2, 3, 3]',
+                 hvp_inputs=('a', 'b'))
 
 
 def header(group, cases, out_dir):

@@ -253,7 +253,8 @@ const std::vector<std::string>& array_op_primitive_names() {
       "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "gather", "scatter_add",
       "dot_general", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
       "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "iota",
-      "convert_element_type", "round", "integer_pow", "iota_2x32_shape", "bitcast_convert_type", "sort", "top_k"};
+      "convert_element_type", "round", "integer_pow", "iota_2x32_shape", "bitcast_convert_type", "sort", "top_k",
+      "triangular_solve"};
   return names;
 }
 }  // namespace views

@@ -20,6 +20,8 @@
 #include "core/gather_scatter.h"
 #include "core/special_gamma.h"
 #include "core/special_igamma.h"
+#include "core/linalg.h"
+#include "core/scipy_linalg.h"
 #include "core/convolution.h"
 #include "core/windowed_reductions.h"
 #include "core/nn.h"

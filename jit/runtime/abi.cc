@@ -20,6 +20,7 @@
 #include "jit/runtime/dnnl_ops.h"
 #include "jit/runtime/gemm.h"
 #include "jit/runtime/host_callback.h"
+#include "jit/runtime/linalg.h"
 #include "jit/runtime/parallel_for.h"
 #include "jit/runtime/profiler.h"
 #include "jit/runtime/sort.h"
@@ -98,6 +99,8 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"mj_rt_trig_reduce", reinterpret_cast<void*>(&mj_rt_trig_reduce)},
       {"mj_rt_sort", reinterpret_cast<void*>(&mj_rt_sort)},
       {"mj_rt_top_k", reinterpret_cast<void*>(&mj_rt_top_k)},
+      {"mj_rt_cholesky", reinterpret_cast<void*>(&mj_rt_cholesky)},
+      {"mj_rt_triangular_solve", reinterpret_cast<void*>(&mj_rt_triangular_solve)},
       {"mj_rt_dnnl", reinterpret_cast<void*>(&mj_rt_dnnl)},
       {"mj_rt_max_pool_needs_loop", reinterpret_cast<void*>(&mj_rt_max_pool_needs_loop)},
       {"mj_rt_dnnl_forward_ran_once", reinterpret_cast<void*>(&mj_rt_dnnl_forward_ran_once)},

@@ -84,5 +84,6 @@ std::vector<Case> sharding_cases();
 std::vector<Case> misc_cases();
 std::vector<Case> conv_cases();
 std::vector<Case> windowed_cases();
+std::vector<Case> linalg_cases();
 
 }  // namespace bad_input

@@ -89,7 +89,8 @@ const std::set<std::string> kInternalCases = {
 
 std::vector<Case> all_cases() {
   std::vector<Case> all;
-  for (auto list : {numpy_cases, lax_cases, transform_cases, sharding_cases, misc_cases, conv_cases, windowed_cases})
+  for (auto list : {numpy_cases, lax_cases, transform_cases, sharding_cases, misc_cases, conv_cases, windowed_cases,
+                    linalg_cases})
     for (Case& c : list()) all.push_back(std::move(c));
   return all;
 }

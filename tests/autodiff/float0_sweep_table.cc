@@ -332,7 +332,8 @@ const std::vector<std::string>& float_only() {
                                              "erf_inv", "floor", "ceil",     "round", "atan2", "nextafter",
                                              "sinh",    "cosh",  "asin",     "acos",  "atan",  "asinh",
                                              "acosh",   "atanh", "cbrt",     "erfc",  "cumlogsumexp",
-                                             "lgamma",  "digamma", "polygamma", "igamma", "igamma_grad_a"};
+                                             "lgamma",  "digamma", "polygamma", "igamma", "igamma_grad_a",
+                                             "cholesky", "triangular_solve"};
   return v;
 }
 

@@ -93,6 +93,8 @@ const std::map<std::string, Rule>& rules() {
     m["reduce_window"] = {Bound::normwise, 16};
     // sort and top_k move elements (the runtime's order is eager's): exact.
     for (const char* p : {"sort", "top_k"}) m[p] = {Bound::exact, 0};
+    // cholesky and triangular_solve: the runtime calls the eager kernel per matrix (core/linalg_kernels.h).
+    for (const char* p : {"cholesky", "triangular_solve"}) m[p] = {Bound::exact, 0};
     m["reduce_prod"] = {Bound::product, 0};
     // cumprod multiplies in f64 in eager's order on both sides (a product bound of the axis's
     // length all the same); cumlogsumexp's steps call the compiled exp/log1p against eager's libm:

@@ -13,6 +13,7 @@
 #include "conformance.h"
 #include "core/parser.h"
 #include "core/views/array_ops.h"
+#include "core/views/linalg.h"
 #include "core/views/sorting.h"
 
 namespace {
@@ -72,6 +73,7 @@ const std::map<std::string, RoundTrip>& round_trips() {
       {"bitcast_convert_type", rt<mj::BitcastConvertTypeParams>()},
       {"sort", rt<mj::SortParams>()},
       {"top_k", rt<mj::TopKParams>()},
+      {"triangular_solve", rt<mj::TriangularSolveParams>()},
   };
   return t;
 }

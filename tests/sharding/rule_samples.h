@@ -122,6 +122,11 @@ inline std::vector<Sample> samples() {
     r.push_back(idx);
     return r;
   }});
+  // Matrices made positive definite / well conditioned: ones plus 2 on the diagonal.
+  v.push_back({"linalg", {filled({4, 3, 3}), filled({2, 3, 3}), filled({2, 3, 4})}, [](const V& a) {
+    const Array e = mj::eye(3, DType::f32) * 2.0f;
+    return V{mj::lax::linalg::cholesky(a[0] + e), mj::lax::linalg::triangular_solve(a[1] + e, a[2], true, true)};
+  }});
   v.push_back({"dot_general", {filled({3, 4, 5}), filled({3, 5, 6}), filled({5, 7})}, [](const V& a) {
     return V{lax::dot_general(a[0], a[1], {{2}, {1}, {0}, {0}}),
              lax::dot_general(a[0], a[2], {{2}, {0}, {}, {}})};

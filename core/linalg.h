@@ -1,0 +1,53 @@
+// minijax jax.lax.linalg: the linear-algebra primitives' entry points (core/primitives/linalg.cc)
+// and the matrix helpers their rules share.
+#pragma once
+#include <cstdint>
+
+#include "core/array.h"
+
+namespace minijax::lax::linalg {
+
+using SL = std::source_location;
+
+/// JAX's lax.linalg.cholesky: the lower Cholesky factor L of each matrix of `x` (shape
+/// [..., n, n], f32 or f64), x = L L^T, with zeros above the diagonal; shape and dtype of x.
+/// With `symmetrize_input` (JAX's default) x is first replaced by (x + x^T) / 2; without it only
+/// x's lower triangle is read. A matrix that is not positive definite (LAPACK's ?potrf_ reports
+/// info > 0) gives a matrix of NaN for that batch element only, as JAX v0.7.0 on the CPU; NaN or
+/// inf in a matrix gives NaN in its factor. Staged as `cholesky` (the symmetrization before it as
+/// transpose, add and mul). Errors: rank < 2 or a non-square matrix (ShapeError naming the
+/// shape), a dtype other than f32/f64 (TypeError naming it), naming cholesky and the call site.
+/// Gradient: JAX's _cholesky_jvp_rule (Murray, "Differentiation of the Cholesky decomposition",
+/// arXiv:1602.07527): L_dot = L phi(L^-1 x_dot L^-T), phi taking the lower triangle with the
+/// diagonal halved. Like JAX's, the rule reads x_dot whole, as the derivative for a symmetric x:
+/// without symmetrize_input, a tangent whose upper triangle differs from its lower one's transpose
+/// gets that symmetric derivative, not the one of "the lower triangle only". Source: jax/_src/lax/linalg.py cholesky, _cholesky_cpu_lowering.
+Array cholesky(const Array& x, bool symmetrize_input = true, SL loc = SL::current());
+
+/// JAX's lax.linalg.triangular_solve: X with op(a) X = b (`left_side`) or X op(a) = b, where a is
+/// [..., m, m] (only its `lower`, else upper, triangle read; its diagonal taken as ones if
+/// `unit_diagonal`) and op(a) is a or a^T (`transpose_a`); b is [..., m, n] (left_side) or
+/// [..., n, m] with a's batch dims, or, JAX's singleton form, of rank a.ndim - 1 (one right-hand
+/// side: [..., m]). The result has b's shape and dtype (f32 or f64, a's). `conjugate_a` has no
+/// effect on real operands (JAX binds it False for them, as minijax does). A zero on a's diagonal
+/// gives inf or NaN, as XLA's. Staged as `triangular_solve[left_side=.. lower=.. transpose_a=..
+/// conjugate_a=False unit_diagonal=..]`. Errors: operands of rank < 2, a non-square a, or dims
+/// that do not fit (ShapeError naming both shapes and the side), dtypes other than f32/f64 or two
+/// different ones (TypeError), naming triangular_solve and the call site.
+/// Gradient: linear in b (its transpose solves with op(a)^T); in a, JAX's
+/// _triangular_solve_jvp_rule_a. Source: jax/_src/lax/linalg.py triangular_solve.
+Array triangular_solve(const Array& a, const Array& b, bool left_side = false, bool lower = false,
+                       bool transpose_a = false, bool conjugate_a = false, bool unit_diagonal = false,
+                       SL loc = SL::current());
+
+namespace detail {
+/// x with its last two dims swapped (JAX's linalg._T).
+Array matrix_transpose(const Array& x, SL loc = SL::current());
+/// (x + x^T) / 2 over the last two dims (JAX's linalg.symmetrize for real x).
+Array symmetrize(const Array& x, SL loc = SL::current());
+/// x with the elements off the kept triangle zeroed: `lower` keeps col - row <= k (JAX's
+/// _tril(x, k)), else col - row >= k (_triu(x, k)).
+Array tri_mask(const Array& x, int64_t k, bool lower, SL loc = SL::current());
+}  // namespace detail
+
+}  // namespace minijax::lax::linalg
