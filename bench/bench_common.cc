@@ -76,6 +76,19 @@ std::vector<double> time_calls(int warmup, int reps, const std::function<void()>
   return t;
 }
 
+std::vector<Stats> interleaved(const std::vector<std::function<void()>>& fns, int warmup, int reps) {
+  std::vector<std::vector<double>> s(fns.size());
+  for (int rep = -warmup; rep < reps; ++rep)
+    for (size_t f = 0; f < fns.size(); ++f) {
+      const double t = time_calls(0, 1, fns[f])[0];
+      if (rep >= 0) s[f].push_back(t);
+    }
+  std::vector<Stats> r;
+  for (auto& x : s) r.push_back(stats(x));
+  return r;
+}
+
+
 // ---- JSON ----------------------------------------------------------------------------------------
 
 std::string json_string(const std::string& s) {

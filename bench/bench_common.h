@@ -34,6 +34,9 @@ Stats stats(std::vector<double> seconds);
 /// Runs `f` `warmup` times untimed, then `reps` times, each timed on its own (steady clock);
 /// returns the per-call times in seconds.
 std::vector<double> time_calls(int warmup, int reps, const std::function<void()>& f);
+/// Median-style statistics of each function timed interleaved: `warmup` untimed rounds, then
+/// `reps` rounds in each of which every function is timed once (one call), in order; seconds.
+std::vector<Stats> interleaved(const std::vector<std::function<void()>>& fns, int warmup, int reps);
 
 /// A JSON object built field by field, printed on one line. Numbers are printed with %.6g;
 /// strings are escaped (quotes, backslashes, control characters).

@@ -20,19 +20,6 @@ namespace {
 namespace mj = minijax;
 namespace la = mj::lax::linalg;
 
-// Median times of each function, interleaved: each repetition times every function once in turn.
-std::vector<mjbench::Stats> interleaved(const std::vector<std::function<void()>>& fns, int warmup, int reps) {
-  std::vector<std::vector<double>> s(fns.size());
-  for (int rep = -warmup; rep < reps; ++rep)
-    for (size_t f = 0; f < fns.size(); ++f) {
-      const double t = mjbench::time_calls(0, 1, fns[f])[0];
-      if (rep >= 0) s[f].push_back(t);
-    }
-  std::vector<mjbench::Stats> r;
-  for (auto& x : s) r.push_back(mjbench::stats(x));
-  return r;
-}
-
 // batch row-major n x n symmetric positive definite matrices: M M^T / n + n I, M in [-1, 1).
 std::vector<double> spd(int64_t batch, int64_t n) {
   std::vector<double> m(size_t(batch * n * n)), a(m.size());
@@ -63,7 +50,8 @@ std::string run_case(const std::string& what, const std::function<mj::Array()>& 
   direct(out.data());
   if (std::memcmp(got.data<double>(), out.data(), elems * sizeof(double)) != 0)
     throw std::runtime_error(what + ": minijax and the direct LAPACK calls differ");
-  auto st = interleaved({[&] { mj::block_until_ready(f()); }, [&] { direct(out.data()); }}, warmup, reps);
+  auto st = mjbench::interleaved({[&] { mj::block_until_ready(f()); }, [&] { direct(out.data()); }}, warmup,
+                                 reps);
   const double ratio = st[1].median / st[0].median;
   mjbench::Json j;
   j.stats_ms("minijax", st[0]).stats_ms("lapack_direct", st[1]).num("speed_ratio", ratio);
@@ -95,7 +83,8 @@ void bench_size(mjbench::Json& j, const std::string& key, int64_t batch, int64_t
   j.raw("cholesky_" + key,
         run_case("cholesky " + key, [&] { return chol(x); }, chol_direct, elems, warmup, reps, 0.95, met));
   const mj::Array l = chol(x);
-  auto solve = mj::jit([](const mj::Array& m, const mj::Array& b) { return la::triangular_solve(m, b, true, true); });
+  auto solve = mj::jit(
+      [](const mj::Array& m, const mj::Array& b) { return la::triangular_solve(m, b, true, true); });
   const std::vector<double> lv(l.data<double>(), l.data<double>() + elems);
   auto solve_direct = [&](double* out) {
     std::memcpy(out, a.data(), elems * sizeof(double));
@@ -104,8 +93,9 @@ void bench_size(mjbench::Json& j, const std::string& key, int64_t batch, int64_t
                                     out + size_t(i) * mat, int(n));
     });
   };
-  j.raw("triangular_solve_" + key,
-        run_case("triangular_solve " + key, [&] { return solve(l, x); }, solve_direct, elems, warmup, reps, 0, met));
+  j.raw("triangular_solve_" + key, run_case(
+                                       "triangular_solve " + key, [&] { return solve(l, x); }, solve_direct,
+                                       elems, warmup, reps, 0, met));
 }
 
 }  // namespace

@@ -39,19 +39,6 @@ int32_t total_order(float v) {
   return b < 0 ? b ^ 0x7fffffff : b;
 }
 
-// Median times of each function, interleaved: each repetition times every function once in turn.
-std::vector<mjbench::Stats> interleaved(const std::vector<std::function<void()>>& fns, int warmup, int reps) {
-  std::vector<std::vector<double>> s(fns.size());
-  for (int rep = -warmup; rep < reps; ++rep)
-    for (size_t f = 0; f < fns.size(); ++f) {
-      const double t = mjbench::time_calls(0, 1, fns[f])[0];
-      if (rep >= 0) s[f].push_back(t);
-    }
-  std::vector<mjbench::Stats> r;
-  for (auto& x : s) r.push_back(mjbench::stats(x));
-  return r;
-}
-
 // The sort figures of one data set at `threads` threads: minijax, std::sort (one thread) or
 // tbb::parallel_sort (two), each sorting a fresh copy of the data.
 std::string sort_case(const std::vector<float>& data, int threads, int warmup, int reps, bool& met) {
@@ -74,7 +61,7 @@ std::string sort_case(const std::vector<float>& data, int threads, int warmup, i
   for (size_t i = 0; i < buf.size(); ++i)
     if (!(g[i] == buf[i] || (std::isnan(g[i]) && std::isnan(buf[i]))))
       throw std::runtime_error("sort differs from the reference at " + std::to_string(i));
-  auto st = interleaved({mine, ref}, warmup, reps);
+  auto st = mjbench::interleaved({mine, ref}, warmup, reps);
   const double ratio = st[1].median / st[0].median;
   if (threads == 1) met &= ratio >= 1.0;
   mjbench::Json j;
@@ -122,7 +109,7 @@ std::string top_k_case(const std::vector<float>& data, int64_t rows, int64_t n, 
   auto got = jf(x);
   if (std::memcmp(got[1].data<int32_t>(), idx.data(), idx.size() * 4) != 0)
     throw std::runtime_error("top_k indices differ from the reference");
-  auto st = interleaved({mine, ref}, warmup, reps);
+  auto st = mjbench::interleaved({mine, ref}, warmup, reps);
   const double ratio = st[1].median / st[0].median;
   if (threads == 1) met &= ratio >= 1.0;
   mjbench::Json j;
