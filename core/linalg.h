@@ -2,6 +2,9 @@
 // and the matrix helpers their rules share.
 #pragma once
 #include <cstdint>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "core/array.h"
 
@@ -38,6 +41,50 @@ Array cholesky(const Array& x, bool symmetrize_input = true, SL loc = SL::curren
 /// _triangular_solve_jvp_rule_a. Source: jax/_src/lax/linalg.py triangular_solve.
 Array triangular_solve(const Array& a, const Array& b, bool left_side = false, bool lower = false,
                        bool transpose_a = false, bool conjugate_a = false, bool unit_diagonal = false,
+                       SL loc = SL::current());
+
+/// JAX's lax.linalg.lu: LU decomposition with partial pivoting, P x = L U, of each matrix of `x`
+/// ([..., m, n], f32 or f64; rectangular allowed). Returns (lu, pivots, permutation): `lu` of x's
+/// shape and dtype holds L below the diagonal (its unit diagonal implicit) and U on and above it;
+/// `pivots` (i32, [..., min(m, n)]) says that row i was swapped with row pivots[i] (0-based, in
+/// order); `permutation` (i32, [..., m]) is the resulting row order, x[perm] = L U. A singular
+/// matrix keeps LAPACK's factors (a zero pivot in U: ?getrf_'s info > 0), as JAX. Staged as `lu`.
+/// Errors: rank < 2 (ShapeError naming the shape), a dtype other than f32/f64 (TypeError).
+/// Gradient: JAX's _lu_jvp_rule. Source: jax/_src/lax/linalg.py lu, _lu_cpu_gpu_lowering.
+std::tuple<Array, Array, Array> lu(const Array& x, SL loc = SL::current());
+
+/// JAX's lax.linalg.qr: x = Q R for each matrix of `x` ([..., m, n], f32 or f64), Q with
+/// orthonormal columns, R upper triangular. `full_matrices`: Q [..., m, m] and R [..., m, n];
+/// otherwise Q [..., m, k] and R [..., k, n], k = min(m, n). Signs as LAPACK's ?geqrf_/?orgqr_
+/// (R's diagonal may be negative). Staged as `qr[full_matrices=.. pivoting=False]`.
+/// Errors: `pivoting = true` (ValueError: column pivoting is not implemented), rank < 2
+/// (ShapeError), dtype other than f32/f64 (TypeError). Gradient: JAX's qr_jvp_rule, defined for
+/// m >= n and, with full_matrices, m == n (NotDifferentiableError otherwise, where JAX raises
+/// NotImplementedError). Source: jax/_src/lax/linalg.py qr.
+std::pair<Array, Array> qr(const Array& x, bool pivoting = false, bool full_matrices = true,
+                           SL loc = SL::current());
+
+/// JAX's lax.linalg.eigh: x = V diag(w) V^T for each symmetric matrix of `x` ([..., n, n], f32 or
+/// f64). Returns (v, w): v [..., n, n] with the orthonormal eigenvectors as columns
+/// (v[..., :, i] belongs to w[..., i]), w [..., n] ascending. With `symmetrize_input` (default)
+/// x is first replaced by (x + x^T) / 2; otherwise only its `lower` (else upper) triangle is read.
+/// `sort_eigenvalues`: ascending either way (LAPACK's order). A matrix on which ?syevd_ does not
+/// converge, or that holds NaN or inf, gives NaN in v and w for that batch element. Staged as
+/// `eigh[lower=.. sort_eigenvalues=..]`. Errors: rank < 2, non-square (ShapeError), dtype
+/// (TypeError). Gradient: JAX's _eigh_jvp_rule; eigenvector tangents at repeated eigenvalues are
+/// inf or NaN, eigenvalue tangents stay finite (docs/linalg.md). Source: jax/_src/lax/linalg.py.
+std::pair<Array, Array> eigh(const Array& x, bool lower = true, bool symmetrize_input = true,
+                             bool sort_eigenvalues = true, SL loc = SL::current());
+
+/// JAX's lax.linalg.svd: x = U diag(s) V^H for each matrix of `x` ([..., m, n], f32 or f64),
+/// k = min(m, n), s [..., k] descending and non-negative. With `compute_uv` returns {u, s, vh}:
+/// u [..., m, m] and vh [..., n, n] if `full_matrices`, else u [..., m, k] and vh [..., k, n];
+/// without it returns {s}. Through ?gesdd_; a matrix on which it does not converge, or that holds
+/// NaN or inf, gives NaN in every result of that batch element. Staged as
+/// `svd[full_matrices=.. compute_uv=..]` (the primitive's outputs: s, then u and vh). Errors:
+/// rank < 2 (ShapeError), dtype (TypeError). Gradient: JAX's _svd_jvp_rule; with full_matrices
+/// and compute_uv it throws NotDifferentiableError, as JAX refuses it. Source: jax/_src/lax/linalg.py.
+std::vector<Array> svd(const Array& x, bool full_matrices = true, bool compute_uv = true,
                        SL loc = SL::current());
 
 namespace detail {

@@ -1,9 +1,14 @@
-// minijax linear-algebra kernels: the row-major mappings onto LAPACK's column-major routines and
-// the NaN filling of failed factorisations (core/linalg_kernels.h).
+// minijax linear-algebra kernels: the row-major mappings onto LAPACK's column-major routines, their
+// workspace sizes and the NaN filling of failed factorisations (core/linalg_kernels.h).
 #include "core/linalg_kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <thread>
+#include <utility>
+
+#include "core/dtype.h"
 
 #include "core/lapack.h"
 
@@ -35,5 +40,248 @@ template int cholesky_lower<float>(float*, int64_t);
 template int cholesky_lower<double>(double*, int64_t);
 template void triangular_solve<float>(const float*, float*, int64_t, int64_t, bool, bool, bool, bool);
 template void triangular_solve<double>(const double*, double*, int64_t, int64_t, bool, bool, bool, bool);
+
+namespace {
+
+constexpr int64_t kAlign = 64;
+int64_t align_up(int64_t b) { return (b + kAlign - 1) / kAlign * kAlign; }
+int lda_of(int64_t rows) { return int(std::max<int64_t>(1, rows)); }
+
+// The pieces of a workspace, laid out in order, each 64-byte aligned.
+struct Carve {
+  char* base;
+  int64_t used = 0;
+  template <class U>
+  U* take(int64_t count) {
+    U* p = reinterpret_cast<U*>(base + used);
+    used += align_up(count * int64_t(sizeof(U)));
+    return p;
+  }
+};
+
+template <class T>
+bool all_finite(const T* x, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    if (!std::isfinite(x[i])) return false;
+  return true;
+}
+
+template <class T>
+void fill_nan(T* x, int64_t count) {
+  if (x) std::fill(x, x + count, std::numeric_limits<T>::quiet_NaN());
+}
+
+template <class T>
+void set_identity(T* x, int64_t rows, int64_t cols) {
+  std::fill(x, x + rows * cols, T(0));
+  for (int64_t i = 0; i < std::min(rows, cols); ++i) x[i * cols + i] = T(1);
+}
+
+// Row-major rows x cols `x` to / from column-major with leading dimension ld.
+template <class T>
+void to_col_major(const T* x, T* c, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) c[i + j * ld] = x[i * cols + j];
+}
+template <class T>
+void from_col_major(const T* c, T* x, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) x[i * cols + j] = c[i + j * ld];
+}
+
+template <class T>
+int64_t qr_lwork(int64_t m, int64_t n, int64_t qc) {
+  const int64_t k = std::min(m, n);
+  if (k == 0 && qc == 0) return 0;
+  T q1 = 0, q2 = 0, dummy = 0;
+  int info = 0;
+  if (k > 0) lapack::geqrf<T>(int(m), int(n), &dummy, lda_of(m), &dummy, &q1, -1, &info);
+  if (qc > 0) lapack::orgqr<T>(int(m), int(qc), int(k), &dummy, lda_of(m), &dummy, &q2, -1, &info);
+  return std::max<int64_t>({1, int64_t(q1), int64_t(q2)});
+}
+
+template <class T>
+std::pair<int64_t, int64_t> syevd_lwork(int64_t n) {
+  if (n == 0) return {0, 0};
+  T w = 0, dummy = 0;
+  int iw = 0, info = 0;
+  lapack::syevd<T>('V', 'U', int(n), &dummy, int(n), &dummy, &w, -1, &iw, -1, &info);
+  return {std::max<int64_t>(1, int64_t(w)), std::max(1, iw)};
+}
+
+char gesdd_jobz(bool full, bool uv) { return !uv ? 'N' : full ? 'A' : 'S'; }
+
+template <class T>
+int64_t gesdd_lwork(int64_t m, int64_t n, bool full, bool uv) {
+  // ?gesdd_ runs on the column-major x^T: n x m.
+  const int64_t k = std::min(m, n);
+  if (k == 0) return 0;
+  T w = 0, dummy = 0;
+  int iw = 0, info = 0;
+  const int64_t uc = full ? m : k;
+  lapack::gesdd<T>(gesdd_jobz(full, uv), int(n), int(m), &dummy, int(n), &dummy, &dummy, int(n), &dummy,
+                   lda_of(uv ? uc : 1), &w, -1, &iw, &info);
+  return std::max<int64_t>(1, int64_t(w));
+}
+
+template <class T>
+int64_t lu_bytes(int64_t m, int64_t n) {
+  return align_up(m * n * int64_t(sizeof(T))) + align_up(std::min(m, n) * int64_t(sizeof(int)));
+}
+template <class T>
+int64_t qr_bytes(int64_t m, int64_t n, bool full) {
+  const int64_t k = std::min(m, n), qc = full ? m : k;
+  return align_up(m * std::max(n, qc) * int64_t(sizeof(T))) + align_up(k * int64_t(sizeof(T))) +
+         align_up(qr_lwork<T>(m, n, qc) * int64_t(sizeof(T)));
+}
+template <class T>
+int64_t eigh_bytes(int64_t n) {
+  const auto [lw, liw] = syevd_lwork<T>(n);
+  return align_up(lw * int64_t(sizeof(T))) + align_up(liw * int64_t(sizeof(int)));
+}
+template <class T>
+int64_t svd_bytes(int64_t m, int64_t n, bool full, bool uv) {
+  const int64_t k = std::min(m, n);
+  return align_up(m * n * int64_t(sizeof(T))) + align_up(gesdd_lwork<T>(m, n, full, uv) * int64_t(sizeof(T))) +
+         align_up(8 * k * int64_t(sizeof(int)));
+}
+
+template <class F>
+int64_t by_dtype(int32_t dtype, F&& f) {
+  if (DType(dtype) == DType::f32) return f.template operator()<float>();
+  return f.template operator()<double>();
+}
+
+}  // namespace
+
+int64_t workspace_slots(int64_t batch) {
+  const int64_t hw = std::max<int64_t>(1, int64_t(std::thread::hardware_concurrency()));
+  return std::max<int64_t>(1, std::min(batch, hw));
+}
+
+int64_t lu_workspace_bytes(int32_t dtype, int64_t m, int64_t n) {
+  return by_dtype(dtype, [&]<class T>() { return lu_bytes<T>(m, n); });
+}
+int64_t qr_workspace_bytes(int32_t dtype, int64_t m, int64_t n, bool full) {
+  return by_dtype(dtype, [&]<class T>() { return qr_bytes<T>(m, n, full); });
+}
+int64_t eigh_workspace_bytes(int32_t dtype, int64_t n) {
+  return by_dtype(dtype, [&]<class T>() { return eigh_bytes<T>(n); });
+}
+int64_t svd_workspace_bytes(int32_t dtype, int64_t m, int64_t n, bool full, bool uv) {
+  return by_dtype(dtype, [&]<class T>() { return svd_bytes<T>(m, n, full, uv); });
+}
+
+template <class T>
+int lu(T* a, int64_t m, int64_t n, int32_t* pivots, int32_t* perm, void* work) {
+  const int64_t k = std::min(m, n);
+  for (int64_t i = 0; i < m; ++i) perm[i] = int32_t(i);
+  if (k == 0) return 0;
+  Carve w{static_cast<char*>(work)};
+  T* c = w.take<T>(m * n);
+  int* ipiv = w.take<int>(k);
+  to_col_major(a, c, m, n, m);
+  int info = 0;
+  lapack::getrf<T>(int(m), int(n), c, int(m), ipiv, &info);
+  from_col_major(c, a, m, n, m);
+  for (int64_t i = 0; i < k; ++i) {
+    pivots[i] = ipiv[i] - 1;
+    std::swap(perm[i], perm[pivots[i]]);
+  }
+  return info;
+}
+
+template <class T>
+int qr(const T* x, T* q, T* r, int64_t m, int64_t n, bool full, void* work) {
+  const int64_t k = std::min(m, n), qc = full ? m : k, rr = full ? m : k;
+  if (k == 0) {
+    std::fill(r, r + rr * n, T(0));
+    set_identity(q, m, qc);
+    return 0;
+  }
+  Carve w{static_cast<char*>(work)};
+  T* c = w.take<T>(m * std::max(n, qc));
+  T* tau = w.take<T>(k);
+  const int64_t lwork = qr_lwork<T>(m, n, qc);
+  T* wk = w.take<T>(lwork);
+  to_col_major(x, c, m, n, m);
+  int info = 0;
+  lapack::geqrf<T>(int(m), int(n), c, int(m), tau, wk, int(lwork), &info);
+  if (info != 0) return info;
+  for (int64_t i = 0; i < rr; ++i)
+    for (int64_t j = 0; j < n; ++j) r[i * n + j] = j >= i ? c[i + j * m] : T(0);
+  lapack::orgqr<T>(int(m), int(qc), int(k), c, int(m), tau, wk, int(lwork), &info);
+  from_col_major(c, q, m, qc, m);
+  return info;
+}
+
+template <class T>
+int eigh(const T* x, T* v, T* w, int64_t n, bool lower, void* work) {
+  if (n == 0) return 0;
+  // The triangle read: row-major lower is col <= row.
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = lower ? 0 : i; j < (lower ? i + 1 : n); ++j)
+      if (!std::isfinite(x[i * n + j])) {
+        fill_nan(v, n * n);
+        fill_nan(w, n);
+        return -1;
+      }
+  if (x != v) std::copy(x, x + n * n, v);
+  const auto [lw, liw] = syevd_lwork<T>(n);
+  Carve c{static_cast<char*>(work)};
+  T* wk = c.take<T>(lw);
+  int* iwk = c.take<int>(liw);
+  int info = 0;
+  // The row-major matrix is its transpose in column-major order: its lower triangle is 'U' there.
+  lapack::syevd<T>('V', lower ? 'U' : 'L', int(n), v, int(n), w, wk, int(lw), iwk, int(liw), &info);
+  if (info != 0) {
+    fill_nan(v, n * n);
+    fill_nan(w, n);
+    return info;
+  }
+  // LAPACK's eigenvectors are its columns, i.e. our rows: transpose in place.
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i + 1; j < n; ++j) std::swap(v[i * n + j], v[j * n + i]);
+  return 0;
+}
+
+template <class T>
+int svd(const T* x, T* s, T* u, T* vt, int64_t m, int64_t n, bool full, bool uv, void* work) {
+  const int64_t k = std::min(m, n), uc = full ? m : k, vr = full ? n : k;
+  if (k == 0) {
+    if (uv) set_identity(u, m, uc), set_identity(vt, vr, n);
+    return 0;
+  }
+  if (!all_finite(x, m * n)) {
+    fill_nan(s, k);
+    if (uv) fill_nan(u, m * uc), fill_nan(vt, vr * n);
+    return -1;
+  }
+  Carve c{static_cast<char*>(work)};
+  T* a = c.take<T>(m * n);
+  const int64_t lwork = gesdd_lwork<T>(m, n, full, uv);
+  T* wk = c.take<T>(lwork);
+  int* iwk = c.take<int>(8 * k);
+  std::copy(x, x + m * n, a);
+  int info = 0;
+  T dummy = 0;
+  // On the column-major x^T (n x m): its U (n x vr, ld n) is our vt, its VT (uc x m, ld uc) our u.
+  lapack::gesdd<T>(gesdd_jobz(full, uv), int(n), int(m), a, int(n), s, uv ? vt : &dummy, int(n),
+                   uv ? u : &dummy, lda_of(uv ? uc : 1), wk, int(lwork), iwk, &info);
+  if (info != 0) {
+    fill_nan(s, k);
+    if (uv) fill_nan(u, m * uc), fill_nan(vt, vr * n);
+  }
+  return info;
+}
+
+template int lu<float>(float*, int64_t, int64_t, int32_t*, int32_t*, void*);
+template int lu<double>(double*, int64_t, int64_t, int32_t*, int32_t*, void*);
+template int qr<float>(const float*, float*, float*, int64_t, int64_t, bool, void*);
+template int qr<double>(const double*, double*, double*, int64_t, int64_t, bool, void*);
+template int eigh<float>(const float*, float*, float*, int64_t, bool, void*);
+template int eigh<double>(const double*, double*, double*, int64_t, bool, void*);
+template int svd<float>(const float*, float*, float*, float*, int64_t, int64_t, bool, bool, void*);
+template int svd<double>(const double*, double*, double*, double*, int64_t, int64_t, bool, bool, void*);
 
 }  // namespace minijax::linalg_kernels

@@ -1,17 +1,21 @@
 // minijax buffer rules: the table of views and in-place updates for the primitives that have them
 // (reshape, squeeze, expand_dims, bitcast_convert_type, optimization_barrier, device_put,
-// sharding_constraint, one-device collectives, dynamic_update_slice, ...).
+// sharding_constraint, one-device collectives, dynamic_update_slice, ...) and the linear-algebra
+// workspaces.
 #include "memory/buffer_rules.h"
 
+#include <array>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "core/bodies.h"
+#include "core/linalg_kernels.h"
 #include "core/primitive.h"
 #include "core/views/collectives.h"
 #include "core/views/control_flow.h"
 #include "core/views/gather_scatter.h"
+#include "core/views/linalg.h"
 
 namespace minijax {
 
@@ -83,6 +87,39 @@ const bool registered = [] {
   register_buffer_rule("cholesky", update);
   register_buffer_rule("triangular_solve", {update.views, [](const Eqn&, size_t k) {
                          return k == 0 ? std::vector<int>{1} : std::vector<int>{};
+                       }});
+  // lu, qr, eigh and svd call LAPACK with a workspace per task (core/linalg_kernels.h sizes it
+  // with LAPACK's own queries); lu's factors and eigh's eigenvectors replace the operand in place.
+  const auto matrix = [](const Eqn& e) {
+    const ShapedArray& a = atom_aval(e.inputs.at(0));
+    const int64_t m = a.shape[a.shape.size() - 2], n = a.shape.back();
+    int64_t batch = 1;
+    for (size_t i = 0; i + 2 < a.shape.size(); ++i) batch *= a.shape[i];
+    return std::array<int64_t, 4>{int32_t(a.dtype), m, n, batch};
+  };
+  const auto slots = [](int64_t batch) { return linalg_kernels::workspace_slots(batch); };
+  const auto in_place_0 = [](const Eqn&, size_t k) { return k == 0 ? std::vector<int>{0} : std::vector<int>{}; };
+  const auto no_in_place = [](const Eqn&, size_t) { return std::vector<int>{}; };
+  register_buffer_rule("lu", {update.views, in_place_0, [=](const Eqn& e) {
+                         const auto [dt, m, n, batch] = matrix(e);
+                         return ScratchNeed{linalg_kernels::lu_workspace_bytes(int32_t(dt), m, n), slots(batch)};
+                       }});
+  register_buffer_rule("qr", {update.views, no_in_place, [=](const Eqn& e) {
+                         const auto [dt, m, n, batch] = matrix(e);
+                         return ScratchNeed{
+                             linalg_kernels::qr_workspace_bytes(int32_t(dt), m, n, qr_params(e).full_matrices),
+                             slots(batch)};
+                       }});
+  register_buffer_rule("eigh", {update.views, in_place_0, [=](const Eqn& e) {
+                         const auto [dt, m, n, batch] = matrix(e);
+                         return ScratchNeed{linalg_kernels::eigh_workspace_bytes(int32_t(dt), n), slots(batch)};
+                       }});
+  register_buffer_rule("svd", {update.views, no_in_place, [=](const Eqn& e) {
+                         const auto [dt, m, n, batch] = matrix(e);
+                         const SvdParams sp = svd_params(e);
+                         return ScratchNeed{linalg_kernels::svd_workspace_bytes(int32_t(dt), m, n, sp.full_matrices,
+                                                                                sp.compute_uv),
+                                            slots(batch)};
                        }});
   // A loop's carry buffers are its carry outputs' (memory/plan_buffers.h); an initial value that
   // dies at the loop is computed in place of its carry's buffer, so the loop copies nothing in.

@@ -21,6 +21,12 @@ int64_t arena_size(const ShapedArray& a) {
   return (a.nbytes() + 63) / 64 * 64;
 }
 
+const Scratch* BufferPlan::scratch_of(const Eqn& e) const {
+  if (e.outputs.empty()) return nullptr;
+  auto it = scratch.find(e.outputs[0].id());
+  return it == scratch.end() ? nullptr : &it->second;
+}
+
 const Location& BufferPlan::at(const Var& v) const {
   auto it = where.find(v);
   if (it == where.end())
@@ -231,6 +237,7 @@ class ScopePlanner {
     return it == view_of_.end() ? v : view_source(it->second);
   }
   std::array<int64_t, 3> plan_nested(size_t i, const Eqn& e);
+  void plan_scratch(size_t i, const Eqn& e);
   void body_destinations(const BodySpec& spec);
   void top_outputs();
   void donate();
@@ -391,6 +398,21 @@ std::array<int64_t, 3> ScopePlanner::plan_nested(size_t i, const Eqn& e) {
   return region;
 }
 
+// An equation's workspace: a region of the device arena reserved at equation i, like a body's.
+void ScopePlanner::plan_scratch(size_t i, const Eqn& e) {
+  const BufferRule* rule = buffer_rule(e);
+  if (!rule || !rule->scratch || e.outputs.empty()) return;
+  const ScratchNeed need = rule->scratch(e);
+  if (need.slot_bytes <= 0 || need.slots <= 0) return;
+  Scratch& s = plan_.scratch[e.outputs[0].id()];
+  s.slot_bytes = (need.slot_bytes + 63) / 64 * 64;
+  s.slots = need.slots;
+  std::array<int64_t, 3> region{};
+  region[size_t(MemoryKind::device)] = s.slot_bytes * s.slots;
+  regions_.push_back({i, region});
+  region_temps_.push_back({{&s.offset, int(MemoryKind::device)}});
+}
+
 void ScopePlanner::body_destinations(const BodySpec& spec) {
   ScopePlan& sp = plan_.scopes[&j_];
   std::unordered_map<uint64_t, int> outvar_uses;
@@ -533,6 +555,7 @@ void ScopePlanner::build_classes(const BodySpec* body) {
       try_in_place(i, e, k, body);
     }
     plan_nested(i, e);
+    plan_scratch(i, e);
   }
 }
 

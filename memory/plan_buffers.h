@@ -58,6 +58,14 @@ struct EndCopy {
   int64_t staging_offset = 0;  ///< absolute offset in the arena of the value's memory kind
 };
 
+/// An equation's workspace (BufferRule::scratch): `slots` pieces of `slot_bytes` (a multiple of
+/// 64) from `offset` in the device arena, reserved while the equation runs.
+struct Scratch {
+  int64_t offset = 0;
+  int64_t slot_bytes = 0;
+  int64_t slots = 0;
+};
+
 /// The plan of one scope (the program, or one body of a control-flow equation).
 struct ScopePlan {
   std::vector<EndCopy> end_copies;  ///< bodies only
@@ -72,11 +80,15 @@ struct BufferPlan {
   std::vector<bool> donation_used;                   ///< per input: its buffer holds an output
   /// Per body jaxpr (keyed by its address): the end-of-body copies.
   std::unordered_map<const Jaxpr*, ScopePlan> scopes;
+  /// The workspace of each equation that needs one, keyed by the id of its first output.
+  std::unordered_map<uint64_t, Scratch> scratch;
   /// Bytes of all temporaries before placement (sum of sizes), per kind: what no reuse costs.
   std::array<int64_t, 3> unplanned_bytes{};
 
   /// The location of v. ValueError when v has none (a value inside a fusion body).
   const Location& at(const Var& v) const;
+  /// The workspace of equation e, or nullptr when it has none.
+  const Scratch* scratch_of(const Eqn& e) const;
   /// One line per buffer class of the top-level program, for Compiled::as_text.
   std::string str(const Jaxpr& program) const;
 };

@@ -1,4 +1,5 @@
-// minijax linear-algebra primitives (JAX's jax/_src/lax/linalg.py): cholesky and triangular_solve.
+// minijax linear-algebra primitives (JAX's jax/_src/lax/linalg.py): cholesky, triangular_solve, lu,
+// qr, eigh and svd.
 // Owns their shape rules, eager implementations, costs and the lax::linalg entry points.
 //
 // Every primitive works on the last two dims, batched over the leading ones, in f32 and f64.
@@ -6,6 +7,7 @@
 // transpose_a=False conjugate_a=False unit_diagonal=False]. The eager implementations call LAPACK
 // one matrix at a time through core/linalg_kernels.h, as the compiled runtime does per batch
 // element (jit/runtime/linalg.cc); the tests check both against independent oracles.
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <string>
@@ -44,6 +46,14 @@ void check_matrix(const ShapedArray& a, const char* fn, bool square) {
 }
 
 Shape batch_dims(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+
+// Matrices in a batch of shape s (the product of its leading dims).
+double batch_count(const Shape& s) {
+  double c = 1;
+  for (size_t i = 0; i + 2 < s.size(); ++i) c *= double(s[i]);
+  return c;
+}
+int64_t batch_count_of(const Shape& s) { return int64_t(batch_count(s)); }
 
 // ---- cholesky -----------------------------------------------------------------------------------
 
@@ -116,11 +126,227 @@ std::vector<Array> triangular_solve_impl(const std::vector<Array>& args, const P
   return {out};
 }
 
-// Matrices in a batch of shape s (the product of its leading dims).
-double batch_count(const Shape& s) {
-  double c = 1;
-  for (size_t i = 0; i + 2 < s.size(); ++i) c *= double(s[i]);
-  return c;
+
+// ---- lu, qr, eigh, svd --------------------------------------------------------------------------
+
+ShapedArray with_shape(const ShapedArray& a, Shape s, DType dt) {
+  ShapedArray r = a;
+  r.shape = std::move(s);
+  r.dtype = dt;
+  r.weak_type = false;
+  return r;
+}
+Shape matrix_shape(const Shape& s, int64_t rows, int64_t cols) {
+  Shape r = batch_dims(s);
+  r.push_back(rows);
+  r.push_back(cols);
+  return r;
+}
+Shape vector_shape(const Shape& s, int64_t len) {
+  Shape r = batch_dims(s);
+  r.push_back(len);
+  return r;
+}
+int64_t rows_of(const Shape& s) { return s[s.size() - 2]; }
+
+// lu: (lu [..., m, n], pivots i32 [..., k], permutation i32 [..., m]).
+std::vector<ShapedArray> lu_shape_rule(const std::vector<ShapedArray>& in, const Params&) {
+  const ShapedArray& a = in.at(0);
+  check_linalg_dtype(a, "lu");
+  check_matrix(a, "lu", false);
+  const int64_t m = rows_of(a.shape), k = std::min(m, a.shape.back());
+  return {with_shape(a, a.shape, a.dtype), with_shape(a, vector_shape(a.shape, k), DType::i32),
+          with_shape(a, vector_shape(a.shape, m), DType::i32)};
+}
+
+// The workspace of one matrix's kernel, reused over the batch (the compiled program's is an
+// arena temporary instead).
+struct Work {
+  std::vector<double> buf;
+  explicit Work(int64_t bytes) : buf(size_t(bytes + 7) / 8 + 8) {}
+  void* get() { return buf.data(); }
+};
+
+template <class T>
+void lu_batch(const Array& x, std::vector<Array>& outs) {
+  const int64_t m = rows_of(x.shape()), n = x.shape().back(), k = std::min(m, n);
+  const int64_t count = batch_count_of(x.shape());
+  T* a = outs[0].mutable_data<T>();
+  std::memcpy(a, x.data<T>(), size_t(x.size()) * sizeof(T));
+  int32_t* piv = outs[1].mutable_data<int32_t>();
+  int32_t* perm = outs[2].mutable_data<int32_t>();
+  Work w(linalg_kernels::lu_workspace_bytes(int32_t(x.dtype()), m, n));
+  for (int64_t i = 0; i < count; ++i) linalg_kernels::lu<T>(a + i * m * n, m, n, piv + i * k, perm + i * m, w.get());
+}
+
+std::vector<Array> lu_impl(const std::vector<Array>& args, const Params&, const std::vector<ShapedArray>& avals) {
+  std::vector<Array> outs;
+  for (auto& a : avals) outs.push_back(Array::empty(a));
+  if (args.at(0).dtype() == DType::f32) lu_batch<float>(args[0], outs);
+  else lu_batch<double>(args[0], outs);
+  return outs;
+}
+
+// qr: (q [..., m, m or k], r [..., m or k, n]).
+std::vector<ShapedArray> qr_shape_rule(const std::vector<ShapedArray>& in, const Params& p) {
+  const ShapedArray& a = in.at(0);
+  check_linalg_dtype(a, "qr");
+  const QrParams qp = QrParams::from(p);
+  if (qp.pivoting) throw ValueError("qr: pivoting=True (column pivoting) is not implemented in minijax");
+  check_matrix(a, "qr", false);
+  const int64_t m = rows_of(a.shape), n = a.shape.back(), k = std::min(m, n);
+  const int64_t qc = qp.full_matrices ? m : k;
+  return {with_shape(a, matrix_shape(a.shape, m, qc), a.dtype), with_shape(a, matrix_shape(a.shape, qc, n), a.dtype)};
+}
+
+template <class T>
+void qr_batch(const Array& x, std::vector<Array>& outs, bool full) {
+  const int64_t m = rows_of(x.shape()), n = x.shape().back(), k = std::min(m, n), qc = full ? m : k;
+  const int64_t count = batch_count_of(x.shape());
+  const T* xd = x.data<T>();
+  T* q = outs[0].mutable_data<T>();
+  T* r = outs[1].mutable_data<T>();
+  Work w(linalg_kernels::qr_workspace_bytes(int32_t(x.dtype()), m, n, full));
+  for (int64_t i = 0; i < count; ++i)
+    linalg_kernels::qr<T>(xd + i * m * n, q + i * m * qc, r + i * qc * n, m, n, full, w.get());
+}
+
+std::vector<Array> qr_impl(const std::vector<Array>& args, const Params& p, const std::vector<ShapedArray>& avals) {
+  const bool full = QrParams::from(p).full_matrices;
+  std::vector<Array> outs;
+  for (auto& a : avals) outs.push_back(Array::empty(a));
+  if (args.at(0).dtype() == DType::f32) qr_batch<float>(args[0], outs, full);
+  else qr_batch<double>(args[0], outs, full);
+  return outs;
+}
+
+// eigh: (v [..., n, n], w [..., n]).
+std::vector<ShapedArray> eigh_shape_rule(const std::vector<ShapedArray>& in, const Params& p) {
+  const ShapedArray& a = in.at(0);
+  check_linalg_dtype(a, "eigh");
+  (void)EighParams::from(p);
+  check_matrix(a, "eigh", true);
+  return {with_shape(a, a.shape, a.dtype), with_shape(a, vector_shape(a.shape, a.shape.back()), a.dtype)};
+}
+
+template <class T>
+void eigh_batch(const Array& x, std::vector<Array>& outs, bool lower) {
+  const int64_t n = x.shape().back(), count = batch_count_of(x.shape());
+  const T* xd = x.data<T>();
+  T* v = outs[0].mutable_data<T>();
+  T* w = outs[1].mutable_data<T>();
+  Work wk(linalg_kernels::eigh_workspace_bytes(int32_t(x.dtype()), n));
+  for (int64_t i = 0; i < count; ++i) linalg_kernels::eigh<T>(xd + i * n * n, v + i * n * n, w + i * n, n, lower, wk.get());
+}
+
+std::vector<Array> eigh_impl(const std::vector<Array>& args, const Params& p, const std::vector<ShapedArray>& avals) {
+  const bool lower = EighParams::from(p).lower;
+  std::vector<Array> outs;
+  for (auto& a : avals) outs.push_back(Array::empty(a));
+  if (args.at(0).dtype() == DType::f32) eigh_batch<float>(args[0], outs, lower);
+  else eigh_batch<double>(args[0], outs, lower);
+  return outs;
+}
+
+// svd: (s [..., k]) and, with compute_uv, (u [..., m, m or k], vh [..., n or k, n]).
+std::vector<ShapedArray> svd_shape_rule(const std::vector<ShapedArray>& in, const Params& p) {
+  const ShapedArray& a = in.at(0);
+  check_linalg_dtype(a, "svd");
+  const SvdParams sp = SvdParams::from(p);
+  check_matrix(a, "svd", false);
+  const int64_t m = rows_of(a.shape), n = a.shape.back(), k = std::min(m, n);
+  std::vector<ShapedArray> out{with_shape(a, vector_shape(a.shape, k), a.dtype)};
+  if (sp.compute_uv) {
+    out.push_back(with_shape(a, matrix_shape(a.shape, m, sp.full_matrices ? m : k), a.dtype));
+    out.push_back(with_shape(a, matrix_shape(a.shape, sp.full_matrices ? n : k, n), a.dtype));
+  }
+  return out;
+}
+
+template <class T>
+void svd_batch(const Array& x, std::vector<Array>& outs, const SvdParams& sp) {
+  const int64_t m = rows_of(x.shape()), n = x.shape().back(), k = std::min(m, n);
+  const int64_t uc = sp.full_matrices ? m : k, vr = sp.full_matrices ? n : k;
+  const int64_t count = batch_count_of(x.shape());
+  const T* xd = x.data<T>();
+  T* s = outs[0].mutable_data<T>();
+  T* u = sp.compute_uv ? outs[1].mutable_data<T>() : nullptr;
+  T* vt = sp.compute_uv ? outs[2].mutable_data<T>() : nullptr;
+  Work w(linalg_kernels::svd_workspace_bytes(int32_t(x.dtype()), m, n, sp.full_matrices, sp.compute_uv));
+  for (int64_t i = 0; i < count; ++i)
+    linalg_kernels::svd<T>(xd + i * m * n, s + i * k, u ? u + i * m * uc : nullptr, vt ? vt + i * vr * n : nullptr, m,
+                           n, sp.full_matrices, sp.compute_uv, w.get());
+}
+
+std::vector<Array> svd_impl(const std::vector<Array>& args, const Params& p, const std::vector<ShapedArray>& avals) {
+  const SvdParams sp = SvdParams::from(p);
+  std::vector<Array> outs;
+  for (auto& a : avals) outs.push_back(Array::empty(a));
+  if (args.at(0).dtype() == DType::f32) svd_batch<float>(args[0], outs, sp);
+  else svd_batch<double>(args[0], outs, sp);
+  return outs;
+}
+
+// The cost of a factorisation of e's operand: flops(m, n) per matrix (Golub and Van Loan,
+// "Matrix Computations", 4th ed., the operation counts of their algorithms 3.2.1, 5.2.1, 8.3.3
+// and 8.6.2 in multiply-adds), the operand's and results' bytes.
+template <class F>
+auto factor_cost(F flops) {
+  return [flops](const Eqn& e, bool count_bytes, const JaxprCost&) {
+    CostEstimate c = operand_and_result_bytes(e, count_bytes);
+    const Shape& s = atom_aval(e.inputs.at(0)).shape;
+    c.flops = batch_count(s) * flops(double(s[s.size() - 2]), double(s.back()), e);
+    return c;
+  };
+}
+
+void register_factorizations() {
+  {
+    auto& p = get_or_create_primitive("lu");
+    p.shape_rule = lu_shape_rule;
+    p.impl = lu_impl;
+    p.multiple_results = true;
+    set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
+    // m n^2 - n^3 / 3 for m >= n (and its transpose's count otherwise).
+    p.cost = factor_cost([](double m, double n, const Eqn&) {
+      const double a = std::max(m, n), b = std::min(m, n);
+      return a * b * b - b * b * b / 3;
+    });
+  }
+  {
+    auto& p = get_or_create_primitive("qr");
+    p.shape_rule = qr_shape_rule;
+    p.impl = qr_impl;
+    p.multiple_results = true;
+    set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
+    // Householder QR, 2 (m n^2 - n^3 / 3), and forming Q as much again.
+    p.cost = factor_cost([](double m, double n, const Eqn&) {
+      const double k = std::min(m, n);
+      return 4 * (std::max(m, n) * k * k - k * k * k / 3);
+    });
+  }
+  {
+    auto& p = get_or_create_primitive("eigh");
+    p.shape_rule = eigh_shape_rule;
+    p.impl = eigh_impl;
+    p.multiple_results = true;
+    set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
+    // Tridiagonal reduction 4 n^3 / 3, divide and conquer and back-transformation ~ 3 n^3.
+    p.cost = factor_cost([](double, double n, const Eqn&) { return 13 * n * n * n / 3; });
+  }
+  {
+    auto& p = get_or_create_primitive("svd");
+    p.shape_rule = svd_shape_rule;
+    p.impl = svd_impl;
+    p.multiple_results = true;
+    set_classes(p, OpClass::other, CostClass::custom, FusionClass::normal);
+    // Bidiagonalisation 4 m n^2 - 4 n^3 / 3 (m >= n); the singular vectors ~ 4 m n^2 + 8 n^3 more.
+    p.cost = factor_cost([](double m, double n, const Eqn& e) {
+      const double a = std::max(m, n), b = std::min(m, n);
+      const double base = 4 * a * b * b - 4 * b * b * b / 3;
+      return svd_params(e).compute_uv ? base + 4 * a * b * b + 8 * b * b * b : base;
+    });
+  }
 }
 
 Registrar reg([] {
@@ -153,6 +379,7 @@ Registrar reg([] {
       return c;
     };
   }
+  register_factorizations();
 });
 
 }  // namespace
@@ -183,6 +410,38 @@ Array triangular_solve(const Array& a, const Array& b, bool left_side, bool lowe
   Array out = minijax::bind(primitive("triangular_solve"), {a, bb}, tp.to_params(), loc).at(0);
   if (!singleton) return out;
   return lax::squeeze(out, {left_side ? out.ndim() - 1 : out.ndim() - 2}, loc);
+}
+
+std::tuple<Array, Array, Array> lu(const Array& x, SL loc) {
+  if (!x.defined()) throw ValueError("lu: the operand is an empty Array", loc);
+  const std::vector<Array> r = minijax::bind(primitive("lu"), {x}, Params{}, loc);
+  return {r.at(0), r.at(1), r.at(2)};
+}
+
+std::pair<Array, Array> qr(const Array& x, bool pivoting, bool full_matrices, SL loc) {
+  if (!x.defined()) throw ValueError("qr: the operand is an empty Array", loc);
+  if (pivoting) throw ValueError("qr: pivoting=True (column-pivoted QR) is not implemented in minijax", loc);
+  const QrParams qp{false, full_matrices};
+  const std::vector<Array> r = minijax::bind(primitive("qr"), {x}, qp.to_params(), loc);
+  return {r.at(0), r.at(1)};
+}
+
+std::pair<Array, Array> eigh(const Array& x, bool lower, bool symmetrize_input, bool sort_eigenvalues, SL loc) {
+  if (!x.defined()) throw ValueError("eigh: the operand is an empty Array", loc);
+  Array a = x;
+  const bool square = x.ndim() >= 2 && x.shape()[size_t(x.ndim() - 1)] == x.shape()[size_t(x.ndim() - 2)];
+  if (symmetrize_input && square && is_floating(x.dtype())) a = detail::symmetrize(x, loc);
+  const EighParams ep{lower, sort_eigenvalues};
+  const std::vector<Array> r = minijax::bind(primitive("eigh"), {a}, ep.to_params(), loc);
+  return {r.at(0), r.at(1)};
+}
+
+std::vector<Array> svd(const Array& x, bool full_matrices, bool compute_uv, SL loc) {
+  if (!x.defined()) throw ValueError("svd: the operand is an empty Array", loc);
+  const SvdParams sp{full_matrices, compute_uv};
+  const std::vector<Array> r = minijax::bind(primitive("svd"), {x}, sp.to_params(), loc);
+  if (!compute_uv) return {r.at(0)};
+  return {r.at(1), r.at(0), r.at(2)};
 }
 
 namespace detail {

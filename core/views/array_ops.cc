@@ -254,7 +254,7 @@ const std::vector<std::string>& array_op_primitive_names() {
       "dot_general", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
       "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "iota",
       "convert_element_type", "round", "integer_pow", "iota_2x32_shape", "bitcast_convert_type", "sort", "top_k",
-      "triangular_solve"};
+      "triangular_solve", "qr", "eigh", "svd"};
   return names;
 }
 }  // namespace views

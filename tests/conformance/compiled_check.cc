@@ -93,8 +93,12 @@ const std::map<std::string, Rule>& rules() {
     m["reduce_window"] = {Bound::normwise, 16};
     // sort and top_k move elements (the runtime's order is eager's): exact.
     for (const char* p : {"sort", "top_k"}) m[p] = {Bound::exact, 0};
-    // cholesky and triangular_solve: the runtime calls the eager kernel per matrix (core/linalg_kernels.h).
-    for (const char* p : {"cholesky", "triangular_solve"}) m[p] = {Bound::exact, 0};
+    // The linear-algebra primitives: the runtime calls the eager kernel per matrix
+    // (core/linalg_kernels.h), the same bits. The eigh and svd cases check gauge-invariant
+    // results, V diag(sin w) V^T and U diag(sin s) V^T, through sin (ulp) and a matmul (sum): a
+    // few roundings on the path.
+    for (const char* p : {"cholesky", "triangular_solve", "lu", "qr"}) m[p] = {Bound::exact, 0};
+    for (const char* p : {"eigh", "svd"}) m[p] = {Bound::normwise, 16};
     m["reduce_prod"] = {Bound::product, 0};
     // cumprod multiplies in f64 in eager's order on both sides (a product bound of the axis's
     // length all the same); cumlogsumexp's steps call the compiled exp/log1p against eager's libm:

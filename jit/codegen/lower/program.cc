@@ -91,6 +91,12 @@ Value ProgramEmitter::addr(const Atom& a) {
   return {};
 }
 
+Value ProgramEmitter::scratch(const Eqn& e) {
+  const Scratch* s = plan.scratch_of(e);
+  if (!s) throw ValueError("program lowering: the buffer plan gave " + e.primitive->name + " no workspace");
+  return b.ptr_add(arena(MemoryKind::device), b.i64(s->offset));
+}
+
 void ProgramEmitter::copy_if_different(Value dst, Value src, int64_t bytes) {
   if (bytes <= 0) return;
   b.if_(b.icmp(Pred::ne, dst, src), [&] { b.memcpy(dst, src, b.i64(bytes)); });

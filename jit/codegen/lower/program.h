@@ -102,6 +102,9 @@ class ProgramEmitter {
                           const std::vector<kir::Value>& args);
   /// The base address of the temporary arena of memory kind k.
   kir::Value arena(MemoryKind k) const { return arena_base_.at(size_t(k)); }
+  /// The address of equation e's workspace (BufferPlan::scratch_of) in the device arena. Throws
+  /// ValueError naming the primitive when the plan gave it none.
+  kir::Value scratch(const Eqn& e);
   /// Records how eqn was lowered (for as_text), except inside emit_copy_of_scope(true, ...).
   void note(const Eqn& eqn, const std::string& strategy, const std::string& text);
   /// Runs `emit`, which emits a scope's equations; `again`: they were emitted before (a copy of
