@@ -1,10 +1,11 @@
 // minijax jax.scipy.linalg (core/scipy_linalg.h): scipy's argument conventions mapped onto the
-// lax.linalg primitives, as jax/_src/scipy/linalg.py maps them.
+// lax.linalg primitives, as jax/_src/scipy/linalg.py maps them (the LU solve shared with mj::linalg).
 #include "core/scipy_linalg.h"
 
 #include "core/errors.h"
 #include "core/lax.h"
 #include "core/linalg.h"
+#include "core/numpy_linalg.h"
 
 namespace minijax::scipy::linalg {
 
@@ -69,6 +70,36 @@ Array cho_solve(const std::pair<Array, bool>& c_and_lower, const Array& b, SL lo
   // c c^T x = b (lower) or c^T c x = b (upper): solve with the first factor, then the second.
   const Array y = la::triangular_solve(c, bb, true, lower, !lower, false, false, loc);
   return la::triangular_solve(c, y, true, lower, lower, false, false, loc);
+}
+
+std::pair<Array, Array> lu_factor(const Array& a, SL loc) {
+  if (!a.defined()) throw ValueError("lu_factor: the operand is an empty Array", loc);
+  const Array x = minijax::linalg::detail::promote_inexact(a, loc);
+  minijax::linalg::detail::check_lapack_dtype("lu_factor", x, loc);
+  const auto [lu, pivots, perm] = la::lu(x, loc);
+  return {lu, pivots};
+}
+
+Array lu_solve(const std::pair<Array, Array>& lu_and_piv, const Array& b, int trans, SL loc) {
+  const auto& [lu0, piv] = lu_and_piv;
+  if (!lu0.defined() || !piv.defined() || !b.defined())
+    throw ValueError("lu_solve: an operand is an empty Array", loc);
+  if (!is_integer(piv.dtype()))
+    throw TypeError(std::string("lu_solve: the pivots must be i32, got ") + dtype_name(piv.dtype()), loc);
+  if (trans < 0 || trans > 2)
+    throw ValueError("lu_solve: 'trans' must be 0, 1 or 2, got " + std::to_string(trans), loc);
+  auto [lu, bb] = promote_inexact(lu0, b, loc);
+  minijax::linalg::detail::check_lapack_dtype("lu_solve", lu, loc);
+  const int64_t r = lu.ndim();
+  if (r < 2 || lu.shape()[size_t(r - 1)] != lu.shape()[size_t(r - 2)] || piv.ndim() < 1 ||
+      piv.shape().back() > lu.shape().back())
+    throw ShapeError(
+        "lu_solve: expected lu=[..., m, m] and piv=[..., k] with k <= m (from lu_factor of a square "
+        "matrix); got lu=" +
+            shape_str(lu.shape()) + " and piv=" + shape_str(piv.shape()),
+        loc);
+  const Array perm = minijax::linalg::detail::lu_pivots_to_permutation(piv, lu.shape().back(), loc);
+  return minijax::linalg::detail::lu_solve(lu, perm, bb, trans, "lu_solve", loc);
 }
 
 }  // namespace minijax::scipy::linalg

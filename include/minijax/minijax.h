@@ -22,6 +22,7 @@
 #include "core/special_igamma.h"
 #include "core/linalg.h"
 #include "core/scipy_linalg.h"
+#include "core/numpy_linalg.h"
 #include "core/convolution.h"
 #include "core/windowed_reductions.h"
 #include "core/nn.h"
