@@ -44,6 +44,11 @@ bool check_and_trivial(char ta, char tb, int64_t m, int64_t n, int64_t k, int64_
 
 }  // namespace
 
+std::mutex& serial_openblas_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 void gemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (!check_and_trivial<float>(trans_a, trans_b, m, n, k, lda, ldb, ldc, beta, C)) return;
@@ -63,9 +68,8 @@ void gemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k, double al
   auto tb = (trans_b == 'T' || trans_b == 't') ? CblasTrans : CblasNoTrans;
   // Debian's serial OpenBLAS (cmake/Dependencies.cmake) shares its work buffer between calls, so
   // calls from several device threads at once corrupt each other's results (seen as wrong f64
-  // dots in the sharded conformance suite): they take turns.
-  static std::mutex serial_blas;
-  std::lock_guard<std::mutex> turn(serial_blas);
+  // dots in the sharded conformance suite): they take turns (serial_openblas_mutex).
+  std::lock_guard<std::mutex> turn(serial_openblas_mutex());
   cblas_dgemm(CblasRowMajor, ta, tb, blasint(m), blasint(n), blasint(k), alpha, A, blasint(lda), B,
               blasint(ldb), beta, C, blasint(ldc));
 }

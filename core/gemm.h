@@ -2,6 +2,7 @@
 // Owns gemm() for f32 (oneDNN's dnnl_sgemm) and f64 (OpenBLAS's cblas_dgemm), row-major.
 #pragma once
 #include <cstdint>
+#include <mutex>
 
 namespace minijax {
 
@@ -18,5 +19,13 @@ void gemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k, float alp
 void gemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k, double alpha,
           const double* A, int64_t lda, const double* B, int64_t ldb, double beta, double* C,
           int64_t ldc);
+
+/// The one lock every call into the serial OpenBLAS holds (cblas_dgemm here, the LAPACK routines
+/// of core/linalg_kernels.cc, which call its BLAS inside). Debian's libopenblas0-serial is built
+/// with USE_THREAD=0 and without USE_LOCKING, so its work-buffer allocator (blas_memory_alloc)
+/// takes no lock: two calls at once from different threads (device threads, oneTBB tasks) can
+/// share a buffer and silently return wrong numbers (OpenBLAS's USE_LOCKING option exists for
+/// this, OpenMathLib/OpenBLAS#2126). So such calls take turns; oneDNN (f32) needs no lock.
+std::mutex& serial_openblas_mutex();
 
 }  // namespace minijax

@@ -5,19 +5,32 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <thread>
 #include <utility>
 
 #include "core/dtype.h"
+#include "core/gemm.h"
 
 #include "core/lapack.h"
 
 namespace minijax::linalg_kernels {
 
+namespace {
+// Every LAPACK call here holds serial_openblas_mutex() (core/gemm.h): Debian's serial OpenBLAS is
+// not safe to call from two threads at once, and the compiled runtime runs a batch's matrices as
+// oneTBB tasks (measured before this lock: concurrent dpotrf_, dgetrf_, dsytrd_, dstedc_ and
+// dsyevd_ calls on 128 x 128 matrices from two threads returned wrong numbers, a compiled
+// [64, 128, 128] eigh eigenvalues off by up to 0.5). So those tasks take turns.
+using LapackLock = std::lock_guard<std::mutex>;
+std::mutex& lapack_mutex() { return serial_openblas_mutex(); }
+}  // namespace
+
 template <class T>
 int cholesky_lower(T* a, int64_t n) {
   if (n == 0) return 0;
   int info = 0;
+  LapackLock lock(lapack_mutex());
   lapack::potrf<T>('U', int(n), a, int(n), &info);
   if (info != 0) {
     std::fill(a, a + n * n, std::numeric_limits<T>::quiet_NaN());
@@ -32,6 +45,7 @@ void triangular_solve(const T* a, T* b, int64_t rows, int64_t cols, bool left_si
                       bool transpose_a, bool unit_diagonal) {
   if (rows == 0 || cols == 0) return;
   const int64_t m = left_side ? rows : cols;
+  LapackLock lock(lapack_mutex());
   lapack::trsm<T>(left_side ? 'R' : 'L', lower ? 'U' : 'L', transpose_a ? 'T' : 'N',
                   unit_diagonal ? 'U' : 'N', int(cols), int(rows), a, int(m), b, int(cols));
 }
@@ -95,6 +109,7 @@ int64_t qr_lwork(int64_t m, int64_t n, int64_t qc) {
   if (k == 0 && qc == 0) return 0;
   T q1 = 0, q2 = 0, dummy = 0;
   int info = 0;
+  LapackLock lock(lapack_mutex());
   if (k > 0) lapack::geqrf<T>(int(m), int(n), &dummy, lda_of(m), &dummy, &q1, -1, &info);
   if (qc > 0) lapack::orgqr<T>(int(m), int(qc), int(k), &dummy, lda_of(m), &dummy, &q2, -1, &info);
   return std::max<int64_t>({1, int64_t(q1), int64_t(q2)});
@@ -105,6 +120,7 @@ std::pair<int64_t, int64_t> syevd_lwork(int64_t n) {
   if (n == 0) return {0, 0};
   T w = 0, dummy = 0;
   int iw = 0, info = 0;
+  LapackLock lock(lapack_mutex());
   lapack::syevd<T>('V', 'U', int(n), &dummy, int(n), &dummy, &w, -1, &iw, -1, &info);
   return {std::max<int64_t>(1, int64_t(w)), std::max(1, iw)};
 }
@@ -119,6 +135,7 @@ int64_t gesdd_lwork(int64_t m, int64_t n, bool full, bool uv) {
   T w = 0, dummy = 0;
   int iw = 0, info = 0;
   const int64_t uc = full ? m : k;
+  LapackLock lock(lapack_mutex());
   lapack::gesdd<T>(gesdd_jobz(full, uv), int(n), int(m), &dummy, int(n), &dummy, &dummy, int(n), &dummy,
                    lda_of(uv ? uc : 1), &w, -1, &iw, &info);
   return std::max<int64_t>(1, int64_t(w));
@@ -182,7 +199,10 @@ int lu(T* a, int64_t m, int64_t n, int32_t* pivots, int32_t* perm, void* work) {
   int* ipiv = w.take<int>(k);
   to_col_major(a, c, m, n, m);
   int info = 0;
-  lapack::getrf<T>(int(m), int(n), c, int(m), ipiv, &info);
+  {
+    LapackLock lock(lapack_mutex());
+    lapack::getrf<T>(int(m), int(n), c, int(m), ipiv, &info);
+  }
   from_col_major(c, a, m, n, m);
   for (int64_t i = 0; i < k; ++i) {
     pivots[i] = ipiv[i] - 1;
@@ -206,11 +226,17 @@ int qr(const T* x, T* q, T* r, int64_t m, int64_t n, bool full, void* work) {
   T* wk = w.take<T>(lwork);
   to_col_major(x, c, m, n, m);
   int info = 0;
-  lapack::geqrf<T>(int(m), int(n), c, int(m), tau, wk, int(lwork), &info);
+  {
+    LapackLock lock(lapack_mutex());
+    lapack::geqrf<T>(int(m), int(n), c, int(m), tau, wk, int(lwork), &info);
+  }
   if (info != 0) return info;
   for (int64_t i = 0; i < rr; ++i)
     for (int64_t j = 0; j < n; ++j) r[i * n + j] = j >= i ? c[i + j * m] : T(0);
-  lapack::orgqr<T>(int(m), int(qc), int(k), c, int(m), tau, wk, int(lwork), &info);
+  {
+    LapackLock lock(lapack_mutex());
+    lapack::orgqr<T>(int(m), int(qc), int(k), c, int(m), tau, wk, int(lwork), &info);
+  }
   from_col_major(c, q, m, qc, m);
   return info;
 }
@@ -232,8 +258,11 @@ int eigh(const T* x, T* v, T* w, int64_t n, bool lower, void* work) {
   T* wk = c.take<T>(lw);
   int* iwk = c.take<int>(liw);
   int info = 0;
-  // The row-major matrix is its transpose in column-major order: its lower triangle is 'U' there.
-  lapack::syevd<T>('V', lower ? 'U' : 'L', int(n), v, int(n), w, wk, int(lw), iwk, int(liw), &info);
+  {
+    LapackLock lock(lapack_mutex());
+    // The row-major matrix is its transpose in column-major order: its lower triangle is 'U' there.
+    lapack::syevd<T>('V', lower ? 'U' : 'L', int(n), v, int(n), w, wk, int(lw), iwk, int(liw), &info);
+  }
   if (info != 0) {
     fill_nan(v, n * n);
     fill_nan(w, n);
@@ -265,9 +294,12 @@ int svd(const T* x, T* s, T* u, T* vt, int64_t m, int64_t n, bool full, bool uv,
   std::copy(x, x + m * n, a);
   int info = 0;
   T dummy = 0;
-  // On the column-major x^T (n x m): its U (n x vr, ld n) is our vt, its VT (uc x m, ld uc) our u.
-  lapack::gesdd<T>(gesdd_jobz(full, uv), int(n), int(m), a, int(n), s, uv ? vt : &dummy, int(n),
-                   uv ? u : &dummy, lda_of(uv ? uc : 1), wk, int(lwork), iwk, &info);
+  {
+    LapackLock lock(lapack_mutex());
+    // On the column-major x^T (n x m): its U (n x vr, ld n) is our vt, its VT (uc x m, ld uc) our u.
+    lapack::gesdd<T>(gesdd_jobz(full, uv), int(n), int(m), a, int(n), s, uv ? vt : &dummy, int(n),
+                     uv ? u : &dummy, lda_of(uv ? uc : 1), wk, int(lwork), iwk, &info);
+  }
   if (info != 0) {
     fill_nan(s, k);
     if (uv) fill_nan(u, m * uc), fill_nan(vt, vr * n);

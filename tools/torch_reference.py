@@ -8,9 +8,10 @@
 # ops), torch_reference_data_conv.h (convolution and pooling), torch_reference_data_lax.h (the
 # cumulative ops, sorting, top-k, the scatters and gathers, sinh/asin/erfc),
 # torch_reference_data_special.h (lgamma, digamma, polygamma), torch_reference_data_linalg.h
-# (cholesky, triangular_solve). The C++ side is tests/autodiff/test_torch_reference.cc, _conv.cc,
-# _lax.cc, _special.cc and _linalg.cc: each computes the same functions with minijax (f64) on the
-# inputs written here and compares with the values written by this script.
+# (cholesky, triangular_solve, lu, qr, eigh, svd). The C++ side is
+# tests/autodiff/test_torch_reference.cc, _conv.cc, _lax.cc, _special.cc and _linalg.cc: each
+# computes the same functions with minijax (f64) on the inputs written here and compares with the
+# values written by this script.
 # Every input is written literally below; nothing is random.
 import datetime
 import math
@@ -68,8 +69,8 @@ GROUPS = {'core': ('torch_reference_data.h', 'the core ops'),
                   'cumulative ops, sorting, top-k, scatters and gathers, sinh, asin, erfc'),
           'special': ('torch_reference_data_special.h', 'lgamma, digamma and polygamma',
                       'torch_reference_special'),
-          'linalg': ('torch_reference_data_linalg.h', 'cholesky and triangular_solve',
-                     'torch_reference_linalg')}
+          'linalg': ('torch_reference_data_linalg.h',
+                     'cholesky, triangular_solve, lu, qr, eigh and svd', 'torch_reference_linalg')}
 GROUP = 'core'
 
 
@@ -726,6 +727,115 @@ for combo in range(8):
                  f'unit_diagonal={unit}), a [2, 3, 3]',
                  hvp_inputs=('a', 'b'))
 
+
+
+# lax.linalg.lu, qr, eigh and svd (jax/_src/lax/linalg.py) against torch.linalg.lu_factor, qr, eigh,
+# svd and svdvals (f64, batched [2, ...]). Both sides run LAPACK's ?getrf_ and ?geqrf_/?orgqr_, so
+# the LU factors (with the same pivots) and Q and R (the same Householder signs) are compared as
+# they are. Eigenvectors and singular vectors are not unique (signs, and any basis of a repeated
+# eigenspace), so eigh and svd are compared through gauge-invariant quantities only: eigenvalues,
+# singular values, V diag(f(w)) V^T, a projector onto a well-separated eigenspace, U diag(f(s)) V^T.
+# The inputs are small ramps plus a matrix that fixes the pivots or separates the spectrum, the same
+# expression on both sides (tests/autodiff/test_torch_reference_linalg.cc).
+
+
+def pivot_matrix(m, n, rows):
+    """3 at (rows[j], j) for each j: partial pivoting picks row rows[j] at step j (the other entries
+    are at most 0.2 in magnitude, so elimination keeps the 3s dominant)."""
+    p = torch.zeros(m, n)
+    for j, r in enumerate(rows):
+        p[r, j] = 3.0
+    return p
+
+
+def lu_packed(x, rows):
+    """lax.linalg.lu(x + pivot_matrix)[0]: the packed L (unit diagonal implicit) and U."""
+    return torch.linalg.lu_factor(x + pivot_matrix(x.shape[-2], x.shape[-1], rows))[0]
+
+
+for name, shape, rows in (('lu_square', [2, 4, 4], [2, 0, 3, 1]),
+                          ('lu_tall', [2, 5, 3], [4, 1, 3]),
+                          ('lu_wide', [2, 3, 5], [1, 2, 0])):
+    sin_weighted(name, dict(x=ramp(shape, 7, 41, 0.01, 0.2)),
+                 lambda x, rows=rows: lu_packed(x, rows),
+                 f'lu(x + P)[0] with P 3 at (rows {rows}, columns 0, 1, ..), x {shape}')
+
+
+def band(m, n, d):
+    """An m x n matrix with d[i] at (i, i)."""
+    b = torch.zeros(m, n)
+    for i, v in enumerate(d):
+        b[i, i] = v
+    return b
+
+
+def qr_flat(x, mode):
+    """Q and R of lax.linalg.qr(x + band(3, 2, 1, ...)), flattened per batch element and joined."""
+    m, n = x.shape[-2], x.shape[-1]
+    q, r = torch.linalg.qr(x + band(m, n, [3.0 - 0.5 * i for i in range(min(m, n))]), mode=mode)
+    return torch.cat([q.reshape(2, -1), r.reshape(2, -1)], 1)
+
+
+sin_weighted('qr_reduced_tall', dict(x=ramp([2, 5, 3], 5, 37, 0.02, 0.36)),
+             lambda x: qr_flat(x, 'reduced'),
+             'concat(q, r) of qr(x + diag(3, 2.5, 2), full_matrices=False), x [2, 5, 3]')
+sin_weighted('qr_complete_square', dict(x=ramp([2, 3, 3], 7, 31, 0.02, 0.3)),
+             lambda x: qr_flat(x, 'complete'),
+             'concat(q, r) of qr(x + diag(3, 2.5, 2), full_matrices=True), x [2, 3, 3]')
+
+EIGH_SHIFT = [1.0, 1.5, 4.0, 5.5]
+
+
+def eigh_of(x):
+    """lax.linalg.eigh(x + diag(1, 1.5, 4, 5.5)): symmetrized first, as JAX's default."""
+    a = x + torch.diag(torch.tensor(EIGH_SHIFT))
+    return torch.linalg.eigh((a + a.mT) / 2)
+
+
+def eigh_projector(x):
+    """V[:, :2] V[:, :2]^T: the projector onto the two smallest eigenvalues' eigenspace (~1 and
+    ~1.5, well apart from ~4 and ~5.5)."""
+    v = eigh_of(x)[1][..., :2]
+    return v @ v.mT
+
+
+EIGH_X = ramp([2, 4, 4], 7, 43, 0.01, 0.21)
+sin_weighted('eigh_eigenvalues', dict(x=EIGH_X), lambda x: eigh_of(x)[0],
+             'w of eigh(x + diag(1, 1.5, 4, 5.5)), x [2, 4, 4]')
+def eigh_v_fw_vt(x):
+    w, v = eigh_of(x)
+    return v @ torch.diag_embed(torch.exp(0.3 * w)) @ v.mT
+
+
+sin_weighted('eigh_v_fw_vt', dict(x=EIGH_X), eigh_v_fw_vt,
+             'V diag(exp(0.3 w)) V^T of eigh(x + diag(1, 1.5, 4, 5.5)), x [2, 4, 4]')
+sin_weighted('eigh_projector', dict(x=EIGH_X), eigh_projector,
+             'V[:, :2] V[:, :2]^T of eigh(x + diag(1, 1.5, 4, 5.5)), x [2, 4, 4]')
+
+
+def svd_parts(x):
+    """lax.linalg.svd(x + band(3, 2, 1), full_matrices=False): U, s, Vh."""
+    m, n = x.shape[-2], x.shape[-1]
+    return torch.linalg.svd(x + band(m, n, [3.0, 2.0, 1.0][:min(m, n)]), full_matrices=False)
+
+
+def svd_u_fs_vh(x, f):
+    u, s, vh = svd_parts(x)
+    return u @ torch.diag_embed(f(s)) @ vh
+
+
+SVD_TALL = ramp([2, 4, 3], 5, 47, 0.01, 0.23)
+SVD_WIDE = ramp([2, 3, 4], 7, 47, 0.01, 0.23)
+sin_weighted('svd_singular_values', dict(x=SVD_TALL),
+             lambda x: torch.linalg.svdvals(x + band(4, 3, [3.0, 2.0, 1.0])),
+             's of svd(x + diag(3, 2, 1)), x [2, 4, 3]')
+sin_weighted('svd_u_fs_vh_tall', dict(x=SVD_TALL), lambda x: svd_u_fs_vh(x, torch.tanh),
+             'U diag(tanh(s)) Vh of svd(x + diag(3, 2, 1), full_matrices=False), x [2, 4, 3]')
+sin_weighted('svd_u_fs_vh_wide', dict(x=SVD_WIDE), lambda x: svd_u_fs_vh(x, torch.tanh),
+             'U diag(tanh(s)) Vh of svd(x + diag(3, 2, 1), full_matrices=False), x [2, 3, 4]')
+sin_weighted('svd_u_s_vh_wide', dict(x=SVD_WIDE), lambda x: svd_u_fs_vh(x, lambda s: s),
+             'U diag(s) Vh of svd(x + diag(3, 2, 1), full_matrices=False) (the matrix itself), '
+             'x [2, 3, 4]')
 
 def header(group, cases, out_dir):
     name, what = GROUPS[group][:2]

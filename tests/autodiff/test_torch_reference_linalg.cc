@@ -1,9 +1,13 @@
-// Tests of minijax's cholesky and triangular_solve against PyTorch (f64, issue 30 item 7): values,
-// gradients, JVPs and Hessian-vector products of sum(sin(op(inputs)) * c), eager and compiled, from
-// tests/autodiff/torch_reference_data_linalg.h (tools/torch_reference.py writes each op with
-// torch.linalg.cholesky and torch.linalg.solve_triangular; the comment above each namespace there
-// names the call). Every side, transpose and unit-diagonal combination of the solve, batched.
+// Tests of minijax's cholesky, triangular_solve, lu, qr, eigh and svd against PyTorch (f64, issue 30
+// item 7): values, gradients, JVPs and Hessian-vector products of sum(sin(op(inputs)) * c), eager
+// and compiled, from tests/autodiff/torch_reference_data_linalg.h (tools/torch_reference.py writes
+// each op with torch.linalg's cholesky, solve_triangular, lu_factor, qr, eigh, svd and svdvals; the
+// comment above each namespace there names the call). Every side, transpose and unit-diagonal
+// combination of the solve; lu with a clear pivot at each step (both sides pivot alike); qr full and
+// reduced; eigh and svd through gauge-invariant quantities only. All batched.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include <minijax/minijax.h>
 
@@ -62,5 +66,135 @@ MJ_SOLVE_TEST(4)
 MJ_SOLVE_TEST(5)
 MJ_SOLVE_TEST(6)
 MJ_SOLVE_TEST(7)
+
+// ---- lu, qr, eigh, svd --------------------------------------------------------------------------
+
+// x + P, P with 3 at (rows[j], j): the same matrix as tools/torch_reference.py's pivot_matrix.
+mj::Array plus_pivots(const mj::Array& x, const std::vector<int64_t>& rows) {
+  const int64_t m = x.shape()[1], n = x.shape()[2];
+  std::vector<double> p(size_t(m * n), 0.0);
+  for (size_t j = 0; j < rows.size(); ++j) p[size_t(rows[j] * n) + j] = 3.0;
+  return x + mj::array(p, {m, n}, mj::f64);
+}
+
+// x + d[i] at (i, i) (tools/torch_reference.py's band).
+mj::Array plus_band(const mj::Array& x, const std::vector<double>& d) {
+  const int64_t m = x.shape()[1], n = x.shape()[2];
+  std::vector<double> b(size_t(m * n), 0.0);
+  for (size_t i = 0; i < d.size(); ++i) b[i * size_t(n) + i] = d[i];
+  return x + mj::array(b, {m, n}, mj::f64);
+}
+
+void check_lu(const std::vector<int64_t>& rows, const Case& k, const RefArray& c) {
+  auto op = [rows](const V& a) { return std::get<0>(la::lu(plus_pivots(a[0], rows))); };
+  check_case(op, c, k);
+  // The premise of the comparison: the pivots are the rows chosen (torch's are LAPACK's too).
+  const std::vector<int32_t> piv = [&] {
+    const mj::Array p = std::get<1>(la::lu(plus_pivots(to_array(k.inputs[0]), rows)));
+    return std::vector<int32_t>(p.data<int32_t>(), p.data<int32_t>() + p.size());
+  }();
+  // Step j swaps row j with the row now holding rows[j]'s entries.
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < k.inputs[0].shape[1]; ++i) order.push_back(i);
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const int64_t at = int64_t(std::find(order.begin(), order.end(), rows[j]) - order.begin());
+    std::swap(order[j], order[size_t(at)]);
+    EXPECT_EQ(piv[j], at) << "step " << j;
+    EXPECT_EQ(piv[rows.size() + j], at) << "step " << j << " of batch element 1";
+  }
+}
+
+TEST(TorchReferenceLinalg, LuSquare) {
+  namespace d = ref::lu_square;
+  check_lu({2, 0, 3, 1}, MJ_X_CASE(d), arr(d::c, d::c_shape));
+}
+TEST(TorchReferenceLinalg, LuTall) {
+  namespace d = ref::lu_tall;
+  check_lu({4, 1, 3}, MJ_X_CASE(d), arr(d::c, d::c_shape));
+}
+TEST(TorchReferenceLinalg, LuWide) {
+  namespace d = ref::lu_wide;
+  check_lu({1, 2, 0}, MJ_X_CASE(d), arr(d::c, d::c_shape));
+}
+
+// Q and R of qr(x + band(3, 2.5, 2)), each flattened per batch element, joined.
+Fn qr_flat(bool full) {
+  return [full](const V& a) {
+    const int64_t m = a[0].shape()[1], n = a[0].shape()[2];
+    std::vector<double> d;
+    for (int64_t i = 0; i < std::min(m, n); ++i) d.push_back(3.0 - 0.5 * double(i));
+    auto [q, r] = la::qr(plus_band(a[0], d), false, full);
+    return mj::concatenate({mj::reshape(q, {2, -1}), mj::reshape(r, {2, -1})}, 1);
+  };
+}
+
+TEST(TorchReferenceLinalg, QrReducedTall) {
+  namespace d = ref::qr_reduced_tall;
+  check_case(qr_flat(false), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, QrCompleteSquare) {
+  namespace d = ref::qr_complete_square;
+  check_case(qr_flat(true), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+
+// eigh(x + diag(1, 1.5, 4, 5.5)): JAX's default symmetrizes the input, as the generator does.
+std::pair<mj::Array, mj::Array> eigh_shifted(const mj::Array& x) {
+  return la::eigh(x + mj::array({1, 0, 0, 0, 0, 1.5, 0, 0, 0, 0, 4, 0, 0, 0, 0, 5.5}, {4, 4}, mj::f64));
+}
+mj::Array last_t(const mj::Array& v) { return mj::transpose(v, {0, 2, 1}); }
+
+TEST(TorchReferenceLinalg, EighEigenvalues) {
+  namespace d = ref::eigh_eigenvalues;
+  check_case([](const V& a) { return eigh_shifted(a[0]).second; }, arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, EighVDiagFwVt) {
+  namespace d = ref::eigh_v_fw_vt;
+  auto op = [](const V& a) {
+    auto [v, w] = eigh_shifted(a[0]);
+    return mj::matmul(v * mj::expand_dims(mj::exp(w * 0.3), 1), last_t(v));
+  };
+  check_case(op, arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, EighProjectorOntoTheTwoSmallest) {
+  namespace d = ref::eigh_projector;
+  auto op = [](const V& a) {
+    const mj::Array v2 = mj::lax::slice(eigh_shifted(a[0]).first, {0, 0, 0}, {2, 4, 2});
+    return mj::matmul(v2, last_t(v2));
+  };
+  check_case(op, arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+
+// svd(x + band(3, 2, 1), full_matrices=False).
+std::vector<mj::Array> svd_shifted(const mj::Array& x, bool compute_uv) {
+  return la::svd(plus_band(x, {3, 2, 1}), false, compute_uv);
+}
+Fn u_fs_vh(bool identity) {
+  return [identity](const V& a) {
+    const std::vector<mj::Array> r = svd_shifted(a[0], true);
+    return mj::matmul(r[0] * mj::expand_dims(identity ? r[1] : mj::tanh(r[1]), 1), r[2]);
+  };
+}
+
+// The singular values with compute_uv false and, the same reference, true.
+TEST(TorchReferenceLinalg, SvdSingularValues) {
+  namespace d = ref::svd_singular_values;
+  for (bool uv : {false, true}) {
+    SCOPED_TRACE(uv ? "compute_uv" : "s only");
+    check_case([uv](const V& a) { return svd_shifted(a[0], uv)[uv ? 1 : 0]; }, arr(d::c, d::c_shape),
+               MJ_X_CASE(d));
+  }
+}
+TEST(TorchReferenceLinalg, SvdUDiagFsVhTall) {
+  namespace d = ref::svd_u_fs_vh_tall;
+  check_case(u_fs_vh(false), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, SvdUDiagFsVhWide) {
+  namespace d = ref::svd_u_fs_vh_wide;
+  check_case(u_fs_vh(false), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, SvdUDiagSVhWide) {
+  namespace d = ref::svd_u_s_vh_wide;
+  check_case(u_fs_vh(true), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
 
 }  // namespace
