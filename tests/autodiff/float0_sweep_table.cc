@@ -333,7 +333,7 @@ const std::vector<std::string>& float_only() {
                                              "sinh",    "cosh",  "asin",     "acos",  "atan",  "asinh",
                                              "acosh",   "atanh", "cbrt",     "erfc",  "cumlogsumexp",
                                              "lgamma",  "digamma", "polygamma", "igamma", "igamma_grad_a",
-                                             "cholesky", "triangular_solve"};
+                                             "cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"};
   return v;
 }
 

@@ -74,6 +74,9 @@ const std::map<std::string, RoundTrip>& round_trips() {
       {"sort", rt<mj::SortParams>()},
       {"top_k", rt<mj::TopKParams>()},
       {"triangular_solve", rt<mj::TriangularSolveParams>()},
+      {"qr", rt<mj::QrParams>()},
+      {"eigh", rt<mj::EighParams>()},
+      {"svd", rt<mj::SvdParams>()},
   };
   return t;
 }

@@ -146,7 +146,8 @@ TEST(PrimitiveClasses, EveryPrimitiveHasTheClassesOfItsDefinition) {
     cost[n] = mj::CostClass::custom;  // one flop per window element per output (the body's for reduce_window)
   cost["conv_general_dilated"] = mj::CostClass::custom;  // 2 flops per multiply-add that reads the input
   for (const char* n : {"sort", "top_k"}) cost[n] = mj::CostClass::custom;  // n log n / one compare per element
-  for (const char* n : {"cholesky", "triangular_solve"}) cost[n] = mj::CostClass::custom;  // n^3/3, m^2 n
+  // n^3/3, m^2 n, and the factorisations' operation counts (core/primitives/linalg.cc).
+  for (const char* n : {"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"}) cost[n] = mj::CostClass::custom;
   const std::set<std::string> inlined = {"pjit", "closed_call", "checkpoint", "custom_jvp_call",
                                          "custom_vjp_call", "name"};
   const std::set<std::string> never_merged = {"optimization_barrier"};

@@ -123,9 +123,17 @@ inline std::vector<Sample> samples() {
     return r;
   }});
   // Matrices made positive definite / well conditioned: ones plus 2 on the diagonal.
+  // lu, qr (full), eigh (symmetrized first) and svd (reduced) of the same [4,3,3] and [2,3,4].
   v.push_back({"linalg", {filled({4, 3, 3}), filled({2, 3, 3}), filled({2, 3, 4})}, [](const V& a) {
+    namespace la = mj::lax::linalg;
     const Array e = mj::eye(3, DType::f32) * 2.0f;
-    return V{mj::lax::linalg::cholesky(a[0] + e), mj::lax::linalg::triangular_solve(a[1] + e, a[2], true, true)};
+    V r{la::cholesky(a[0] + e), la::triangular_solve(a[1] + e, a[2], true, true)};
+    const auto [lu, piv, perm] = la::lu(a[0] + e);
+    const auto [q, rr] = la::qr(a[2]);
+    const auto [vv, w] = la::eigh(a[0] + e);
+    for (const Array& x : {lu, piv, perm, q, rr, vv, w}) r.push_back(x);
+    for (const Array& x : la::svd(a[2], false)) r.push_back(x);
+    return r;
   }});
   v.push_back({"dot_general", {filled({3, 4, 5}), filled({3, 5, 6}), filled({5, 7})}, [](const V& a) {
     return V{lax::dot_general(a[0], a[1], {{2}, {1}, {0}, {0}}),
