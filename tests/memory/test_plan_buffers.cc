@@ -1,8 +1,10 @@
 // Tests of liveness, buffer planning and memory analysis on traced and fused programs: reuse,
-// in-place updates, views, donation, loop carries, and the allocator's measured bytes per call.
+// in-place updates, views, donation, loop carries, workspaces, and the allocator's measured bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include <minijax/minijax.h>
 
@@ -163,6 +165,34 @@ TEST(PlanBuffers, SwappedCarriesAreStaged) {
 }
 
 // What the allocator obtains per call is what the plan predicts: the outputs plus the arena.
+// A factorisation's LAPACK workspace (BufferRule::scratch) is a region of the device arena live
+// only at its equation: a temporary that died before it shares its bytes. From text: b (exp of a,
+// 2 x 16 x 16 f64 = 4096 B) dies at the reduce_sum; the eigh after it needs min(batch 2,
+// hardware threads) workspaces, each at least ?syevd_'s documented minimum for JOBZ = 'V'
+// (LAPACK's dsyevd: LWORK >= 1 + 6 N + 2 N^2 doubles, LIWORK >= 3 + 5 N ints), each piece rounded
+// to 64 bytes. Outputs live in their own buffers, so the arena is the larger of the two.
+TEST(PlanBuffers, FactorizationWorkspaceIsARegionLiveOnlyAtItsEquation) {
+  mj::ClosedJaxpr cj = mj::parse_jaxpr(
+      "{ lambda ; a:f64[2,16,16]. let\n"
+      "    b:f64[2,16,16] = exp a\n"
+      "    c:f64[] = reduce_sum[axes=(0, 1, 2)] b\n"
+      "    d:f64[2,16,16] e:f64[2,16] = eigh[lower=True sort_eigenvalues=True] a\n"
+      "  in (c, d, e) }");
+  const mj::Jaxpr& j = *cj.jaxpr;
+  mj::BufferPlan p = mj::plan_buffers(j, {});
+  EXPECT_EQ(p.scratch_of(j.eqns[0]), nullptr);
+  const mj::Scratch* s = p.scratch_of(j.eqns[2]);
+  ASSERT_NE(s, nullptr);
+  const int64_t n = 16, hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  auto round64 = [](int64_t b) { return (b + 63) / 64 * 64; };
+  EXPECT_EQ(s->slots, std::min<int64_t>(2, hw));
+  EXPECT_GE(s->slot_bytes, round64((1 + 6 * n + 2 * n * n) * 8) + round64((3 + 5 * n) * 4));
+  EXPECT_EQ(s->slot_bytes % 64, 0);
+  EXPECT_EQ(p.at(j.eqns[0].outputs[0]).place, mj::Place::temp);
+  EXPECT_EQ(p.arena_bytes[0], std::max<int64_t>(4096, s->slots * s->slot_bytes));
+  EXPECT_EQ(mj::memory_analysis(j, p).temp_size_in_bytes, p.arena_bytes[0]);
+}
+
 TEST(MemoryAnalysis, MeasuredAllocationsEqualThePrediction) {
   auto f = [](const Array& x, const Array& w1, const Array& w2, const Array& w3) {
     Array h1 = mj::maximum(mj::matmul(x, w1), 0.0);
