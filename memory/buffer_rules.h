@@ -30,7 +30,7 @@ struct BufferRule {
   /// a loop fusion on an operand it reads only elementwise at the identity index).
   std::function<std::vector<int>(const Eqn&, size_t output)> in_place;
   /// The equation's workspace (the linear-algebra primitives'), or none when null.
-  std::function<ScratchNeed(const Eqn&)> scratch;
+  std::function<ScratchNeed(const Eqn&)> scratch = nullptr;
 };
 
 /// The rule of eqn's primitive, or nullptr when its outputs always get their own buffers.

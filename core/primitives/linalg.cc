@@ -108,7 +108,7 @@ std::vector<ShapedArray> triangular_solve_shape_rule(const std::vector<ShapedArr
 template <class T>
 void triangular_solve_batch(const Array& a, const Array& b, Array& out, const TriangularSolveParams& tp) {
   const int64_t m = a.shape().back(), rows = b.shape()[size_t(b.ndim() - 2)], cols = b.shape().back();
-  const int64_t count = rows * cols ? b.size() / (rows * cols) : 0;
+  const int64_t count = rows * cols != 0 ? b.size() / (rows * cols) : 0;
   T* o = out.mutable_data<T>();
   std::memcpy(o, b.data<T>(), size_t(b.size()) * sizeof(T));
   const T* ad = a.data<T>();
