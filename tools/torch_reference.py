@@ -8,7 +8,8 @@
 # ops), torch_reference_data_conv.h (convolution and pooling), torch_reference_data_lax.h (the
 # cumulative ops, sorting, top-k, the scatters and gathers, sinh/asin/erfc),
 # torch_reference_data_special.h (lgamma, digamma, polygamma), torch_reference_data_linalg.h
-# (cholesky, triangular_solve, lu, qr, eigh, svd). The C++ side is
+# (cholesky, triangular_solve, lu, qr, eigh, svd, and mj::linalg's inv, solve, det, slogdet, pinv,
+# norm, matrix_power). The C++ side is
 # tests/autodiff/test_torch_reference.cc, _conv.cc, _lax.cc, _special.cc and _linalg.cc: each
 # computes the same functions with minijax (f64) on the inputs written here and compares with the
 # values written by this script.
@@ -70,7 +71,8 @@ GROUPS = {'core': ('torch_reference_data.h', 'the core ops'),
           'special': ('torch_reference_data_special.h', 'lgamma, digamma and polygamma',
                       'torch_reference_special'),
           'linalg': ('torch_reference_data_linalg.h',
-                     'cholesky, triangular_solve, lu, qr, eigh and svd', 'torch_reference_linalg')}
+                     'cholesky, triangular_solve, lu, qr, eigh, svd and jnp.linalg\'s inv, solve, det, '
+                     'slogdet, pinv, norm and matrix_power', 'torch_reference_linalg')}
 GROUP = 'core'
 
 
@@ -836,6 +838,131 @@ sin_weighted('svd_u_fs_vh_wide', dict(x=SVD_WIDE), lambda x: svd_u_fs_vh(x, torc
 sin_weighted('svd_u_s_vh_wide', dict(x=SVD_WIDE), lambda x: svd_u_fs_vh(x, lambda s: s),
              'U diag(s) Vh of svd(x + diag(3, 2, 1), full_matrices=False) (the matrix itself), '
              'x [2, 3, 4]')
+
+# jnp.linalg's inv, solve, det, slogdet, pinv, norm and matrix_power (jax/_src/numpy/linalg.py;
+# minijax's core/numpy_linalg.h) against torch.linalg's inv, solve, det, slogdet, pinv,
+# vector_norm, matrix_norm and matrix_power (f64, batched [2, ...]). Square matrices are made well
+# conditioned inside the function (x + 3 I, or x + 3 P with P a permutation so that LU pivots),
+# the same expression on both sides; each input is checked here to be well away from the points
+# where the function is not smooth (a singular matrix, repeated or zero singular values, a zero
+# entry under |.|, a tie under max or min).
+
+
+def well_conditioned(m):
+    cond = torch.linalg.cond(m)
+    assert torch.all(cond < 10), cond
+    return m
+
+
+def shift_i(x):
+    """x + 3 I (batched)."""
+    return well_conditioned(x + 3 * torch.eye(x.shape[-1]))
+
+
+def shift_p(x, rows):
+    """x + 3 P, P = pivot_matrix(rows): partial pivoting swaps rows."""
+    return well_conditioned(x + pivot_matrix(x.shape[-1], x.shape[-1], rows))
+
+
+def distinct_singular_values(m):
+    """Asserts that the singular values of each matrix of m are apart and away from zero."""
+    s = torch.linalg.svdvals(m)
+    assert torch.all(s[..., -1] > 0.1 * s[..., 0]), s
+    assert torch.all(s[..., :-1] - s[..., 1:] > 0.05 * s[..., :1]), s
+    return m
+
+
+def no_kinks(x, dim):
+    """Asserts no zero entries, and no ties of |x| along dim (max and min |x| are unique)."""
+    a = torch.abs(x)
+    assert torch.all(a > 1e-3), x
+    s = torch.sort(a, dim=dim).values
+    assert torch.all(torch.diff(s, dim=dim) > 1e-3), x
+    return x
+
+
+PIV4 = [2, 0, 3, 1]  # a 4-cycle: an odd permutation, so det(x + 3 P) < 0
+sin_weighted('inv', dict(x=ramp([2, 4, 4], 7, 37, 0.04, 0.7)), lambda x: torch.linalg.inv(shift_i(x)),
+             'inv(x + 3 I), x [2, 4, 4]')
+sin_weighted('solve_matrix_rhs',
+             dict(a=ramp([2, 4, 4], 5, 37, 0.03, 0.5), b=ramp([2, 4, 2], 3, 17, 0.1, 0.75)),
+             lambda a, b: torch.linalg.solve(shift_p(a, PIV4), b),
+             'solve(a + 3 P(rows 2, 0, 3, 1), b), a [2, 4, 4], b [2, 4, 2]', hvp_inputs=('a', 'b'))
+sin_weighted('solve_vector_rhs', dict(a=ramp([2, 3, 3], 7, 23, 0.06, 0.6), b=t([0.7, -1.1, 0.4], [3])),
+             lambda a, b: torch.linalg.solve(shift_i(a), b),
+             'solve(a + 3 I, b), a [2, 3, 3], b [3] (one right-hand side, broadcast)', hvp_inputs=('a', 'b'))
+sin_weighted('det_2x2', dict(x=ramp([2, 2, 2], 3, 11, 0.1, 0.45)), lambda x: torch.linalg.det(shift_i(x)),
+             'det(x + 3 I), x [2, 2, 2] (closed form in minijax)')
+sin_weighted('det_3x3', dict(x=ramp([2, 3, 3], 5, 23, 0.07, 0.75)), lambda x: torch.linalg.det(shift_i(x)),
+             'det(x + 3 I), x [2, 3, 3] (closed form in minijax)')
+sin_weighted('det_4x4', dict(x=ramp([2, 4, 4], 7, 37, 0.03, 0.5)),
+             lambda x: torch.linalg.det(shift_p(x, PIV4)),
+             'det(x + 3 P(rows 2, 0, 3, 1)), x [2, 4, 4] (LU with pivoting, det < 0)')
+SLOGDET_X = ramp([2, 4, 4], 5, 41, 0.03, 0.55)
+assert torch.all(torch.linalg.slogdet(shift_p(SLOGDET_X, PIV4))[0] == -1)
+sin_weighted('slogdet', dict(x=SLOGDET_X), lambda x: torch.linalg.slogdet(shift_p(x, PIV4))[1],
+             'logabsdet of slogdet(x + 3 P(rows 2, 0, 3, 1)), x [2, 4, 4] (sign -1)')
+sin_weighted('pinv_tall', dict(x=SVD_TALL),
+             lambda x: torch.linalg.pinv(distinct_singular_values(x + band(4, 3, [3.0, 2.0, 1.0]))),
+             'pinv(x + diag(3, 2, 1)), x [2, 4, 3]')
+sin_weighted('pinv_wide', dict(x=SVD_WIDE),
+             lambda x: torch.linalg.pinv(distinct_singular_values(x + band(3, 4, [3.0, 2.0, 1.0]))),
+             'pinv(x + diag(3, 2, 1)), x [2, 3, 4]')
+
+# Vector norms: distinct |x| (x = 0.1 k - 1.23: no zero, no two of opposite sign alike).
+NORM_X = ramp([2, 3, 4], 5, 29, 0.1, 1.23)
+for name, ord_, dim, keep, doc in (('vector_norm_1', 1, -1, False, 'vector_norm(x, 1, dim=-1)'),
+                                   ('vector_norm_2', 2, 1, True, 'vector_norm(x, 2, dim=1, keepdim=True)'),
+                                   ('vector_norm_3_5', 3.5, 0, False, 'vector_norm(x, 3.5, dim=0)'),
+                                   ('vector_norm_inf', math.inf, -1, True,
+                                    'vector_norm(x, inf, dim=-1, keepdim=True)')):
+    sin_weighted(name, dict(x=NORM_X),
+                 lambda x, o=ord_, d=dim, k=keep: torch.linalg.vector_norm(no_kinks(x, d), o, d, k),
+                 f'{doc}, x [2, 3, 4]')
+sin_weighted('vector_norm_flat', dict(x=NORM_X), lambda x: torch.linalg.vector_norm(x, keepdim=True),
+             'vector_norm(x, keepdim=True) (ord None, axis None: the 2-norm of the flattened x), '
+             'x [2, 3, 4]')
+
+
+def sums_apart(x, sum_dim, over_dim):
+    """Asserts no zero entries and distinct sums of |x| along sum_dim among those along over_dim
+    (the induced 1 and inf norms' maximum and minimum are unique)."""
+    no_kinks(x, sum_dim)
+    s = torch.sort(torch.sum(torch.abs(x), sum_dim), dim=over_dim - (over_dim > sum_dim)).values
+    assert torch.all(torch.diff(s, dim=over_dim - (over_dim > sum_dim)) > 1e-3), s
+    return x
+
+
+def svd_apart(x, dim):
+    """Asserts distinct singular values away from zero of x's matrices over dim (row, col)."""
+    distinct_singular_values(torch.movedim(x, dim, (-2, -1)))
+    return x
+
+
+MNORM_X = ramp([2, 3, 4], 13, 41, 0.13, 1.71)
+for name, ord_, dim, keep, check, doc in (
+        ('matrix_norm_fro', 'fro', (0, 1), True, None, 'matrix_norm(x, "fro", dim=(0, 1), keepdim=True)'),
+        ('matrix_norm_nuc', 'nuc', (-2, -1), False, svd_apart, 'matrix_norm(x, "nuc")'),
+        ('matrix_norm_1', 1, (0, 2), False, lambda x, d: sums_apart(x, d[0], d[1]),
+         'matrix_norm(x, 1, dim=(0, 2))'),
+        ('matrix_norm_inf', math.inf, (2, 1), False, lambda x, d: sums_apart(x, d[1], d[0]),
+         'matrix_norm(x, inf, dim=(2, 1))'),
+        ('matrix_norm_2', 2, (1, 2), True, svd_apart, 'matrix_norm(x, 2, dim=(1, 2), keepdim=True)'),
+        ('matrix_norm_neg_2', -2, (2, 0), False, svd_apart, 'matrix_norm(x, -2, dim=(2, 0))')):
+    sin_weighted(name, dict(x=MNORM_X),
+                 lambda x, o=ord_, d=dim, k=keep, chk=check: torch.linalg.matrix_norm(
+                     chk(x, d) if chk else x, o, d, k),
+                 f'{doc}, x [2, 3, 4]')
+sin_weighted('matrix_norm_neg_1_neg_inf', dict(x=MNORM_X),
+             lambda x: torch.stack([torch.linalg.matrix_norm(sums_apart(x, 1, 2), -1, (1, 2), True),
+                                    torch.linalg.matrix_norm(sums_apart(x, 2, 1), -math.inf, (1, 2), True)]),
+             'stack([matrix_norm(x, -1, dim=(1, 2), keepdim=True), '
+             'matrix_norm(x, -inf, dim=(1, 2), keepdim=True)]), x [2, 3, 4]')
+sin_weighted('matrix_power_3', dict(x=ramp([2, 3, 3], 5, 19, 0.08, 0.7)),
+             lambda x: torch.linalg.matrix_power(shift_i(x), 3), 'matrix_power(x + 3 I, 3), x [2, 3, 3]')
+sin_weighted('matrix_power_neg_2', dict(x=ramp([2, 3, 3], 7, 19, 0.08, 0.7)),
+             lambda x: torch.linalg.matrix_power(shift_i(x), -2), 'matrix_power(x + 3 I, -2), x [2, 3, 3]')
+
 
 def header(group, cases, out_dir):
     name, what = GROUPS[group][:2]

@@ -4,10 +4,14 @@
 // each op with torch.linalg's cholesky, solve_triangular, lu_factor, qr, eigh, svd and svdvals; the
 // comment above each namespace there names the call). Every side, transpose and unit-diagonal
 // combination of the solve; lu with a clear pivot at each step (both sides pivot alike); qr full and
-// reduced; eigh and svd through gauge-invariant quantities only. All batched.
+// reduced; eigh and svd through gauge-invariant quantities only. Then mj::linalg's (jnp.linalg's)
+// inv, solve, det, slogdet, pinv, norm and matrix_power against torch.linalg's inv, solve, det,
+// slogdet, pinv, vector_norm, matrix_norm and matrix_power, on inputs the generator checks are away
+// from the points where each is not smooth. All batched.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include <minijax/minijax.h>
 
@@ -195,6 +199,144 @@ TEST(TorchReferenceLinalg, SvdUDiagFsVhWide) {
 TEST(TorchReferenceLinalg, SvdUDiagSVhWide) {
   namespace d = ref::svd_u_s_vh_wide;
   check_case(u_fs_vh(true), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+
+// ---- mj::linalg: inv, solve, det, slogdet, pinv, norm, matrix_power ------------------------------
+
+namespace nla = mj::linalg;
+const std::vector<int64_t> kPiv4 = {2, 0, 3, 1};  // tools/torch_reference.py's PIV4 (odd)
+const double kInf = INFINITY;
+
+mj::Array plus_3i(const mj::Array& x) { return x + mj::eye(x.shape().back(), mj::f64) * 3.0; }
+
+// torch.linalg.inv(x + 3 I).
+TEST(TorchReferenceLinalg, Inv) {
+  namespace d = ref::inv;
+  check_case([](const V& a) { return nla::inv(plus_3i(a[0])); }, arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+// torch.linalg.solve(a + 3 P, b), b [2, 4, 2]; P moves the pivots off the diagonal.
+TEST(TorchReferenceLinalg, SolveMatrixRhs) {
+  namespace d = ref::solve_matrix_rhs;
+  check_case([](const V& a) { return nla::solve(plus_pivots(a[0], kPiv4), a[1]); }, arr(d::c, d::c_shape),
+             MJ_AB_CASE(d));
+}
+// torch.linalg.solve(a + 3 I, b), b [3]: one right-hand side for both matrices, result [2, 3].
+TEST(TorchReferenceLinalg, SolveVectorRhs) {
+  namespace d = ref::solve_vector_rhs;
+  check_case([](const V& a) { return nla::solve(plus_3i(a[0]), a[1]); }, arr(d::c, d::c_shape),
+             MJ_AB_CASE(d));
+}
+// torch.linalg.det(x + 3 I), 2x2 and 3x3 (minijax's closed forms), and det(x + 3 P), 4x4
+// (slogdet's LU with pivoting and JAX's custom JVP; the determinant is negative).
+TEST(TorchReferenceLinalg, Det2x2) {
+  namespace d = ref::det_2x2;
+  check_case([](const V& a) { return nla::det(plus_3i(a[0])); }, arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, Det3x3) {
+  namespace d = ref::det_3x3;
+  check_case([](const V& a) { return nla::det(plus_3i(a[0])); }, arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, Det4x4Pivoted) {
+  namespace d = ref::det_4x4;
+  check_case([](const V& a) { return nla::det(plus_pivots(a[0], kPiv4)); }, arr(d::c, d::c_shape),
+             MJ_X_CASE(d));
+}
+// torch.linalg.slogdet(x + 3 P).logabsdet; the sign (no derivative) is torch's -1 for both.
+TEST(TorchReferenceLinalg, SlogdetLogAbsDet) {
+  namespace d = ref::slogdet;
+  check_case([](const V& a) { return nla::slogdet(plus_pivots(a[0], kPiv4)).second; }, arr(d::c, d::c_shape),
+             MJ_X_CASE(d));
+  const mj::Array sign = nla::slogdet(plus_pivots(to_array(arr(d::x, d::x_shape)), kPiv4)).first;
+  ASSERT_EQ(sign.shape(), mj::Shape({2}));
+  EXPECT_EQ(sign.data<double>()[0], -1.0);
+  EXPECT_EQ(sign.data<double>()[1], -1.0);
+}
+// torch.linalg.pinv(x + band(3, 2, 1)), tall [2, 4, 3] and wide [2, 3, 4] (distinct singular
+// values ~3, 2, 1; JAX's default rtol drops none).
+TEST(TorchReferenceLinalg, PinvTall) {
+  namespace d = ref::pinv_tall;
+  check_case([](const V& a) { return nla::pinv(plus_band(a[0], {3, 2, 1})); }, arr(d::c, d::c_shape),
+             MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, PinvWide) {
+  namespace d = ref::pinv_wide;
+  check_case([](const V& a) { return nla::pinv(plus_band(a[0], {3, 2, 1})); }, arr(d::c, d::c_shape),
+             MJ_X_CASE(d));
+}
+
+// norm(x, ord, axis, keepdims) of x [2, 3, 4].
+Fn norm_of(nla::Ord ord, std::optional<std::vector<int64_t>> axis, bool keepdims) {
+  return [=](const V& a) { return nla::norm(a[0], ord, axis, keepdims); };
+}
+// Vector norms (no zero entry, distinct |x|): torch.linalg.vector_norm(x, 1, dim=-1),
+// (x, 2, dim=1, keepdim=True), (x, 3.5, dim=0), (x, inf, dim=-1, keepdim=True), and
+// (x, keepdim=True), the flattened x's.
+TEST(TorchReferenceLinalg, VectorNorm1) {
+  namespace d = ref::vector_norm_1;
+  check_case(norm_of(1, std::vector<int64_t>{-1}, false), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, VectorNorm2Keepdims) {
+  namespace d = ref::vector_norm_2;
+  check_case(norm_of(2, std::vector<int64_t>{1}, true), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, VectorNorm3Point5) {
+  namespace d = ref::vector_norm_3_5;
+  check_case(norm_of(3.5, std::vector<int64_t>{0}, false), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, VectorNormInfKeepdims) {
+  namespace d = ref::vector_norm_inf;
+  check_case(norm_of(kInf, std::vector<int64_t>{-1}, true), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, VectorNormFlattened) {
+  namespace d = ref::vector_norm_flat;
+  check_case(norm_of({}, std::nullopt, true), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+// Matrix norms (distinct singular values for nuc, 2 and -2; distinct row or column sums of |x| for
+// 1, inf, -1, -inf): torch.linalg.matrix_norm(x, "fro", dim=(0, 1), keepdim=True), (x, "nuc"),
+// (x, 1, dim=(0, 2)), (x, inf, dim=(2, 1)), (x, 2, dim=(1, 2), keepdim=True), (x, -2, dim=(2, 0)),
+// and stack([(x, -1, dim=(1, 2), keepdim=True), (x, -inf, dim=(1, 2), keepdim=True)]).
+TEST(TorchReferenceLinalg, MatrixNormFroKeepdims) {
+  namespace d = ref::matrix_norm_fro;
+  check_case(norm_of("fro", std::vector<int64_t>{0, 1}, true), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, MatrixNormNuc) {
+  namespace d = ref::matrix_norm_nuc;
+  check_case(norm_of("nuc", std::vector<int64_t>{-2, -1}, false), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, MatrixNorm1) {
+  namespace d = ref::matrix_norm_1;
+  check_case(norm_of(1, std::vector<int64_t>{0, 2}, false), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, MatrixNormInf) {
+  namespace d = ref::matrix_norm_inf;
+  check_case(norm_of(kInf, std::vector<int64_t>{2, 1}, false), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, MatrixNorm2Keepdims) {
+  namespace d = ref::matrix_norm_2;
+  check_case(norm_of(2, std::vector<int64_t>{1, 2}, true), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, MatrixNormMinus2) {
+  namespace d = ref::matrix_norm_neg_2;
+  check_case(norm_of(-2, std::vector<int64_t>{2, 0}, false), arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, MatrixNormMinus1MinusInf) {
+  namespace d = ref::matrix_norm_neg_1_neg_inf;
+  auto op = [](const V& a) {
+    return mj::stack({nla::norm(a[0], -1, std::vector<int64_t>{1, 2}, true),
+                      nla::norm(a[0], -kInf, std::vector<int64_t>{1, 2}, true)});
+  };
+  check_case(op, arr(d::c, d::c_shape), MJ_X_CASE(d));
+}
+// torch.linalg.matrix_power(x + 3 I, 3) and (x + 3 I, -2) (through inv).
+TEST(TorchReferenceLinalg, MatrixPower3) {
+  namespace d = ref::matrix_power_3;
+  check_case([](const V& a) { return nla::matrix_power(plus_3i(a[0]), 3); }, arr(d::c, d::c_shape),
+             MJ_X_CASE(d));
+}
+TEST(TorchReferenceLinalg, MatrixPowerMinus2) {
+  namespace d = ref::matrix_power_neg_2;
+  check_case([](const V& a) { return nla::matrix_power(plus_3i(a[0]), -2); }, arr(d::c, d::c_shape),
+             MJ_X_CASE(d));
 }
 
 }  // namespace
