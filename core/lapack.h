@@ -33,20 +33,22 @@ void dgetrf_(const int* m, const int* n, double* a, const int* lda, int* ipiv, i
 // lwork = -1: the optimal workspace size is returned in work[0].
 void sgeqrf_(const int* m, const int* n, float* a, const int* lda, float* tau, float* work, const int* lwork,
              int* info);
-void dgeqrf_(const int* m, const int* n, double* a, const int* lda, double* tau, double* work, const int* lwork,
-             int* info);
+void dgeqrf_(const int* m, const int* n, double* a, const int* lda, double* tau, double* work,
+             const int* lwork, int* info);
 // Forms the m x n matrix Q with orthonormal columns from k reflectors (?geqrf_'s).
-void sorgqr_(const int* m, const int* n, const int* k, float* a, const int* lda, const float* tau, float* work,
-             const int* lwork, int* info);
-void dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda, const double* tau, double* work,
-             const int* lwork, int* info);
+void sorgqr_(const int* m, const int* n, const int* k, float* a, const int* lda, const float* tau,
+             float* work, const int* lwork, int* info);
+void dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda, const double* tau,
+             double* work, const int* lwork, int* info);
 
 // Symmetric eigendecomposition, divide and conquer: eigenvalues ascending in w, eigenvectors
 // (jobz 'V') overwriting a as columns; info > 0: no convergence.
-void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w, float* work,
-             const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len, size_t uplo_len);
-void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work,
-             const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len, size_t uplo_len);
+void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w,
+             float* work, const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len,
+             size_t uplo_len);
+void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
+             double* work, const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len,
+             size_t uplo_len);
 
 // Singular value decomposition, divide and conquer: A = U diag(s) VT, s descending; jobz 'A'
 // (full U and VT), 'S' (the first min(m, n) columns / rows) or 'N' (s only); a is destroyed;
@@ -55,8 +57,8 @@ void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* 
              const int* ldu, float* vt, const int* ldvt, float* work, const int* lwork, int* iwork, int* info,
              size_t jobz_len);
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
-             const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info,
-             size_t jobz_len);
+             const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* iwork,
+             int* info, size_t jobz_len);
 }
 
 namespace minijax::lapack {
@@ -101,17 +103,19 @@ inline void orgqr(int m, int n, int k, T* a, int lda, const T* tau, T* work, int
 
 /// syevd<float> is ssyevd_, syevd<double> dsyevd_.
 template <class T>
-inline void syevd(char jobz, char uplo, int n, T* a, int lda, T* w, T* work, int lwork, int* iwork, int liwork,
-                  int* info) {
-  if constexpr (sizeof(T) == 4) ssyevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info, 1, 1);
+inline void syevd(char jobz, char uplo, int n, T* a, int lda, T* w, T* work, int lwork, int* iwork,
+                  int liwork, int* info) {
+  if constexpr (sizeof(T) == 4)
+    ssyevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info, 1, 1);
   else dsyevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info, 1, 1);
 }
 
 /// gesdd<float> is sgesdd_, gesdd<double> dgesdd_.
 template <class T>
-inline void gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u, int ldu, T* vt, int ldvt, T* work, int lwork,
-                  int* iwork, int* info) {
-  if constexpr (sizeof(T) == 4) sgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+inline void gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u, int ldu, T* vt, int ldvt, T* work,
+                  int lwork, int* iwork, int* info) {
+  if constexpr (sizeof(T) == 4)
+    sgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
   else dgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
 }
 

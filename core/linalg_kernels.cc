@@ -3,13 +3,17 @@
 #include "core/linalg_kernels.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 
 #include "core/dtype.h"
+#include "core/errors.h"
 #include "core/gemm.h"
 
 #include "core/lapack.h"
@@ -61,17 +65,43 @@ constexpr int64_t kAlign = 64;
 int64_t align_up(int64_t b) { return (b + kAlign - 1) / kAlign * kAlign; }
 int lda_of(int64_t rows) { return int(std::max<int64_t>(1, rows)); }
 
-// The pieces of a workspace, laid out in order, each 64-byte aligned.
+// The pieces of a workspace of `capacity` bytes, laid out in order, each 64-byte aligned. A piece
+// past the capacity is an internal error (std::length_error), never a write past the workspace.
 struct Carve {
   char* base;
+  int64_t capacity;
   int64_t used = 0;
   template <class U>
   U* take(int64_t count) {
     U* p = reinterpret_cast<U*>(base + used);
     used += align_up(count * int64_t(sizeof(U)));
+    if (used > capacity)
+      throw std::length_error("linalg workspace of " + std::to_string(capacity) + " bytes, " +
+                              std::to_string(used) + " needed");
     return p;
   }
 };
+
+// LAPACK's workspace size from its query (returned in a T), at least `minimum` (the routine's
+// documented minimum): a float holds integers above 2^24 only to its precision and may round the
+// size down (LAPACK 3.11 added sroundup_lwork for this), so it is first rounded up by one ulp.
+// Sizes past LAPACK's 32-bit integers are a ValueError naming `what`.
+template <class T>
+int64_t lwork_of(T query, int64_t minimum, const std::string& what) {
+  double q = double(query);
+  if constexpr (sizeof(T) == 4)
+    q = double(std::nextafter(float(query), std::numeric_limits<float>::infinity()));
+  const int64_t lw = std::max<int64_t>({1, minimum, int64_t(std::ceil(q))});
+  if (lw > int64_t(INT_MAX))
+    throw ValueError(what + ": LAPACK's workspace of " + std::to_string(lw) +
+                     " elements exceeds its 32-bit sizes");
+  return lw;
+}
+
+// "<fn> of a m x n matrix", for messages; `fn_of_a` is "<fn> of a".
+std::string dims_str(const char* fn_of_a, int64_t m, int64_t n) {
+  return std::string(fn_of_a) + " " + std::to_string(m) + " x " + std::to_string(n) + " matrix";
+}
 
 template <class T>
 bool all_finite(const T* x, int64_t count) {
@@ -91,16 +121,27 @@ void set_identity(T* x, int64_t rows, int64_t cols) {
   for (int64_t i = 0; i < std::min(rows, cols); ++i) x[i * cols + i] = T(1);
 }
 
+// The layout changes go tile by tile (32 x 32 elements: a tile's rows and columns both stay in
+// the L1 cache), so a 1024 x 1024 matrix's transpose costs about a copy, not a cache miss per
+// element. body(i, j) runs for every i < rows, j < cols, `upper_only`: only j > i.
+constexpr int64_t kTile = 32;
+template <class Body>
+void by_tiles(int64_t rows, int64_t cols, bool upper_only, Body&& body) {
+  for (int64_t ib = 0; ib < rows; ib += kTile)
+    for (int64_t jb = upper_only ? ib : 0; jb < cols; jb += kTile)
+      for (int64_t i = ib; i < std::min(rows, ib + kTile); ++i)
+        for (int64_t j = upper_only ? std::max(jb, i + 1) : jb; j < std::min(cols, jb + kTile); ++j)
+          body(i, j);
+}
+
 // Row-major rows x cols `x` to / from column-major with leading dimension ld.
 template <class T>
 void to_col_major(const T* x, T* c, int64_t rows, int64_t cols, int64_t ld) {
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) c[i + j * ld] = x[i * cols + j];
+  by_tiles(rows, cols, false, [&](int64_t i, int64_t j) { c[i + j * ld] = x[i * cols + j]; });
 }
 template <class T>
 void from_col_major(const T* c, T* x, int64_t rows, int64_t cols, int64_t ld) {
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) x[i * cols + j] = c[i + j * ld];
+  by_tiles(rows, cols, false, [&](int64_t i, int64_t j) { x[i * cols + j] = c[i + j * ld]; });
 }
 
 template <class T>
@@ -112,7 +153,9 @@ int64_t qr_lwork(int64_t m, int64_t n, int64_t qc) {
   LapackLock lock(lapack_mutex());
   if (k > 0) lapack::geqrf<T>(int(m), int(n), &dummy, lda_of(m), &dummy, &q1, -1, &info);
   if (qc > 0) lapack::orgqr<T>(int(m), int(qc), int(k), &dummy, lda_of(m), &dummy, &q2, -1, &info);
-  return std::max<int64_t>({1, int64_t(q1), int64_t(q2)});
+  // ?geqrf_ needs at least n, ?orgqr_ at least its column count (LAPACK's documentation).
+  return std::max(lwork_of<T>(q1, n, dims_str("qr of a", m, n)),
+                  lwork_of<T>(q2, qc, dims_str("qr of a", m, n)));
 }
 
 template <class T>
@@ -122,7 +165,9 @@ std::pair<int64_t, int64_t> syevd_lwork(int64_t n) {
   int iw = 0, info = 0;
   LapackLock lock(lapack_mutex());
   lapack::syevd<T>('V', 'U', int(n), &dummy, int(n), &dummy, &w, -1, &iw, -1, &info);
-  return {std::max<int64_t>(1, int64_t(w)), std::max(1, iw)};
+  // JOBZ = 'V': LWORK >= 1 + 6 n + 2 n^2, LIWORK >= 3 + 5 n (LAPACK's dsyevd documentation).
+  const std::string what = dims_str("eigh of a", n, n);
+  return {lwork_of<T>(w, 1 + 6 * n + 2 * n * n, what), lwork_of<double>(double(iw), 3 + 5 * n, what)};
 }
 
 char gesdd_jobz(bool full, bool uv) { return !uv ? 'N' : full ? 'A' : 'S'; }
@@ -138,7 +183,11 @@ int64_t gesdd_lwork(int64_t m, int64_t n, bool full, bool uv) {
   LapackLock lock(lapack_mutex());
   lapack::gesdd<T>(gesdd_jobz(full, uv), int(n), int(m), &dummy, int(n), &dummy, &dummy, int(n), &dummy,
                    lda_of(uv ? uc : 1), &w, -1, &iw, &info);
-  return std::max<int64_t>(1, int64_t(w));
+  // LAPACK's dgesdd documentation: LWORK >= 3 mn + max(mx, 7 mn) for JOBZ = 'N', and
+  // 4 mn^2 + 6 mn + mx for 'S' and 'A' (mn, mx = min and max of the dims).
+  const int64_t mx = std::max(m, n);
+  const int64_t minimum = uv ? 4 * k * k + 6 * k + mx : 3 * k + std::max(mx, 7 * k);
+  return lwork_of<T>(w, minimum, dims_str("svd of a", m, n));
 }
 
 template <class T>
@@ -159,7 +208,8 @@ int64_t eigh_bytes(int64_t n) {
 template <class T>
 int64_t svd_bytes(int64_t m, int64_t n, bool full, bool uv) {
   const int64_t k = std::min(m, n);
-  return align_up(m * n * int64_t(sizeof(T))) + align_up(gesdd_lwork<T>(m, n, full, uv) * int64_t(sizeof(T))) +
+  return align_up(m * n * int64_t(sizeof(T))) +
+         align_up(gesdd_lwork<T>(m, n, full, uv) * int64_t(sizeof(T))) +
          align_up(8 * k * int64_t(sizeof(int)));
 }
 
@@ -190,11 +240,11 @@ int64_t svd_workspace_bytes(int32_t dtype, int64_t m, int64_t n, bool full, bool
 }
 
 template <class T>
-int lu(T* a, int64_t m, int64_t n, int32_t* pivots, int32_t* perm, void* work) {
+int lu(T* a, int64_t m, int64_t n, int32_t* pivots, int32_t* perm, void* work, int64_t work_bytes) {
   const int64_t k = std::min(m, n);
   for (int64_t i = 0; i < m; ++i) perm[i] = int32_t(i);
   if (k == 0) return 0;
-  Carve w{static_cast<char*>(work)};
+  Carve w{static_cast<char*>(work), work_bytes};
   T* c = w.take<T>(m * n);
   int* ipiv = w.take<int>(k);
   to_col_major(a, c, m, n, m);
@@ -212,14 +262,14 @@ int lu(T* a, int64_t m, int64_t n, int32_t* pivots, int32_t* perm, void* work) {
 }
 
 template <class T>
-int qr(const T* x, T* q, T* r, int64_t m, int64_t n, bool full, void* work) {
+int qr(const T* x, T* q, T* r, int64_t m, int64_t n, bool full, void* work, int64_t work_bytes) {
   const int64_t k = std::min(m, n), qc = full ? m : k, rr = full ? m : k;
   if (k == 0) {
     std::fill(r, r + rr * n, T(0));
     set_identity(q, m, qc);
     return 0;
   }
-  Carve w{static_cast<char*>(work)};
+  Carve w{static_cast<char*>(work), work_bytes};
   T* c = w.take<T>(m * std::max(n, qc));
   T* tau = w.take<T>(k);
   const int64_t lwork = qr_lwork<T>(m, n, qc);
@@ -231,8 +281,7 @@ int qr(const T* x, T* q, T* r, int64_t m, int64_t n, bool full, void* work) {
     lapack::geqrf<T>(int(m), int(n), c, int(m), tau, wk, int(lwork), &info);
   }
   if (info != 0) return info;
-  for (int64_t i = 0; i < rr; ++i)
-    for (int64_t j = 0; j < n; ++j) r[i * n + j] = j >= i ? c[i + j * m] : T(0);
+  by_tiles(rr, n, false, [&](int64_t i, int64_t j) { r[i * n + j] = j >= i ? c[i + j * m] : T(0); });
   {
     LapackLock lock(lapack_mutex());
     lapack::orgqr<T>(int(m), int(qc), int(k), c, int(m), tau, wk, int(lwork), &info);
@@ -242,7 +291,7 @@ int qr(const T* x, T* q, T* r, int64_t m, int64_t n, bool full, void* work) {
 }
 
 template <class T>
-int eigh(const T* x, T* v, T* w, int64_t n, bool lower, void* work) {
+int eigh(const T* x, T* v, T* w, int64_t n, bool lower, void* work, int64_t work_bytes) {
   if (n == 0) return 0;
   // The triangle read: row-major lower is col <= row.
   for (int64_t i = 0; i < n; ++i)
@@ -254,7 +303,7 @@ int eigh(const T* x, T* v, T* w, int64_t n, bool lower, void* work) {
       }
   if (x != v) std::copy(x, x + n * n, v);
   const auto [lw, liw] = syevd_lwork<T>(n);
-  Carve c{static_cast<char*>(work)};
+  Carve c{static_cast<char*>(work), work_bytes};
   T* wk = c.take<T>(lw);
   int* iwk = c.take<int>(liw);
   int info = 0;
@@ -269,13 +318,13 @@ int eigh(const T* x, T* v, T* w, int64_t n, bool lower, void* work) {
     return info;
   }
   // LAPACK's eigenvectors are its columns, i.e. our rows: transpose in place.
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = i + 1; j < n; ++j) std::swap(v[i * n + j], v[j * n + i]);
+  by_tiles(n, n, true, [&](int64_t i, int64_t j) { std::swap(v[i * n + j], v[j * n + i]); });
   return 0;
 }
 
 template <class T>
-int svd(const T* x, T* s, T* u, T* vt, int64_t m, int64_t n, bool full, bool uv, void* work) {
+int svd(const T* x, T* s, T* u, T* vt, int64_t m, int64_t n, bool full, bool uv, void* work,
+        int64_t work_bytes) {
   const int64_t k = std::min(m, n), uc = full ? m : k, vr = full ? n : k;
   if (k == 0) {
     if (uv) set_identity(u, m, uc), set_identity(vt, vr, n);
@@ -286,7 +335,7 @@ int svd(const T* x, T* s, T* u, T* vt, int64_t m, int64_t n, bool full, bool uv,
     if (uv) fill_nan(u, m * uc), fill_nan(vt, vr * n);
     return -1;
   }
-  Carve c{static_cast<char*>(work)};
+  Carve c{static_cast<char*>(work), work_bytes};
   T* a = c.take<T>(m * n);
   const int64_t lwork = gesdd_lwork<T>(m, n, full, uv);
   T* wk = c.take<T>(lwork);
@@ -307,13 +356,14 @@ int svd(const T* x, T* s, T* u, T* vt, int64_t m, int64_t n, bool full, bool uv,
   return info;
 }
 
-template int lu<float>(float*, int64_t, int64_t, int32_t*, int32_t*, void*);
-template int lu<double>(double*, int64_t, int64_t, int32_t*, int32_t*, void*);
-template int qr<float>(const float*, float*, float*, int64_t, int64_t, bool, void*);
-template int qr<double>(const double*, double*, double*, int64_t, int64_t, bool, void*);
-template int eigh<float>(const float*, float*, float*, int64_t, bool, void*);
-template int eigh<double>(const double*, double*, double*, int64_t, bool, void*);
-template int svd<float>(const float*, float*, float*, float*, int64_t, int64_t, bool, bool, void*);
-template int svd<double>(const double*, double*, double*, double*, int64_t, int64_t, bool, bool, void*);
+template int lu<float>(float*, int64_t, int64_t, int32_t*, int32_t*, void*, int64_t);
+template int lu<double>(double*, int64_t, int64_t, int32_t*, int32_t*, void*, int64_t);
+template int qr<float>(const float*, float*, float*, int64_t, int64_t, bool, void*, int64_t);
+template int qr<double>(const double*, double*, double*, int64_t, int64_t, bool, void*, int64_t);
+template int eigh<float>(const float*, float*, float*, int64_t, bool, void*, int64_t);
+template int eigh<double>(const double*, double*, double*, int64_t, bool, void*, int64_t);
+template int svd<float>(const float*, float*, float*, float*, int64_t, int64_t, bool, bool, void*, int64_t);
+template int svd<double>(const double*, double*, double*, double*, int64_t, int64_t, bool, bool, void*,
+                         int64_t);
 
 }  // namespace minijax::linalg_kernels

@@ -34,8 +34,11 @@ void triangular_solve(const T* a, T* b, int64_t rows, int64_t cols, bool left_si
 int64_t workspace_slots(int64_t batch);
 
 /// The workspace bytes one matrix's call needs (each piece 64-byte aligned), from LAPACK's own
-/// workspace queries (lwork = -1) where the routine has one; `dtype` f32 or f64 (minijax's DType
-/// as an int). lu: a column-major copy and the pivots; qr: a column-major m x max(n, cols of Q)
+/// workspace queries (lwork = -1) where the routine has one, at least its documented minimum (an
+/// f32 query is rounded up: a float may round a size above 2^24 down); `dtype` f32 or f64
+/// (minijax's DType as an int). A size past LAPACK's 32-bit integers is a ValueError naming the
+/// function and the matrix dims. Each kernel below takes its workspace as (work, work_bytes) and
+/// throws std::length_error rather than use more than work_bytes. lu: a column-major copy and the pivots; qr: a column-major m x max(n, cols of Q)
 /// copy, tau and ?geqrf_/?orgqr_'s work; eigh: ?syevd_'s work and iwork; svd: a copy of the
 /// matrix, ?gesdd_'s work and iwork.
 int64_t lu_workspace_bytes(int32_t dtype, int64_t m, int64_t n);
@@ -48,13 +51,13 @@ int64_t svd_workspace_bytes(int32_t dtype, int64_t m, int64_t n, bool full_matri
 /// (lu_workspace_bytes). `pivots` gets min(m, n) 0-based row swaps, `perm` the m-row order they
 /// give (x[perm] = L U). Returns ?getrf_'s info (> 0: an exact zero pivot; the factors are kept).
 template <class T>
-int lu(T* a, int64_t m, int64_t n, int32_t* pivots, int32_t* perm, void* work);
+int lu(T* a, int64_t m, int64_t n, int32_t* pivots, int32_t* perm, void* work, int64_t work_bytes);
 
 /// QR of the row-major m x n `x`: q (row-major m x m if `full_matrices`, else m x k, k = min(m, n))
 /// and r (m x n or k x n, zeros below the diagonal), through ?geqrf_ and ?orgqr_ on a column-major
 /// copy in `work` (qr_workspace_bytes). `x` may not alias q or r. Returns LAPACK's info (0).
 template <class T>
-int qr(const T* x, T* q, T* r, int64_t m, int64_t n, bool full_matrices, void* work);
+int qr(const T* x, T* q, T* r, int64_t m, int64_t n, bool full_matrices, void* work, int64_t work_bytes);
 
 /// Eigendecomposition of the symmetric row-major n x n `x` (its `lower`, else upper, triangle
 /// read): v gets the eigenvectors as columns (row-major n x n), w the n eigenvalues ascending,
@@ -63,7 +66,7 @@ int qr(const T* x, T* q, T* r, int64_t m, int64_t n, bool full_matrices, void* w
 /// v0.7.0's _eigh_cpu_gpu_lowering (the check first: LAPACK never sees a NaN or inf). Returns
 /// info (-1 for a non-finite input).
 template <class T>
-int eigh(const T* x, T* v, T* w, int64_t n, bool lower, void* work);
+int eigh(const T* x, T* v, T* w, int64_t n, bool lower, void* work, int64_t work_bytes);
 
 /// SVD of the row-major m x n `x`, k = min(m, n): s the k singular values descending; with
 /// `compute_uv` u (row-major m x m if `full_matrices`, else m x k) and vt (n x n, else k x n),
@@ -72,6 +75,7 @@ int eigh(const T* x, T* v, T* w, int64_t n, bool lower, void* work);
 /// u where it writes its VT, without a transpose. A non-finite x or info > 0 fills s, u and vt with
 /// NaN (as JAX's _svd_cpu_gpu_lowering). Returns info (-1 for a non-finite input).
 template <class T>
-int svd(const T* x, T* s, T* u, T* vt, int64_t m, int64_t n, bool full_matrices, bool compute_uv, void* work);
+int svd(const T* x, T* s, T* u, T* vt, int64_t m, int64_t n, bool full_matrices, bool compute_uv, void* work,
+        int64_t work_bytes);
 
 }  // namespace minijax::linalg_kernels

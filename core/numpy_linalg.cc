@@ -646,7 +646,9 @@ Array norm(const Array& x0, const Ord& ord, const std::optional<std::vector<int6
 
 Array matrix_power(const Array& a0, int64_t n, SL loc) {
   check_square("matrix_power", a0, loc);
-  Array a = detail::promote_inexact(a0, loc);
+  // As jnp.linalg.matrix_power: no promotion (an integer matrix's powers stay integer); a negative
+  // power goes through inv, which promotes.
+  Array a = a0;
   if (n == 0) return broadcast_to(eye(dim(a, -1), a.dtype(), loc), a.shape(), loc);
   // |n| without overflow at INT64_MIN.
   uint64_t k = n < 0 ? uint64_t(-(n + 1)) + 1 : uint64_t(n);

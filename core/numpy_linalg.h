@@ -108,7 +108,8 @@ Array norm(const Array& x, const Ord& ord = {},
 
 /// jnp.linalg.matrix_power: a ([..., m, m]) to the static integer power n by repeated squaring
 /// (JAX's order of products): n = 0 gives identities of a's shape, n < 0 uses inv(a) (so a singular
-/// a gives inf or NaN). Integers are promoted to f32. Derivative: the composition's (matmul, and
+/// a gives inf or NaN). No promotion, as JAX's: an integer matrix's powers stay integer for n >= 0
+/// (n < 0 goes through inv, which promotes to f32). Derivative: the composition's (matmul, and
 /// inv's for n < 0). Errors: rank < 2 or a non-square matrix (ShapeError naming the shape); a
 /// floating-point exponent that is not an integer (ValueError naming it; JAX raises TypeError).
 /// Source: jax/_src/numpy/linalg.py matrix_power.

@@ -9,9 +9,9 @@
 
 #include "autodiff/batching_util.h"
 #include "core/errors.h"
-#include "core/linalg.h"
 #include "core/gather_scatter.h"
 #include "core/lax.h"
+#include "core/linalg.h"
 #include "core/primitive.h"
 #include "core/trace.h"
 #include "core/views/linalg.h"
@@ -158,7 +158,8 @@ Array eye_like(const Array& like, int64_t n, int64_t from = 0) {
 // The diagonal of each matrix of x ([..., n, n] -> [..., n]): JAX's _extract_diagonal.
 Array extract_diagonal(const Array& x) {
   const int64_t r = x.ndim();
-  const Array mask = lax::eq(lax::iota(DType::i32, x.shape(), r - 2), lax::iota(DType::i32, x.shape(), r - 1));
+  const Array mask = lax::eq(lax::iota(DType::i32, x.shape(), r - 2),
+                             lax::iota(DType::i32, x.shape(), r - 1));
   return lax::reduce_sum(lax::select_n(mask, {lax::full(x.shape(), 0.0, x.dtype()), x}), {r - 1});
 }
 
@@ -228,8 +229,8 @@ Outs lu_jvp(const std::vector<Array>& primals, const std::vector<Array>& tangent
   const int64_t m = lu.shape()[size_t(lu.ndim() - 2)], n = lu.shape().back(), k = std::min(m, n);
   const Array l = lax::add(matrix_pad(la::detail::tri_mask(matrix_slice(lu, 0, m, 0, k), -1, true), 0, m - k),
                            eye_like(lu, m));
-  const Array u =
-      lax::add(matrix_pad(la::detail::tri_mask(matrix_slice(lu, 0, k, 0, n), 0, false), n - k, 0), eye_like(lu, n, k));
+  const Array u = lax::add(matrix_pad(la::detail::tri_mask(matrix_slice(lu, 0, k, 0, n), 0, false), n - k, 0),
+                           eye_like(lu, n, k));
   TriangularSolveParams left;
   left.left_side = true;
   left.lower = true;
@@ -249,9 +250,10 @@ Outs qr_jvp(const std::vector<Array>& primals, const std::vector<Array>& tangent
   const Array& x = primals.at(0);
   const int64_t m = x.shape()[size_t(x.ndim() - 2)], n = x.shape().back();
   if (m < n || (qp.full_matrices && m != n))
-    throw NotDifferentiableError("qr: the derivative is defined for [..., m, n] with m >= n, and with "
-                                 "full_matrices=True only for square matrices (as JAX's qr_jvp_rule), got shape " +
-                                 shape_str(x.shape()));
+    throw NotDifferentiableError(
+        "qr: the derivative is defined for [..., m, n] with m >= n, and with "
+        "full_matrices=True only for square matrices (as JAX's qr_jvp_rule), got shape " +
+        shape_str(x.shape()));
   QrParams reduced = qp;
   reduced.full_matrices = false;
   const std::vector<Array> qr = minijax::bind(primitive("qr"), {x}, reduced.to_params());
@@ -280,7 +282,8 @@ Outs eigh_jvp(const std::vector<Array>& primals, const std::vector<Array>& tange
   for (int64_t i = 0; i + 2 < r; ++i) row_dims.push_back(i), col_dims.push_back(i);
   row_dims.push_back(r - 1);
   col_dims.push_back(r - 2);
-  const Array diff = lax::sub(lax::broadcast_in_dim(w, a.shape(), row_dims), lax::broadcast_in_dim(w, a.shape(), col_dims));
+  const Array diff = lax::sub(lax::broadcast_in_dim(w, a.shape(), row_dims),
+                              lax::broadcast_in_dim(w, a.shape(), col_dims));
   const Array f = lax::sub(lax::integer_pow(lax::add(eye, diff), -1), eye);
   const Array c = batch_matmul(matmul_t(v, tangents.at(0)), v);
   return {vw, {batch_matmul(v, lax::mul(f, c)), extract_diagonal(c)}};
@@ -295,8 +298,9 @@ Outs eigh_jvp(const std::vector<Array>& primals, const std::vector<Array>& tange
 Outs svd_jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents, const Params& p) {
   const SvdParams sp = SvdParams::from(p);
   if (sp.compute_uv && sp.full_matrices)
-    throw NotDifferentiableError("svd: the derivative with full_matrices=True and compute_uv=True is not defined "
-                                 "(JAX raises NotImplementedError); use full_matrices=False");
+    throw NotDifferentiableError(
+        "svd: the derivative with full_matrices=True and compute_uv=True is not defined "
+        "(JAX raises NotImplementedError); use full_matrices=False");
   const Array& A = primals.at(0);
   const Array& dA = tangents.at(0);
   const std::vector<Array> suv = minijax::bind(primitive("svd"), {A}, SvdParams{false, true}.to_params());
@@ -336,7 +340,8 @@ Outs svd_jvp(const std::vector<Array>& primals, const std::vector<Array>& tangen
 // dim moved to the front, one more batch dim of every result.
 BOuts factor_batch(const char* name, const std::vector<Array>& args, const std::vector<int64_t>& dims,
                    const Params& p) {
-  const std::vector<Array> outs = minijax::bind(primitive(name), {move_batch_dim(args.at(0), dims.at(0), 0)}, p);
+  const std::vector<Array> outs = minijax::bind(primitive(name), {move_batch_dim(args.at(0), dims.at(0), 0)},
+                                                p);
   return {outs, std::vector<int64_t>(outs.size(), 0)};
 }
 
@@ -349,8 +354,10 @@ Registrar reg([] {
   t.jvp = triangular_solve_jvp;
   t.transpose = triangular_solve_transpose;
   t.batch = triangular_solve_batch;
-  const std::pair<const char*, JvpRule> factorizations[] = {
-      {"lu", lu_jvp}, {"qr", qr_jvp}, {"eigh", eigh_jvp}, {"svd", svd_jvp}};
+  const std::pair<const char*, JvpRule> factorizations[] = {{"lu", lu_jvp},
+                                                            {"qr", qr_jvp},
+                                                            {"eigh", eigh_jvp},
+                                                            {"svd", svd_jvp}};
   for (const auto& [name, jvp] : factorizations) {
     auto& f = get_or_create_primitive(name);
     f.jvp = jvp;

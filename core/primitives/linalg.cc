@@ -126,7 +126,6 @@ std::vector<Array> triangular_solve_impl(const std::vector<Array>& args, const P
   return {out};
 }
 
-
 // ---- lu, qr, eigh, svd --------------------------------------------------------------------------
 
 ShapedArray with_shape(const ShapedArray& a, Shape s, DType dt) {
@@ -163,8 +162,9 @@ std::vector<ShapedArray> lu_shape_rule(const std::vector<ShapedArray>& in, const
 // arena temporary instead).
 struct Work {
   std::vector<double> buf;
-  explicit Work(int64_t bytes) : buf(size_t(bytes + 7) / 8 + 8) {}
+  explicit Work(int64_t bytes) : buf(size_t(bytes + 7) / 8) {}
   void* get() { return buf.data(); }
+  int64_t bytes() const { return int64_t(buf.size() * sizeof(double)); }
 };
 
 template <class T>
@@ -176,10 +176,12 @@ void lu_batch(const Array& x, std::vector<Array>& outs) {
   int32_t* piv = outs[1].mutable_data<int32_t>();
   int32_t* perm = outs[2].mutable_data<int32_t>();
   Work w(linalg_kernels::lu_workspace_bytes(int32_t(x.dtype()), m, n));
-  for (int64_t i = 0; i < count; ++i) linalg_kernels::lu<T>(a + i * m * n, m, n, piv + i * k, perm + i * m, w.get());
+  for (int64_t i = 0; i < count; ++i)
+    linalg_kernels::lu<T>(a + i * m * n, m, n, piv + i * k, perm + i * m, w.get(), w.bytes());
 }
 
-std::vector<Array> lu_impl(const std::vector<Array>& args, const Params&, const std::vector<ShapedArray>& avals) {
+std::vector<Array> lu_impl(const std::vector<Array>& args, const Params&,
+                           const std::vector<ShapedArray>& avals) {
   std::vector<Array> outs;
   for (auto& a : avals) outs.push_back(Array::empty(a));
   if (args.at(0).dtype() == DType::f32) lu_batch<float>(args[0], outs);
@@ -196,7 +198,8 @@ std::vector<ShapedArray> qr_shape_rule(const std::vector<ShapedArray>& in, const
   check_matrix(a, "qr", false);
   const int64_t m = rows_of(a.shape), n = a.shape.back(), k = std::min(m, n);
   const int64_t qc = qp.full_matrices ? m : k;
-  return {with_shape(a, matrix_shape(a.shape, m, qc), a.dtype), with_shape(a, matrix_shape(a.shape, qc, n), a.dtype)};
+  return {with_shape(a, matrix_shape(a.shape, m, qc), a.dtype),
+          with_shape(a, matrix_shape(a.shape, qc, n), a.dtype)};
 }
 
 template <class T>
@@ -208,10 +211,11 @@ void qr_batch(const Array& x, std::vector<Array>& outs, bool full) {
   T* r = outs[1].mutable_data<T>();
   Work w(linalg_kernels::qr_workspace_bytes(int32_t(x.dtype()), m, n, full));
   for (int64_t i = 0; i < count; ++i)
-    linalg_kernels::qr<T>(xd + i * m * n, q + i * m * qc, r + i * qc * n, m, n, full, w.get());
+    linalg_kernels::qr<T>(xd + i * m * n, q + i * m * qc, r + i * qc * n, m, n, full, w.get(), w.bytes());
 }
 
-std::vector<Array> qr_impl(const std::vector<Array>& args, const Params& p, const std::vector<ShapedArray>& avals) {
+std::vector<Array> qr_impl(const std::vector<Array>& args, const Params& p,
+                           const std::vector<ShapedArray>& avals) {
   const bool full = QrParams::from(p).full_matrices;
   std::vector<Array> outs;
   for (auto& a : avals) outs.push_back(Array::empty(a));
@@ -236,10 +240,12 @@ void eigh_batch(const Array& x, std::vector<Array>& outs, bool lower) {
   T* v = outs[0].mutable_data<T>();
   T* w = outs[1].mutable_data<T>();
   Work wk(linalg_kernels::eigh_workspace_bytes(int32_t(x.dtype()), n));
-  for (int64_t i = 0; i < count; ++i) linalg_kernels::eigh<T>(xd + i * n * n, v + i * n * n, w + i * n, n, lower, wk.get());
+  for (int64_t i = 0; i < count; ++i)
+    linalg_kernels::eigh<T>(xd + i * n * n, v + i * n * n, w + i * n, n, lower, wk.get(), wk.bytes());
 }
 
-std::vector<Array> eigh_impl(const std::vector<Array>& args, const Params& p, const std::vector<ShapedArray>& avals) {
+std::vector<Array> eigh_impl(const std::vector<Array>& args, const Params& p,
+                             const std::vector<ShapedArray>& avals) {
   const bool lower = EighParams::from(p).lower;
   std::vector<Array> outs;
   for (auto& a : avals) outs.push_back(Array::empty(a));
@@ -274,11 +280,13 @@ void svd_batch(const Array& x, std::vector<Array>& outs, const SvdParams& sp) {
   T* vt = sp.compute_uv ? outs[2].mutable_data<T>() : nullptr;
   Work w(linalg_kernels::svd_workspace_bytes(int32_t(x.dtype()), m, n, sp.full_matrices, sp.compute_uv));
   for (int64_t i = 0; i < count; ++i)
-    linalg_kernels::svd<T>(xd + i * m * n, s + i * k, u ? u + i * m * uc : nullptr, vt ? vt + i * vr * n : nullptr, m,
-                           n, sp.full_matrices, sp.compute_uv, w.get());
+    linalg_kernels::svd<T>(xd + i * m * n, s + i * k, u ? u + i * m * uc : nullptr,
+                           vt ? vt + i * vr * n : nullptr, m, n, sp.full_matrices, sp.compute_uv, w.get(),
+                           w.bytes());
 }
 
-std::vector<Array> svd_impl(const std::vector<Array>& args, const Params& p, const std::vector<ShapedArray>& avals) {
+std::vector<Array> svd_impl(const std::vector<Array>& args, const Params& p,
+                            const std::vector<ShapedArray>& avals) {
   const SvdParams sp = SvdParams::from(p);
   std::vector<Array> outs;
   for (auto& a : avals) outs.push_back(Array::empty(a));
@@ -426,7 +434,8 @@ std::pair<Array, Array> qr(const Array& x, bool pivoting, bool full_matrices, SL
   return {r.at(0), r.at(1)};
 }
 
-std::pair<Array, Array> eigh(const Array& x, bool lower, bool symmetrize_input, bool sort_eigenvalues, SL loc) {
+std::pair<Array, Array> eigh(const Array& x, bool lower, bool symmetrize_input, bool sort_eigenvalues,
+                             SL loc) {
   if (!x.defined()) throw ValueError("eigh: the operand is an empty Array", loc);
   Array a = x;
   const bool square = x.ndim() >= 2 && x.shape()[size_t(x.ndim() - 1)] == x.shape()[size_t(x.ndim() - 2)];

@@ -31,15 +31,15 @@ TriangularSolveParams triangular_solve_params(const Eqn& e) {
   return TriangularSolveParams::from(e.params);
 }
 
-#define MJ_LINALG_VIEW(Type, name, fn)                                        \
-  bool Type::is(const Primitive& p) {                                        \
-    static const Primitive* q = &get_or_create_primitive(name);              \
-    return &p == q;                                                          \
-  }                                                                          \
-  bool Type::is(const Eqn& e) { return e.primitive && is(*e.primitive); }    \
-  Type fn(const Eqn& e) {                                                    \
-    if (!Type::is(e)) views::wrong_primitive(#Type, e);                      \
-    return Type::from(e.params);                                             \
+#define MJ_LINALG_VIEW(Type, name, fn)                                    \
+  bool Type::is(const Primitive& p) {                                     \
+    static const Primitive* q = &get_or_create_primitive(name);           \
+    return &p == q;                                                       \
+  }                                                                       \
+  bool Type::is(const Eqn& e) { return e.primitive && is(*e.primitive); } \
+  Type fn(const Eqn& e) {                                                 \
+    if (!Type::is(e)) views::wrong_primitive(#Type, e);                   \
+    return Type::from(e.params);                                          \
   }
 
 MJ_LINALG_VIEW(QrParams, "qr", qr_params)
@@ -48,19 +48,31 @@ MJ_LINALG_VIEW(SvdParams, "svd", svd_params)
 #undef MJ_LINALG_VIEW
 
 QrParams QrParams::from(const Params& p) {
-  return views::read_view("qr", [&] { return QrParams{param_bool(p, "pivoting"), param_bool(p, "full_matrices")}; });
+  return views::read_view("qr", [&] {
+    return QrParams{param_bool(p, "pivoting"), param_bool(p, "full_matrices")};
+  });
 }
-Params QrParams::to_params() const { return Params{{"full_matrices", full_matrices}, {"pivoting", pivoting}}; }
+Params QrParams::to_params() const {
+  return Params{{"full_matrices", full_matrices}, {"pivoting", pivoting}};
+}
 
 EighParams EighParams::from(const Params& p) {
-  return views::read_view("eigh", [&] { return EighParams{param_bool(p, "lower"), param_bool(p, "sort_eigenvalues")}; });
+  return views::read_view("eigh", [&] {
+    return EighParams{param_bool(p, "lower"), param_bool(p, "sort_eigenvalues")};
+  });
 }
-Params EighParams::to_params() const { return Params{{"lower", lower}, {"sort_eigenvalues", sort_eigenvalues}}; }
+Params EighParams::to_params() const {
+  return Params{{"lower", lower}, {"sort_eigenvalues", sort_eigenvalues}};
+}
 
 SvdParams SvdParams::from(const Params& p) {
-  return views::read_view("svd", [&] { return SvdParams{param_bool(p, "full_matrices"), param_bool(p, "compute_uv")}; });
+  return views::read_view("svd", [&] {
+    return SvdParams{param_bool(p, "full_matrices"), param_bool(p, "compute_uv")};
+  });
 }
-Params SvdParams::to_params() const { return Params{{"full_matrices", full_matrices}, {"compute_uv", compute_uv}}; }
+Params SvdParams::to_params() const {
+  return Params{{"full_matrices", full_matrices}, {"compute_uv", compute_uv}};
+}
 
 namespace {
 
@@ -69,8 +81,12 @@ Registrar reg_checks([] {
     return TriangularSolveParams::from(p).to_params();
   };
   get_or_create_primitive("qr").check_params = [](const Params& p) { return QrParams::from(p).to_params(); };
-  get_or_create_primitive("eigh").check_params = [](const Params& p) { return EighParams::from(p).to_params(); };
-  get_or_create_primitive("svd").check_params = [](const Params& p) { return SvdParams::from(p).to_params(); };
+  get_or_create_primitive("eigh").check_params = [](const Params& p) {
+    return EighParams::from(p).to_params();
+  };
+  get_or_create_primitive("svd").check_params = [](const Params& p) {
+    return SvdParams::from(p).to_params();
+  };
 });
 
 }  // namespace

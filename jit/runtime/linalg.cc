@@ -105,7 +105,7 @@ extern "C" void mj_rt_lu(int32_t dtype, const void* in, void* out, void* pivots,
       for_each_matrix_in_slots(batch, slots, work, slot_bytes, [&](int64_t i, void* w) {
         if (x != o) std::memcpy(o + i * mat, x + i * mat, size_t(mat) * sizeof(T));
         linalg_kernels::lu<T>(o + i * mat, m, n, static_cast<int32_t*>(pivots) + i * k,
-                              static_cast<int32_t*>(perm) + i * m, w);
+                              static_cast<int32_t*>(perm) + i * m, w, slot_bytes);
       });
     });
   } catch (const std::exception& e) {
@@ -122,8 +122,8 @@ extern "C" void mj_rt_qr(int32_t dtype, const void* in, void* q, void* r, int64_
       if (batch == 0) return;
       const T* x = static_cast<const T*>(in);
       for_each_matrix_in_slots(batch, slots, work, slot_bytes, [&](int64_t i, void* w) {
-        linalg_kernels::qr<T>(x + i * m * n, static_cast<T*>(q) + i * m * qc, static_cast<T*>(r) + i * qc * n, m,
-                              n, full_matrices != 0, w);
+        linalg_kernels::qr<T>(x + i * m * n, static_cast<T*>(q) + i * m * qc, static_cast<T*>(r) + i * qc * n,
+                              m, n, full_matrices != 0, w, slot_bytes);
       });
     });
   } catch (const std::exception& e) {
@@ -131,8 +131,8 @@ extern "C" void mj_rt_qr(int32_t dtype, const void* in, void* q, void* r, int64_
   }
 }
 
-extern "C" void mj_rt_eigh(int32_t dtype, const void* in, void* v, void* w, int64_t batch, int64_t n, int32_t lower,
-                           void* work, int64_t slot_bytes, int64_t slots) {
+extern "C" void mj_rt_eigh(int32_t dtype, const void* in, void* v, void* w, int64_t batch, int64_t n,
+                           int32_t lower, void* work, int64_t slot_bytes, int64_t slots) {
   using namespace minijax;
   try {
     with_lapack_type(dtype, [&]<class T>() {
@@ -140,7 +140,7 @@ extern "C" void mj_rt_eigh(int32_t dtype, const void* in, void* v, void* w, int6
       const T* x = static_cast<const T*>(in);
       for_each_matrix_in_slots(batch, slots, work, slot_bytes, [&](int64_t i, void* wk) {
         linalg_kernels::eigh<T>(x + i * n * n, static_cast<T*>(v) + i * n * n, static_cast<T*>(w) + i * n, n,
-                                lower != 0, wk);
+                                lower != 0, wk, slot_bytes);
       });
     });
   } catch (const std::exception& e) {
@@ -158,8 +158,10 @@ extern "C" void mj_rt_svd(int32_t dtype, const void* in, void* s, void* u, void*
       if (batch == 0) return;
       const T* x = static_cast<const T*>(in);
       for_each_matrix_in_slots(batch, slots, work, slot_bytes, [&](int64_t i, void* w) {
-        linalg_kernels::svd<T>(x + i * m * n, static_cast<T*>(s) + i * k, uv ? static_cast<T*>(u) + i * m * uc : nullptr,
-                               uv ? static_cast<T*>(vt) + i * vr * n : nullptr, m, n, full, uv, w);
+        linalg_kernels::svd<T>(x + i * m * n, static_cast<T*>(s) + i * k,
+                               uv ? static_cast<T*>(u) + i * m * uc : nullptr,
+                               uv ? static_cast<T*>(vt) + i * vr * n : nullptr, m, n, full, uv, w,
+                               slot_bytes);
       });
     });
   } catch (const std::exception& e) {

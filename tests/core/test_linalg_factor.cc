@@ -16,6 +16,8 @@
 
 #include <minijax/minijax.h>
 
+#include "core/linalg_kernels.h"
+
 namespace {
 
 using namespace minijax;
@@ -553,6 +555,30 @@ TEST(LinalgFactor, BatchedEighStartsNoThreadAfterACompiledMatrixProduct) {
   for (int64_t b = 0; b < 64; ++b)
     for (int64_t i = 0; i + 1 < 128; ++i) ASSERT_LE(w[size_t(b * 128 + i)], w[size_t(b * 128 + i + 1)]);
   EXPECT_LE(thread_count(), before);
+}
+
+// The workspace sizes are at least LAPACK's documented minimums where an f32 query cannot say them
+// exactly: ssyevd_ (JOBZ = 'V') needs LWORK >= 1 + 6 n + 2 n^2, always odd, which a float rounds
+// down for some n >= 2895 (then ssyevd_ rejects it through xerbla: its parameter 8); sgesdd_ ('S')
+// needs 4 k^2 + 6 k + max(m, n) (LAPACK's dsyevd and dgesdd documentation). A workspace past
+// LAPACK's 32-bit sizes (f64 eigh of n = 40000: 2 n^2 > 2^31 - 1) is a ValueError naming eigh.
+TEST(LinalgWorkspace, AtLeastLapacksDocumentedMinimumsAndWithinItsIntegers) {
+  namespace lk = mj::linalg_kernels;
+  auto round64 = [](int64_t b) { return (b + 63) / 64 * 64; };
+  for (int64_t n : {2895, 2897, 4097}) {
+    EXPECT_GE(lk::eigh_workspace_bytes(int32_t(f32), n),
+              round64((1 + 6 * n + 2 * n * n) * 4) + round64((3 + 5 * n) * 4))
+        << n;
+    EXPECT_GE(lk::svd_workspace_bytes(int32_t(f32), n, n, false, true),
+              round64(n * n * 4) + round64((4 * n * n + 6 * n + n) * 4) + round64(8 * n * 4))
+        << n;
+  }
+  try {
+    (void)lk::eigh_workspace_bytes(int32_t(f64), 40000);
+    ADD_FAILURE() << "expected a ValueError";
+  } catch (const mj::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("eigh of a 40000 x 40000 matrix"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

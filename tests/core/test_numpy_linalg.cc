@@ -444,11 +444,20 @@ TEST(NumpyLinalgMatrixPower, AgainstRepeatedProducts) {
       expect_near(slice_of(p, e, 9), want, 1e-11, "n=" + std::to_string(n));
     }
   }
-  // An integer-valued double exponent; integer matrices promote to f32.
+  // An integer-valued double exponent. Integer matrices keep their dtype for n >= 0, as
+  // jnp.linalg.matrix_power (no promotion; jax/_src/numpy/linalg.py), and promote through inv for
+  // n < 0: [[1, 1], [0, 1]]^k = [[1, k], [0, 1]] (by induction), eager and compiled.
   expect_near(vals(linalg::matrix_power(a, 2.0)), vals(linalg::matrix_power(a, 2)), 0, "2.0");
-  const Array pi = linalg::matrix_power(mj::array({1, 1, 0, 1}, {2, 2}, i32), 5);
-  EXPECT_EQ(pi.dtype(), f32);
-  expect_near(vals(pi), {1, 5, 0, 1}, 0, "[[1, 1], [0, 1]]^5 = [[1, 5], [0, 1]]");
+  const Array ai32 = mj::array({1, 1, 0, 1}, {2, 2}, i32);
+  for (const Array& pi : {linalg::matrix_power(ai32, 5),
+                          mj::jit([](const Array& x) { return linalg::matrix_power(x, 5); })(ai32)}) {
+    EXPECT_EQ(pi.dtype(), i32);
+    expect_near(vals(pi), {1, 5, 0, 1}, 0, "[[1, 1], [0, 1]]^5 = [[1, 5], [0, 1]]");
+  }
+  EXPECT_EQ(linalg::matrix_power(ai32, 0).dtype(), i32);
+  const Array pn = linalg::matrix_power(ai32, -2);
+  EXPECT_EQ(pn.dtype(), f32);
+  expect_near(vals(pn), {1, -2, 0, 1}, 1e-6, "[[1, 1], [0, 1]]^-2 = [[1, -2], [0, 1]]");
 }
 
 // ---- lu_factor and lu_solve ---------------------------------------------------------------------

@@ -114,7 +114,8 @@ void lower_svd(ProgramEmitter& pe, const Eqn& e) {
   // Without compute_uv the runtime never reads u and vt: s's address stands in.
   args.push_back(pe.addr(e.outputs.at(sp.compute_uv ? 1 : 0)));
   args.push_back(pe.addr(e.outputs.at(sp.compute_uv ? 2 : 0)));
-  const int32_t flags = (sp.full_matrices ? MJ_RT_SVD_FULL_MATRICES : 0) | (sp.compute_uv ? MJ_RT_SVD_COMPUTE_UV : 0);
+  const int32_t flags = (sp.full_matrices ? MJ_RT_SVD_FULL_MATRICES : 0) |
+                        (sp.compute_uv ? MJ_RT_SVD_COMPUTE_UV : 0);
   for (auto v : {b.i64(batch), b.i64(d.m), b.i64(d.n)}) args.push_back(v);
   args.push_back(b.i32(flags));
   for (auto& w : workspace_args(pe, e)) args.push_back(w);
