@@ -57,7 +57,7 @@ std::tuple<Array, Array, Array> lu(const Array& x, SL loc = SL::current());
 /// orthonormal columns, R upper triangular. `full_matrices`: Q [..., m, m] and R [..., m, n];
 /// otherwise Q [..., m, k] and R [..., k, n], k = min(m, n). Signs as LAPACK's ?geqrf_/?orgqr_
 /// (R's diagonal may be negative). Staged as `qr[full_matrices=.. pivoting=False]`.
-/// Errors: `pivoting = true` (ValueError: column pivoting is not implemented), rank < 2
+/// Errors: `pivoting = true` (ValueError: JAX's column-pivoted QR is outside this function), rank < 2
 /// (ShapeError), dtype other than f32/f64 (TypeError). Gradient: JAX's qr_jvp_rule, defined for
 /// m >= n and, with full_matrices, m == n (NotDifferentiableError otherwise, where JAX raises
 /// NotImplementedError). Source: jax/_src/lax/linalg.py qr.

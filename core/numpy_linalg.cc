@@ -12,8 +12,11 @@
 #include "core/gather_scatter.h"
 #include "core/lax.h"
 #include "core/linalg.h"
+#include "core/linalg_rows.h"
 
 namespace minijax::linalg {
+
+using detail::take_rows;
 
 namespace {
 
@@ -132,27 +135,6 @@ Array over_batch(const Array& v, const Shape& shape, SL loc) {
 
 Array mT(const Array& x, SL loc) { return la::detail::matrix_transpose(x, loc); }
 
-// The rows of x ([..., m, k]) in the order `perm` ([..., m] i32, x's batch dims): x[..., perm, :],
-// one gather whose leading dims are batching dims (JAX's x[iotas[:-1] + (permutation, slice(None))]).
-Array take_rows(const Array& x, const Array& perm, SL loc) {
-  const int64_t r = x.ndim();
-  if (x.size() == 0) return x;
-  lax::GatherDimensionNumbers dn;
-  dn.offset_dims = {r - 1};
-  dn.collapsed_slice_dims = {r - 2};
-  dn.start_index_map = {r - 2};
-  for (int64_t d = 0; d + 2 < r; ++d) {
-    dn.operand_batching_dims.push_back(d);
-    dn.start_indices_batching_dims.push_back(d);
-  }
-  Shape is = perm.shape();
-  is.push_back(1);
-  std::vector<int64_t> sizes(size_t(r), 1);
-  sizes.back() = x.shape().back();
-  lax::GatherOptions o;
-  o.mode = lax::GatherScatterMode::PROMISE_IN_BOUNDS;
-  return lax::gather(x, lax::reshape(perm, is, loc), dn, sizes, o, loc);
-}
 
 // The machine epsilon of a float dtype (jnp.finfo(dtype).eps).
 double eps_of(DType d) {
@@ -675,6 +657,30 @@ Array matrix_power_of_double(const Array& a, double n, SL loc) {
   if (!std::isfinite(n) || n != std::floor(n) || n < -9.2233720368547758e18 || n >= 9.2233720368547758e18)
     throw ValueError("matrix_power: the exponent must be an integer, got " + num_str(n), loc);
   return matrix_power(a, int64_t(n), loc);
+}
+
+}  // namespace detail
+
+namespace detail {
+
+Array take_rows(const Array& x, const Array& perm, SL loc) {
+  const int64_t r = x.ndim();
+  if (x.size() == 0) return x;
+  lax::GatherDimensionNumbers dn;
+  dn.offset_dims = {r - 1};
+  dn.collapsed_slice_dims = {r - 2};
+  dn.start_index_map = {r - 2};
+  for (int64_t d = 0; d + 2 < r; ++d) {
+    dn.operand_batching_dims.push_back(d);
+    dn.start_indices_batching_dims.push_back(d);
+  }
+  Shape is = perm.shape();
+  is.push_back(1);
+  std::vector<int64_t> sizes(size_t(r), 1);
+  sizes.back() = x.shape().back();
+  lax::GatherOptions o;
+  o.mode = lax::GatherScatterMode::PROMISE_IN_BOUNDS;
+  return lax::gather(x, lax::reshape(perm, is, loc), dn, sizes, o, loc);
 }
 
 }  // namespace detail

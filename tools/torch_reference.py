@@ -8,8 +8,8 @@
 # ops), torch_reference_data_conv.h (convolution and pooling), torch_reference_data_lax.h (the
 # cumulative ops, sorting, top-k, the scatters and gathers, sinh/asin/erfc),
 # torch_reference_data_special.h (lgamma, digamma, polygamma), torch_reference_data_linalg.h
-# (cholesky, triangular_solve, lu, qr, eigh, svd, and mj::linalg's inv, solve, det, slogdet, pinv,
-# norm, matrix_power). The C++ side is
+# (cholesky, triangular_solve, lu, qr, eigh, svd) and torch_reference_data_numpy_linalg.h
+# (mj::linalg's inv, solve, det, slogdet, pinv, norm, matrix_power). The C++ side is
 # tests/autodiff/test_torch_reference.cc, _conv.cc, _lax.cc, _special.cc and _linalg.cc: each
 # computes the same functions with minijax (f64) on the inputs written here and compares with the
 # values written by this script.
@@ -70,9 +70,11 @@ GROUPS = {'core': ('torch_reference_data.h', 'the core ops'),
                   'cumulative ops, sorting, top-k, scatters and gathers, sinh, asin, erfc'),
           'special': ('torch_reference_data_special.h', 'lgamma, digamma and polygamma',
                       'torch_reference_special'),
-          'linalg': ('torch_reference_data_linalg.h',
-                     'cholesky, triangular_solve, lu, qr, eigh, svd and jnp.linalg\'s inv, solve, det, '
-                     'slogdet, pinv, norm and matrix_power', 'torch_reference_linalg')}
+          'linalg': ('torch_reference_data_linalg.h', 'cholesky, triangular_solve, lu, qr, eigh and svd',
+                     'torch_reference_linalg'),
+          'numpy_linalg': ('torch_reference_data_numpy_linalg.h',
+                           'jnp.linalg\'s inv, solve, det, slogdet, pinv, norm and matrix_power',
+                           'torch_reference_linalg')}
 GROUP = 'core'
 
 
@@ -839,6 +841,7 @@ sin_weighted('svd_u_s_vh_wide', dict(x=SVD_WIDE), lambda x: svd_u_fs_vh(x, lambd
              'U diag(s) Vh of svd(x + diag(3, 2, 1), full_matrices=False) (the matrix itself), '
              'x [2, 3, 4]')
 
+GROUP = 'numpy_linalg'
 # jnp.linalg's inv, solve, det, slogdet, pinv, norm and matrix_power (jax/_src/numpy/linalg.py;
 # minijax's core/numpy_linalg.h) against torch.linalg's inv, solve, det, slogdet, pinv,
 # vector_norm, matrix_norm and matrix_power (f64, batched [2, ...]). Square matrices are made well

@@ -9,9 +9,9 @@
 
 #include "autodiff/batching_util.h"
 #include "core/errors.h"
-#include "core/gather_scatter.h"
 #include "core/lax.h"
 #include "core/linalg.h"
+#include "core/linalg_rows.h"
 #include "core/primitive.h"
 #include "core/trace.h"
 #include "core/views/linalg.h"
@@ -181,28 +181,6 @@ Array scale_rows(const Array& x, const Array& v) {
   return lax::mul(x, lax::broadcast_in_dim(v, x.shape(), dims));
 }
 
-// Rows of x ([..., m, n]) in the order `perm` ([..., m] i32): x[..., perm, :], one gather whose
-// leading dims are batching dims.
-Array take_rows(const Array& x, const Array& perm) {
-  const int64_t r = x.ndim();
-  if (x.size() == 0) return x;
-  lax::GatherDimensionNumbers dn;
-  dn.offset_dims = {r - 1};
-  dn.collapsed_slice_dims = {r - 2};
-  dn.start_index_map = {r - 2};
-  for (int64_t d = 0; d + 2 < r; ++d) {
-    dn.operand_batching_dims.push_back(d);
-    dn.start_indices_batching_dims.push_back(d);
-  }
-  Shape is = perm.shape();
-  is.push_back(1);
-  std::vector<int64_t> sizes(size_t(r), 1);
-  sizes.back() = x.shape().back();
-  lax::GatherOptions o;
-  o.mode = lax::GatherScatterMode::PROMISE_IN_BOUNDS;
-  return lax::gather(x, lax::reshape(perm, is), dn, sizes, o);
-}
-
 // x[..., r0:r1, c0:c1].
 Array matrix_slice(const Array& x, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   const int64_t r = x.ndim();
@@ -236,7 +214,7 @@ Outs lu_jvp(const std::vector<Array>& primals, const std::vector<Array>& tangent
   left.lower = true;
   left.unit_diagonal = true;
   TriangularSolveParams right;  // X u = la
-  const Array lau = solve(u, solve(l, take_rows(tangents.at(0), perm), left), right);
+  const Array lau = solve(u, solve(l, linalg::detail::take_rows(tangents.at(0), perm), left), right);
   const Array lu_dot = lax::add(batch_matmul(l, la::detail::tri_mask(lau, -1, true)),
                                 batch_matmul(la::detail::tri_mask(lau, 0, false), u));
   return {outs, {lu_dot, Array(), Array()}};

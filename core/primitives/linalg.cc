@@ -194,7 +194,9 @@ std::vector<ShapedArray> qr_shape_rule(const std::vector<ShapedArray>& in, const
   const ShapedArray& a = in.at(0);
   check_linalg_dtype(a, "qr");
   const QrParams qp = QrParams::from(p);
-  if (qp.pivoting) throw ValueError("qr: pivoting=True (column pivoting) is not implemented in minijax");
+  if (qp.pivoting)
+    throw ValueError(
+        "qr: pivoting=True (JAX's column-pivoted QR) is outside minijax's qr; use pivoting=False");
   check_matrix(a, "qr", false);
   const int64_t m = rows_of(a.shape), n = a.shape.back(), k = std::min(m, n);
   const int64_t qc = qp.full_matrices ? m : k;
@@ -428,7 +430,9 @@ std::tuple<Array, Array, Array> lu(const Array& x, SL loc) {
 
 std::pair<Array, Array> qr(const Array& x, bool pivoting, bool full_matrices, SL loc) {
   if (!x.defined()) throw ValueError("qr: the operand is an empty Array", loc);
-  if (pivoting) throw ValueError("qr: pivoting=True (column-pivoted QR) is not implemented in minijax", loc);
+  if (pivoting)
+    throw ValueError(
+        "qr: pivoting=True (JAX's column-pivoted QR) is outside minijax's qr; use pivoting=False", loc);
   const QrParams qp{false, full_matrices};
   const std::vector<Array> r = minijax::bind(primitive("qr"), {x}, qp.to_params(), loc);
   return {r.at(0), r.at(1)};

@@ -17,6 +17,7 @@
 
 #include "autodiff/torch_reference_check.h"
 #include "autodiff/torch_reference_data_linalg.h"
+#include "autodiff/torch_reference_data_numpy_linalg.h"
 
 namespace {
 

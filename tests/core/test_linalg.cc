@@ -12,25 +12,16 @@
 
 #include <minijax/minijax.h>
 
+#include "core/linalg_test_util.h"
+
 namespace {
 
 using namespace minijax;
 namespace la = minijax::lax::linalg;
 using V = std::vector<Array>;
+using namespace linalg_test;
 
-std::vector<double> vals(const Array& a) {
-  Array c = mj::astype(a.concrete(), f64);
-  const double* p = c.data<double>();
-  return std::vector<double>(p, p + c.size());
-}
 
-Array uniform(const Shape& s, uint32_t seed, double lo = -1, double hi = 1, DType d = f64) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(size_t(shape_size(s)));
-  for (double& x : v) x = u(g);
-  return mj::array(v, s, d);
-}
 
 // Row-major n x n matrices (a batch of them): M M^T / n + I, symmetric positive definite.
 Array spd(const Shape& s, uint32_t seed, DType d = f64) {
@@ -48,11 +39,6 @@ Array spd(const Shape& s, uint32_t seed, DType d = f64) {
 }
 
 // The bytes of two arrays are identical.
-void expect_bits(const Array& got, const Array& want, const std::string& what) {
-  Array g = got.concrete(), w = want.concrete();
-  ASSERT_EQ(g.aval(), w.aval()) << what;
-  EXPECT_EQ(std::memcmp(g.raw_data(), w.raw_data(), size_t(w.aval().nbytes())), 0) << what;
-}
 
 // f eagerly and under jit: the same bits (the runtime and the eager primitive call the same LAPACK
 // routine per matrix), returned eager.

@@ -16,6 +16,8 @@
 
 #include <minijax/minijax.h>
 
+#include "core/linalg_test_util.h"
+
 #include "core/linalg_kernels.h"
 
 namespace {
@@ -23,29 +25,13 @@ namespace {
 using namespace minijax;
 namespace la = minijax::lax::linalg;
 using V = std::vector<Array>;
+using namespace linalg_test;
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
-std::vector<double> vals(const Array& a) {
-  Array c = mj::astype(a.concrete(), f64);
-  const double* p = c.data<double>();
-  return std::vector<double>(p, p + c.size());
-}
 
-Array uniform(const Shape& s, uint32_t seed, double lo = -1, double hi = 1, DType d = f64) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(size_t(shape_size(s)));
-  for (double& x : v) x = u(g);
-  return mj::array(v, s, d);
-}
 
-void expect_bits(const Array& got, const Array& want, const std::string& what) {
-  Array g = got.concrete(), w = want.concrete();
-  ASSERT_EQ(g.aval(), w.aval()) << what;
-  EXPECT_EQ(std::memcmp(g.raw_data(), w.raw_data(), size_t(w.aval().nbytes())), 0) << what;
-}
 
 // f eagerly and under jit: the same bits in every result; returns the eager results.
 V both(const std::function<V(const Array&)>& f, const Array& x, const std::string& what) {

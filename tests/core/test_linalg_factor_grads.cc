@@ -13,28 +13,16 @@
 
 #include <minijax/minijax.h>
 
+#include "core/linalg_test_util.h"
+
 namespace {
 
 using namespace minijax;
 namespace la = minijax::lax::linalg;
 using V = std::vector<Array>;
+using namespace linalg_test;
 
-std::vector<double> vals(const Array& a) {
-  Array c = mj::astype(a.concrete(), f64);
-  const double* p = c.data<double>();
-  return std::vector<double>(p, p + c.size());
-}
 
-std::vector<double> uniform_values(size_t count, uint32_t seed, double lo = -1, double hi = 1) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(count);
-  for (double& x : v) x = u(g);
-  return v;
-}
-Array uniform(const Shape& s, uint32_t seed, double lo = -1, double hi = 1) {
-  return mj::array(uniform_values(size_t(shape_size(s)), seed, lo, hi), s, f64);
-}
 
 Array matrix_t(const Array& x) {
   std::vector<int64_t> p;
