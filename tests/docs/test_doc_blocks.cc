@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -32,10 +33,13 @@ std::string quote(const std::string& s) {
 }
 
 /// Runs `cmd` through the shell with its output in `log`; returns its exit status (-1 if none).
+/// The output file is this process's own: ctest -j2 runs the tests of this file as concurrent
+/// processes, and one shared file let one test read another's (or an empty) log.
 int run_shell(const std::string& cmd, std::string& log) {
-  const fs::path out = kWork / "last_command.txt";
+  const fs::path out = kWork / ("command_output." + std::to_string(::getpid()) + ".txt");
   const int st = std::system((cmd + " > " + quote(out.string()) + " 2>&1").c_str());
   log = "$ " + cmd + "\n" + read_text(out);
+  fs::remove(out);
   return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
