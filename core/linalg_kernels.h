@@ -46,12 +46,14 @@ int64_t qr_workspace_bytes(int32_t dtype, int64_t m, int64_t n, bool full_matric
 int64_t eigh_workspace_bytes(int32_t dtype, int64_t n);
 int64_t svd_workspace_bytes(int32_t dtype, int64_t m, int64_t n, bool full_matrices, bool compute_uv);
 
-/// LU with partial pivoting of the row-major m x n `a`, in place (L below the diagonal, unit
-/// diagonal implicit; U on and above), through ?getrf_ on a column-major copy in `work`
-/// (lu_workspace_bytes). `pivots` gets min(m, n) 0-based row swaps, `perm` the m-row order they
-/// give (x[perm] = L U). Returns ?getrf_'s info (> 0: an exact zero pivot; the factors are kept).
+/// LU with partial pivoting of the row-major m x n `x`, into `a` (row-major m x n; may be `x`): L
+/// below the diagonal (unit diagonal implicit), U on and above, through ?getrf_ on a column-major
+/// copy in `work` (lu_workspace_bytes). `pivots` gets min(m, n) 0-based row swaps, `perm` the m-row
+/// order they give (x[perm] = L U). Returns ?getrf_'s info (> 0: an exact zero pivot; the factors
+/// are kept).
 template <class T>
-int lu(T* a, int64_t m, int64_t n, int32_t* pivots, int32_t* perm, void* work, int64_t work_bytes);
+int lu(const T* x, T* a, int64_t m, int64_t n, int32_t* pivots, int32_t* perm, void* work,
+       int64_t work_bytes);
 
 /// QR of the row-major m x n `x`: q (row-major m x m if `full_matrices`, else m x k, k = min(m, n))
 /// and r (m x n or k x n, zeros below the diagonal), through ?geqrf_ and ?orgqr_ on a column-major

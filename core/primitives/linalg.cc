@@ -171,13 +171,13 @@ template <class T>
 void lu_batch(const Array& x, std::vector<Array>& outs) {
   const int64_t m = rows_of(x.shape()), n = x.shape().back(), k = std::min(m, n);
   const int64_t count = batch_count_of(x.shape());
+  const T* xs = x.data<T>();
   T* a = outs[0].mutable_data<T>();
-  std::memcpy(a, x.data<T>(), size_t(x.size()) * sizeof(T));
   int32_t* piv = outs[1].mutable_data<int32_t>();
   int32_t* perm = outs[2].mutable_data<int32_t>();
   Work w(linalg_kernels::lu_workspace_bytes(int32_t(x.dtype()), m, n));
   for (int64_t i = 0; i < count; ++i)
-    linalg_kernels::lu<T>(a + i * m * n, m, n, piv + i * k, perm + i * m, w.get(), w.bytes());
+    linalg_kernels::lu<T>(xs + i * m * n, a + i * m * n, m, n, piv + i * k, perm + i * m, w.get(), w.bytes());
 }
 
 std::vector<Array> lu_impl(const std::vector<Array>& args, const Params&,

@@ -103,8 +103,7 @@ extern "C" void mj_rt_lu(int32_t dtype, const void* in, void* out, void* pivots,
       const T* x = static_cast<const T*>(in);
       T* o = static_cast<T*>(out);
       for_each_matrix_in_slots(batch, slots, work, slot_bytes, [&](int64_t i, void* w) {
-        if (x != o) std::memcpy(o + i * mat, x + i * mat, size_t(mat) * sizeof(T));
-        linalg_kernels::lu<T>(o + i * mat, m, n, static_cast<int32_t*>(pivots) + i * k,
+        linalg_kernels::lu<T>(x + i * mat, o + i * mat, m, n, static_cast<int32_t*>(pivots) + i * k,
                               static_cast<int32_t*>(perm) + i * m, w, slot_bytes);
       });
     });

@@ -30,9 +30,6 @@ using namespace linalg_test;
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
-
-
-
 // f eagerly and under jit: the same bits in every result; returns the eager results.
 V both(const std::function<V(const Array&)>& f, const Array& x, const std::string& what) {
   V e = f(x);
@@ -85,8 +82,10 @@ Array matrix_t(const Array& x) {
   return mj::transpose(x, p);
 }
 
-const std::vector<Shape> kRectangular = {{1, 1},       {3, 3},    {5, 3}, {3, 5}, {2, 4, 3}, {2, 3, 4},
-                                         {2, 2, 4, 4}, {0, 3, 3}, {0, 3}, {3, 0}, {2, 0, 0}};
+// 19 x 11 and 11 x 19 (odd, several 8-column strips), 18 x 18: the layout changes' block and edge paths.
+const std::vector<Shape> kRectangular = {{1, 1},    {3, 3},       {5, 3},   {3, 5},   {2, 4, 3},
+                                         {2, 3, 4}, {2, 2, 4, 4}, {19, 11}, {11, 19}, {2, 18, 18},
+                                         {0, 3, 3}, {0, 3},       {3, 0},   {2, 0, 0}};
 
 // ---- lu -----------------------------------------------------------------------------------------
 
@@ -236,7 +235,7 @@ V eigh_of(const Array& x) {
 // V diag(w) V^T = (x + x^T) / 2 (the input is symmetrized, JAX's default), V^T V = I, w ascending.
 TEST(Eigh, DecompositionRebuildsTheSymmetrizedMatrix) {
   for (const Shape& s :
-       std::vector<Shape>{{1, 1}, {2, 2}, {5, 5}, {3, 4, 4}, {2, 2, 6, 6}, {0, 3, 3}, {2, 0, 0}})
+       std::vector<Shape>{{1, 1}, {2, 2}, {5, 5}, {17, 17}, {3, 4, 4}, {2, 2, 6, 6}, {0, 3, 3}, {2, 0, 0}})
     for (DType d : {f32, f64}) {
       const std::string what = shape_str(s) + " " + dtype_name(d);
       const Array x = uniform(s, 9 + uint32_t(shape_size(s)), -1, 1, d);
