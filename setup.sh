@@ -23,6 +23,7 @@ PACKAGES=(
   graphviz               # `dot`: the test rendering mj::to_dot's graphs to SVG
   universal-ctags        # tools/long_functions.sh (the lint test): every library function's length
   clang-format-19        # tools/format_drift.sh: the library's lines .clang-format would change
+  openmpi-bin libopenmpi-dev # MPI: several processes started by mpirun (mj::distributed)
 )
 
 missing=()

@@ -31,3 +31,14 @@ endif()
 find_package(TBB REQUIRED)
 # zlib (Debian's zlib1g-dev): deflate and CRC-32 for .npz archives (io/zip.cc), gzip'd IDX files (samples).
 find_package(ZLIB REQUIRED)
+
+# MPI (Debian's OpenMPI 4.1, libopenmpi-dev): several processes started by mpirun
+# (mj::distributed, jit/runtime/mpi_world.cc). MINIJAX_WITH_MPI defaults to whether it is found;
+# without it the library builds and runs single-process, and initialize() of more processes
+# says the build has no MPI.
+find_package(MPI COMPONENTS C QUIET)
+option(MINIJAX_WITH_MPI "Build the multi-process runtime over MPI (mpirun)" ${MPI_C_FOUND})
+if(MINIJAX_WITH_MPI AND NOT MPI_C_FOUND)
+  message(FATAL_ERROR "MINIJAX_WITH_MPI is ON but cmake found no MPI: install libopenmpi-dev (setup.sh does)")
+endif()
+message(STATUS "minijax: MINIJAX_WITH_MPI=${MINIJAX_WITH_MPI}")

@@ -2,6 +2,7 @@
 // Owns Device (id, process, memory kinds, capacities) and device(id).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <vector>
@@ -57,5 +58,11 @@ void set_num_devices(int n, std::source_location loc = std::source_location::cur
 /// The descriptor of device `id`, its capacities read from config() now. ValueError naming the id
 /// and the device count when id is not one of devices().
 Device device(int id, std::source_location loc = std::source_location::current());
+
+namespace detail {
+/// The call site of the first use of the devices (devices(), num_devices(), device(id), which
+/// meshes, placements and compiled calls reach), the moment their count was fixed; empty before.
+std::optional<std::source_location> first_device_use();
+}  // namespace detail
 
 }  // namespace minijax

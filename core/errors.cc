@@ -62,6 +62,7 @@ void rethrow_at(const Error& e, const std::string& prefix, std::source_location 
   rethrow_as<NotDifferentiableError>(e, msg, loc);
   rethrow_as<IOError>(e, msg, loc);
   rethrow_as<ShardingError>(e, msg, loc);
+  rethrow_as<DistributedError>(e, msg, loc);
   rethrow_as<ResourceExhaustedError>(e, msg, loc);
   rethrow_as<Error>(e, msg, loc);
 }

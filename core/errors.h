@@ -39,6 +39,10 @@ class NotDifferentiableError : public Error { using Error::Error; };
 class IOError : public Error { using Error::Error; };
 /// A mesh, partition spec or sharding that is invalid or does not fit the array it is put on.
 class ShardingError : public Error { using Error::Error; };
+/// The processes of a multi-process run cannot go on together (mj::distributed, core/distributed.h):
+/// initialize() called twice or after this process used its devices, arguments that disagree with
+/// the launcher, more than one process without a launcher or in a build without MPI.
+class DistributedError : public Error { using Error::Error; };
 /// An allocation that would exceed a configured memory limit (config().device_memory_bytes /
 /// host_memory_bytes) or that the system cannot satisfy (JAX's RESOURCE_EXHAUSTED). The message
 /// names the memory kind, the device, the requested bytes, the bytes in use and the limit.

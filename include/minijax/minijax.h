@@ -10,6 +10,7 @@
 #include "core/aval.h"
 #include "core/config.h"
 #include "core/device.h"
+#include "core/distributed.h"
 #include "core/dtype.h"
 #include "core/errors.h"
 // numpy and lax functions, random numbers, control flow, collectives, pytrees, debugging.

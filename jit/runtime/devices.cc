@@ -14,7 +14,13 @@ namespace {
 std::mutex g_devices_mu;
 int g_requested = 0;   // set_num_devices before first use
 int g_num_devices = 0;  // fixed at first use of devices()
+std::optional<std::source_location> g_first_use;  // where that first use was
 }  // namespace
+
+std::optional<std::source_location> detail::first_device_use() {
+  std::lock_guard<std::mutex> lock(g_devices_mu);
+  return g_first_use;
+}
 
 int num_devices(std::source_location loc) {
   std::lock_guard<std::mutex> lock(g_devices_mu);
@@ -38,9 +44,11 @@ int num_devices(std::source_location loc) {
     } else {
       g_num_devices = 1;
     }
+    g_first_use = loc;
   } else if (const int c = config().num_cpu_devices; c != 0 && c != g_num_devices) {
-    throw ShardingError("config().num_cpu_devices = " + std::to_string(c) + ", but devices() was already used with " +
-                            std::to_string(g_num_devices) + " devices; set the count before first use",
+    throw ShardingError("config().num_cpu_devices = " + std::to_string(c) +
+                            ", but devices() was already used with " + std::to_string(g_num_devices) +
+                            " devices; set the count before first use",
                         loc);
   }
   return g_num_devices;
@@ -55,17 +63,14 @@ std::vector<int> devices(std::source_location loc) {
 
 void set_num_devices(int n, std::source_location loc) {
   std::lock_guard<std::mutex> lock(g_devices_mu);
-  if (n < 1)
-    throw ShardingError("set_num_devices(" + std::to_string(n) + "): the count must be >= 1", loc);
+  if (n < 1) throw ShardingError("set_num_devices(" + std::to_string(n) + "): the count must be >= 1", loc);
   if (g_num_devices != 0 && g_num_devices != n)
     throw ShardingError("set_num_devices(" + std::to_string(n) + "): devices() was already used with " +
-                            std::to_string(g_num_devices) +
-                            " devices; set the count before first use",
+                            std::to_string(g_num_devices) + " devices; set the count before first use",
                         loc);
   g_requested = n;
   if (g_num_devices != 0) g_num_devices = n;
 }
-
 
 int64_t Device::capacity_bytes(MemoryKind kind) const {
   for (const MemorySpace& m : memories)
@@ -79,7 +84,8 @@ Device device(int id, std::source_location loc) {
   const int n = num_devices(loc);
   if (id < 0 || id >= n)
     throw ValueError("device(" + std::to_string(id) + "): there are " + std::to_string(n) +
-                         " devices (ids 0.." + std::to_string(n - 1) + "; config().num_cpu_devices sets the count)",
+                         " devices (ids 0.." + std::to_string(n - 1) +
+                         "; config().num_cpu_devices sets the count)",
                      loc);
   Device d;
   d.id = id;

@@ -1,4 +1,4 @@
-// minijax public-API bad-input cases: meshes, shardings, sharded arrays, reshards, devices.
+// minijax public-API bad-input cases: meshes, shardings, sharded arrays, reshards, devices, processes.
 // Owns sharding_cases(): Mesh and NamedSharding members, device_put to shardings, reshard plans.
 #include "api/bad_input.h"
 
@@ -45,6 +45,8 @@ std::vector<Case> sharding_cases() {
       BAD("minijax::device_boxes", ShardingError, mj::device_boxes(sh_x(2), {8}), "device_boxes", "[8]"),
       BAD_ANY_SITE("minijax::collective_groups", ShardingError, mj::collective_groups(*mesh4(), {"q"}), "'q'"),
       BAD("minijax::set_num_devices", ShardingError, mj::set_num_devices(0), "set_num_devices", "0"),
+      BAD("minijax::distributed::initialize", ValueError, mj::distributed::initialize(0), "distributed::initialize",
+          "num_processes = 0"),
       BAD("minijax::device", ValueError, mj::device(999), "device", "999"),
       BAD("minijax::memory_stats", ValueError, mj::memory_stats(0, "hbm"), "memory_stats", "hbm"),
       BAD("minijax::reset_peak_memory_stats", ValueError, mj::reset_peak_memory_stats(-1), "reset_peak_memory_stats", "-1"),
