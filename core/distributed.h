@@ -23,11 +23,13 @@ namespace distributed {
 /// process without a launcher (saying to start the program with `mpirun -np N`) or in a build
 /// without MPI (MINIJAX_WITH_MPI off); when MPI's world disagrees with the launcher's environment.
 /// ValueError for a count below 1 or a negative index.
+/// Source: jax/_src/distributed.py initialize (its num_processes, process_id and local_device_ids,
+/// the launcher's environment read as its cluster auto-detection does).
 void initialize(std::optional<int> num_processes = std::nullopt, std::optional<int> process_id = std::nullopt,
                 std::optional<int> local_device_count = std::nullopt,
                 std::source_location loc = std::source_location::current());
 
-/// Leaves the run: MPI_Finalize where initialize() initialised MPI. Without initialize(), or a
+/// Leaves the run (jax/_src/distributed.py shutdown): MPI_Finalize where initialize() initialised MPI. Without initialize(), or a
 /// second time, it does nothing (as jax.distributed.shutdown()); initialize() after it is a
 /// DistributedError.
 void shutdown(std::source_location loc = std::source_location::current());

@@ -1,6 +1,7 @@
 // minijax typed views of the array primitives' params (core/views/array_ops.h).
 // Owns the only name literals of these primitives outside their registrations, and their checks.
 #include "core/views/array_ops.h"
+#include "core/views/define_view.h"
 #include "core/lax_params.h"
 #include "core/param_reads.h"
 
@@ -27,21 +28,9 @@ Param none_or(const std::optional<std::vector<int64_t>>& v) {
 
 }  // namespace
 
-// is(Primitive), is(Eqn) and the accessor of a view of one primitive.
-#define MJ_ARRAY_VIEW(View, accessor, name)                                              \
-  bool View::is(const Primitive& p) {                                                    \
-    static const Primitive* q = prim(name);                                              \
-    return &p == q;                                                                      \
-  }                                                                                      \
-  bool View::is(const Eqn& e) { return e.primitive && is(*e.primitive); }                \
-  View accessor(const Eqn& e) {                                                          \
-    if (!View::is(e)) views::wrong_primitive(#View, e);                                  \
-    return View::from(e.params);                                                         \
-  }
-
 // ---- shape ops -------------------------------------------------------------------------------------
 
-MJ_ARRAY_VIEW(BroadcastInDimParams, broadcast_in_dim_params, "broadcast_in_dim")
+MJ_DEFINE_VIEW(BroadcastInDimParams, broadcast_in_dim_params, "broadcast_in_dim")
 BroadcastInDimParams BroadcastInDimParams::from(const Params& p) {
   return views::read_view("broadcast_in_dim", [&] {
     return BroadcastInDimParams{param_ints(p, "shape"), param_ints(p, "broadcast_dimensions")};
@@ -51,7 +40,7 @@ Params BroadcastInDimParams::to_params() const {
   return Params{{"shape", shape}, {"broadcast_dimensions", broadcast_dimensions}};
 }
 
-MJ_ARRAY_VIEW(ReshapeParams, reshape_params, "reshape")
+MJ_DEFINE_VIEW(ReshapeParams, reshape_params, "reshape")
 ReshapeParams ReshapeParams::from(const Params& p) {
   return views::read_view("reshape", [&] { return ReshapeParams{param_ints(p, "new_sizes"), ints_or_none(p, "dimensions")}; });
 }
@@ -59,25 +48,25 @@ Params ReshapeParams::to_params() const {
   return Params{{"dimensions", none_or(dimensions)}, {"new_sizes", new_sizes}};
 }
 
-MJ_ARRAY_VIEW(SqueezeParams, squeeze_params, "squeeze")
+MJ_DEFINE_VIEW(SqueezeParams, squeeze_params, "squeeze")
 SqueezeParams SqueezeParams::from(const Params& p) {
   return views::read_view("squeeze", [&] { return SqueezeParams{param_ints(p, "dimensions")}; });
 }
 Params SqueezeParams::to_params() const { return Params{{"dimensions", dimensions}}; }
 
-MJ_ARRAY_VIEW(ExpandDimsParams, expand_dims_params, "expand_dims")
+MJ_DEFINE_VIEW(ExpandDimsParams, expand_dims_params, "expand_dims")
 ExpandDimsParams ExpandDimsParams::from(const Params& p) {
   return views::read_view("expand_dims", [&] { return ExpandDimsParams{param_ints(p, "dimensions")}; });
 }
 Params ExpandDimsParams::to_params() const { return Params{{"dimensions", dimensions}}; }
 
-MJ_ARRAY_VIEW(RevParams, rev_params, "rev")
+MJ_DEFINE_VIEW(RevParams, rev_params, "rev")
 RevParams RevParams::from(const Params& p) {
   return views::read_view("rev", [&] { return RevParams{param_ints(p, "dimensions")}; });
 }
 Params RevParams::to_params() const { return Params{{"dimensions", dimensions}}; }
 
-MJ_ARRAY_VIEW(TransposeParams, transpose_params, "transpose")
+MJ_DEFINE_VIEW(TransposeParams, transpose_params, "transpose")
 TransposeParams TransposeParams::from(const Params& p) {
   return views::read_view("transpose", [&] { return TransposeParams{param_ints(p, "permutation")}; });
 }
@@ -85,7 +74,7 @@ Params TransposeParams::to_params() const { return Params{{"permutation", permut
 
 // ---- slicing and indexing --------------------------------------------------------------------------
 
-MJ_ARRAY_VIEW(SliceParams, slice_params, "slice")
+MJ_DEFINE_VIEW(SliceParams, slice_params, "slice")
 SliceParams SliceParams::from(const Params& p) {
   return views::read_view("slice", [&] {
     return SliceParams{param_ints(p, "start_indices"), param_ints(p, "limit_indices"), ints_or_none(p, "strides")};
@@ -98,7 +87,7 @@ std::vector<int64_t> SliceParams::strides_or_ones(size_t n) const {
   return strides ? *strides : std::vector<int64_t>(n, 1);
 }
 
-MJ_ARRAY_VIEW(DynamicSliceParams, dynamic_slice_params, "dynamic_slice")
+MJ_DEFINE_VIEW(DynamicSliceParams, dynamic_slice_params, "dynamic_slice")
 DynamicSliceParams DynamicSliceParams::from(const Params& p) {
   return views::read_view("dynamic_slice", [&] { return DynamicSliceParams{param_ints(p, "slice_sizes")}; });
 }
@@ -112,13 +101,13 @@ bool DynamicUpdateSliceParams::is(const Eqn& e) { return e.primitive && is(*e.pr
 DynamicUpdateSliceParams DynamicUpdateSliceParams::from(const Params&) { return {}; }
 Params DynamicUpdateSliceParams::to_params() const { return {}; }
 
-MJ_ARRAY_VIEW(ConcatenateParams, concatenate_params, "concatenate")
+MJ_DEFINE_VIEW(ConcatenateParams, concatenate_params, "concatenate")
 ConcatenateParams ConcatenateParams::from(const Params& p) {
   return views::read_view("concatenate", [&] { return ConcatenateParams{param_int(p, "dimension")}; });
 }
 Params ConcatenateParams::to_params() const { return Params{{"dimension", dimension}}; }
 
-MJ_ARRAY_VIEW(PadParams, pad_params, "pad")
+MJ_DEFINE_VIEW(PadParams, pad_params, "pad")
 PadParams PadParams::from(const Params& p) {
   return views::read_view("pad", [&] { return PadParams{lax::padding_config(p)}; });
 }
@@ -126,7 +115,7 @@ Params PadParams::to_params() const { return Params{{"padding_config", lax::padd
 
 // ---- contraction -----------------------------------------------------------------------------------
 
-MJ_ARRAY_VIEW(DotGeneralParams, dot_general_params, "dot_general")
+MJ_DEFINE_VIEW(DotGeneralParams, dot_general_params, "dot_general")
 DotGeneralParams DotGeneralParams::from(const Params& p) {
   return views::read_view("dot_general", [&] {
     DotGeneralParams v;
@@ -179,7 +168,7 @@ std::vector<int64_t> reduction_axes(const Eqn& e) {
   return reduce_params(e).axes;
 }
 
-MJ_ARRAY_VIEW(CumsumParams, cumsum_params, "cumsum")
+MJ_DEFINE_VIEW(CumsumParams, cumsum_params, "cumsum")
 CumsumParams CumsumParams::from(const Params& p) {
   return views::read_view("cumsum", [&] { return CumsumParams{param_int(p, "axis"), param_bool(p, "reverse")}; });
 }
@@ -202,7 +191,7 @@ CumulativeParams cumulative_params(const Eqn& e) {
 
 // ---- iota, converts, elementwise params ------------------------------------------------------------
 
-MJ_ARRAY_VIEW(IotaParams, iota_params, "iota")
+MJ_DEFINE_VIEW(IotaParams, iota_params, "iota")
 IotaParams IotaParams::from(const Params& p) {
   return views::read_view("iota", [&] {
     return IotaParams{param_int(p, "dimension"), param_dtype(p, "dtype"), param_ints(p, "shape")};
@@ -210,7 +199,7 @@ IotaParams IotaParams::from(const Params& p) {
 }
 Params IotaParams::to_params() const { return Params{{"dimension", dimension}, {"dtype", dtype}, {"shape", shape}}; }
 
-MJ_ARRAY_VIEW(ConvertElementTypeParams, convert_element_type_params, "convert_element_type")
+MJ_DEFINE_VIEW(ConvertElementTypeParams, convert_element_type_params, "convert_element_type")
 ConvertElementTypeParams ConvertElementTypeParams::from(const Params& p) {
   return views::read_view("convert_element_type", [&] {
     return ConvertElementTypeParams{param_dtype(p, "new_dtype"), param_bool(p, "weak_type")};
@@ -220,31 +209,29 @@ Params ConvertElementTypeParams::to_params() const {
   return Params{{"new_dtype", new_dtype}, {"weak_type", weak_type}};
 }
 
-MJ_ARRAY_VIEW(RoundParams, round_params, "round")
+MJ_DEFINE_VIEW(RoundParams, round_params, "round")
 RoundParams RoundParams::from(const Params& p) {
   return views::read_view("round", [&] { return RoundParams{param_int(p, "rounding_method")}; });
 }
 Params RoundParams::to_params() const { return Params{{"rounding_method", rounding_method}}; }
 
-MJ_ARRAY_VIEW(IntegerPowParams, integer_pow_params, "integer_pow")
+MJ_DEFINE_VIEW(IntegerPowParams, integer_pow_params, "integer_pow")
 IntegerPowParams IntegerPowParams::from(const Params& p) {
   return views::read_view("integer_pow", [&] { return IntegerPowParams{param_int(p, "y")}; });
 }
 Params IntegerPowParams::to_params() const { return Params{{"y", y}}; }
 
-MJ_ARRAY_VIEW(Iota2x32ShapeParams, iota_2x32_shape_params, "iota_2x32_shape")
+MJ_DEFINE_VIEW(Iota2x32ShapeParams, iota_2x32_shape_params, "iota_2x32_shape")
 Iota2x32ShapeParams Iota2x32ShapeParams::from(const Params& p) {
   return views::read_view("iota_2x32_shape", [&] { return Iota2x32ShapeParams{param_ints(p, "shape")}; });
 }
 Params Iota2x32ShapeParams::to_params() const { return Params{{"shape", shape}}; }
 
-MJ_ARRAY_VIEW(BitcastConvertTypeParams, bitcast_convert_type_params, "bitcast_convert_type")
+MJ_DEFINE_VIEW(BitcastConvertTypeParams, bitcast_convert_type_params, "bitcast_convert_type")
 BitcastConvertTypeParams BitcastConvertTypeParams::from(const Params& p) {
   return views::read_view("bitcast_convert_type", [&] { return BitcastConvertTypeParams{param_dtype(p, "new_dtype")}; });
 }
 Params BitcastConvertTypeParams::to_params() const { return Params{{"new_dtype", new_dtype}}; }
-
-#undef MJ_ARRAY_VIEW
 
 namespace views {
 const std::vector<std::string>& array_op_primitive_names() {

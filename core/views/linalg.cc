@@ -2,16 +2,13 @@
 // Owns the name literals of triangular_solve, qr, eigh and svd outside their registrations, and
 // their params checks.
 #include "core/views/linalg.h"
+#include "core/views/define_view.h"
 
 #include "core/param_reads.h"
 
 namespace minijax {
 
-bool TriangularSolveParams::is(const Primitive& p) {
-  static const Primitive* q = &get_or_create_primitive("triangular_solve");
-  return &p == q;
-}
-bool TriangularSolveParams::is(const Eqn& e) { return e.primitive && is(*e.primitive); }
+MJ_DEFINE_VIEW(TriangularSolveParams, triangular_solve_params, "triangular_solve")
 TriangularSolveParams TriangularSolveParams::from(const Params& p) {
   return views::read_view("triangular_solve", [&] {
     return TriangularSolveParams{param_bool(p, "left_side"), param_bool(p, "lower"),
@@ -26,26 +23,10 @@ Params TriangularSolveParams::to_params() const {
                 {"conjugate_a", conjugate_a},
                 {"unit_diagonal", unit_diagonal}};
 }
-TriangularSolveParams triangular_solve_params(const Eqn& e) {
-  if (!TriangularSolveParams::is(e)) views::wrong_primitive("TriangularSolveParams", e);
-  return TriangularSolveParams::from(e.params);
-}
 
-#define MJ_LINALG_VIEW(Type, name, fn)                                    \
-  bool Type::is(const Primitive& p) {                                     \
-    static const Primitive* q = &get_or_create_primitive(name);           \
-    return &p == q;                                                       \
-  }                                                                       \
-  bool Type::is(const Eqn& e) { return e.primitive && is(*e.primitive); } \
-  Type fn(const Eqn& e) {                                                 \
-    if (!Type::is(e)) views::wrong_primitive(#Type, e);                   \
-    return Type::from(e.params);                                          \
-  }
-
-MJ_LINALG_VIEW(QrParams, "qr", qr_params)
-MJ_LINALG_VIEW(EighParams, "eigh", eigh_params)
-MJ_LINALG_VIEW(SvdParams, "svd", svd_params)
-#undef MJ_LINALG_VIEW
+MJ_DEFINE_VIEW(QrParams, qr_params, "qr")
+MJ_DEFINE_VIEW(EighParams, eigh_params, "eigh")
+MJ_DEFINE_VIEW(SvdParams, svd_params, "svd")
 
 QrParams QrParams::from(const Params& p) {
   return views::read_view("qr", [&] {

@@ -5,6 +5,7 @@
 #include "core/lax_params.h"
 #include "core/param_reads.h"
 #include "core/views/param_keys.h"
+#include "core/views/define_view.h"
 #include "core/views/view.h"
 
 namespace minijax {
@@ -22,12 +23,9 @@ Param none() { return ParamObjectPtr{}; }  // printed None, as in JAX
 
 }  // namespace
 
-#define MJ_WINDOWED_VIEW(View, accessor, ...)                                           \
-  bool View::is(const Eqn& e) { return e.primitive && is(*e.primitive); }                \
-  View accessor(const Eqn& e) {                                                          \
-    if (!View::is(e)) views::wrong_primitive(#View, e);                                  \
-    return View::from(e.params);                                                         \
-  }                                                                                      \
+// A view whose is(Primitive) is the code given (the reduce_window family's views cover several).
+#define MJ_WINDOWED_VIEW(View, accessor, ...) \
+  MJ_DEFINE_VIEW_ACCESSOR(View, accessor)     \
   bool View::is(const Primitive& p) { __VA_ARGS__ }
 
 // ---- conv_general_dilated ------------------------------------------------------------------------
