@@ -2,6 +2,8 @@
 // Owns concrete access (with ConcretizationError for staged values); printing is in array_print.cc.
 #include "core/array.h"
 
+#include <set>
+
 #include <cmath>
 #include <cstdio>
 #include <ostream>
@@ -17,8 +19,7 @@ ConcreteArray::ConcreteArray(ShapedArray aval, std::shared_ptr<Buffer> buffer)
   gathered_ = true;
 }
 
-ConcreteArray::ConcreteArray(ShapedArray aval, std::vector<StoredShard> shards,
-                             ParamObjectPtr sharding)
+ConcreteArray::ConcreteArray(ShapedArray aval, std::vector<StoredShard> shards, ParamObjectPtr sharding)
     : aval_(std::move(aval)), shards_(std::move(shards)), sharding_(std::move(sharding)) {
   if (shards_.empty()) throw ValueError("a sharded " + aval_.str() + " array needs at least one shard");
   const size_t r = aval_.shape.size();
@@ -27,15 +28,21 @@ ConcreteArray::ConcreteArray(ShapedArray aval, std::vector<StoredShard> shards,
     for (size_t i = 0; ok && i < r; ++i)
       ok = 0 <= sh.start[i] && sh.start[i] <= sh.stop[i] && sh.stop[i] <= aval_.shape[i];
     if (!ok)
-      throw ValueError("the shard of device " + std::to_string(sh.device_id) +
-                       " does not lie in the " + aval_.str() + " array (or has no buffer)");
+      throw ValueError("the shard of device " + std::to_string(sh.device_id) + " does not lie in the " +
+                       aval_.str() + " array (or has no buffer)");
     int64_t bytes = shape_size(sh.extent()) * int64_t(itemsize(aval_.dtype));
     if (int64_t(sh.buffer->nbytes()) != bytes)
-      throw ValueError("the shard of device " + std::to_string(sh.device_id) + " of a " +
-                       aval_.str() + " array holds " + std::to_string(sh.buffer->nbytes()) +
-                       " bytes; its box " + shape_str(sh.extent()) + " needs " +
-                       std::to_string(bytes));
+      throw ValueError("the shard of device " + std::to_string(sh.device_id) + " of a " + aval_.str() +
+                       " array holds " + std::to_string(sh.buffer->nbytes()) + " bytes; its box " +
+                       shape_str(sh.extent()) + " needs " + std::to_string(bytes));
   }
+  // Replicas hold equal boxes and distinct boxes are disjoint (a sharding's boxes), so the shards
+  // cover the array when the distinct boxes' volumes add up to it.
+  std::set<std::pair<std::vector<int64_t>, std::vector<int64_t>>> boxes;
+  int64_t covered = 0;
+  for (auto& sh : shards_)
+    if (boxes.insert({sh.start, sh.stop}).second) covered += shape_size(sh.extent());
+  covers_all_ = covered == shape_size(aval_.shape);
 }
 
 const std::shared_ptr<Buffer>& ConcreteArray::buffer() const { return buffers().front(); }
@@ -47,19 +54,25 @@ const std::vector<std::shared_ptr<Buffer>>& ConcreteArray::buffers() const {
   }
   for (auto& sh : shards_)
     if (sh.buffer->donated())
-      throw ValueError("the shard of device " + std::to_string(sh.device_id) + " of this sharded " + aval_.str() +
-                       " array was donated");
+      throw ValueError("the shard of device " + std::to_string(sh.device_id) + " of this sharded " +
+                       aval_.str() + " array was donated");
+  if (!covers_all_)
+    throw ValueError("this sharded " + aval_.str() +
+                     " array spans devices of other processes, and the shards of this process (" +
+                     std::to_string(shards_.size()) +
+                     ") do not hold all its elements: read x.addressable_shards(), or gather it on every "
+                     "process with mj::multihost_utils::process_allgather(x)");
   for (auto& sh : shards_) sh.buffer->ready().wait();
   // Gather once: copy every shard's box into one global buffer (replicas write equal values).
   if (gathered_.load(std::memory_order_acquire)) return buffers_;
   std::lock_guard<std::mutex> lock(gather_mu_);
   if (gathered_.load(std::memory_order_relaxed)) return buffers_;
-  auto g = std::make_shared<Buffer>(size_t(checked_nbytes(aval_.shape, aval_.dtype)),
-                                    aval_.memory_kind, shards_.front().device_id);
+  auto g = std::make_shared<Buffer>(size_t(checked_nbytes(aval_.shape, aval_.dtype)), aval_.memory_kind,
+                                    shards_.front().device_id);
   std::vector<int64_t> zero(aval_.shape.size(), 0);
   for (auto& sh : shards_)
-    copy_region(sh.buffer->data(), sh.start, sh.stop, g->data(), zero, aval_.shape, sh.start,
-                sh.stop, itemsize(aval_.dtype));
+    copy_region(sh.buffer->data(), sh.start, sh.stop, g->data(), zero, aval_.shape, sh.start, sh.stop,
+                itemsize(aval_.dtype));
   buffers_ = {std::move(g)};
   gathered_.store(true, std::memory_order_release);
   return buffers_;
@@ -77,23 +90,23 @@ std::string Tracer::describe() const {
 }
 
 Array Array::allocate(const ShapedArray& aval) {
-  auto buf = std::make_shared<Buffer>(size_t(checked_nbytes(aval.shape, aval.dtype)),
-                                      aval.memory_kind, 0, Init::zeros);
+  auto buf = std::make_shared<Buffer>(size_t(checked_nbytes(aval.shape, aval.dtype)), aval.memory_kind, 0,
+                                      Init::zeros);
   return Array(std::make_shared<ConcreteArray>(aval, std::move(buf)));
 }
 
 Array Array::empty(const ShapedArray& aval) {
-  auto buf = std::make_shared<Buffer>(size_t(checked_nbytes(aval.shape, aval.dtype)),
-                                      aval.memory_kind, 0, Init::uninitialized);
+  auto buf = std::make_shared<Buffer>(size_t(checked_nbytes(aval.shape, aval.dtype)), aval.memory_kind, 0,
+                                      Init::uninitialized);
   return Array(std::make_shared<ConcreteArray>(aval, std::move(buf)));
 }
 
 Array Array::from_buffer(const ShapedArray& aval, std::shared_ptr<Buffer> buffer) {
-  if (!buffer)
-    throw ValueError("Array::from_buffer: a null buffer for an array of " + aval.str());
+  if (!buffer) throw ValueError("Array::from_buffer: a null buffer for an array of " + aval.str());
   if (int64_t(buffer->nbytes()) < aval.nbytes())
-    throw ValueError("Array::from_buffer: a buffer of " + std::to_string(buffer->nbytes()) + " bytes for an array of " +
-                     aval.str() + " (" + std::to_string(aval.nbytes()) + " bytes)");
+    throw ValueError("Array::from_buffer: a buffer of " + std::to_string(buffer->nbytes()) +
+                     " bytes for an array of " + aval.str() + " (" + std::to_string(aval.nbytes()) +
+                     " bytes)");
   return Array(std::make_shared<ConcreteArray>(aval, std::move(buffer)));
 }
 
@@ -111,19 +124,19 @@ const ShapedArray& Array::aval() const {
 int64_t Array::dim(int64_t i, std::source_location loc) const {
   int64_t n = ndim();
   if (i < -n || i >= n)
-    throw ShapeError("Array::dim: axis " + std::to_string(i) + " out of range for " + aval().str() + " (rank " +
-                         std::to_string(n) + ")",
+    throw ShapeError("Array::dim: axis " + std::to_string(i) + " out of range for " + aval().str() +
+                         " (rank " + std::to_string(n) + ")",
                      loc);
   return shape()[size_t(i < 0 ? i + n : i)];
 }
 
 Array Array::concrete(std::source_location loc, const char* what) const {
-  if (!impl_) throw ValueError(std::string(what) + " was needed, but got an empty (default-constructed) Array", loc);
+  if (!impl_)
+    throw ValueError(std::string(what) + " was needed, but got an empty (default-constructed) Array", loc);
   Array cur = *this;
   while (auto* tr = cur.tracer()) {
     auto c = tr->concrete_value();
-    if (!c)
-      throw ConcretizationError(std::string(what) + " was needed, but got " + tr->describe(), loc);
+    if (!c) throw ConcretizationError(std::string(what) + " was needed, but got " + tr->describe(), loc);
     cur = *c;
   }
   if (cur.is_abstract())
@@ -163,16 +176,12 @@ double Array::item_f64(std::source_location loc) const {
                      loc);
   const void* p = raw_data(loc);
   return dispatch_dtype(c.aval().dtype, [&]<class T>() -> double {
-    if constexpr (std::is_same_v<T, bfloat16>)
-      return double(float(*static_cast<const T*>(p)));
-    else
-      return static_cast<double>(*static_cast<const T*>(p));
+    if constexpr (std::is_same_v<T, bfloat16>) return double(float(*static_cast<const T*>(p)));
+    else return static_cast<double>(*static_cast<const T*>(p));
   });
 }
 
-Array::operator bool() const {
-  return item_f64(std::source_location::current()) != 0.0;
-}
+Array::operator bool() const { return item_f64(std::source_location::current()) != 0.0; }
 
 // Array::str() (numpy-style printing) lives in core/array_print.cc.
 

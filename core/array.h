@@ -44,7 +44,8 @@ class ArrayImpl {
 /// opaque handle its creator understands (jit/jit.h: the ShapeDtypeStruct's NamedSharding).
 class AbstractArray final : public ArrayImpl {
  public:
-  AbstractArray(ShapedArray aval, ParamObjectPtr sharding) : aval_(std::move(aval)), sharding_(std::move(sharding)) {}
+  AbstractArray(ShapedArray aval, ParamObjectPtr sharding)
+      : aval_(std::move(aval)), sharding_(std::move(sharding)) {}
   const ShapedArray& aval() const override { return aval_; }
   bool is_abstract() const override { return true; }
   const ParamObjectPtr& sharding() const { return sharding_; }
@@ -88,6 +89,9 @@ class ConcreteArray final : public ArrayImpl {
   const std::vector<StoredShard>& shards() const { return shards_; }
   /// The sharding handle given at construction (null when unsharded).
   const ParamObjectPtr& sharding() const { return sharding_; }
+  /// Whether the shards' boxes cover every element (false for an array spanning devices of
+  /// other processes, of which this process holds only its own shards).
+  bool covers_all() const { return covers_all_; }
   /// Whether the global buffer exists (always for unsharded arrays; for sharded ones once read).
   bool is_gathered() const;
 
@@ -96,6 +100,7 @@ class ConcreteArray final : public ArrayImpl {
   mutable std::vector<std::shared_ptr<Buffer>> buffers_;
   std::vector<StoredShard> shards_;
   ParamObjectPtr sharding_;
+  bool covers_all_ = true;
   // Guards the gather (a mutex and a flag, not std::call_once: a gather that throws, e.g.
   // RESOURCE_EXHAUSTED, must leave the next read free to try again, and ThreadSanitizer's
   // pthread_once never releases a once whose function threw).
@@ -222,12 +227,17 @@ class Array {
   /// SingleDeviceSharding). Include sharding/sharded_array.h to use it (defined there).
   /// Throws ConcretizationError for staged values.
   ArraySharding sharding(std::source_location loc = std::source_location::current()) const;
+  /// JAX's `x.is_fully_addressable`: whether every device of the array's sharding is driven by
+  /// this process (always true in a run of one process, and for unsharded arrays). An array that
+  /// is not can still be read when this process's shards cover it (replicated over processes);
+  /// otherwise reading it throws ValueError naming mj::multihost_utils::process_allgather.
+  /// Defined in sharding/sharded_array.cc. ConcretizationError for staged values.
+  bool is_fully_addressable(std::source_location loc = std::source_location::current()) const;
   /// JAX's `x.addressable_shards`: per device (mesh order), its id, its index (per dim
   /// [start, stop)) and its data as an ordinary unsharded Array of the box's shape (sharing the
   /// shard's buffer, no copy). An unsharded array has one shard: device of its buffer, the whole
   /// index, itself. Throws ConcretizationError for staged values.
-  std::vector<Shard> addressable_shards(
-      std::source_location loc = std::source_location::current()) const;
+  std::vector<Shard> addressable_shards(std::source_location loc = std::source_location::current()) const;
 
  private:
   const void* raw_data(DType expect, std::source_location loc) const;
@@ -250,8 +260,7 @@ struct Index {
     requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
   Index(T i, std::source_location l = std::source_location::current())
       : value(static_cast<int64_t>(i)), loc(l) {}
-  Index(const Array& a, std::source_location l = std::source_location::current())
-      : array(a), loc(l) {}
+  Index(const Array& a, std::source_location l = std::source_location::current()) : array(a), loc(l) {}
 };
 
 /// What `x.at(i)` returns: JAX's `x.at[i]` (its _IndexUpdateRef) for an index along the leading
@@ -283,7 +292,6 @@ class IndexUpdateRef {
   Array x_;
   Index i_;
 };
-
 
 /// One device's piece of a concrete array, as JAX's jax.Shard: `device` (virtual device id),
 /// `index` (per dim the [start, stop) of global indices held) and `data` (the elements of that

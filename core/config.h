@@ -27,6 +27,11 @@ struct Config {
   /// ResourceExhaustedError. 0 = unlimited (memory_stats then reports the machine's physical
   /// memory as bytes_limit). Read at each allocation; set it from the main thread.
   int64_t device_memory_bytes = 0;
+  /// How long, in seconds, a collective between processes may wait for a peer process
+  /// (jit/runtime/mpi_communicator.h) before it fails with DistributedError naming the collective,
+  /// the waiting process and the missing ones (OpenMPI has no fault-tolerant mode: the wait is
+  /// polled against this deadline). Read when the collective starts. Must be > 0.
+  double collective_timeout_s = 300;
   /// Capacity in bytes of the process's host memory (pinned_host and unpinned_host together,
   /// one space shared by all devices), checked as device_memory_bytes is. 0 = unlimited.
   int64_t host_memory_bytes = 0;

@@ -23,12 +23,13 @@ struct MemorySpace {
 };
 
 /// A device descriptor (JAX's `jax.Device`): a value, not the runtime object (threads, queues and
-/// allocators live in jit/runtime/). Every device of this build is a virtual CPU device of
-/// process 0, with a `device` memory of its own and the process's `pinned_host` and
-/// `unpinned_host` memories.
+/// allocators live in jit/runtime/). Every device is a virtual CPU device of one process, with a
+/// `device` memory of its own and its process's `pinned_host` and `unpinned_host` memories.
 struct Device {
   int id = 0;             ///< global id (0..num_devices()-1)
-  int process_index = 0;  ///< the process that drives it (always 0: one process)
+  /// The process that drives it: id / L for L devices per process (0 in a run of one process;
+  /// mj::distributed::initialize, core/distributed.h).
+  int process_index = 0;
   std::string platform = "cpu";
   /// The memory spaces, `device` first (the default memory kind), then pinned_host, unpinned_host.
   std::vector<MemorySpace> memories;
@@ -42,16 +43,21 @@ struct Device {
   bool operator==(const Device& o) const = default;
 };
 
-/// The process's virtual devices: ids 0..N-1. N is fixed at first use: set_num_devices(n) if it
-/// was called before, else mj::config().num_cpu_devices when non-zero (core/config.h), else the
-/// environment variable MINIJAX_NUM_DEVICES, else 1 (as XLA's forced host platform device
-/// count). ShardingError if MINIJAX_NUM_DEVICES or the config is not an integer >= 1, or if the
-/// config was changed to another count after first use.
+/// Every process's virtual devices, by global id: 0..P·L-1 for P processes (process_count(),
+/// core/distributed.h) of L devices each, process p driving ids p·L .. p·L+L-1 (as jax.devices()
+/// after jax.distributed.initialize()); one process: 0..L-1. L, the devices per process, is fixed
+/// at first use: set_num_devices(L) if it was called before, else mj::config().num_cpu_devices when
+/// non-zero (core/config.h), else the environment variable MINIJAX_NUM_DEVICES, else 1 (as XLA's
+/// forced host platform device count). ShardingError if MINIJAX_NUM_DEVICES or the config is not an
+/// integer >= 1, or if the config was changed to another count after first use.
 std::vector<int> devices(std::source_location loc = std::source_location::current());
-/// Number of virtual devices (devices().size()).
+/// Number of devices of every process (devices().size(): P·L).
 int num_devices(std::source_location loc = std::source_location::current());
-/// Sets the virtual device count. ShardingError if n < 1, or if devices() was already used with
-/// a different count (the count cannot change once meshes may have been built from it).
+/// This process's devices (jax.local_devices()): ids p·L .. p·L+L-1 for process p.
+std::vector<int> local_devices(std::source_location loc = std::source_location::current());
+/// Sets the number of devices of each process (L). ShardingError if n < 1, or if devices() was
+/// already used with a different count (the count cannot change once meshes may have been built
+/// from it).
 void set_num_devices(int n, std::source_location loc = std::source_location::current());
 // Like device(), these are defined by jit/runtime/devices.cc (the runtime owns the count).
 
@@ -63,6 +69,11 @@ namespace detail {
 /// The call site of the first use of the devices (devices(), num_devices(), device(id), which
 /// meshes, placements and compiled calls reach), the moment their count was fixed; empty before.
 std::optional<std::source_location> first_device_use();
+/// The process driving device `id` (id / L; no range check: the runtime's fast path).
+int process_of_device(int id);
+/// Whether this process drives device `id` (process_of_device(id) == process_index()); an id
+/// outside 0..num_devices()-1 counts as local, so the runtime's checks that refuse it run.
+bool is_local_device(int id);
 }  // namespace detail
 
 }  // namespace minijax

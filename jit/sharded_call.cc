@@ -2,9 +2,11 @@
 // partitioned, or not), compiled with its capacity checks, run on one device or on every device of a mesh.
 #include "jit/sharded_call.h"
 
+#include <set>
 #include <sstream>
 
 #include "core/config.h"
+#include "core/device.h"
 #include "core/errors.h"
 #include "core/staging.h"
 #include "core/views/collectives.h"
@@ -15,6 +17,7 @@
 #include "jit/passes/cost_analysis.h"
 #include "jit/pipeline.h"
 #include "jit/runtime/execute_spmd.h"
+#include "jit/runtime/mpi_communicator.h"
 #include "memory/plan_buffers.h"
 #include "sharding/collective_traffic.h"
 #include "sharding/plan_reshard.h"
@@ -37,7 +40,8 @@ std::string largest_buffer(const Executable& exe, int64_t& bytes, bool host = fa
     bytes = a.nbytes();
     name = a.str() + " (" + what + ")";
   };
-  for (size_t i = 0; i < exe.program.invars.size(); ++i) consider(exe.program.invars[i], "input " + std::to_string(i));
+  for (size_t i = 0; i < exe.program.invars.size(); ++i)
+    consider(exe.program.invars[i], "input " + std::to_string(i));
   for (const Eqn& e : exe.program.eqns)
     for (const Var& v : e.outputs) consider(v, "output of " + e.primitive->name);
   return name;
@@ -54,29 +58,63 @@ void check_compiled_capacity(const Executable& exe, size_t num_devices, std::sou
   if (dev_cap > 0 && dev_peak > dev_cap) {
     int64_t bytes = 0;
     std::string big = largest_buffer(exe, bytes);
-    throw ResourceExhaustedError("compile '" + exe.name + "': its predicted peak of " + std::to_string(dev_peak) +
-                                     " B of device memory per device exceeds the capacity of " +
-                                     std::to_string(dev_cap) +
-                                     " B (config().device_memory_bytes); largest buffer: " + big + ", " +
-                                     std::to_string(bytes) + " B",
-                                 loc);
+    throw ResourceExhaustedError(
+        "compile '" + exe.name + "': its predicted peak of " + std::to_string(dev_peak) +
+            " B of device memory per device exceeds the capacity of " + std::to_string(dev_cap) +
+            " B (config().device_memory_bytes); largest buffer: " + big + ", " + std::to_string(bytes) + " B",
+        loc);
   }
   if (host_cap > 0 && host_peak > host_cap) {
     int64_t bytes = 0;
     std::string big = largest_buffer(exe, bytes, true);
-    throw ResourceExhaustedError("compile '" + exe.name + "': its predicted peak of " + std::to_string(host_peak) +
+    throw ResourceExhaustedError("compile '" + exe.name + "': its predicted peak of " +
+                                     std::to_string(host_peak) +
                                      " B of host memory (pinned_host and unpinned_host, all " +
                                      std::to_string(num_devices) + " devices) exceeds the capacity of " +
-                                     std::to_string(host_cap) + " B (config().host_memory_bytes); largest host buffer: " +
-                                     big + ", " + std::to_string(bytes) + " B; nothing ran",
+                                     std::to_string(host_cap) +
+                                     " B (config().host_memory_bytes); largest host buffer: " + big + ", " +
+                                     std::to_string(bytes) + " B; nothing ran",
                                  loc);
   }
 }
 
+namespace {
+
+// One program everywhere: the processes whose devices `mesh` names exchange the fingerprint of
+// what each compiled (the persistent cache key: the program after the passes, the options that
+// change code, the library build, LLVM and the CPU), so a process that compiled something else
+// fails here, on every process, instead of hanging in a collective.
+void check_same_program(const Executable& exe, const CompileOptions& options, const Mesh& mesh,
+                        std::source_location loc) {
+  std::set<int> procs;
+  for (int d : mesh.device_ids) procs.insert(detail::process_of_device(d));
+  if (procs.size() < 2) return;
+  const std::string mine = persistent_key(exe.program, options);
+  const std::vector<int> order(procs.begin(), procs.end());
+  const std::vector<std::string> all = exchange_texts(mine, order);
+  std::string diff;
+  for (size_t k = 0; k < all.size(); ++k)
+    diff += (k ? ", " : "") + ("process " + std::to_string(order[k]) + ": " + all[k]);
+  for (auto& f : all)
+    if (f != all[0])
+      throw DistributedError(
+          "jit '" + exe.name + "': the processes of " + mesh.str() +
+              " compiled different programs (fingerprints, the SHA-256 of the program after the "
+              "passes, its options and the library build: " +
+              diff +
+              "); every process must call the same function with the same signature, "
+              "shardings and library build",
+          loc);
+}
+
+}  // namespace
+
 std::shared_ptr<const SpmdExecutable> compile_sharded(const LoweredProgram& low, const JitOptions& opts,
-                                                      const std::vector<bool>& donated, std::source_location loc,
+                                                      const std::vector<bool>& donated,
+                                                      std::source_location loc,
                                                       std::shared_ptr<const Executable>* exe) {
   std::shared_ptr<const Executable> compiled = compile_lowering(low, opts, donated, true, loc);
+  check_same_program(*compiled, compile_options(opts, donated, true), *low.mesh, loc);
   if (exe) *exe = compiled;
   return bind_spmd_executable(loaded_of(compiled), low.mesh, low.site_eqn_index, loc);
 }
@@ -107,8 +145,9 @@ std::vector<Array> run_sharded(const std::shared_ptr<const LoweredProgram>& lowe
   std::vector<Array> outs;
   for (size_t k = 0; k < exe.out_avals.size(); ++k) {
     std::vector<Array> shards;
-    for (size_t p = 0; p < n; ++p) {
-      shards.push_back(Array::from_buffer(exe.out_avals[k], call->outputs[p][k]));
+    for (size_t p = 0; p < n; ++p) {  // other processes' positions: no shard here
+      shards.push_back(call->outputs[p].empty() ? Array()
+                                                : Array::from_buffer(exe.out_avals[k], call->outputs[p][k]));
       r->outputs[p].push_back(shards.back());
     }
     outs.push_back(make_sharded_array(out_avals[k], low.out_shardings[k], std::move(shards), loc));
@@ -130,25 +169,27 @@ std::shared_ptr<const SpmdRun> finished_run(const std::shared_ptr<const SpmdRun>
   return r;
 }
 
-
-std::map<std::string, double> spmd_cost_analysis(const LoweredProgram& low) { return cost_analysis(low.program); }
-
-CompiledMemoryStats spmd_memory_analysis(const LoweredProgram& low) {
-  return memory_analysis(low.program, plan_buffers(low.program, std::vector<bool>(low.program.invars.size(), false)));
+std::map<std::string, double> spmd_cost_analysis(const LoweredProgram& low) {
+  return cost_analysis(low.program);
 }
 
-std::vector<std::optional<Sharding>> resolve_shardings(
-    const std::vector<std::optional<NamedSharding>>& given, const std::vector<ShapedArray>& avals,
-    const std::vector<Array>& values, size_t num_consts, const char* what,
-    std::shared_ptr<const Mesh>& mesh, const InputNames& names, std::source_location loc) {
+CompiledMemoryStats spmd_memory_analysis(const LoweredProgram& low) {
+  return memory_analysis(low.program,
+                         plan_buffers(low.program, std::vector<bool>(low.program.invars.size(), false)));
+}
+
+std::vector<std::optional<Sharding>> resolve_shardings(const std::vector<std::optional<NamedSharding>>& given,
+                                                       const std::vector<ShapedArray>& avals,
+                                                       const std::vector<Array>& values, size_t num_consts,
+                                                       const char* what, std::shared_ptr<const Mesh>& mesh,
+                                                       const InputNames& names, std::source_location loc) {
   const size_t leaves = avals.size() - num_consts;
   std::vector<std::optional<Sharding>> out(avals.size());
   auto same_mesh = [&](const Sharding& s, size_t i, const std::string& shown) {
     if (mesh && !(*mesh == *s.mesh))
-      throw ShardingError(std::string("jit: ") + what + " entry " + std::to_string(i) + " (" +
-                              shown + ") is on " + s.mesh->str() +
-                              ", but another sharding of the call is on " + mesh->str() +
-                              "; one program runs on one mesh",
+      throw ShardingError(std::string("jit: ") + what + " entry " + std::to_string(i) + " (" + shown +
+                              ") is on " + s.mesh->str() + ", but another sharding of the call is on " +
+                              mesh->str() + "; one program runs on one mesh",
                           loc);
     if (!mesh) mesh = s.mesh;
   };
@@ -160,8 +201,7 @@ std::vector<std::optional<Sharding>> resolve_shardings(
                         loc);
   for (size_t i = 0; i < leaves; ++i) {
     const std::optional<NamedSharding> none;
-    const std::optional<NamedSharding>& ns =
-        given.empty() ? none : given.size() == 1 ? given[0] : given[i];
+    const std::optional<NamedSharding>& ns = given.empty() ? none : given.size() == 1 ? given[0] : given[i];
     const ShapedArray& aval = avals[num_consts + i];
     if (ns) {
       Sharding s;
@@ -177,10 +217,11 @@ std::vector<std::optional<Sharding>> resolve_shardings(
       // An input sharding says where the argument already is (JAX's in_shardings never move
       // memory): another memory kind than the argument's is the caller's mistake.
       if (std::string_view(what) == "in_shardings" && s.memory_kind != aval.memory_kind)
-        throw ValueError("jit '" + std::string(names.function) + "': in_shardings entry " + std::to_string(i) +
-                             " (" + ns->str() + ") puts " + names(num_consts + i) + " in " +
-                             memory_kind_name(s.memory_kind) + " memory, but " + names(num_consts + i) +
-                             " is a " + aval.str() + " in " + memory_kind_name(aval.memory_kind) +
+        throw ValueError("jit '" + std::string(names.function) + "': in_shardings entry " +
+                             std::to_string(i) + " (" + ns->str() + ") puts " + names(num_consts + i) +
+                             " in " + memory_kind_name(s.memory_kind) + " memory, but " +
+                             names(num_consts + i) + " is a " + aval.str() + " in " +
+                             memory_kind_name(aval.memory_kind) +
                              " memory (memory kinds passed to jit must match the argument's, as in JAX; "
                              "device_put the argument to the sharding first)",
                          loc);
@@ -217,10 +258,10 @@ Sharding output_sharding(const PropagationResult& prop, const Jaxpr& j, size_t k
 }  // namespace
 
 std::shared_ptr<const LoweredProgram> lower_sharded(const ClosedJaxprPtr& jaxpr, size_t num_consts,
-                                             const std::vector<std::optional<Sharding>>& in,
-                                             const std::vector<std::optional<Sharding>>& out_given,
-                                             const std::shared_ptr<const Mesh>& mesh, const JitOptions& opts,
-                                             std::source_location loc) {
+                                                    const std::vector<std::optional<Sharding>>& in,
+                                                    const std::vector<std::optional<Sharding>>& out_given,
+                                                    const std::shared_ptr<const Mesh>& mesh,
+                                                    const JitOptions& opts, std::source_location loc) {
   // The lower phase: dead equations (e.g. the zeros relu's derivative builds and drops) go
   // before propagation, which would give them shardings, maybe reshards, and buffers on every
   // device; every input stays (one per operand) and every output is used. Outputs are reduced

@@ -55,6 +55,7 @@
 // jit, Lowered and Compiled, the caches, memory statistics and the profiler.
 #include "jit/caches.h"
 #include "jit/jit.h"
+#include "jit/multihost.h"
 #include "jit/runtime/memory_stats.h"
 #include "jit/runtime/profiler.h"
 // Files: npy, npz, safetensors.

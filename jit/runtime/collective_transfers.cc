@@ -38,7 +38,8 @@ Shape strides_of(const Shape& s) {
 // Calls f(dst_offset, src_offset, count) (in elements) for each contiguous run of the box `box`
 // placed at `dlo` in an array of shape `dshape` and at `slo` in one of shape `sshape`.
 template <class F>
-void for_runs(const Shape& dshape, const Shape& dlo, const Shape& sshape, const Shape& slo, const Shape& box, F&& f) {
+void for_runs(const Shape& dshape, const Shape& dlo, const Shape& sshape, const Shape& slo, const Shape& box,
+              F&& f) {
   const size_t nd = box.size();
   for (int64_t b : box)
     if (b == 0) return;
@@ -66,18 +67,20 @@ void for_runs(const Shape& dshape, const Shape& dlo, const Shape& sshape, const 
   }
 }
 
-// Copies the box; returns the bytes copied.
+}  // namespace
+
 int64_t copy_box(void* dst, const Shape& dshape, const Shape& dlo, const void* src, const Shape& sshape,
                  const Shape& slo, const Shape& box, size_t item) {
   int64_t bytes = 0;
   for_runs(dshape, dlo, sshape, slo, box, [&](int64_t d, int64_t s, int64_t n) {
-    std::memcpy(static_cast<char*>(dst) + d * int64_t(item), static_cast<const char*>(src) + s * int64_t(item),
-                size_t(n) * item);
+    std::memcpy(static_cast<char*>(dst) + d * int64_t(item),
+                static_cast<const char*>(src) + s * int64_t(item), size_t(n) * item);
     bytes += n * int64_t(item);
   });
   return bytes;
 }
 
+namespace {
 // out[i] = ((in0[i] op in1[i]) op in2[i]) ..., each step rounded to T as the eager add/max/min
 // of run_spmd's rank-order chain (bf16 computes in float and stores rounded).
 template <class T, class Op>
@@ -91,9 +94,11 @@ void reduce_run(T* out, const std::vector<const T*>& in, int64_t count, Op op) {
   }
 }
 
-// Reduces the same box of every source (rank order) into the box of dst.
+}  // namespace
+
 void reduce_box(DType dtype, const std::string& reduction, void* dst, const Shape& dshape, const Shape& dlo,
-                const std::vector<const void*>& srcs, const Shape& sshape, const Shape& slo, const Shape& box) {
+                const std::vector<const void*>& srcs, const Shape& sshape, const Shape& slo,
+                const Shape& box) {
   dispatch_dtype(dtype, [&]<class T>() {
     for_runs(dshape, dlo, sshape, slo, box, [&](int64_t d, int64_t s, int64_t n) {
       std::vector<const T*> in;
@@ -102,12 +107,16 @@ void reduce_box(DType dtype, const std::string& reduction, void* dst, const Shap
       if constexpr (std::is_integral_v<T>) {  // bool, i32, u32: the bitwise reductions
         if (reduction == "and" || reduction == "or" || reduction == "xor") {
           const int k = reduction == "and" ? 0 : reduction == "or" ? 1 : 2;
-          reduce_run(out, in, n, [k](auto a, auto b) { return k == 0 ? (a & b) : k == 1 ? (a | b) : (a ^ b); });
+          reduce_run(out, in, n, [k](auto a, auto b) {
+            return k == 0 ? (a & b) : k == 1 ? (a | b) : (a ^ b);
+          });
           return;
         }
       }
-      if (reduction == "max") reduce_run(out, in, n, [](auto a, auto b) { return elementwise::nan_max(a, b); });
-      else if (reduction == "min") reduce_run(out, in, n, [](auto a, auto b) { return elementwise::nan_min(a, b); });
+      if (reduction == "max")
+        reduce_run(out, in, n, [](auto a, auto b) { return elementwise::nan_max(a, b); });
+      else if (reduction == "min")
+        reduce_run(out, in, n, [](auto a, auto b) { return elementwise::nan_min(a, b); });
       else if constexpr (!std::is_same_v<T, bool>)
         reduce_run(out, in, n, [](auto a, auto b) { return elementwise::wrap_add(a, b); });
       else if (in.size() == 1) std::memcpy(out, in[0], size_t(n) * sizeof(T));
@@ -115,6 +124,8 @@ void reduce_box(DType dtype, const std::string& reduction, void* dst, const Shap
     });
   });
 }
+
+namespace {
 
 // ---- counting ----------------------------------------------------------------------------------
 
@@ -134,7 +145,10 @@ std::vector<const void*> sends(const Members& m, size_t k = 0) {
 
 // ---- the collectives -------------------------------------------------------------------------
 
-void all_gather(const Members& m, std::vector<CollectiveCounters>& c) {
+// Whether rank r receives (no mask: every rank).
+bool writes_to(const std::vector<char>* w, size_t r) { return !w || (*w)[r]; }
+
+void all_gather(const Members& m, std::vector<CollectiveCounters>& c, const std::vector<char>* w) {
   const CollectiveOp& op = *m[0].op;
   const size_t n = m.size(), item = itemsize(op.dtype), d = size_t(op.gather_dimension);
   Shape part = op.shape;
@@ -143,7 +157,7 @@ void all_gather(const Members& m, std::vector<CollectiveCounters>& c) {
   out[d] *= int64_t(n);
   const Shape zero(part.size(), 0);
   for (size_t r = 0; r < n; ++r)
-    for (size_t s = 0; s < n; ++s) {
+    for (size_t s = 0; s < n && writes_to(w, r); ++s) {
       Shape lo = zero;
       lo[d] = int64_t(s) * part[d];
       moved(c, s, r, copy_box(m[r].bufs.recv, out, lo, m[s].bufs.send[0].data, part, zero, part, item));
@@ -173,7 +187,8 @@ void all_reduce(const Members& m, std::vector<CollectiveCounters>& c) {
     box[r][size_t(d)] = std::min(len, int64_t(r + 1) * chunk) - lo[r][size_t(d)];
     if (shape_size(box[r]) != pieces[r])
       throw ValueError("all_reduce: piece " + std::to_string(r) + " of " + shape_str(S) + " has " +
-                       std::to_string(shape_size(box[r])) + " elements, the traffic model " + std::to_string(pieces[r]));
+                       std::to_string(shape_size(box[r])) + " elements, the traffic model " +
+                       std::to_string(pieces[r]));
   }
   for (size_t r = 0; r < n; ++r) {
     reduce_box(op.dtype, op.reduction, m[r].bufs.recv, S, lo[r], src, S, lo[r], box[r]);
@@ -197,7 +212,7 @@ void reduce_scatter(const Members& m, std::vector<CollectiveCounters>& c) {
   }
 }
 
-void all_to_all(const Members& m, std::vector<CollectiveCounters>& c) {
+void all_to_all(const Members& m, std::vector<CollectiveCounters>& c, const std::vector<char>* w) {
   const CollectiveOp& op = *m[0].op;
   const size_t n = m.size(), item = itemsize(op.dtype);
   const size_t sd = size_t(op.split_dimension), cd = size_t(op.concat_dimension);
@@ -205,7 +220,7 @@ void all_to_all(const Members& m, std::vector<CollectiveCounters>& c) {
   blk[sd] /= int64_t(n);
   const Shape out = op.result_shape(int64_t(n)), zero(out.size(), 0);
   for (size_t r = 0; r < n; ++r)
-    for (size_t s = 0; s < n; ++s) {
+    for (size_t s = 0; s < n && writes_to(w, r); ++s) {
       Shape slo = zero, dlo = zero;
       slo[sd] = int64_t(r) * blk[sd];
       dlo[cd] = int64_t(s) * blk[cd];
@@ -213,15 +228,17 @@ void all_to_all(const Members& m, std::vector<CollectiveCounters>& c) {
     }
 }
 
-void collective_permute(const Members& m, std::vector<CollectiveCounters>& c) {
+void collective_permute(const Members& m, std::vector<CollectiveCounters>& c, const std::vector<char>* w) {
   const CollectiveOp& op = *m[0].op;
   const auto& st = op.source_target_pairs;
   std::vector<bool> target(m.size(), false);
   for (size_t k = 0; k + 1 < st.size(); k += 2) target[size_t(st[k + 1])] = true;
   for (size_t r = 0; r < m.size(); ++r)
-    if (!target[r] && m[r].bufs.recv_bytes > 0) std::memset(m[r].bufs.recv, 0, size_t(m[r].bufs.recv_bytes));
+    if (!target[r] && writes_to(w, r) && m[r].bufs.recv_bytes > 0)
+      std::memset(m[r].bufs.recv, 0, size_t(m[r].bufs.recv_bytes));
   for (size_t k = 0; k + 1 < st.size(); k += 2) {
     const size_t s = size_t(st[k]), r = size_t(st[k + 1]);
+    if (!writes_to(w, r)) continue;
     const int64_t b = m[s].bufs.send[0].bytes;
     if (b > 0) std::memcpy(m[r].bufs.recv, m[s].bufs.send[0].data, size_t(b));
     moved(c, s, r, b);
@@ -234,12 +251,14 @@ int64_t row_bytes(const CollectiveOp& op) {
 
 // Receiver j keeps its `output` operand but for rows [output_offsets_i[j], +send_sizes_i[j])
 // from each sender i, read from i's input at rows input_offsets_i[j].
-void ragged_all_to_all(const Members& m, std::vector<CollectiveCounters>& c) {
+void ragged_all_to_all(const Members& m, std::vector<CollectiveCounters>& c, const std::vector<char>* w) {
   const size_t n = m.size();
   const int64_t rb = row_bytes(*m[0].op);
   for (size_t j = 0; j < n; ++j) {
+    if (!writes_to(w, j)) continue;
     const ConstBufferRef& base = m[j].bufs.send[1];
-    if (base.data != m[j].bufs.recv && base.bytes > 0) std::memcpy(m[j].bufs.recv, base.data, size_t(base.bytes));
+    if (base.data != m[j].bufs.recv && base.bytes > 0)
+      std::memcpy(m[j].bufs.recv, base.data, size_t(base.bytes));
     for (size_t i = 0; i < n; ++i) {
       const CollectiveOp& oi = *m[i].op;
       const int64_t rows = oi.send_sizes[j], src = oi.input_offsets[j], dst = oi.output_offsets[j];
@@ -263,8 +282,8 @@ void check_agreement(const Members& m, const std::vector<int>& group) {
                      std::to_string(m[0].device) + " has " + m[0].op->str() + diff);
 }
 
-void check_dim(const CollectiveOp& op, const std::vector<int>& group, const char* what, int64_t d, int64_t bound,
-               int64_t divisor) {
+void check_dim(const CollectiveOp& op, const std::vector<int>& group, const char* what, int64_t d,
+               int64_t bound, int64_t divisor) {
   if (d < 0 || d >= bound)
     throw ValueError("collective " + where(op, group) + ": " + what + "=" + std::to_string(d) +
                      " is out of range for an operand of shape " + shape_str(op.shape));
@@ -291,7 +310,8 @@ void check_params(const CollectiveOp& op, const std::vector<int>& group) {
       if ((op.reduction == "and" || op.reduction == "or" || op.reduction == "xor") &&
           (op.dtype != DType::bool_ && !is_integer(op.dtype)))
         throw TypeError(w + "reduction " + op.reduction + " of dtype " + dtype_name(op.dtype));
-      if (op.reduction == "sum" && op.dtype == DType::bool_ && n > 1) throw TypeError(w + "a sum of bool values");
+      if (op.reduction == "sum" && op.dtype == DType::bool_ && n > 1)
+        throw TypeError(w + "a sum of bool values");
       break;
     case CollectiveKind::reduce_scatter:
       if (op.dtype == DType::bool_ && n > 1) throw TypeError(w + "a sum of bool values");
@@ -303,7 +323,8 @@ void check_params(const CollectiveOp& op, const std::vector<int>& group) {
       break;
     case CollectiveKind::collective_permute: {
       const auto& st = op.source_target_pairs;
-      if (st.size() % 2) throw ValueError(w + "source_target_pairs has an odd count " + std::to_string(st.size()));
+      if (st.size() % 2)
+        throw ValueError(w + "source_target_pairs has an odd count " + std::to_string(st.size()));
       std::set<int64_t> src, dst;
       for (size_t k = 0; k < st.size(); k += 2) {
         if (st[k] < 0 || st[k] >= n || st[k + 1] < 0 || st[k + 1] >= n)
@@ -328,29 +349,41 @@ void check_ragged_tables(const CollectiveMember& x, const std::vector<int>& grou
   for (auto* t : {&op.input_offsets, &op.send_sizes, &op.output_offsets, &op.recv_sizes})
     if (t->size() != group.size())
       throw ValueError("collective " + where(op, group) + ": device " + std::to_string(x.device) +
-                       "'s index tables must have one entry per rank (" + std::to_string(group.size()) + "), got " +
-                       std::to_string(t->size()));
+                       "'s index tables must have one entry per rank (" + std::to_string(group.size()) +
+                       "), got " + std::to_string(t->size()));
 }
 
+}  // namespace
+
 // run_spmd's ragged checks, in its order (receiver j, then sender i) and with its messages.
-void check_ragged(const Members& m, const std::vector<int>& group) {
-  for (auto& x : m) check_ragged_tables(x, group);
-  const size_t n = m.size();
+void check_ragged_sizes(const std::vector<const CollectiveOp*>& ops, const std::vector<int>& group) {
+  (void)group;
+  const size_t n = ops.size();
   for (size_t j = 0; j < n; ++j)
     for (size_t i = 0; i < n; ++i) {
-      const CollectiveOp& oi = *m[i].op;
+      const CollectiveOp& oi = *ops[i];
       const int64_t rows = oi.send_sizes[j], src = oi.input_offsets[j], dst = oi.output_offsets[j];
-      const int64_t expect = m[j].op->recv_sizes[i];
+      const int64_t expect = ops[j]->recv_sizes[i];
       if (rows != expect)
         throw ValueError("ragged_all_to_all: rank " + std::to_string(i) + " sends " + std::to_string(rows) +
-                         " rows to rank " + std::to_string(j) + ", whose recv_sizes expects " + std::to_string(expect));
+                         " rows to rank " + std::to_string(j) + ", whose recv_sizes expects " +
+                         std::to_string(expect));
       if (rows < 0 || src < 0 || dst < 0 || src + rows > oi.shape[0] || dst + rows > oi.output_shape[0])
-        throw ValueError("ragged_all_to_all: rank " + std::to_string(i) + " -> rank " + std::to_string(j) + ": rows [" +
-                         std::to_string(src) + ", " + std::to_string(src + rows) + ") of input " +
-                         shape_str(oi.shape) + " to rows [" + std::to_string(dst) + ", " +
+        throw ValueError("ragged_all_to_all: rank " + std::to_string(i) + " -> rank " + std::to_string(j) +
+                         ": rows [" + std::to_string(src) + ", " + std::to_string(src + rows) +
+                         ") of input " + shape_str(oi.shape) + " to rows [" + std::to_string(dst) + ", " +
                          std::to_string(dst + rows) + ") of output " + shape_str(oi.output_shape) +
                          " fall outside the buffers");
     }
+}
+
+namespace {
+
+void check_ragged(const Members& m, const std::vector<int>& group) {
+  for (auto& x : m) check_ragged_tables(x, group);
+  std::vector<const CollectiveOp*> ops;
+  for (auto& x : m) ops.push_back(x.op);
+  check_ragged_sizes(ops, group);
 }
 
 bool overlap(const void* a, int64_t na, const void* b, int64_t nb) {
@@ -364,23 +397,25 @@ void check_buffers(const Members& m, const std::vector<int>& group) {
   const int64_t item = int64_t(itemsize(op.dtype));
   const bool ragged = op.kind == CollectiveKind::ragged_all_to_all;
   const std::vector<int64_t> want_send = ragged ? std::vector<int64_t>{shape_size(op.shape) * item,
-                                                                        shape_size(op.output_shape) * item}
+                                                                       shape_size(op.output_shape) * item}
                                                 : std::vector<int64_t>{shape_size(op.shape) * item};
   const int64_t want_recv = shape_size(op.result_shape(int64_t(group.size()))) * item;
   for (auto& x : m) {
     const std::string w = "collective " + where(op, group) + ": device " + std::to_string(x.device) + "'s ";
     if (x.bufs.send.size() != want_send.size())
-      throw ValueError(w + "buffers hold " + std::to_string(x.bufs.send.size()) + " send buffers, the collective takes " +
-                       std::to_string(want_send.size()));
+      throw ValueError(w + "buffers hold " + std::to_string(x.bufs.send.size()) +
+                       " send buffers, the collective takes " + std::to_string(want_send.size()));
     for (size_t k = 0; k < want_send.size(); ++k)
       if (x.bufs.send[k].bytes != want_send[k] || (want_send[k] > 0 && !x.bufs.send[k].data))
-        throw ValueError(w + "send buffer " + std::to_string(k) + " has " + std::to_string(x.bufs.send[k].bytes) +
-                         " bytes" + (x.bufs.send[k].data ? "" : " at null") + ", the operand needs " +
+        throw ValueError(w + "send buffer " + std::to_string(k) + " has " +
+                         std::to_string(x.bufs.send[k].bytes) + " bytes" +
+                         (x.bufs.send[k].data ? "" : " at null") + ", the operand needs " +
                          std::to_string(want_send[k]));
     if (x.bufs.recv_bytes != want_recv || (want_recv > 0 && !x.bufs.recv))
       throw ValueError(w + "recv buffer has " + std::to_string(x.bufs.recv_bytes) + " bytes" +
                        (x.bufs.recv ? "" : " at null") + ", the result " +
-                       shape_str(op.result_shape(int64_t(group.size()))) + " needs " + std::to_string(want_recv));
+                       shape_str(op.result_shape(int64_t(group.size()))) + " needs " +
+                       std::to_string(want_recv));
   }
   for (size_t r = 0; r < m.size(); ++r) {
     const auto& b = m[r].bufs;
@@ -408,15 +443,28 @@ void check_collective(const Members& members, const std::vector<int>& group) {
   if (members[0].op->kind == CollectiveKind::ragged_all_to_all) check_ragged(members, group);
 }
 
-void perform_collective(const Members& members, std::vector<CollectiveCounters>& counted) {
+void check_collective_part(const Members& part, const std::vector<int>& group) {
+  check_agreement(part, group);
+  check_params(*part[0].op, group);
+  check_buffers(part, group);
+  if (part[0].op->kind == CollectiveKind::ragged_all_to_all)
+    for (auto& x : part) check_ragged_tables(x, group);
+}
+
+void perform_collective(const Members& members, std::vector<CollectiveCounters>& counted,
+                        const std::vector<char>* writes) {
   counted.assign(members.size(), CollectiveCounters{});
-  switch (members[0].op->kind) {
-    case CollectiveKind::all_gather: return all_gather(members, counted);
+  const CollectiveKind k = members[0].op->kind;
+  if (writes && (k == CollectiveKind::all_reduce || k == CollectiveKind::reduce_scatter))
+    throw ValueError(std::string("perform_collective: ") + collective_kind_name(k) +
+                     " reads every rank's result; it takes no receiver mask");
+  switch (k) {
+    case CollectiveKind::all_gather: return all_gather(members, counted, writes);
     case CollectiveKind::all_reduce: return all_reduce(members, counted);
     case CollectiveKind::reduce_scatter: return reduce_scatter(members, counted);
-    case CollectiveKind::all_to_all: return all_to_all(members, counted);
-    case CollectiveKind::collective_permute: return collective_permute(members, counted);
-    case CollectiveKind::ragged_all_to_all: return ragged_all_to_all(members, counted);
+    case CollectiveKind::all_to_all: return all_to_all(members, counted, writes);
+    case CollectiveKind::collective_permute: return collective_permute(members, counted, writes);
+    case CollectiveKind::ragged_all_to_all: return ragged_all_to_all(members, counted, writes);
   }
 }
 

@@ -12,9 +12,11 @@
 #include <thread>
 
 #include "core/collectives.h"
+#include "core/distributed.h"
 #include "core/errors.h"
 #include "core/profiler_hooks.h"
 #include "jit/runtime/collective_transfers.h"
+#include "jit/runtime/mpi_communicator.h"
 
 namespace minijax {
 
@@ -74,7 +76,8 @@ std::string CollectiveOp::str() const {
   std::string s = std::string(collective_kind_name(kind)) + " " + dtype_name(dtype) + shape_str(shape);
   switch (kind) {
     case CollectiveKind::all_gather:
-      return s + " gather_dimension=" + std::to_string(gather_dimension) + " tiled=" + (tiled ? "true" : "false");
+      return s + " gather_dimension=" + std::to_string(gather_dimension) +
+             " tiled=" + (tiled ? "true" : "false");
     case CollectiveKind::all_reduce: return s + " reduction=" + reduction;
     case CollectiveKind::reduce_scatter: return s + " scatter_dimension=" + std::to_string(scatter_dimension);
     case CollectiveKind::all_to_all:
@@ -106,6 +109,10 @@ std::vector<CollectiveCounters>& stats_table() {
   static auto* t = new std::vector<CollectiveCounters>();
   return *t;
 }
+std::vector<ProcessPairCounters>& pair_table() {
+  static auto* t = new std::vector<ProcessPairCounters>();
+  return *t;
+}
 std::mutex& hook_mutex() {
   static auto* m = new std::mutex();
   return *m;
@@ -124,15 +131,36 @@ std::string group_str(const std::vector<int>& g) {
 }  // namespace
 
 CollectiveCounters collective_stats(int device_id) {
-  if (device_id < 0) throw ValueError("collective_stats: device id " + std::to_string(device_id) + " is negative");
+  if (device_id < 0)
+    throw ValueError("collective_stats: device id " + std::to_string(device_id) + " is negative");
   std::lock_guard<std::mutex> g(stats_mutex());
   const auto& t = stats_table();
   return size_t(device_id) < t.size() ? t[size_t(device_id)] : CollectiveCounters{};
 }
 
+ProcessPairCounters collective_process_stats(int peer) {
+  if (peer < 0)
+    throw ValueError("collective_process_stats: process " + std::to_string(peer) + " is negative");
+  std::lock_guard<std::mutex> g(stats_mutex());
+  const auto& t = pair_table();
+  return size_t(peer) < t.size() ? t[size_t(peer)] : ProcessPairCounters{};
+}
+
 void reset_collective_stats() {
   std::lock_guard<std::mutex> g(stats_mutex());
   stats_table().clear();
+  pair_table().clear();
+}
+
+void detail::add_process_pair_counters(int peer, const ProcessPairCounters& c) {
+  if (peer < 0) return;
+  std::lock_guard<std::mutex> g(stats_mutex());
+  auto& t = pair_table();
+  if (t.size() <= size_t(peer)) t.resize(size_t(peer) + 1);
+  t[size_t(peer)].bytes_sent += c.bytes_sent;
+  t[size_t(peer)].bytes_received += c.bytes_received;
+  t[size_t(peer)].messages_sent += c.messages_sent;
+  t[size_t(peer)].messages_received += c.messages_received;
 }
 
 void detail::add_collective_counters(int device_id, const CollectiveCounters& c) {
@@ -231,7 +259,8 @@ struct InProcessCommunicator::Impl {
     auto cit = c.claims.find(g);
     if (cit == c.claims.end()) return nullptr;
     for (auto& [e, cl] : cit->second) {
-      const bool related = std::count(group.begin(), group.end(), e) || std::count(cl.group.begin(), cl.group.end(), device);
+      const bool related = std::count(group.begin(), group.end(), e) ||
+                           std::count(cl.group.begin(), cl.group.end(), device);
       if (!related || cl.group == group) continue;
       auto err = std::make_exception_ptr(ValueError(
           "collective " + std::string(collective_kind_name(op.kind)) + " (start " + std::to_string(g) +
@@ -294,7 +323,8 @@ void InProcessCommunicator::Impl::run(Pending& job) {
     try {
       detail::check_collective(members, job.group);
       detail::perform_collective(members, counted);
-      for (size_t r = 0; r < members.size(); ++r) detail::add_collective_counters(members[r].device, counted[r]);
+      for (size_t r = 0; r < members.size(); ++r)
+        detail::add_collective_counters(members[r].device, counted[r]);
     } catch (...) {
       err = std::current_exception();
     }
@@ -347,8 +377,8 @@ InProcessCommunicator::~InProcessCommunicator() {
 
 Event InProcessCommunicator::start(const CollectiveOp& op, int device_id, const CollectiveBuffers& bufs,
                                    const std::vector<int>& group, const std::vector<int>& context) {
-  const std::string what = "communicator start of " + std::string(collective_kind_name(op.kind)) + " by device " +
-                           std::to_string(device_id) + " over " + group_str(group) + ": ";
+  const std::string what = "communicator start of " + std::string(collective_kind_name(op.kind)) +
+                           " by device " + std::to_string(device_id) + " over " + group_str(group) + ": ";
   if (group.empty()) throw ValueError(what + "the group is empty");
   if (std::set<int>(group.begin(), group.end()).size() != group.size() ||
       *std::min_element(group.begin(), group.end()) < 0)
@@ -397,7 +427,7 @@ Event InProcessCommunicator::start(const CollectiveOp& op, int device_id, const 
   return ev;
 }
 
-void InProcessCommunicator::abort(std::exception_ptr err) {
+void InProcessCommunicator::abort(std::exception_ptr err, const std::vector<int>&) {
   if (!err) err = std::make_exception_ptr(ValueError("communicator aborted"));
   std::vector<Event> evs;
   {
@@ -427,7 +457,10 @@ void InProcessCommunicator::reset() {
 }
 
 Communicator& communicator() {
-  static auto* c = new InProcessCommunicator();  // never destroyed: see stats_mutex()
+  // Never destroyed: see stats_mutex(). Made after initialize() (which refuses to run once the
+  // devices were used), so a run of several processes gets the MPI backend.
+  static Communicator* c = process_count() > 1 ? make_mpi_communicator().release()
+                                               : static_cast<Communicator*>(new InProcessCommunicator());
   return *c;
 }
 

@@ -16,7 +16,14 @@ namespace minijax {
 
 /// The collectives a Communicator performs (core/collectives.h's primitives, axis_index aside:
 /// it moves nothing).
-enum class CollectiveKind { all_gather, all_reduce, reduce_scatter, all_to_all, collective_permute, ragged_all_to_all };
+enum class CollectiveKind {
+  all_gather,
+  all_reduce,
+  reduce_scatter,
+  all_to_all,
+  collective_permute,
+  ragged_all_to_all
+};
 
 /// The primitive's name ("all_gather", ...).
 const char* collective_kind_name(CollectiveKind k);
@@ -33,7 +40,8 @@ struct CollectiveOp {
 
   int64_t gather_dimension = 0;  ///< all_gather
   bool tiled = true;             ///< all_gather: concatenate (true) or stack in a new dim (false)
-  std::string reduction = "sum";  ///< all_reduce: "sum", "max", "min", "and", "or" or "xor" (reduce_scatter sums)
+  std::string reduction =
+      "sum";  ///< all_reduce: "sum", "max", "min", "and", "or" or "xor" (reduce_scatter sums)
   int64_t scatter_dimension = 0;  ///< reduce_scatter
   int64_t split_dimension = 0, concat_dimension = 0;  ///< all_to_all
   std::vector<int64_t> source_target_pairs;           ///< collective_permute: flat (source, target) ranks
@@ -108,8 +116,9 @@ class Communicator {
                       const std::vector<int>& group, const std::vector<int>& context = {}) = 0;
   /// Fails every pending collective's events, and every start until reset(), with `err` (when
   /// one device's program fails, so the others stop waiting). A null err is a ValueError
-  /// "communicator aborted".
-  virtual void abort(std::exception_ptr err) = 0;
+  /// "communicator aborted". `context`: the devices of the failed program (its mesh), so that a
+  /// multi-process backend tells the processes driving them (empty: none told).
+  virtual void abort(std::exception_ptr err, const std::vector<int>& context = {}) = 0;
   /// Forgets the abort state, the sequence numbers and the pending collectives (their events
   /// fail with ValueError "communicator reset"); returns once no transfer is running (so it must
   /// not be called from an Event callback, which may run on the communicator thread).
@@ -131,7 +140,7 @@ class InProcessCommunicator final : public Communicator {
 
   Event start(const CollectiveOp& op, int device_id, const CollectiveBuffers& bufs,
               const std::vector<int>& group, const std::vector<int>& context = {}) override;
-  void abort(std::exception_ptr err) override;
+  void abort(std::exception_ptr err, const std::vector<int>& context = {}) override;
   void reset() override;
 
   struct Impl;
@@ -140,13 +149,23 @@ class InProcessCommunicator final : public Communicator {
   std::unique_ptr<Impl> impl_;
 };
 
-/// The process-wide in-process communicator (created on first use).
+/// The process-wide communicator, created on first use: the in-process one in a run of one
+/// process, the MPI one (jit/runtime/mpi_communicator.h, which keeps the in-process path for
+/// groups inside this process) after mj::distributed::initialize() joined several.
 Communicator& communicator();
 
 /// What the communicators of this process moved for device `device_id` since the last
 /// reset_collective_stats() (zeros for a device that moved nothing). ValueError if negative.
 CollectiveCounters collective_stats(int device_id);
-/// Zeroes every device's CollectiveCounters.
+/// What this process's communicator sent to and received from process `peer` over MPI since the
+/// last reset_collective_stats(): payload and header bytes as handed to MPI_Isend and as
+/// MPI_Get_count reported for each completed receive, and the messages. Zeros in a run of one
+/// process or for a peer never written to. ValueError for a negative peer.
+struct ProcessPairCounters {
+  int64_t bytes_sent = 0, bytes_received = 0, messages_sent = 0, messages_received = 0;
+};
+ProcessPairCounters collective_process_stats(int peer);
+/// Zeroes every device's CollectiveCounters and every ProcessPairCounters.
 void reset_collective_stats();
 
 namespace detail {
@@ -155,6 +174,8 @@ namespace detail {
 void set_collective_hook(std::function<void()> hook);
 /// Adds `c` to device `device_id`'s counters (what a backend moved); used by the backends.
 void add_collective_counters(int device_id, const CollectiveCounters& c);
+/// Adds `c` to this process's counters for process `peer` (the MPI backend).
+void add_process_pair_counters(int peer, const ProcessPairCounters& c);
 }  // namespace detail
 
 }  // namespace minijax

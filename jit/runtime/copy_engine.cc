@@ -11,6 +11,7 @@
 
 #include "core/config.h"
 #include "core/device.h"
+#include "core/distributed.h"
 #include "core/errors.h"
 #include "core/profiler_hooks.h"
 
@@ -38,9 +39,7 @@ struct Job {
   int64_t enqueued_ns = 0;  // for the trace (set only while tracing)
 };
 
-const char* kind_name(int32_t k) {
-  return k >= 0 && k <= 2 ? memory_kind_name(MemoryKind(k)) : "?";
-}
+const char* kind_name(int32_t k) { return k >= 0 && k <= 2 ? memory_kind_name(MemoryKind(k)) : "?"; }
 
 // A copy's trace event: on the link from `link_begin` (its start, or when the link became free
 // after the copies before it) until `done`; its memcpy ran from `start` to `copied`.
@@ -97,7 +96,7 @@ struct CopyEngine::Impl {
     const auto begin = std::max(start, link_free);
     *link_begin = begin;
     link_free = std::max(copied, begin + std::chrono::duration_cast<Clock::duration>(
-                                                 std::chrono::duration<double>(double(bytes) / bw)));
+                                             std::chrono::duration<double>(double(bytes) / bw)));
     return link_free;
   }
 
@@ -172,8 +171,8 @@ CopyEngine::~CopyEngine() {
   }
   impl_->cv.notify_all();
   impl_->thread.join();
-  auto err = std::make_exception_ptr(ValueError("copy engine of device " + std::to_string(device_id_) +
-                                                " destroyed with the copy queued"));
+  auto err = std::make_exception_ptr(
+      ValueError("copy engine of device " + std::to_string(device_id_) + " destroyed with the copy queued"));
   for (Job& j : left) j.done.set_error(err);
 }
 
@@ -183,7 +182,8 @@ Event CopyEngine::enqueue(const CopyDescriptor& d, std::vector<Event> after,
                            std::to_string(d.count) + " x " + std::to_string(d.chunk_bytes) + " B";
   if (d.chunk_bytes < 0 || d.count < 0) throw ValueError(what + " has a negative size or count");
   if (d.bytes() > 0 && (!d.src || !d.dst)) throw ValueError(what + " has a null source or destination");
-  Job job{d, std::move(after), std::move(keep), Event(), profiler::detail::tracing() ? profiler::detail::now_ns() : 0};
+  Job job{d, std::move(after), std::move(keep), Event(),
+          profiler::detail::tracing() ? profiler::detail::now_ns() : 0};
   Event done = job.done;
   {
     std::lock_guard<std::mutex> g(impl_->mu);
@@ -223,7 +223,8 @@ void CopyEngine::wait_for(const Event& copy) {
       namespace pd = profiler::detail;
       if (!pd::tracing()) return;
       try {
-        pd::record("copy_wait", "copy_done wait", pd::to_ns(t0), pd::to_ns(t1), pd::Args().add("device", device).take());
+        pd::record("copy_wait", "copy_done wait", pd::to_ns(t0), pd::to_ns(t1),
+                   pd::Args().add("device", device).take());
       } catch (...) {  // an event lost to a failed allocation
       }
     }
@@ -239,6 +240,10 @@ CopyEngine& copy_engine(int device_id) {
   if (device_id < 0 || device_id >= n)
     throw ValueError("copy_engine: device " + std::to_string(device_id) + " does not exist (there are " +
                      std::to_string(n) + " devices)");
+  if (!detail::is_local_device(device_id))
+    throw ValueError("copy_engine: device " + std::to_string(device_id) + " is driven by process " +
+                     std::to_string(detail::process_of_device(device_id)) + ", not by this one (process " +
+                     std::to_string(process_index()) + ")");
   std::lock_guard<std::mutex> g(mu);
   if (engines->size() < size_t(n)) engines->resize(size_t(n));
   auto& e = (*engines)[size_t(device_id)];

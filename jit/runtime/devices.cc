@@ -1,10 +1,11 @@
-// minijax runtime devices: the process's virtual device count and the descriptors of core/device.h.
-// Owns the device globals (fixed at first use) and device(id); the runtime objects build on them.
+// minijax runtime devices: the devices per process, the global ids of every process's devices and
+// the descriptors of core/device.h. Owns the device globals (fixed at first use) and device(id).
 #include <cstdlib>
 #include <mutex>
 
 #include "core/config.h"
 #include "core/device.h"
+#include "core/distributed.h"
 #include "core/errors.h"
 #include "sharding/mesh.h"  // declares devices(), num_devices(), set_num_devices()
 
@@ -22,8 +23,9 @@ std::optional<std::source_location> detail::first_device_use() {
   return g_first_use;
 }
 
-int num_devices(std::source_location loc) {
-  std::lock_guard<std::mutex> lock(g_devices_mu);
+namespace {
+// The devices per process (L), fixed at the first call. Under g_devices_mu.
+int local_count_locked(const std::source_location& loc) {
   if (g_num_devices == 0) {
     if (g_requested > 0) {
       g_num_devices = g_requested;
@@ -54,11 +56,42 @@ int num_devices(std::source_location loc) {
   return g_num_devices;
 }
 
+// L, fixing it now if no call did yet (a runtime query of a device's process counts as a use).
+int local_count(std::source_location loc = std::source_location::current()) {
+  std::lock_guard<std::mutex> lock(g_devices_mu);
+  return g_num_devices ? g_num_devices : local_count_locked(loc);
+}
+}  // namespace
+
+int num_devices(std::source_location loc) {
+  int l;
+  {
+    std::lock_guard<std::mutex> lock(g_devices_mu);
+    l = local_count_locked(loc);
+  }
+  return l * process_count();
+}
+
 std::vector<int> devices(std::source_location loc) {
   int n = num_devices(loc);
   std::vector<int> d(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) d[size_t(i)] = i;
   return d;
+}
+
+std::vector<int> local_devices(std::source_location loc) {
+  const int n = num_devices(loc), l = n / process_count(), p = process_index();
+  std::vector<int> d(static_cast<size_t>(l));
+  for (int i = 0; i < l; ++i) d[size_t(i)] = p * l + i;
+  return d;
+}
+
+int detail::process_of_device(int id) { return id / local_count(); }
+
+bool detail::is_local_device(int id) {
+  // An id outside 0..num_devices()-1 counts as local, so the checks that refuse it run here.
+  const int l = local_count(), p = process_index();
+  return id < 0 || id >= l * process_count() || id / l == p;
 }
 
 void set_num_devices(int n, std::source_location loc) {
@@ -89,6 +122,7 @@ Device device(int id, std::source_location loc) {
                      loc);
   Device d;
   d.id = id;
+  d.process_index = detail::process_of_device(id);
   d.memories = {{MemoryKind::device, config().device_memory_bytes, false},
                 {MemoryKind::pinned_host, config().host_memory_bytes, true},
                 {MemoryKind::unpinned_host, config().host_memory_bytes, true}};

@@ -9,6 +9,8 @@
 #include "core/config.h"
 #include "core/device.h"
 #include "core/errors.h"
+#include "jit/runtime/execute_spmd.h"
+#include "jit/runtime/mpi_communicator.h"
 #include "jit/runtime/mpi_world.h"
 
 namespace minijax {
@@ -146,7 +148,11 @@ void distributed::initialize(std::optional<int> num_processes, std::optional<int
     // Exit without shutdown() finalises MPI too (mpirun reports a process that exits without it as
     // failed). Registered before any compiled program's exit drains (execute_spmd.cc), so it runs
     // after them: no running call is left when MPI goes.
-    std::atexit([] { mpi_world::finalize(); });
+    std::atexit([] {
+      drain_spmd_calls();
+      stop_mpi_communicator();
+      mpi_world::finalize();
+    });
     if (w.size != run.size || w.rank != run.rank)
       throw DistributedError("mj::distributed::initialize: MPI's world has " + std::to_string(w.size) +
                                  " processes and makes this one number " + std::to_string(w.rank) +
@@ -163,9 +169,19 @@ void distributed::initialize(std::optional<int> num_processes, std::optional<int
 
 void distributed::shutdown(std::source_location loc) {
   State& s = state();
+  bool mpi;
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    if (!s.initialized) return;
+    mpi = s.mpi;
+  }
+  if (mpi) {
+    // Without the state's lock: the running calls ask process_index() while they finish.
+    drain_spmd_calls();  // the running calls finish first, as at exit
+    stop_mpi_communicator();
+    mpi_world::finalize();
+  }
   std::lock_guard<std::mutex> g(s.mu);
-  if (!s.initialized) return;
-  if (s.mpi) mpi_world::finalize();
   s.initialized = false;
   s.shut_down = true;
   s.shut_down_at = loc;

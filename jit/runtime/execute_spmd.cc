@@ -13,6 +13,7 @@
 
 #include "core/allocator.h"
 #include "core/config.h"
+#include "core/device.h"
 #include "core/errors.h"
 #include "jit/runtime/abi.h"
 #include "jit/runtime/communicator.h"
@@ -113,6 +114,7 @@ struct CallState {
   std::source_location loc;
   std::mutex mu;
   size_t remaining = 0;
+  size_t first_local = 0;  // the first mesh position this process runs
   std::exception_ptr error;
 };
 
@@ -134,8 +136,11 @@ std::vector<std::vector<std::shared_ptr<Buffer>>> check_inputs(const SpmdExecuta
   std::vector<std::vector<std::shared_ptr<Buffer>>> bufs(n);
   for (size_t p = 0; p < n; ++p) {
     const int dev = s.mesh->device_ids[p];
+    if (!detail::is_local_device(dev)) continue;  // another process runs it
     if (inputs[p].size() != n_in)
-      throw TypeError(fn + " takes " + std::to_string(n_in) + " inputs, got " + std::to_string(inputs[p].size()), loc);
+      throw TypeError(fn + " takes " + std::to_string(n_in) + " inputs, got " +
+                          std::to_string(inputs[p].size()),
+                      loc);
     for (size_t i = 0; i < n_in; ++i) {
       const Array& a = inputs[p][i];
       auto what = [&] { return names(i) + " (" + (a.defined() ? a.aval().str() : "empty") + ")"; };
@@ -161,11 +166,19 @@ std::vector<std::vector<std::shared_ptr<Buffer>>> check_inputs(const SpmdExecuta
       if (exe.donated[i])
         for (size_t j = 0; j < n_in; ++j)
           if (j != i && bufs[p][j] == bufs[p][i])
-            throw ValueError(fn + ": " + names(i) + " is donated and its buffer is also passed as " + names(j) +
-                                 " (a donated buffer may be passed once per call)",
+            throw ValueError(fn + ": " + names(i) + " is donated and its buffer is also passed as " +
+                                 names(j) + " (a donated buffer may be passed once per call)",
                              loc);
   }
   return bufs;
+}
+
+// The mesh positions whose devices this process drives (every position in a run of one process).
+std::vector<size_t> local_positions(const Mesh& m) {
+  std::vector<size_t> ps;
+  for (size_t p = 0; p < m.num_devices(); ++p)
+    if (detail::is_local_device(m.device_ids[p])) ps.push_back(p);
+  return ps;
 }
 
 // ResourceExhaustedError when what the call allocates on a device (temporaries, fresh outputs)
@@ -186,8 +199,9 @@ void check_capacity(const SpmdExecutable& s, const std::string& fn, std::source_
     }
   }
   auto fail = [&](const std::string& where, int64_t in_use, int64_t need, int64_t cap) {
-    throw ResourceExhaustedError(fn + ": " + where + " has " + std::to_string(in_use) + " B in use and the call " +
-                                     "needs " + std::to_string(need) + " B more (largest buffer: " + largest + ", " +
+    throw ResourceExhaustedError(fn + ": " + where + " has " + std::to_string(in_use) +
+                                     " B in use and the call " + "needs " + std::to_string(need) +
+                                     " B more (largest buffer: " + largest + ", " +
                                      std::to_string(largest_bytes) + " B; planned peak " +
                                      std::to_string(exe.predicted_device_peak_bytes) +
                                      " B per device), past its capacity of " + std::to_string(cap) +
@@ -197,12 +211,16 @@ void check_capacity(const SpmdExecutable& s, const std::string& fn, std::source_
   const int64_t dev_cap = config().device_memory_bytes, host_cap = config().host_memory_bytes;
   if (dev_cap > 0 && new_bytes[0] > 0)
     for (int id : s.mesh->device_ids) {
+      if (!detail::is_local_device(id)) continue;
       const int64_t used = allocator().stats(id, MemoryKind::device).bytes_in_use;
-      if (used + new_bytes[0] > dev_cap) fail("device " + std::to_string(id) + "'s device memory", used, new_bytes[0], dev_cap);
+      if (used + new_bytes[0] > dev_cap)
+        fail("device " + std::to_string(id) + "'s device memory", used, new_bytes[0], dev_cap);
     }
-  const int64_t host_new = (new_bytes[1] + new_bytes[2]) * int64_t(s.mesh->num_devices());
+  const std::vector<size_t> local = local_positions(*s.mesh);
+  const int64_t host_new = (new_bytes[1] + new_bytes[2]) * int64_t(local.size());
   if (host_cap > 0 && host_new > 0) {
-    const int dev0 = s.mesh->device_ids[0];  // the host spaces are the process's: any device reports them
+    const int dev0 =
+        s.mesh->device_ids[local[0]];  // the host spaces are the process's: any device reports them
     const int64_t used = allocator().stats(dev0, MemoryKind::pinned_host).bytes_in_use +
                          allocator().stats(dev0, MemoryKind::unpinned_host).bytes_in_use;
     if (used + host_new > host_cap) fail("the process's host memory", used, host_new, host_cap);
@@ -262,20 +280,21 @@ void bind_outputs(CallState& st, size_t p, const std::vector<std::shared_ptr<Buf
 // The per-collective traffic of the devices, merged into CollectiveStats (by execution order).
 void merge_traffic(CallState& st) {
   const size_t n = st.work.size();
+  const std::vector<size_t> local = local_positions(*st.spmd->mesh);
   size_t count = std::numeric_limits<size_t>::max();
-  for (auto& w : st.work) count = std::min(count, w.ctx.traffic.size());
+  for (size_t p : local) count = std::min(count, st.work[p].ctx.traffic.size());
   for (size_t k = 0; k < count; ++k) {
-    const int32_t site = st.work[0].ctx.traffic[k].site;
+    const int32_t site = st.work[local[0]].ctx.traffic[k].site;
     const CollectiveSite& s = st.spmd->sites[size_t(site)];
     CollectiveStats cs;
     const size_t id = size_t(s.site_id);  // the stable id: its top-level equation
     cs.eqn_index = s.site_id >= 0 && id < st.spmd->site_eqn_index.size() ? st.spmd->site_eqn_index[id]
-                                                                          : std::numeric_limits<size_t>::max();
+                                                                         : std::numeric_limits<size_t>::max();
     cs.primitive = s.primitive;
     cs.axes = s.axes;
     cs.bytes_sent.resize(n);
     cs.bytes_received.resize(n);
-    for (size_t p = 0; p < n; ++p) {
+    for (size_t p : local) {  // other processes' positions count 0 here
       cs.bytes_sent[p] = st.work[p].ctx.traffic[k].moved.bytes_sent;
       cs.bytes_received[p] = st.work[p].ctx.traffic[k].moved.bytes_received;
     }
@@ -296,12 +315,15 @@ void run_on_device(const std::shared_ptr<CallState>& st, size_t p) {
       profiler::detail::Scope trace("call", "call");
       if (trace.active()) {
         trace.set_name(st->fn);
-        trace.set_args(profiler::detail::Args().add("device", w.ctx.device_id).add("mesh_position", int64_t(p))
-                           .add("program", st->spmd->exe->name).take());
+        trace.set_args(profiler::detail::Args()
+                           .add("device", w.ctx.device_id)
+                           .add("mesh_position", int64_t(p))
+                           .add("program", st->spmd->exe->name)
+                           .take());
       }
       // The host functions see whole values (their operands are replicated): the mesh's first
-      // device calls them, once per call of the program.
-      HostCallbacksScope callbacks(st->spmd->exe->host_callbacks, p == 0);
+      // device of this process calls them, once per call of the program in each process.
+      HostCallbacksScope callbacks(st->spmd->exe->host_callbacks, p == st->first_local);
       DnnlScope dnnl(st->spmd->exe->dnnl.get());
       st->spmd->exe->entry(w.in_ptrs.data(), w.out_ptrs.data(), w.arena_ptrs);
       callbacks.rethrow_if_failed();
@@ -310,14 +332,13 @@ void run_on_device(const std::shared_ptr<CallState>& st, size_t p) {
     std::string rt = take_runtime_error();
     if (w.ctx.error) err = w.ctx.error;
     else if (!rt.empty())
-      err = std::make_exception_ptr(ValueError(st->fn + " failed on device " + std::to_string(w.ctx.device_id) +
-                                                   ": " + rt,
-                                               st->loc));
+      err = std::make_exception_ptr(
+          ValueError(st->fn + " failed on device " + std::to_string(w.ctx.device_id) + ": " + rt, st->loc));
   } catch (...) {
     set_spmd_context(nullptr);
     err = std::current_exception();
   }
-  if (err) communicator().abort(err);
+  if (err) communicator().abort(err, st->spmd->mesh->device_ids);
   w.wait_for.clear();
   std::unique_lock<std::mutex> g(st->mu);
   if (err && !st->error) st->error = err;
@@ -336,6 +357,8 @@ void run_on_device(const std::shared_ptr<CallState>& st, size_t p) {
 
 }  // namespace
 
+void drain_spmd_calls() { call_order().drain(); }
+
 std::shared_ptr<const SpmdExecutable> bind_spmd_executable(std::shared_ptr<const LoadedExecutable> exe,
                                                            std::shared_ptr<const Mesh> mesh,
                                                            std::vector<size_t> site_eqn_index,
@@ -349,35 +372,42 @@ std::shared_ptr<const SpmdExecutable> bind_spmd_executable(std::shared_ptr<const
 }
 
 std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutable>& spmd,
-                                       const std::vector<std::vector<Array>>& inputs, std::source_location loc,
-                                       const InputNames& names) {
+                                       const std::vector<std::vector<Array>>& inputs,
+                                       std::source_location loc, const InputNames& names) {
   const LoadedExecutable& exe = *spmd->exe;
   initialize_gemm_libraries();  // before the drain (register_exit_drain); before any claim: may throw
   register_exit_drain(exe, DrainMoment::kFirstDispatch);
   const std::string fn = fn_name(*spmd, names);
   const size_t n = spmd->mesh->num_devices(), n_in = exe.in_avals.size();
-  std::vector<std::vector<std::shared_ptr<Buffer>>> in = check_inputs(*spmd, inputs, fn, names, loc);
-  check_capacity(*spmd, fn, loc);
-  // Every device's queue before anything is claimed (an id beyond the configured count throws
-  // here, not after a ticket is taken, which would stall every later call).
-  std::vector<DeviceQueue*> queues;
-  for (int id : spmd->mesh->device_ids) queues.push_back(&compute_queue(id));
-  // Donated shards are claimed atomically before anything is allocated or enqueued; a call that
-  // fails before it is enqueued releases its claims, so the caller's Arrays stay readable.
-  DonationClaims claims;
-  for (size_t p = 0; p < n; ++p)
-    for (size_t i = 0; i < n_in; ++i)
-      if (exe.donated[i] && !claims.claim(in[p][i].get()))
-        throw ValueError(fn + ": " + names(i) + " was donated to another call and cannot be read", loc);
+  const std::vector<size_t> local = local_positions(*spmd->mesh);
   auto st = std::make_shared<CallState>();
   st->spmd = spmd;
   st->call = std::make_shared<SpmdCall>();
   st->call->outputs.resize(n);
+  if (local.empty()) {  // a mesh of other processes' devices only: nothing runs here
+    st->call->done.set();
+    return st->call;
+  }
+  std::vector<std::vector<std::shared_ptr<Buffer>>> in = check_inputs(*spmd, inputs, fn, names, loc);
+  check_capacity(*spmd, fn, loc);
+  // Every local device's queue before anything is claimed (an id beyond the configured count
+  // throws here, not after a ticket is taken, which would stall every later call). Positions of
+  // other processes' devices run there.
+  std::vector<DeviceQueue*> queues(n, nullptr);
+  for (size_t p : local) queues[p] = &compute_queue(spmd->mesh->device_ids[p]);
+  // Donated shards are claimed atomically before anything is allocated or enqueued; a call that
+  // fails before it is enqueued releases its claims, so the caller's Arrays stay readable.
+  DonationClaims claims;
+  for (size_t p : local)
+    for (size_t i = 0; i < n_in; ++i)
+      if (exe.donated[i] && !claims.claim(in[p][i].get()))
+        throw ValueError(fn + ": " + names(i) + " was donated to another call and cannot be read", loc);
   st->work.resize(n);
   st->fn = fn;
   st->loc = loc;
-  st->remaining = n;
-  for (size_t p = 0; p < n; ++p) {
+  st->remaining = local.size();
+  st->first_local = local[0];
+  for (size_t p : local) {
     DeviceWork& w = st->work[p];
     w.ctx.device_id = spmd->mesh->device_ids[p];
     w.ctx.position = p;
@@ -390,13 +420,13 @@ std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutabl
     }
     for (const Array& c : exe.hoisted_consts) w.in_ptrs.push_back(hoisted_data(c));  // shared, read-only
   }
-  for (size_t p = 0; p < n; ++p) allocate_buffers(*st, p);  // may throw ResourceExhaustedError
+  for (size_t p : local) allocate_buffers(*st, p);  // may throw ResourceExhaustedError
   claims.commit();
-  for (size_t p = 0; p < n; ++p) bind_outputs(*st, p, in[p]);
+  for (size_t p : local) bind_outputs(*st, p, in[p]);
   CallOrder& order = call_order();
   std::lock_guard<std::mutex> g(order.dispatch_mu);
   st->ticket = order.next_ticket++;
-  for (size_t p = 0; p < n; ++p) queues[p]->enqueue([st, p] { run_on_device(st, p); });
+  for (size_t p : local) queues[p]->enqueue([st, p] { run_on_device(st, p); });
   return st->call;
 }
 

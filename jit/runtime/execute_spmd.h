@@ -65,8 +65,12 @@ struct SpmdCall {
 /// whose producer failed, a collective whose participants disagree, a runtime check) aborts the
 /// communicator so the others' waits end, resets it once all devices of the call have finished,
 /// and fails `done` with that error.
+/// Blocks until every call dispatched so far has completed (on every device of this process).
+/// mj::distributed::shutdown() and the exit handlers call it.
+void drain_spmd_calls();
+
 std::shared_ptr<SpmdCall> execute_spmd(const std::shared_ptr<const SpmdExecutable>& spmd,
-                                       const std::vector<std::vector<Array>>& inputs, std::source_location loc,
-                                       const InputNames& names);
+                                       const std::vector<std::vector<Array>>& inputs,
+                                       std::source_location loc, const InputNames& names);
 
 }  // namespace minijax

@@ -1,6 +1,7 @@
 // minijax MPI world: initialising and finalising MPI and the world's size and rank, the one place
 // that includes mpi.h (jit/runtime/mpi_world.cc); in a build without MPI each function says so.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace minijax::mpi_world {
@@ -26,5 +27,29 @@ void finalize();
 /// MPI_Initialized and MPI_Finalized (false, false in a build without MPI).
 bool initialized();
 bool finalized();
+
+/// One non-blocking message (an MPI_Request, opaque here) on the runtime's own duplicate of
+/// MPI_COMM_WORLD, whose errors return rather than abort.
+struct Request {
+  alignas(8) unsigned char handle[16] = {};
+  bool active = false;
+};
+
+/// The largest tag (MPI_TAG_UB of the runtime's communicator).
+int tag_upper_bound();
+/// MPI_Isend / MPI_Irecv of `bytes` bytes (<= INT_MAX: callers split larger messages) to or from
+/// process `peer` (a receive from peer -1: from any process) with `tag`. DistributedError when MPI
+/// refuses.
+Request isend(const void* data, int64_t bytes, int peer, int tag);
+Request irecv(void* data, int64_t bytes, int peer, int tag);
+/// MPI_Test: whether `r` completed (then it is inactive). For a receive, `*received` is the
+/// byte count MPI_Get_count reports. `*error` is MPI's error text for a failed request (then
+/// true is returned), else empty.
+bool test(Request& r, int64_t* received, std::string* error);
+/// MPI_Cancel then MPI_Request_free (a send: only freed, its buffer must outlive the process's
+/// MPI use). Nothing for an inactive request.
+void cancel(Request& r);
+/// MPI_Barrier over every process (blocking; for tests and shutdown).
+void barrier();
 
 }  // namespace minijax::mpi_world

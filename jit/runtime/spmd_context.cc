@@ -20,8 +20,8 @@ void set_spmd_context(SpmdDeviceContext* ctx) { tls_context = ctx; }
 
 int current_device_id() { return tls_context ? tls_context->device_id : 0; }
 
-std::vector<CollectiveSite> bind_collective_sites(const std::vector<CollectiveSiteSpec>& sites, const Mesh& mesh,
-                                                  std::source_location loc) {
+std::vector<CollectiveSite> bind_collective_sites(const std::vector<CollectiveSiteSpec>& sites,
+                                                  const Mesh& mesh, std::source_location loc) {
   std::vector<CollectiveSite> out;
   for (const CollectiveSiteSpec& spec : sites) {
     CollectiveSite s;
@@ -31,9 +31,9 @@ std::vector<CollectiveSite> bind_collective_sites(const std::vector<CollectiveSi
     s.is_axis_index = spec.is_axis_index;
     CollectiveGroups g = collective_groups(mesh, s.axes);
     if (!s.is_axis_index && spec.axis_size != g.size)
-      throw ShardingError(s.primitive + ": axis_size=" + std::to_string(spec.axis_size) +
-                              " but the axes " + axis_names_str(spec.axes) + " of " + mesh.str() +
-                              " hold " + std::to_string(g.size) + " devices",
+      throw ShardingError(s.primitive + ": axis_size=" + std::to_string(spec.axis_size) + " but the axes " +
+                              axis_names_str(spec.axes) + " of " + mesh.str() + " hold " +
+                              std::to_string(g.size) + " devices",
                           loc);
     s.context = mesh.device_ids;
     s.group.resize(mesh.num_devices());
@@ -80,11 +80,15 @@ CollectiveBuffers buffers_of(const CollectiveSite& s, CollectiveOp& op, void* ou
 
 // The device's collective event (from its start to its result): the site's primitive, op, group
 // and the bytes this device sent and received.
-void trace_site(profiler::detail::Scope& trace, const CollectiveSite& s, const SpmdDeviceContext& ctx, int32_t site) {
+void trace_site(profiler::detail::Scope& trace, const CollectiveSite& s, const SpmdDeviceContext& ctx,
+                int32_t site) {
   profiler::detail::Args a;
   std::string group = "[";
   for (int d : s.group[ctx.position]) group += (group.size() > 1 ? ", " : "") + std::to_string(d);
-  a.add("op", s.op.str()).add("site", int64_t(site)).add("group", group + "]").add("rank", int64_t(s.rank[ctx.position]));
+  a.add("op", s.op.str())
+      .add("site", int64_t(site))
+      .add("group", group + "]")
+      .add("rank", int64_t(s.rank[ctx.position]));
   a.add("device", ctx.device_id).add("bytes_sent", ctx.traffic.back().moved.bytes_sent);
   a.add("bytes_received", ctx.traffic.back().moved.bytes_received);
   trace.set_name(s.primitive);
@@ -125,12 +129,14 @@ extern "C" void mj_rt_collective(int32_t site, void* out, const void* in0, const
     Event done = communicator().start(op, ctx->device_id, bufs, s.group[ctx->position], s.context);
     done.wait();
     const CollectiveCounters after = collective_stats(ctx->device_id);
-    ctx->traffic.push_back({site, {after.bytes_sent - before.bytes_sent, after.bytes_received - before.bytes_received,
-                                   after.messages - before.messages}});
+    ctx->traffic.push_back(
+        {site,
+         {after.bytes_sent - before.bytes_sent, after.bytes_received - before.bytes_received,
+          after.messages - before.messages}});
     if (trace.active()) trace_site(trace, s, *ctx, site);
   } catch (...) {
     ctx->error = std::current_exception();
-    communicator().abort(ctx->error);
+    communicator().abort(ctx->error, s.context);
   }
 }
 

@@ -9,6 +9,7 @@ using mj::Array;
 using mj::Mesh;
 using mj::NamedSharding;
 using mj::P;
+using mj::ShapeError;
 using mj::ShardingError;
 using mj::ValueError;
 
@@ -48,6 +49,17 @@ std::vector<Case> sharding_cases() {
       BAD("minijax::distributed::initialize", ValueError, mj::distributed::initialize(0), "distributed::initialize",
           "num_processes = 0"),
       BAD("minijax::device", ValueError, mj::device(999), "device", "999"),
+      BAD("minijax::make_array_from_callback", ShapeError,
+          mj::make_array_from_callback({8}, on_x(), [](const mj::ShardIndex&) { return iota_f32({3}); }),
+          "make_array_from_callback", "f32[3]", "[0:2]", "process 0"),
+      BAD("minijax::make_array_from_single_device_arrays", ValueError,
+          mj::make_array_from_single_device_arrays({8}, on_x(), {iota_f32({2})}), "make_array_from_single_device_arrays",
+          "1 arrays", "4 devices"),
+      BAD("minijax::make_array_from_process_local_data", ShapeError,
+          mj::make_array_from_process_local_data(on_x(), iota_f32({3}), mj::Shape{8}),
+          "make_array_from_process_local_data", "f32[3]", "[8]", "process 0"),
+      BAD("minijax::multihost_utils::process_allgather", ValueError,
+          mj::multihost_utils::process_allgather(iota_f32({}), true), "process_allgather", "rank-0"),
       BAD("minijax::memory_stats", ValueError, mj::memory_stats(0, "hbm"), "memory_stats", "hbm"),
       BAD("minijax::reset_peak_memory_stats", ValueError, mj::reset_peak_memory_stats(-1), "reset_peak_memory_stats", "-1"),
       BAD_ANY_SITE("minijax::sharding_rule_for", ShardingError, mj::sharding_rule_for("scan", {}, {}, mj::Params{}), "scan"),
