@@ -1,8 +1,11 @@
 // minijax samples: the Fashion-MNIST MLP trained on 8 virtual devices, mesh (4, 2) ("data", "model"),
-// next to the same steps on one device; prints the losses and each step's collectives and bytes.
-// Usage: fashion_mnist_sharded [--steps N] [--limit N] [--batch B] [--hidden H] [--lr LR] [--seed S]
+// in one process or several (mpirun), next to the same steps on one device; prints the losses and
+// each step's collectives and bytes.
+// Usage: [mpirun -np P] fashion_mnist_sharded [--devices-per-process L] [--steps N] [--limit N]
+//                              [--batch B] [--hidden H] [--lr LR] [--seed S]
 //                              [--data-dir DIR] [--no-single] [--save DIR] [--resume DIR]
 //                              [--trace FILE [--trace-steps N]]
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -21,13 +24,15 @@ namespace {
 
 void usage(const char* prog) {
   std::fprintf(stderr,
-               "usage: %s [--steps N (20)] [--limit N (all 60000)] [--batch B (128)] [--hidden H (512)]\n"
+               "usage: [mpirun -np P] %s [--devices-per-process L (8 / P)]\n"
+               "          [--steps N (20)] [--limit N (all 60000)] [--batch B (128)] [--hidden H (512)]\n"
                "          [--lr LR (0.1)] [--seed S (0)] [--data-dir DIR] [--no-single]\n"
                "          [--save DIR] [--resume DIR]\n"
                "          [--trace FILE] [--trace-steps N (5)]\n"
-               "Runs on 8 virtual devices (mesh (4, 2): batch over 'data', hidden dims over 'model'),\n"
-               "one compiled step run on every device at once. --no-single skips the single-device\n"
-               "comparison run. --save DIR writes DIR/checkpoint.safetensors (the parameters and the\n"
+               "Runs on P x L virtual devices (mesh (P*L/2, 2): batch over 'data', hidden dims over\n"
+               "'model'), one compiled step run on every device at once; under mpirun each of the P\n"
+               "processes drives L devices and holds only its rows of the data. --no-single skips the\n"
+               "single-device comparison run (one process only). --save DIR writes DIR/checkpoint.safetensors (the parameters and the\n"
                "steps taken) after the last step; --resume DIR continues from it up to --steps in all.\n"
                "SIGINT or SIGTERM ends the step, writes the checkpoint (--save) and exits with 130\n"
                "or 143; a second one exits at once (the previous checkpoint stays intact).\n"
@@ -49,9 +54,11 @@ int main(int argc, char** argv) {
   int64_t limit = -1;
   std::string data_dir, trace_path;
   int64_t trace_steps = minijax::samples::TraceWindow::kDefaultSteps;
+  int64_t devices_per_process = 0;
   try {
     for (minijax::samples::OptionReader o(argc, argv); o.next();) {
-      if (o.is("--steps")) cfg.steps = o.integer(0);
+      if (o.is("--devices-per-process")) devices_per_process = o.integer(1, 1024);
+      else if (o.is("--steps")) cfg.steps = o.integer(0);
       else if (o.is("--limit")) limit = o.integer(1);
       else if (o.is("--batch")) cfg.batch = o.integer(1);
       else if (o.is("--hidden")) cfg.hidden = o.integer(1);
@@ -72,14 +79,26 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    mj::set_num_devices(8);
-    auto mesh = std::make_shared<const mj::Mesh>(mj::make_mesh({4, 2}, {"data", "model"}));
+    // One process, or the processes mpirun started, each with L devices (8 in all by default).
+    mj::distributed::initialize();
+    const int np = mj::process_count(), me = mj::process_index();
+    if (devices_per_process == 0) devices_per_process = std::max(1, 8 / np);
+    mj::set_num_devices(int(devices_per_process));
+    const int64_t total = np * devices_per_process;
+    if (total % 2 != 0) throw mj::ValueError("fashion_mnist_sharded: the mesh (devices / 2, 2) needs an even device count");
+    auto mesh = std::make_shared<const mj::Mesh>(mj::make_mesh({total / 2, 2}, {"data", "model"}));
     const std::string dir = minijax::samples::fashion_mnist_dir(data_dir);
-    auto train_set = fmnist::load_split(dir, "train", limit);
+    // The IDX files are gzip streams, read whole; each process keeps only its rows.
+    auto full_set = fmnist::load_split(dir, "train", limit);
+    cfg.total_examples = full_set.n;
+    auto train_set = np > 1 ? fmnist::process_rows(full_set, cfg.batch, me, np) : std::move(full_set);
+    full_set = {};
+    if (me != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;  // one process reports; errors reach stderr
     std::printf("Fashion-MNIST from %s: %lld training images; MLP 784-%lld-%lld-10, SGD lr %g, "
                 "batch %lld, seed %u, %lld steps on %s\n",
-                dir.c_str(), (long long)train_set.n, (long long)cfg.hidden, (long long)cfg.hidden,
+                dir.c_str(), (long long)cfg.total_examples, (long long)cfg.hidden, (long long)cfg.hidden,
                 cfg.lr, (long long)cfg.batch, cfg.seed, (long long)cfg.steps, mesh->str().c_str());
+    if (np > 1) std::printf("%d processes of %lld devices\n", np, (long long)devices_per_process);
     std::fflush(stdout);
     double max_diff = 0;
     std::string last_collectives;
@@ -120,7 +139,7 @@ int main(int argc, char** argv) {
     }
     if (!reports.empty()) {
       std::printf("loss %.6f -> %.6f", reports.front().loss_sharded, reports.back().loss_sharded);
-      if (cfg.single_device) std::printf("; largest |sharded - single-device| loss difference %.2e", max_diff);
+      if (cfg.single_device && np == 1) std::printf("; largest |sharded - single-device| loss difference %.2e", max_diff);
       std::printf("\n");
     }
   } catch (const std::exception& e) {

@@ -28,8 +28,27 @@ mj::JitOptions train_step_options(const std::shared_ptr<const mj::Mesh>& m) {
   return o;
 }
 
+Dataset process_rows(const Dataset& full, int64_t batch, int process, int processes) {
+  if (processes < 1 || batch % processes != 0)
+    throw mj::ValueError("fashion_mnist_sharded: batch " + std::to_string(batch) + " must divide over " +
+                         std::to_string(processes) + " processes");
+  const int64_t share = batch / processes, batches = full.n / batch, pixels = 784;
+  Dataset d;
+  d.n = batches * share;
+  d.images.reserve(size_t(d.n * pixels));
+  d.labels.reserve(size_t(d.n));
+  for (int64_t b = 0; b < batches; ++b) {
+    const int64_t lo = b * batch + process * share;
+    d.images.insert(d.images.end(), full.images.begin() + lo * pixels, full.images.begin() + (lo + share) * pixels);
+    d.labels.insert(d.labels.end(), full.labels.begin() + lo, full.labels.begin() + lo + share);
+  }
+  return d;
+}
+
 std::vector<StepReport> train_sharded(const Dataset& train_set, const ShardedConfig& cfg,
                                       const std::shared_ptr<const mj::Mesh>& mesh) {
+  const int np = mj::process_count();
+  const int64_t total = cfg.total_examples > 0 ? cfg.total_examples : train_set.n;
   const int64_t data = mesh->axis_size("data"), model = mesh->axis_size("model");
   if (cfg.batch <= 0 || cfg.batch % data != 0)
     throw mj::ValueError("fashion_mnist_sharded: batch " + std::to_string(cfg.batch) +
@@ -37,9 +56,9 @@ std::vector<StepReport> train_sharded(const Dataset& train_set, const ShardedCon
   if (cfg.hidden <= 0 || cfg.hidden % model != 0)
     throw mj::ValueError("fashion_mnist_sharded: hidden " + std::to_string(cfg.hidden) +
                          " must be a positive multiple of the 'model' axis size " + std::to_string(model));
-  const int64_t batches = train_set.n / cfg.batch;
+  const int64_t batches = total / cfg.batch, share = cfg.batch / np;
   if (batches == 0)
-    throw mj::ValueError("fashion_mnist_sharded: " + std::to_string(train_set.n) +
+    throw mj::ValueError("fashion_mnist_sharded: " + std::to_string(total) +
                          " examples hold no full batch of " + std::to_string(cfg.batch));
   const float lr = float(cfg.lr);
   auto step_fn = [lr](const MLP& p, const mj::Array& x, const mj::Array& y) {
@@ -53,7 +72,7 @@ std::vector<StepReport> train_sharded(const Dataset& train_set, const ShardedCon
   auto single = mj::jit(step_fn, "train_step");
   namespace ms = minijax::samples;
   MLP p_sharded = init_mlp(cfg.seed, cfg.hidden);
-  auto meta = ms::run_metadata("fashion_mnist_sharded", cfg.seed, cfg.batch, cfg.lr, train_set.n);
+  auto meta = ms::run_metadata("fashion_mnist_sharded", cfg.seed, cfg.batch, cfg.lr, total);
   meta["hidden"] = std::to_string(cfg.hidden);
   int64_t first = 0;
   if (!cfg.resume_dir.empty()) {
@@ -68,6 +87,9 @@ std::vector<StepReport> train_sharded(const Dataset& train_set, const ShardedCon
     if (cfg.on_checkpoint) cfg.on_checkpoint("resumed from " + path + " after step " + std::to_string(first));
   }
   auto save = [&](int64_t steps_done) {
+    // The parameters are sharded over "model" only, inside each process: every process holds
+    // them whole, and process 0 writes them.
+    if (mj::process_index() != 0) return;
     ms::detail::create_checkpoint_dir(cfg.save_dir);
     auto m = meta;
     m["step"] = std::to_string(steps_done);
@@ -81,7 +103,13 @@ std::vector<StepReport> train_sharded(const Dataset& train_set, const ShardedCon
   std::vector<StepReport> reports;
   int64_t s = first;
   for (; s < cfg.steps; ++s) {
-    auto [x, y] = make_batch(train_set, {}, (s % batches) * cfg.batch, cfg.batch);
+    // This process's rows of the batch (all of it in one process), made one global batch.
+    auto [x_local, y_local] = make_batch(train_set, {}, (s % batches) * share, share);
+    mj::Array x = x_local, y = y_local;
+    if (np > 1) {
+      x = mj::make_array_from_process_local_data({mesh, mj::P("data", mj::None{})}, x_local);
+      y = mj::make_array_from_process_local_data({mesh, mj::P("data")}, y_local);
+    }
     StepReport r;
     r.step = s + 1;
     auto [loss, next] = sharded(p_sharded, x, y);
@@ -93,7 +121,7 @@ std::vector<StepReport> train_sharded(const Dataset& train_set, const ShardedCon
     for (auto& c : run->stats.collectives)
       r.max_bytes_received += *std::max_element(c.bytes_received.begin(), c.bytes_received.end());
     r.loss_single = std::numeric_limits<double>::quiet_NaN();
-    if (cfg.single_device) {
+    if (cfg.single_device && np == 1) {
       auto [loss1, next1] = single(p_single, x, y);
       p_single = next1;
       r.loss_single = loss1.item<double>();

@@ -30,7 +30,10 @@ struct ShardedConfig {
   int64_t hidden = 512;  ///< hidden width; must divide by the "model" axis size
   double lr = 0.1;       ///< plain SGD step size (the update is part of the jit'ed step)
   uint32_t seed = 0;
-  bool single_device = true;  ///< also run the same steps unsharded and compare the losses
+  /// The examples of the whole training set. 0: train_set's (one process). With several
+  /// processes train_set holds this process's rows only (process_rows) and this the total.
+  int64_t total_examples = 0;
+  bool single_device = true;  ///< also run the same steps unsharded and compare the losses (one process)
   /// Called after each step (e.g. to print the step line).
   std::function<void(const StepReport&)> on_step;
   /// When not empty: after the last step, and when should_stop stops the run, the sharded
@@ -62,10 +65,20 @@ struct ShardedCheckpoint {
 /// updated parameters in their input shardings.
 mj::JitOptions train_step_options(const std::shared_ptr<const mj::Mesh>& mesh);
 
+/// This process's rows of `full` for batches of `batch` consecutive rows whose rows are split
+/// evenly over `processes` processes in process order (the "data" axis of a mesh whose devices
+/// are in process order): rows [b·batch + p·batch/P, b·batch + (p+1)·batch/P) of each full batch
+/// b, in order. ValueError when `processes` does not divide `batch`.
+Dataset process_rows(const Dataset& full, int64_t batch, int process, int processes);
+
 /// Trains an MLP 784-H-H-10 (init_mlp(seed, hidden)) with SGD for cfg.steps steps: the step
 /// (loss, value_and_grad, update) is one jit'ed function, run partitioned on `mesh` and, when
 /// cfg.single_device, also as plain jit on one device from the same initial parameters. Batches
-/// are consecutive rows of `train_set` (full batches only; the set must hold at least one).
+/// are consecutive rows of `train_set` (full batches only; the set must hold at least one). In
+/// a run of several processes (mj::distributed) train_set is this process's rows
+/// (process_rows), cfg.total_examples the whole set's size: each step's batch is built with
+/// make_array_from_process_local_data, only process 0 writes the checkpoint, and there is no
+/// single-device comparison.
 /// Throws mj::ValueError for a batch or hidden width the mesh axes do not divide, or a set
 /// smaller than one batch.
 std::vector<StepReport> train_sharded(const Dataset& train_set, const ShardedConfig& cfg,
