@@ -101,8 +101,8 @@ TEST(MpiFaultTimeout, ACollectiveWhosePeerNeverJoinsFailsAtTheDeadline) {
   EXPECT_NE(m.find("process 1 waited"), std::string::npos) << m;
   EXPECT_NE(m.find("process 0 (devices 0..3), which did not join"), std::string::npos) << m;
   EXPECT_NE(m.find("config().collective_timeout_s = 2"), std::string::npos) << m;
-  EXPECT_GE(took, 1.9);
-  EXPECT_LT(took, 4.0);
+  EXPECT_GE(took, 1.9);          // not before the deadline
+  EXPECT_LT(took, 2.0 + 10.0);   // nor long after it (a loaded machine: the killed test's margin)
   // The processes no longer agree on what was exchanged: later collectives between them fail.
   const std::string later = error_of<mj::DistributedError>([] { join_from_local_devices(); });
   EXPECT_NE(later.find("an earlier collective between processes failed"), std::string::npos) << later;
