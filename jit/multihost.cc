@@ -194,7 +194,9 @@ Array make_array_from_process_local_data(const NamedSharding& sharding, const Ar
 Array multihost_utils::process_allgather(const Array& x, bool tiled, std::source_location loc) {
   const Array c = x.concrete(loc, "process_allgather's operand");
   if (c.is_sharded()) {
-    if (c.concrete_impl(loc).covers_all()) return copy_of(c, loc);
+    // Decided alike on every process (a process holding the whole array still joins the gather
+    // the others need): a mesh of this process's devices only reads locally.
+    if (c.is_fully_addressable(loc)) return copy_of(c, loc);
     const ArraySharding as = c.sharding(loc);
     const NamedSharding replicated(as.sharding.mesh, P(), c.memory_kind());
     auto gather = jit([replicated](const Array& a) { return with_sharding_constraint(a, replicated); },

@@ -85,7 +85,10 @@ int main(int argc, char** argv) {
     if (devices_per_process == 0) devices_per_process = std::max(1, 8 / np);
     mj::set_num_devices(int(devices_per_process));
     const int64_t total = np * devices_per_process;
-    if (total % 2 != 0) throw mj::ValueError("fashion_mnist_sharded: the mesh (devices / 2, 2) needs an even device count");
+    if (total % 2 != 0 || (np > 1 && devices_per_process % 2 != 0))
+      throw mj::ValueError("fashion_mnist_sharded: the mesh (devices / 2, 2) needs an even device count, and an "
+                           "even --devices-per-process over several processes (each process's rows of the "
+                           "mesh whole); got " + std::to_string(np) + " x " + std::to_string(devices_per_process));
     auto mesh = std::make_shared<const mj::Mesh>(mj::make_mesh({total / 2, 2}, {"data", "model"}));
     const std::string dir = minijax::samples::fashion_mnist_dir(data_dir);
     // The IDX files are gzip streams, read whole; each process keeps only its rows.

@@ -32,7 +32,9 @@ const char* collective_kind_name(CollectiveKind k);
 /// local operand shape, and the parameters of core/collectives.h. Every participant of one
 /// collective must give the same description (the ragged size tables aside, which are each
 /// device's own); the result is bitwise what run_spmd (jit/reference/reference_executor.h)
-/// computes for the equivalent equation, reductions applied in rank order 0..n-1.
+/// computes for the equivalent equation, reductions applied in rank order 0..n-1 (between
+/// processes, the MPI backend reduces each process's ranks first, then the processes' partial
+/// sums: the same bits on every device, maybe not run_spmd's).
 struct CollectiveOp {
   CollectiveKind kind = CollectiveKind::all_gather;
   DType dtype = DType::f32;
@@ -120,7 +122,8 @@ class Communicator {
   /// multi-process backend tells the processes driving them (empty: none told).
   virtual void abort(std::exception_ptr err, const std::vector<int>& context = {}) = 0;
   /// Forgets the abort state, the sequence numbers and the pending collectives (their events
-  /// fail with ValueError "communicator reset"); returns once no transfer is running (so it must
+  /// fail with ValueError "communicator reset"; the MPI backend keeps its sequence numbers of
+  /// collectives between processes, which every process must agree on); returns once no transfer is running (so it must
   /// not be called from an Event callback, which may run on the communicator thread).
   virtual void reset() = 0;
 };

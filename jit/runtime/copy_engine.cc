@@ -11,7 +11,6 @@
 
 #include "core/config.h"
 #include "core/device.h"
-#include "core/distributed.h"
 #include "core/errors.h"
 #include "core/profiler_hooks.h"
 
@@ -240,10 +239,6 @@ CopyEngine& copy_engine(int device_id) {
   if (device_id < 0 || device_id >= n)
     throw ValueError("copy_engine: device " + std::to_string(device_id) + " does not exist (there are " +
                      std::to_string(n) + " devices)");
-  if (!detail::is_local_device(device_id))
-    throw ValueError("copy_engine: device " + std::to_string(device_id) + " is driven by process " +
-                     std::to_string(detail::process_of_device(device_id)) + ", not by this one (process " +
-                     std::to_string(process_index()) + ")");
   std::lock_guard<std::mutex> g(mu);
   if (engines->size() < size_t(n)) engines->resize(size_t(n));
   auto& e = (*engines)[size_t(device_id)];

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "core/device.h"
-#include "core/distributed.h"
 #include "core/errors.h"
 #include "core/profiler_hooks.h"
 
@@ -72,10 +71,6 @@ DeviceQueue& compute_queue(int device_id) {
   if (device_id < 0 || device_id >= n)
     throw ValueError("device " + std::to_string(device_id) + " does not exist (there are " +
                      std::to_string(n) + " devices)");
-  if (!detail::is_local_device(device_id))
-    throw ValueError("device " + std::to_string(device_id) + " is driven by process " +
-                     std::to_string(detail::process_of_device(device_id)) + ", not by this one (process " +
-                     std::to_string(process_index()) + ")");
   std::lock_guard<std::mutex> g(mu);
   if (queues->size() < size_t(n)) queues->resize(size_t(n));
   auto& q = (*queues)[size_t(device_id)];

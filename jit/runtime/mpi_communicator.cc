@@ -147,6 +147,8 @@ class MpiCommunicator final : public Communicator {
   void check_deadline(Job& j, Clock::time_point now);
   void poll_control();
   void peer_failed(const WireHeader& h);
+  void send_notices();
+  void stopped();
 
   InProcessCommunicator local_;
   const int self_, processes_, tag_ub_;
@@ -160,6 +162,7 @@ class MpiCommunicator final : public Communicator {
   bool peer_error_ = false;  // broken_ came from another process's failure
   bool stop_ = false;
   Job* finishing_ = nullptr;  // the job whose results the thread is writing
+  Job* posting_ = nullptr;    // the job whose operands the thread is reading
   std::vector<std::unique_ptr<Job>> active_;         // the thread's
   std::vector<std::unique_ptr<Job>> abandoned_;      // sends MPI may still read: kept until exit
   // The control channel (tag 0): a process whose program failed tells the others. notify_: the
@@ -259,7 +262,11 @@ void MpiCommunicator::post(Job& j) {
   w.members.assign(j.group.size(), {});
   for (size_t r = 0; r < j.group.size(); ++r)
     if (j.at[r]) w.members[r] = {j.at[r]->device, &j.at[r]->op, j.at[r]->bufs};
-  std::exception_ptr local_error = j.failed;
+  std::exception_ptr local_error;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    local_error = j.failed;
+  }
   if (!local_error) {
     try {
       detail::check_collective_part(part, j.group);
@@ -338,6 +345,18 @@ void MpiCommunicator::fail(Job& j, std::exception_ptr err) {
 bool MpiCommunicator::poll(Job& j, bool& hot) {
   bool progressed = false, all_headers = true;
   std::string error;
+  bool failed;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    failed = j.failed != nullptr;
+  }
+  if (failed) {  // only let MPI finish (or cancel) what it holds
+    for (Peer& p : j.peers) {
+      for (auto& r : p.recvs) progressed = (r.active && mpi_world::test(r, nullptr, &error)) || progressed;
+      for (auto& r : p.sends) progressed = (r.active && mpi_world::test(r, nullptr, &error)) || progressed;
+    }
+    return progressed;
+  }
   for (Peer& p : j.peers) {
     for (size_t k = 0; k < p.recvs.size(); ++k) {
       if (!p.recvs[k].active) continue;
@@ -506,6 +525,32 @@ void MpiCommunicator::peer_failed(const WireHeader& h) {
   for (auto& [e, err] : evs) e.set_error(err);
 }
 
+// Sends the queued failure notices (under mu_). A send MPI refuses is dropped: the peers then
+// find out at their deadline.
+void MpiCommunicator::send_notices() {
+  for (auto& [procs, h] : notify_)
+    for (int q : procs) {
+      sent_.push_back({h, {}});
+      try {
+        sent_.back().second = mpi_world::isend(&sent_.back().first, sizeof(WireHeader), q, 0);
+      } catch (...) {
+        sent_.pop_back();
+      }
+    }
+  notify_.clear();
+}
+
+// Whether some request of j is still with MPI (its buffers must stay).
+static bool in_flight(const Job& j) {
+  for (auto& p : j.peers) {
+    for (auto& r : p.recvs)
+      if (r.active) return true;
+    for (auto& r : p.sends)
+      if (r.active) return true;
+  }
+  return false;
+}
+
 void MpiCommunicator::loop() {
   auto backoff = kFirstBackoff;
   bool hot = false;
@@ -517,36 +562,39 @@ void MpiCommunicator::loop() {
       // Idle, the control channel is still polled, at most 50 ms apart.
       if (active_.empty()) cv_.wait_for(lk, std::max(backoff, std::chrono::microseconds(50000)), woken);
       else if (!hot) cv_.wait_for(lk, backoff, woken);
+      send_notices();
       if (stop_) break;
       fresh.swap(ready_);
-      for (auto& [procs, h] : notify_)
-        for (int q : procs) {
-          sent_.push_back({h, {}});
-          sent_.back().second = mpi_world::isend(&sent_.back().first, sizeof(WireHeader), q, 0);
-        }
-      notify_.clear();
       for (auto& j : fresh) posted_.insert(j.get());
     }
     for (auto& j : fresh) {
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        posting_ = j.get();  // reset() waits: post reads the members' buffers
+      }
       try {
         post(*j);
       } catch (...) {
         fail(*j, std::current_exception());
       }
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        posting_ = nullptr;
+      }
+      idle_cv_.notify_all();
       active_.push_back(std::move(j));
     }
-    poll_control();
+    try {
+      poll_control();
+    } catch (...) {  // MPI refused the control receive: peers' failures are then seen at deadlines
+    }
     bool progressed = false;
     hot = false;
     const auto now = Clock::now();
     for (auto& j : active_) {
       bool job_hot = false;
       progressed = poll(*j, job_hot) || progressed;
-      bool done = true;
-      for (auto& p : j->peers) {
-        for (auto& r : p.recvs) done = done && !r.active;
-        for (auto& r : p.sends) done = done && !r.active;
-      }
+      const bool done = !in_flight(*j);
       bool failed;
       {
         std::lock_guard<std::mutex> lk(mu_);
@@ -561,45 +609,73 @@ void MpiCommunicator::loop() {
         if (!failed) check_deadline(*j, now);
         hot = hot || (job_hot && !failed);
       }
-      if (failed && !done) fail(*j, nullptr);  // failed by abort(): cancel its receives here
+      if (failed && !done) fail(*j, nullptr);  // failed by abort() or a peer: cancel its receives
       if (done || failed) {
         std::lock_guard<std::mutex> lk(mu_);
         posted_.erase(j.get());
       }
     }
     idle_cv_.notify_all();
-    // A failed job's sends may still be read by MPI: kept; a done one is dropped.
+    // A failed job's requests may still be with MPI (a matched receive cannot be cancelled and
+    // goes on writing; a send goes on reading): kept until MPI is done with each; a done one goes.
     for (auto& j : active_) {
-      if (!j) continue;
-      bool sends_active = false, recvs_active = false;
-      for (auto& p : j->peers) {
-        for (auto& r : p.sends) sends_active = sends_active || r.active;
-        for (auto& r : p.recvs) recvs_active = recvs_active || r.active;
-      }
       bool failed;
       {
         std::lock_guard<std::mutex> lk(mu_);
         failed = j->failed != nullptr;
       }
-      if (failed && sends_active) abandoned_.push_back(std::move(j));
-      else if (failed || (!sends_active && !recvs_active)) j.reset();
+      if (failed && in_flight(*j)) abandoned_.push_back(std::move(j));
+      else if (failed || !in_flight(*j)) j.reset();
     }
     active_.erase(std::remove(active_.begin(), active_.end(), nullptr), active_.end());
+    for (auto& j : abandoned_) {
+      std::string error;
+      for (auto& p : j->peers) {
+        for (auto& r : p.recvs) mpi_world::test(r, nullptr, &error);
+        for (auto& r : p.sends) mpi_world::test(r, nullptr, &error);
+      }
+      if (!in_flight(*j)) j.reset();
+    }
+    abandoned_.erase(std::remove(abandoned_.begin(), abandoned_.end(), nullptr), abandoned_.end());
     backoff = progressed ? kFirstBackoff : std::min(backoff * 2, kLastBackoff);
     if (hot && !progressed) std::this_thread::yield();
   }
-  for (auto& j : active_)
-    fail(*j, std::make_exception_ptr(DistributedError("collective " + j->what +
-                                                      ": mj::distributed::shutdown() or exit stopped it")));
-  mpi_world::cancel(control_recv_);
-  std::lock_guard<std::mutex> lk(mu_);
-  for (auto& j : ready_) {
-    for (auto& p : j->at)
-      if (p && !j->failed)
-        p->ev.set_error(std::make_exception_ptr(
-            DistributedError("a collective between processes after mj::distributed::shutdown()")));
-    j->failed = std::make_exception_ptr(DistributedError("stopped"));
+  stopped();
+}
+
+// After the loop: every collective not completed fails, and what MPI still holds is cancelled and
+// released (its buffers are never freed: the process is leaving MPI).
+void MpiCommunicator::stopped() {
+  const auto stopped_err = [](const std::string& what) {
+    return std::make_exception_ptr(
+        DistributedError("collective " + what + ": mj::distributed::shutdown() or exit stopped it"));
+  };
+  for (auto& j : active_) fail(*j, stopped_err(j->what));
+  std::vector<std::pair<Event, std::exception_ptr>> evs;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto take = [&](Job& j) {
+      if (!j.failed) {
+        j.failed = stopped_err(ids_str(j.group));
+        for (auto& p : j.at)
+          if (p) evs.push_back({p->ev, j.failed});
+      }
+    };
+    for (auto& j : ready_) take(*j);
+    for (auto& [k, j] : assembling_) take(*j);
   }
+  for (auto& [e, err] : evs) e.set_error(err);
+  mpi_world::cancel(control_recv_);
+  for (auto* list : {&active_, &abandoned_})
+    for (auto& j : *list) {
+      for (auto& p : j->peers) {
+        for (auto& r : p.recvs) mpi_world::release(r);
+        for (auto& r : p.sends) mpi_world::release(r);
+      }
+      (void)j.release();  // leaked on purpose: MPI may hold its buffers until MPI_Finalize
+    }
+  for (auto& [h, r] : sent_) mpi_world::release(r);
+  mpi_world::release(control_recv_);
 }
 
 void MpiCommunicator::abort(std::exception_ptr err, const std::vector<int>& context) {
@@ -649,7 +725,7 @@ void MpiCommunicator::reset() {
   local_.reset();
   std::unique_lock<std::mutex> lk(mu_);
   aborted_ = nullptr;
-  idle_cv_.wait(lk, [&] { return finishing_ == nullptr; });
+  idle_cv_.wait(lk, [&] { return finishing_ == nullptr && posting_ == nullptr; });
 }
 
 void MpiCommunicator::stop() {

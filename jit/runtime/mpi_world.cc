@@ -112,8 +112,14 @@ bool test(Request& r, int64_t* received, std::string* error) {
 }
 
 void cancel(Request& r) {
-  if (!r.active) return;
+  if (!r.active || r.cancelled) return;
   MPI_Cancel(&req(r));
+  r.cancelled = true;
+}
+
+void release(Request& r) {
+  if (!r.active) return;
+  cancel(r);
   MPI_Request_free(&req(r));
   r.active = false;
 }
@@ -163,6 +169,7 @@ Request isend(const void*, int64_t, int, int) { no_mpi(); }
 Request irecv(void*, int64_t, int, int) { no_mpi(); }
 bool test(Request&, int64_t*, std::string*) { no_mpi(); }
 void cancel(Request&) {}
+void release(Request&) {}
 void barrier() { no_mpi(); }
 
 #endif

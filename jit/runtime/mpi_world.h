@@ -33,6 +33,7 @@ bool finalized();
 struct Request {
   alignas(8) unsigned char handle[16] = {};
   bool active = false;
+  bool cancelled = false;
 };
 
 /// The largest tag (MPI_TAG_UB of the runtime's communicator).
@@ -46,9 +47,13 @@ Request irecv(void* data, int64_t bytes, int peer, int tag);
 /// byte count MPI_Get_count reports. `*error` is MPI's error text for a failed request (then
 /// true is returned), else empty.
 bool test(Request& r, int64_t* received, std::string* error);
-/// MPI_Cancel then MPI_Request_free (a send: only freed, its buffer must outlive the process's
-/// MPI use). Nothing for an inactive request.
+/// MPI_Cancel (once): the request stays active until test() reports it completed (cancelled,
+/// or matched before the cancel took: its buffer is in use until then). Nothing for an inactive
+/// request.
 void cancel(Request& r);
+/// MPI_Cancel then MPI_Request_free: MPI forgets the request, whose buffer must then outlive the
+/// process's use of MPI (for what is left at shutdown). Nothing for an inactive request.
+void release(Request& r);
 /// MPI_Barrier over every process (blocking; for tests and shutdown).
 void barrier();
 

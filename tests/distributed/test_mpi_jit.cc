@@ -182,7 +182,9 @@ TEST(MpiJit, ProcessAllgatherOfHostLocalValues) {
   for (int p = 0; p < np; ++p)
     for (int i = 0; i < 6; ++i) EXPECT_EQ(stacked.data<float>()[p * 6 + i], float(p + 1));
   Array tiled = mj::multihost_utils::process_allgather(mine, true);
-  EXPECT_EQ(tiled.shape(), (mj::Shape{2 * np, 3}));
+  ASSERT_EQ(tiled.shape(), (mj::Shape{2 * np, 3}));
+  for (int p = 0; p < np; ++p)
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(tiled.data<float>()[p * 6 + i], float(p + 1)) << p << " " << i;
 }
 
 namespace {
