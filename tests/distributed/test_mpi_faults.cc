@@ -158,6 +158,43 @@ TEST(MpiFaultFingerprint, ProcessesCompilingDifferentProgramsBothThrow) {
   EXPECT_NE(msg.find("process 1: "), std::string::npos) << msg;
 }
 
+// Same run, after the fingerprint case (whose exchange itself completed): processes starting
+// different collectives on one group both get the in-process backend's kind of error, then a
+// collective between processes after shutdown() is refused.
+TEST(MpiFaultFingerprint, ProcessesDisagreeingOnACollectiveThenShutdown) {
+  REQUIRE_RUN(30);
+  const int64_t n = mj::process_index() == 1 ? 6 : 4;
+  auto start_from_local_devices = [&] {
+    std::vector<std::thread> ts;
+    std::vector<std::exception_ptr> errs(4);
+    std::vector<std::vector<float>> in(4, std::vector<float>(size_t(n), 1.0f)), out = in;
+    mj::CollectiveOp op = all_reduce4();
+    op.shape = {n};
+    for (int k = 0; k < 4; ++k)
+      ts.emplace_back([&, k] {
+        try {
+          mj::CollectiveBuffers b;
+          b.send = {{in[size_t(k)].data(), n * 4}};
+          b.recv = out[size_t(k)].data();
+          b.recv_bytes = n * 4;
+          mj::communicator().start(op, mj::local_devices()[size_t(k)], b, {0, 1, 2, 3, 4, 5, 6, 7}).wait();
+        } catch (...) {
+          errs[size_t(k)] = std::current_exception();
+        }
+      });
+    for (auto& t : ts) t.join();
+    for (auto& e : errs)
+      if (e) std::rethrow_exception(e);
+  };
+  const std::string m = error_of<mj::ValueError>(start_from_local_devices);
+  EXPECT_NE(m.find("the participants disagree"), std::string::npos) << m;
+  EXPECT_NE(m.find("all_reduce f32[4]"), std::string::npos) << m;
+  EXPECT_NE(m.find("all_reduce f32[6]"), std::string::npos) << m;
+  mj::distributed::shutdown();
+  const std::string after = error_of<mj::DistributedError>(start_from_local_devices);
+  EXPECT_NE(after.find("after mj::distributed::shutdown()"), std::string::npos) << after;
+}
+
 // Killed: mpirun ends the run itself; the test is the run's exit status, its duration and that no
 // process of it is left. MpiKilledChild runs inside that run.
 TEST(MpiKilledChild, ProcessOneDiesInACollective) {
